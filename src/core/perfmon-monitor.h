@@ -1,0 +1,68 @@
+/* perfmon-monitor.h: per-thread performance-group accounting
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#if !defined(PERFMON_INSIDE) && !defined(PERFMON_COMPILATION)
+#error "Only <perfmon.h> can be included directly."
+#endif
+
+#include <glib-object.h>
+
+#include "perfmon-version-macros.h"
+#include "perfmon-group.h"
+#include "perfmon-snapshot.h"
+
+G_BEGIN_DECLS
+
+#define PERFMON_TYPE_MONITOR (perfmon_monitor_get_type ())
+
+PERFMON_AVAILABLE_IN_ALL
+G_DECLARE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, PERFMON, MONITOR, GObject)
+
+PERFMON_AVAILABLE_IN_ALL
+PerfmonMonitor  *perfmon_monitor_get_default         (void);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonMonitor  *perfmon_monitor_new                 (GMainContext   *context);
+
+PERFMON_AVAILABLE_IN_ALL
+GMainContext    *perfmon_monitor_get_context         (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_get_enabled         (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_set_enabled         (PerfmonMonitor *self,
+                                                      gboolean        enabled);
+PERFMON_AVAILABLE_IN_ALL
+guint64          perfmon_monitor_get_alert_threshold (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
+                                                      guint64         threshold_ms);
+
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroup    *perfmon_monitor_get_thread_group    (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroup    *perfmon_monitor_get_window_group    (PerfmonMonitor *self,
+                                                      guint64         window_id,
+                                                      const char     *name);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroup    *perfmon_monitor_get_addon_group     (PerfmonMonitor *self,
+                                                      const char     *addon_id,
+                                                      const char     *name);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroup    *perfmon_monitor_create_compartment  (PerfmonMonitor *self,
+                                                      const char     *name,
+                                                      guint64         window_id,
+                                                      const char     *addon_id);
+
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_iteration_done      (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_blocked_begin       (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_blocked_end         (PerfmonMonitor *self);
+
+PERFMON_AVAILABLE_IN_ALL
+PerfmonSnapshot *perfmon_monitor_snapshot            (PerfmonMonitor *self);
+
+G_END_DECLS

@@ -1,0 +1,67 @@
+/* perfmon-snapshot.h: an immutable picture of a monitor's groups
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#if !defined(PERFMON_INSIDE) && !defined(PERFMON_COMPILATION)
+#error "Only <perfmon.h> can be included directly."
+#endif
+
+#include <glib-object.h>
+
+#include "perfmon-version-macros.h"
+#include "perfmon-group-stats.h"
+
+G_BEGIN_DECLS
+
+/**
+ * PERFMON_SNAPSHOT_VARIANT_TYPE:
+ *
+ * The #GVariant type string of perfmon_snapshot_to_variant(): format
+ * version, timestamp, interval, pid, process name, process user and system
+ * CPU time, then one tuple per group: id, kind, name, window id, add-on id
+ * (nothing when the group has none), CPU time, blocked time, ticks and the
+ * %PERFMON_N_DURATIONS histogram buckets. Times are in microseconds.
+ */
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxustta(tustmstttat))"
+
+#define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
+
+PERFMON_AVAILABLE_IN_ALL
+G_DECLARE_FINAL_TYPE (PerfmonSnapshot, perfmon_snapshot, PERFMON, SNAPSHOT, GObject)
+
+PERFMON_AVAILABLE_IN_ALL
+PerfmonSnapshot   *perfmon_snapshot_new_from_json    (const char       *json,
+                                                      GError          **error);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonSnapshot   *perfmon_snapshot_new_from_variant (GVariant         *variant,
+                                                      GError          **error);
+
+PERFMON_AVAILABLE_IN_ALL
+gint64             perfmon_snapshot_get_timestamp    (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+gint64             perfmon_snapshot_get_interval     (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+guint              perfmon_snapshot_get_pid          (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+const char        *perfmon_snapshot_get_process_name (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+guint64            perfmon_snapshot_get_user_time    (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+guint64            perfmon_snapshot_get_system_time  (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+GPtrArray         *perfmon_snapshot_get_groups       (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroupStats *perfmon_snapshot_lookup           (PerfmonSnapshot  *self,
+                                                      guint64           id);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonSnapshot   *perfmon_snapshot_subtract         (PerfmonSnapshot  *self,
+                                                      PerfmonSnapshot  *older,
+                                                      GError          **error);
+PERFMON_AVAILABLE_IN_ALL
+char              *perfmon_snapshot_to_json          (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+GVariant          *perfmon_snapshot_to_variant       (PerfmonSnapshot  *self);
+
+G_END_DECLS

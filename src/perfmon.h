@@ -1,0 +1,17 @@
+/* perfmon.h: the one public header of libperfmon
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#define PERFMON_INSIDE
+
+#include "perfmon-version-macros.h"
+#include "perfmon-error.h"
+#include "perfmon-group.h"
+#include "perfmon-group-stats.h"
+#include "perfmon-snapshot.h"
+#include "perfmon-monitor.h"
+#include "perfmon-enum-types.h"
+
+#undef PERFMON_INSIDE
