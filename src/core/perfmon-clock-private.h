@@ -1,0 +1,57 @@
+/* perfmon-clock-private.h: the cycle counter and the thread CPU clock
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+#include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+# include <x86intrin.h>
+#endif
+
+G_BEGIN_DECLS
+
+/* The cycle counter: a few nanoseconds, no system call. It is only ever
+ * compared with readings of the same thread, and each event-loop iteration
+ * renormalises it against the thread's real CPU clock, so a counter that is
+ * not synchronised across cores costs accuracy only for the iteration in
+ * which the thread migrated. */
+static inline guint64
+perfmon_clock_cycles (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc ();
+#elif defined(__aarch64__)
+  guint64 value;
+  __asm__ __volatile__ ("mrs %0, cntvct_el0" : "=r" (value));
+  return value;
+#else
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+#endif
+}
+
+/* Cycles per microsecond of perfmon_clock_cycles(), measured once per
+ * process against CLOCK_MONOTONIC. Thread-safe. */
+double  perfmon_clock_cycles_per_us (void);
+
+static inline gint64
+perfmon_clock_cycles_to_us (guint64 cycles)
+{
+  return (gint64) ((double) cycles / perfmon_clock_cycles_per_us ());
+}
+
+static inline guint64
+perfmon_clock_us_to_cycles (gint64 us)
+{
+  return (guint64) ((double) us * perfmon_clock_cycles_per_us ());
+}
+
+/* CPU time consumed by the calling thread, in µs. A real system call
+ * (about 1.3 µs on a VM): never call it on a hot path. */
+gint64  perfmon_clock_thread_cpu_us (void);
+
+G_END_DECLS

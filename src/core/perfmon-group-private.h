@@ -1,0 +1,84 @@
+/* perfmon-group-private.h: the accounting record behind a PerfmonGroup
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include "perfmon-group.h"
+#include "perfmon-monitor.h"
+#include "perfmon-group-stats.h"
+
+G_BEGIN_DECLS
+
+/* Why the counters live in a record apart from the GObject: the last
+ * reference to a group may go on any thread, at any moment, even between a
+ * leave() and the commit that charges the group for it. The record is owned
+ * by the monitor and freed only by the monitor, on its own thread, after the
+ * commit ("reaping"), so the hot path never touches freed memory and never
+ * takes a lock.
+ *
+ * A record lives while it has holders: its group object (thread, window and
+ * add-on groups may lose their object and get a new one from a later lookup,
+ * keeping their id) and, for window and add-on records, each compartment
+ * that belongs to them. When the last holder goes, the record is marked dead
+ * and pushed on the monitor's lock-free dead stack; snapshots skip it. */
+typedef struct _PerfmonGroupRecord PerfmonGroupRecord;
+
+struct _PerfmonGroupRecord
+{
+  PerfmonMonitor     *monitor;        /* not a reference */
+  guint64             id;
+  /* Memory per group is a budget (256 bytes with its object): kinds that
+   * never use a field share its room with kinds that do. */
+  union {
+    guint64           window_id;      /* WINDOW */
+    char             *addon_id;       /* ADDON (owned) */
+    struct {
+      PerfmonGroupRecord *window;     /* held, or NULL */
+      PerfmonGroupRecord *addon;      /* held, or NULL */
+    } parents;                        /* COMPARTMENT */
+  } key;
+  union {
+    GWeakRef          object;         /* THREAD, WINDOW, ADDON: looked up */
+    PerfmonGroup     *compartment;    /* COMPARTMENT: dies with its object */
+  } group;
+
+  /* Written on the monitor's thread only. */
+  PerfmonGroupRecord *next_executed;
+  PerfmonGroupRecord *next_dead;      /* on the dead stack */
+  guint64             recent_cycles;
+  guint64             cpu_time_us;
+  guint64             blocked_time_us;
+  guint64             ticks;
+  guint32             durations[PERFMON_N_DURATIONS]; /* saturating */
+  guint32             recent_blocked_us;              /* saturating */
+
+  guint               registry_index;
+  gint                holders;        /* atomic; 0 = dead, never revived */
+  guint8              kind;
+  guint8              active;
+  guint8              acquired;
+  guint8              executed;
+
+  char                name[];         /* in the same allocation */
+};
+
+/* Parents of a compartment, NULL for other kinds. */
+#define PERFMON_RECORD_WINDOW(r) ((r)->kind == PERFMON_GROUP_KIND_COMPARTMENT ? (r)->key.parents.window : NULL)
+#define PERFMON_RECORD_ADDON(r)  ((r)->kind == PERFMON_GROUP_KIND_COMPARTMENT ? (r)->key.parents.addon : NULL)
+
+static inline gboolean
+_perfmon_group_record_is_dead (PerfmonGroupRecord *record)
+{
+  return g_atomic_int_get (&record->holders) == 0;
+}
+
+/* Holder counting; see above. */
+gboolean      _perfmon_group_record_try_hold (PerfmonGroupRecord *record);
+void          _perfmon_group_record_release  (PerfmonGroupRecord *record);
+
+/* The record's group object, created for @record, which it holds. */
+PerfmonGroup *_perfmon_group_new             (PerfmonGroupRecord *record);
+PerfmonGroupRecord *_perfmon_group_get_record (PerfmonGroup *self);
+
+G_END_DECLS

@@ -1,0 +1,1522 @@
+/* perfmon-monitor.c
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "perfmon-clock-private.h"
+#include "perfmon-group-stats-private.h"
+#include "perfmon-monitor-private.h"
+#include "perfmon-snapshot-private.h"
+
+/**
+ * PerfmonMonitor:
+ *
+ * Performance-group accounting for one thread.
+ *
+ * A monitor charges the code that runs on its thread to performance groups
+ * (see [class@Perfmon.Group]). Between [method@Perfmon.Group.enter] and
+ * [method@Perfmon.Group.leave] of a compartment it counts cycles of the
+ * CPU's cycle counter; once per event-loop iteration it commits them,
+ * renormalised against the thread's real CPU clock, so that time a
+ * compartment spends sleeping or blocked is not charged as CPU time.
+ *
+ * A monitor attached to a #GMainContext sees the iterations of that context
+ * by itself (it wraps the context's poll function). A monitor without a
+ * context relies on the embedder to call
+ * [method@Perfmon.Monitor.iteration_done] at the end of each iteration.
+ *
+ * Threads: everything except the group lookups and
+ * [method@Perfmon.Monitor.get_enabled] must be called on the monitor's
+ * thread: the first thread that enters a compartment, ends an iteration or
+ * iterates the monitor's context. Group lookups
+ * ([method@Perfmon.Monitor.get_window_group] and friends) may be called from
+ * any thread.
+ */
+
+/* Deeper nesting of enter() is counted but not measured. */
+#define MAX_NESTING 64
+/* How many contexts may have a monitor attached at once; see PollSlot. */
+#define N_POLL_SLOTS 32
+#define MAX_PENDING_ALERTS 32
+#define DEFAULT_ALERT_THRESHOLD_MS 64
+#define ALERT_INTERVAL_US G_USEC_PER_SEC
+
+/* The thread CPU clock is a system call that costs about as much as a whole
+ * empty GLib dispatch, while the cycle counter costs a few nanoseconds. So
+ * the monitor reads the CPU clock only where its answer matters:
+ *
+ *  - At the end of a long iteration (LONG_ITERATION_US or more of wall
+ *    time). Only those can land in the histogram (its first bucket is 1 ms)
+ *    and only there does descheduling or sleeping change the verdict; the
+ *    read costs under 0.2 % of such an iteration.
+ *  - When the thread wakes from a poll that slept (SLEPT_POLL_US or more):
+ *    a wake-up costs microseconds anyway, and it makes the next iteration's
+ *    starting point exact.
+ *  - When the last reading ("the anchor") is older than ANCHOR_MAX_AGE_US,
+ *    which caps the cost at one read per ANCHOR_MAX_AGE_US of busy loop.
+ *
+ * Every other iteration start is estimated as anchor + the cycles since the
+ * anchor: between the anchor and that start the thread only ran short
+ * iterations and polls that did not sleep, so it was running all along. A
+ * short iteration is charged its wall time as CPU time; its error is at most
+ * its own length and it cannot reach the histogram. */
+#define LONG_ITERATION_US 1000
+#define SLEPT_POLL_US 50
+#define ANCHOR_MAX_AGE_US 2000
+
+typedef struct
+{
+  PerfmonGroupRecord *compartment;
+  PerfmonGroupRecord *acquired[4];
+  guint               n_acquired;
+  guint64             start_cycles;
+  guint64             start_blocked_us;
+} Measure;
+
+typedef struct
+{
+  PerfmonGroup *group;
+  guint64       duration_us;
+} PendingAlert;
+
+struct _PerfmonMonitor
+{
+  GObject             parent_instance;
+
+  /* The owner thread's state: read and written there only, without locks. */
+  gconstpointer       owner;
+  gboolean            enabled;
+  gboolean            warned_foreign_poll;
+  guint               depth;
+  guint               overflow;
+  guint               open_measures;
+  PerfmonGroupRecord *executed;
+  guint64             measured_cycles;
+  guint64             blocked_us;
+  guint               blocked_depth;
+  gint64              blocked_since;
+  double              cycles_per_us;
+
+  gboolean            in_iteration;
+  guint64             iteration_start_cycles;
+  gint64              iteration_start_cpu_us;
+  guint64             anchor_cycles;
+  gint64              anchor_cpu_us;
+  gboolean            anchor_valid;
+  guint64             long_iteration_cycles;
+  guint64             slept_poll_cycles;
+  guint64             anchor_max_age_cycles;
+  guint64             n_cpu_clock_reads;
+
+  PerfmonGroupRecord *thread_record;
+  guint64             alert_threshold_ms;
+  guint64             alert_threshold_us;
+  GHashTable         *last_alert_cycles;    /* record → guint64 cycles */
+  PendingAlert        pending_alerts[MAX_PENDING_ALERTS];
+  guint               n_pending_alerts;
+  GSource            *alert_source;
+
+  GMainContext       *context;
+  char               *thread_name;          /* construct-only */
+  int                 poll_slot;
+
+  /* Any thread. */
+  PerfmonGroupRecord *dead;                 /* lock-free stack */
+  GMutex              registry_lock;
+  GPtrArray          *records;              /* every record not yet freed */
+  GHashTable         *windows;              /* guint64 window id → record */
+  GHashTable         *addons;               /* add-on id → record */
+
+  Measure             measures[MAX_NESTING];
+};
+
+enum {
+  PROP_0,
+  PROP_CONTEXT,
+  PROP_THREAD_NAME,
+  PROP_ENABLED,
+  PROP_ALERT_THRESHOLD,
+  N_PROPS
+};
+
+enum {
+  SIGNAL_ALERT,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, G_TYPE_OBJECT)
+
+/* The address of this variable identifies the calling thread, for the price
+ * of a thread-local address computation. */
+static __thread char thread_token;
+
+static guint64 last_group_id;
+
+static guint64
+next_group_id (void)
+{
+  return __atomic_add_fetch (&last_group_id, 1, __ATOMIC_RELAXED);
+}
+
+static gboolean
+claim_thread (PerfmonMonitor *self)
+{
+  gconstpointer token = &thread_token;
+
+  if (G_LIKELY (self->owner == token))
+    return TRUE;
+
+  /* The first thread to use the monitor owns it. */
+  return g_atomic_pointer_compare_and_exchange (&self->owner, NULL, token);
+}
+
+static inline gboolean
+check_thread (PerfmonMonitor *self,
+              const char     *function)
+{
+  if (G_LIKELY (claim_thread (self)))
+    return TRUE;
+
+  g_critical ("%s: called from a thread other than the monitor's; ignored", function);
+  return FALSE;
+}
+
+/* --- records --------------------------------------------------------- */
+
+static PerfmonGroupRecord *
+record_new_locked (PerfmonMonitor   *self,
+                   PerfmonGroupKind  kind,
+                   const char       *name)
+{
+  gsize name_size = strlen (name) + 1;
+  PerfmonGroupRecord *record = g_malloc0 (sizeof (PerfmonGroupRecord) + name_size);
+
+  record->monitor = self;
+  record->id = next_group_id ();
+  memcpy (record->name, name, name_size);
+  record->kind = kind;
+  record->active = kind != PERFMON_GROUP_KIND_COMPARTMENT;
+  record->holders = 1;
+  if (kind != PERFMON_GROUP_KIND_COMPARTMENT)
+    g_weak_ref_init (&record->group.object, NULL);
+
+  record->registry_index = self->records->len;
+  g_ptr_array_add (self->records, record);
+
+  return record;
+}
+
+static void
+record_free (PerfmonGroupRecord *record)
+{
+  if (record->kind != PERFMON_GROUP_KIND_COMPARTMENT)
+    g_weak_ref_clear (&record->group.object);
+  if (record->kind == PERFMON_GROUP_KIND_ADDON)
+    g_free (record->key.addon_id);
+  g_free (record);
+}
+
+static void
+unregister_locked (PerfmonMonitor     *self,
+                   PerfmonGroupRecord *record)
+{
+  guint index = record->registry_index;
+  guint last = self->records->len - 1;
+
+  if (index != last)
+    {
+      PerfmonGroupRecord *moved = g_ptr_array_index (self->records, last);
+
+      self->records->pdata[index] = moved;
+      moved->registry_index = index;
+    }
+  g_ptr_array_set_size (self->records, last);
+
+  /* A later lookup may already have replaced the entry with a new record. */
+  if (record->kind == PERFMON_GROUP_KIND_WINDOW &&
+      g_hash_table_lookup (self->windows, &record->key.window_id) == record)
+    g_hash_table_remove (self->windows, &record->key.window_id);
+  else if (record->kind == PERFMON_GROUP_KIND_ADDON &&
+           g_hash_table_lookup (self->addons, record->key.addon_id) == record)
+    g_hash_table_remove (self->addons, record->key.addon_id);
+}
+
+void
+_perfmon_monitor_bury_record (PerfmonMonitor     *self,
+                              PerfmonGroupRecord *record)
+{
+  PerfmonGroupRecord *head;
+
+  do
+    {
+      head = g_atomic_pointer_get (&self->dead);
+      record->next_dead = head;
+    }
+  while (!g_atomic_pointer_compare_and_exchange (&self->dead, head, record));
+}
+
+/* Monitor's thread, after a commit: nothing refers to a dead record any
+ * more once the executed list has been charged. */
+static void
+reap_dead_records (PerfmonMonitor *self)
+{
+  PerfmonGroupRecord *record;
+  PerfmonGroupRecord *next;
+
+  if (G_LIKELY (g_atomic_pointer_get (&self->dead) == NULL))
+    return;
+
+  record = g_atomic_pointer_exchange (&self->dead, NULL);
+
+  g_mutex_lock (&self->registry_lock);
+  for (PerfmonGroupRecord *r = record; r != NULL; r = r->next_dead)
+    unregister_locked (self, r);
+  g_mutex_unlock (&self->registry_lock);
+
+  for (; record != NULL; record = next)
+    {
+      next = record->next_dead;
+      if (self->last_alert_cycles != NULL)
+        g_hash_table_remove (self->last_alert_cycles, record);
+      record_free (record);
+    }
+}
+
+/* Returns a live window record with one hold taken for the caller. */
+static PerfmonGroupRecord *
+hold_window_record_locked (PerfmonMonitor *self,
+                           guint64         window_id,
+                           const char     *name)
+{
+  PerfmonGroupRecord *record = g_hash_table_lookup (self->windows, &window_id);
+
+  if (record != NULL && _perfmon_group_record_try_hold (record))
+    return record;
+
+  if (name == NULL)
+    {
+      char default_name[32];
+
+      g_snprintf (default_name, sizeof default_name, "window %" G_GUINT64_FORMAT, window_id);
+      record = record_new_locked (self, PERFMON_GROUP_KIND_WINDOW, default_name);
+    }
+  else
+    record = record_new_locked (self, PERFMON_GROUP_KIND_WINDOW, name);
+  record->key.window_id = window_id;
+  g_hash_table_replace (self->windows, &record->key.window_id, record);
+
+  return record;
+}
+
+static PerfmonGroupRecord *
+hold_addon_record_locked (PerfmonMonitor *self,
+                          const char     *addon_id,
+                          const char     *name)
+{
+  PerfmonGroupRecord *record = g_hash_table_lookup (self->addons, addon_id);
+
+  if (record != NULL && _perfmon_group_record_try_hold (record))
+    return record;
+
+  record = record_new_locked (self, PERFMON_GROUP_KIND_ADDON, name != NULL ? name : addon_id);
+  record->key.addon_id = g_strdup (addon_id);
+  g_hash_table_replace (self->addons, record->key.addon_id, record);
+
+  return record;
+}
+
+/* Returns the group of a held record, consuming the hold. */
+static PerfmonGroup *
+group_for_held_record_locked (PerfmonGroupRecord *record)
+{
+  PerfmonGroup *group = g_weak_ref_get (&record->group.object);
+
+  if (group == NULL)
+    return _perfmon_group_new (record);   /* the group owns the hold */
+
+  _perfmon_group_record_release (record); /* the group holds it already */
+  return group;
+}
+
+static void begin_iteration (PerfmonMonitor *self,
+                             guint64         now,
+                             gboolean        exact);
+
+/* --- measuring --------------------------------------------------------- */
+
+static inline void
+acquire (Measure            *measure,
+         PerfmonGroupRecord *record)
+{
+  if (record->active && !record->acquired)
+    {
+      record->acquired = TRUE;
+      measure->acquired[measure->n_acquired++] = record;
+    }
+}
+
+void
+_perfmon_monitor_enter (PerfmonMonitor     *self,
+                        PerfmonGroupRecord *compartment)
+{
+  Measure *measure;
+
+  if (G_UNLIKELY (!check_thread (self, "perfmon_group_enter")))
+    return;
+
+  if (G_UNLIKELY (self->depth == MAX_NESTING))
+    {
+      self->overflow++;
+      return;
+    }
+
+  measure = &self->measures[self->depth++];
+  measure->compartment = compartment;
+  measure->n_acquired = 0;
+
+  if (G_UNLIKELY (!self->enabled))
+    return;
+
+  /* Code that runs before the first iteration boundary (a monitor without
+   * a context, or work before the loop first polls) starts an iteration. */
+  if (G_UNLIKELY (!self->in_iteration))
+    begin_iteration (self, perfmon_clock_cycles (), TRUE);
+
+  acquire (measure, self->thread_record);
+  if (compartment->key.parents.window != NULL)
+    acquire (measure, compartment->key.parents.window);
+  if (compartment->key.parents.addon != NULL)
+    acquire (measure, compartment->key.parents.addon);
+  acquire (measure, compartment);
+
+  if (measure->n_acquired == 0)
+    return;
+
+  self->open_measures++;
+  measure->start_blocked_us = self->blocked_us;
+  measure->start_cycles = perfmon_clock_cycles ();
+}
+
+void
+_perfmon_monitor_leave (PerfmonMonitor     *self,
+                        PerfmonGroupRecord *compartment)
+{
+  guint64 now = perfmon_clock_cycles ();
+  Measure *measure;
+  guint64 cycles;
+  guint64 blocked;
+
+  if (G_UNLIKELY (!check_thread (self, "perfmon_group_leave")))
+    return;
+
+  if (G_UNLIKELY (self->overflow > 0))
+    {
+      self->overflow--;
+      return;
+    }
+
+  if (G_UNLIKELY (self->depth == 0))
+    {
+      g_critical ("perfmon_group_leave: “%s” was not entered", compartment->name);
+      return;
+    }
+
+  measure = &self->measures[--self->depth];
+
+  if (G_UNLIKELY (measure->compartment != compartment))
+    g_critical ("perfmon_group_leave: leaving “%s”, but the innermost compartment entered is “%s”",
+                compartment->name, measure->compartment->name);
+
+  /* Nothing acquired, monitoring disabled, or cancelled by a nested loop. */
+  if (measure->n_acquired == 0)
+    return;
+
+  /* A counter that went backwards (the thread moved to a core whose
+   * counter lags) gives no time rather than a huge one. */
+  cycles = now > measure->start_cycles ? now - measure->start_cycles : 0;
+  blocked = self->blocked_us - measure->start_blocked_us;
+
+  for (guint i = 0; i < measure->n_acquired; i++)
+    {
+      PerfmonGroupRecord *record = measure->acquired[i];
+
+      record->recent_cycles += cycles;
+      record->recent_blocked_us = (guint32) MIN (record->recent_blocked_us + blocked, G_MAXUINT32);
+      record->acquired = FALSE;
+      if (!record->executed)
+        {
+          record->executed = TRUE;
+          record->next_executed = self->executed;
+          self->executed = record;
+        }
+    }
+
+  /* The iteration's measured cycles: those of the outermost measures. */
+  if (--self->open_measures == 0)
+    self->measured_cycles += cycles;
+}
+
+/* The seed's nested event loop rule: code that spins the loop again from
+ * inside a measure ends the outer measures' accounting; their leave() then
+ * does nothing, so nothing is counted twice. */
+static void
+cancel_measures (PerfmonMonitor *self)
+{
+  for (guint i = 0; i < self->depth; i++)
+    {
+      Measure *measure = &self->measures[i];
+
+      for (guint j = 0; j < measure->n_acquired; j++)
+        measure->acquired[j]->acquired = FALSE;
+      measure->n_acquired = 0;
+    }
+  self->open_measures = 0;
+}
+
+static void
+discard_recent (PerfmonMonitor *self)
+{
+  PerfmonGroupRecord *next;
+
+  for (PerfmonGroupRecord *record = self->executed; record != NULL; record = next)
+    {
+      next = record->next_executed;
+      record->next_executed = NULL;
+      record->executed = FALSE;
+      record->recent_cycles = 0;
+      record->recent_blocked_us = 0;
+    }
+  self->executed = NULL;
+  self->measured_cycles = 0;
+}
+
+/* --- alerts ------------------------------------------------------------ */
+
+static void
+emit_pending_alerts (PerfmonMonitor *self)
+{
+  PendingAlert alerts[MAX_PENDING_ALERTS];
+  guint n_alerts = self->n_pending_alerts;
+
+  /* Handlers may iterate the loop and queue more: work on a copy. */
+  memcpy (alerts, self->pending_alerts, n_alerts * sizeof (PendingAlert));
+  self->n_pending_alerts = 0;
+
+  for (guint i = 0; i < n_alerts; i++)
+    {
+      g_signal_emit (self, signals[SIGNAL_ALERT], 0, alerts[i].group, alerts[i].duration_us);
+      g_object_unref (alerts[i].group);
+    }
+}
+
+static gboolean
+alert_source_dispatch (GSource     *source,
+                       GSourceFunc  callback,
+                       gpointer     user_data)
+{
+  g_source_set_ready_time (source, -1);
+  return callback (user_data);
+}
+
+static GSourceFuncs alert_source_funcs = {
+  .dispatch = alert_source_dispatch,
+};
+
+static gboolean
+on_alert_source (gpointer user_data)
+{
+  emit_pending_alerts (PERFMON_MONITOR (user_data));
+  return G_SOURCE_CONTINUE;
+}
+
+/* Rare: at most once per group per second. */
+static void
+queue_alert (PerfmonMonitor     *self,
+             PerfmonGroupRecord *record,
+             guint64             cpu_us,
+             guint64             now)
+{
+  gpointer last;
+  PerfmonGroup *group;
+
+  if (self->last_alert_cycles == NULL)
+    self->last_alert_cycles = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+
+  last = g_hash_table_lookup (self->last_alert_cycles, record);
+  if (last != NULL &&
+      now - *(guint64 *) last < perfmon_clock_us_to_cycles (ALERT_INTERVAL_US))
+    return;
+
+  if (self->n_pending_alerts == MAX_PENDING_ALERTS)
+    return;
+
+  if (record->kind == PERFMON_GROUP_KIND_COMPARTMENT)
+    group = record->group.compartment != NULL ? g_object_ref (record->group.compartment) : NULL;
+  else
+    group = g_weak_ref_get (&record->group.object);
+
+  /* A group nobody holds (a window kept only by its compartments) still
+   * gets one: alert handlers deserve a group to look at. */
+  if (group == NULL && record->kind != PERFMON_GROUP_KIND_COMPARTMENT &&
+      _perfmon_group_record_try_hold (record))
+    {
+      g_mutex_lock (&self->registry_lock);
+      group = group_for_held_record_locked (record);
+      g_mutex_unlock (&self->registry_lock);
+    }
+
+  if (group == NULL)
+    return;
+
+  if (last == NULL)
+    {
+      last = g_new (guint64, 1);
+      g_hash_table_insert (self->last_alert_cycles, record, last);
+    }
+  *(guint64 *) last = now;
+
+  self->pending_alerts[self->n_pending_alerts].group = group;
+  self->pending_alerts[self->n_pending_alerts].duration_us = cpu_us;
+  self->n_pending_alerts++;
+}
+
+/* --- committing an iteration ------------------------------------------- */
+
+static inline void
+charge (PerfmonMonitor     *self,
+        PerfmonGroupRecord *record,
+        guint64             cpu_us,
+        guint64             now)
+{
+  record->cpu_time_us += cpu_us;
+  record->blocked_time_us += record->recent_blocked_us;
+  record->ticks++;
+
+  for (guint i = 0; i < PERFMON_N_DURATIONS && cpu_us > (G_GUINT64_CONSTANT (1000) << i); i++)
+    {
+      if (G_LIKELY (record->durations[i] != G_MAXUINT32))
+        record->durations[i]++;
+    }
+
+  record->recent_cycles = 0;
+  record->recent_blocked_us = 0;
+  record->executed = FALSE;
+  record->next_executed = NULL;
+
+  if (G_UNLIKELY (self->alert_threshold_us != 0 && cpu_us >= self->alert_threshold_us))
+    queue_alert (self, record, cpu_us, now);
+}
+
+/* Charges the iteration that ended at @now and used @iteration_cpu_us of
+ * the thread's CPU: each executed group gets its share of the iteration's
+ * measured cycles times that CPU time (never more than its own wall time),
+ * the thread group the whole of it. */
+static void
+commit (PerfmonMonitor *self,
+        guint64         now,
+        guint64         iteration_cpu_us)
+{
+  PerfmonGroupRecord *thread_record = self->thread_record;
+  guint64 measured = self->measured_cycles;
+  PerfmonGroupRecord *next;
+
+  for (PerfmonGroupRecord *record = self->executed; record != NULL; record = next)
+    {
+      guint64 cpu_us = 0;
+
+      next = record->next_executed;
+      if (record == thread_record)
+        continue;
+
+      if (measured > 0)
+        {
+          double share = (double) record->recent_cycles / (double) measured;
+          double own_wall_us = (double) record->recent_cycles / self->cycles_per_us;
+
+          cpu_us = (guint64) MIN (share * (double) iteration_cpu_us, own_wall_us);
+        }
+      charge (self, record, cpu_us, now);
+    }
+
+  if (thread_record->active)
+    charge (self, thread_record, iteration_cpu_us, now);
+  else
+    {
+      thread_record->recent_cycles = 0;
+      thread_record->recent_blocked_us = 0;
+      thread_record->executed = FALSE;
+      thread_record->next_executed = NULL;
+    }
+
+  self->executed = NULL;
+  self->measured_cycles = 0;
+
+  reap_dead_records (self);
+}
+
+static inline gint64
+read_cpu_clock (PerfmonMonitor *self)
+{
+  self->n_cpu_clock_reads++;
+  return perfmon_clock_thread_cpu_us ();
+}
+
+static void
+begin_iteration (PerfmonMonitor *self,
+                 guint64         now,
+                 gboolean        exact)
+{
+  if (exact || !self->anchor_valid || now - self->anchor_cycles >= self->anchor_max_age_cycles)
+    {
+      self->anchor_cpu_us = read_cpu_clock (self);
+      self->anchor_cycles = now;
+      self->anchor_valid = TRUE;
+    }
+
+  self->in_iteration = TRUE;
+  self->iteration_start_cycles = now;
+  self->iteration_start_cpu_us =
+    self->anchor_cpu_us + (gint64) ((double) (now - self->anchor_cycles) / self->cycles_per_us);
+}
+
+static void
+end_iteration (PerfmonMonitor *self,
+               guint64         now,
+               gboolean        exact)
+{
+  guint64 wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
+  guint64 wall_us = (guint64) ((double) wall_cycles / self->cycles_per_us);
+  guint64 cpu_us;
+
+  if (G_UNLIKELY (self->depth > 0))
+    cancel_measures (self);
+
+  if (exact || wall_cycles >= self->long_iteration_cycles)
+    {
+      gint64 cpu_now = read_cpu_clock (self);
+      gint64 used = cpu_now - self->iteration_start_cpu_us;
+
+      /* An estimated start can only be early (it assumes the thread ran),
+       * so the result is clamped into what is physically possible. */
+      cpu_us = (guint64) CLAMP (used, 0, (gint64) wall_us);
+      self->anchor_cpu_us = cpu_now;
+      self->anchor_cycles = now;
+      self->anchor_valid = TRUE;
+    }
+  else
+    cpu_us = wall_us;
+
+  self->in_iteration = FALSE;
+  commit (self, now, cpu_us);
+}
+
+static void
+schedule_alerts (PerfmonMonitor *self)
+{
+  if (self->n_pending_alerts == 0)
+    return;
+
+  if (self->alert_source != NULL)
+    {
+      /* Called from inside the poll function: make that poll return at
+       * once so the alerts are emitted by the next dispatch. */
+      g_source_set_ready_time (self->alert_source, 0);
+      g_main_context_wakeup (self->context);
+    }
+  else
+    emit_pending_alerts (self);
+}
+
+/* --- the poll function wrapper ----------------------------------------- */
+
+/* GPollFunc takes no user data, so each attached context gets a trampoline
+ * of its own that knows its slot. Slots are never reused while the context
+ * still calls their trampoline. */
+typedef struct
+{
+  GMainContext   *context;
+  GPollFunc       previous;
+  PerfmonMonitor *monitor;   /* atomic; NULL once the monitor is gone */
+} PollSlot;
+
+static PollSlot poll_slots[N_POLL_SLOTS];
+static GMutex poll_slots_lock;
+
+static gint
+monitor_poll (PollSlot *slot,
+              GPollFD  *fds,
+              guint     n_fds,
+              gint      timeout)
+{
+  PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
+  guint64 poll_start;
+  guint64 poll_end;
+  gint ret;
+
+  if (self == NULL || !self->enabled)
+    {
+      if (self != NULL)
+        self->in_iteration = FALSE;
+      return slot->previous (fds, n_fds, timeout);
+    }
+
+  if (G_UNLIKELY (!claim_thread (self)))
+    {
+      if (!self->warned_foreign_poll)
+        {
+          self->warned_foreign_poll = TRUE;
+          g_warning ("The main context of a PerfmonMonitor is iterated by a thread other than "
+                     "the monitor's: iterations on that thread are not measured");
+        }
+      return slot->previous (fds, n_fds, timeout);
+    }
+
+  poll_start = perfmon_clock_cycles ();
+  if (self->in_iteration)
+    {
+      end_iteration (self, poll_start, FALSE);
+      schedule_alerts (self);
+    }
+
+  ret = slot->previous (fds, n_fds, timeout);
+
+  poll_end = perfmon_clock_cycles ();
+  begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
+
+  return ret;
+}
+
+#define POLL_TRAMPOLINE(n) \
+  static gint poll_trampoline_##n (GPollFD *fds, guint n_fds, gint timeout) \
+  { return monitor_poll (&poll_slots[n], fds, n_fds, timeout); }
+
+POLL_TRAMPOLINE (0)  POLL_TRAMPOLINE (1)  POLL_TRAMPOLINE (2)  POLL_TRAMPOLINE (3)
+POLL_TRAMPOLINE (4)  POLL_TRAMPOLINE (5)  POLL_TRAMPOLINE (6)  POLL_TRAMPOLINE (7)
+POLL_TRAMPOLINE (8)  POLL_TRAMPOLINE (9)  POLL_TRAMPOLINE (10) POLL_TRAMPOLINE (11)
+POLL_TRAMPOLINE (12) POLL_TRAMPOLINE (13) POLL_TRAMPOLINE (14) POLL_TRAMPOLINE (15)
+POLL_TRAMPOLINE (16) POLL_TRAMPOLINE (17) POLL_TRAMPOLINE (18) POLL_TRAMPOLINE (19)
+POLL_TRAMPOLINE (20) POLL_TRAMPOLINE (21) POLL_TRAMPOLINE (22) POLL_TRAMPOLINE (23)
+POLL_TRAMPOLINE (24) POLL_TRAMPOLINE (25) POLL_TRAMPOLINE (26) POLL_TRAMPOLINE (27)
+POLL_TRAMPOLINE (28) POLL_TRAMPOLINE (29) POLL_TRAMPOLINE (30) POLL_TRAMPOLINE (31)
+
+static const GPollFunc poll_trampolines[N_POLL_SLOTS] = {
+  poll_trampoline_0,  poll_trampoline_1,  poll_trampoline_2,  poll_trampoline_3,
+  poll_trampoline_4,  poll_trampoline_5,  poll_trampoline_6,  poll_trampoline_7,
+  poll_trampoline_8,  poll_trampoline_9,  poll_trampoline_10, poll_trampoline_11,
+  poll_trampoline_12, poll_trampoline_13, poll_trampoline_14, poll_trampoline_15,
+  poll_trampoline_16, poll_trampoline_17, poll_trampoline_18, poll_trampoline_19,
+  poll_trampoline_20, poll_trampoline_21, poll_trampoline_22, poll_trampoline_23,
+  poll_trampoline_24, poll_trampoline_25, poll_trampoline_26, poll_trampoline_27,
+  poll_trampoline_28, poll_trampoline_29, poll_trampoline_30, poll_trampoline_31,
+};
+
+static void
+attach_to_context (PerfmonMonitor *self)
+{
+  g_mutex_lock (&poll_slots_lock);
+  for (guint i = 0; i < N_POLL_SLOTS; i++)
+    {
+      PollSlot *slot = &poll_slots[i];
+
+      if (slot->context != NULL)
+        continue;
+
+      slot->context = self->context;
+      slot->previous = g_main_context_get_poll_func (self->context);
+      g_atomic_pointer_set (&slot->monitor, self);
+      g_main_context_set_poll_func (self->context, poll_trampolines[i]);
+      self->poll_slot = i;
+      break;
+    }
+  g_mutex_unlock (&poll_slots_lock);
+
+  if (self->poll_slot < 0)
+    {
+      g_warning ("perfmon_monitor_new: more than %d monitored main contexts; this one is not "
+                 "measured automatically, call perfmon_monitor_iteration_done()", N_POLL_SLOTS);
+      return;
+    }
+
+  self->alert_source = g_source_new (&alert_source_funcs, sizeof (GSource));
+  g_source_set_name (self->alert_source, "[perfmon] alerts");
+  g_source_set_callback (self->alert_source, on_alert_source, self, NULL);
+  g_source_set_ready_time (self->alert_source, -1);
+  g_source_attach (self->alert_source, self->context);
+}
+
+static void
+detach_from_context (PerfmonMonitor *self)
+{
+  if (self->alert_source != NULL)
+    {
+      g_source_destroy (self->alert_source);
+      g_clear_pointer (&self->alert_source, g_source_unref);
+    }
+
+  if (self->poll_slot < 0)
+    return;
+
+  g_mutex_lock (&poll_slots_lock);
+  {
+    PollSlot *slot = &poll_slots[self->poll_slot];
+
+    g_atomic_pointer_set (&slot->monitor, NULL);
+    /* If someone wrapped our wrapper, it must keep working: the slot stays
+     * taken and passes through. */
+    if (g_main_context_get_poll_func (self->context) == poll_trampolines[self->poll_slot])
+      {
+        g_main_context_set_poll_func (self->context, slot->previous);
+        slot->context = NULL;
+        slot->previous = NULL;
+      }
+  }
+  g_mutex_unlock (&poll_slots_lock);
+  self->poll_slot = -1;
+}
+
+/* --- GObject ------------------------------------------------------------ */
+
+static void
+perfmon_monitor_constructed (GObject *object)
+{
+  PerfmonMonitor *self = PERFMON_MONITOR (object);
+
+  G_OBJECT_CLASS (perfmon_monitor_parent_class)->constructed (object);
+
+  if (self->thread_name == NULL)
+    {
+      static guint n_unnamed;
+
+      self->thread_name = g_strdup_printf ("thread %u", g_atomic_int_add (&n_unnamed, 1) + 1);
+    }
+  g_mutex_lock (&self->registry_lock);
+  self->thread_record = record_new_locked (self, PERFMON_GROUP_KIND_THREAD, self->thread_name);
+  g_mutex_unlock (&self->registry_lock);
+
+  if (self->context != NULL)
+    attach_to_context (self);
+}
+
+static void
+perfmon_monitor_finalize (GObject *object)
+{
+  PerfmonMonitor *self = PERFMON_MONITOR (object);
+
+  detach_from_context (self);
+  g_clear_pointer (&self->context, g_main_context_unref);
+  g_clear_pointer (&self->thread_name, g_free);
+
+  for (guint i = 0; i < self->n_pending_alerts; i++)
+    g_object_unref (self->pending_alerts[i].group);
+
+  /* Every group holds the monitor, so all records but the thread's are
+   * dead by now. */
+  reap_dead_records (self);
+  g_warn_if_fail (self->records->len == 1);
+  for (guint i = 0; i < self->records->len; i++)
+    record_free (g_ptr_array_index (self->records, i));
+
+  g_ptr_array_unref (self->records);
+  g_hash_table_unref (self->windows);
+  g_hash_table_unref (self->addons);
+  g_clear_pointer (&self->last_alert_cycles, g_hash_table_unref);
+  g_mutex_clear (&self->registry_lock);
+
+  G_OBJECT_CLASS (perfmon_monitor_parent_class)->finalize (object);
+}
+
+static void
+perfmon_monitor_get_property (GObject    *object,
+                              guint       prop_id,
+                              GValue     *value,
+                              GParamSpec *pspec)
+{
+  PerfmonMonitor *self = PERFMON_MONITOR (object);
+
+  switch (prop_id)
+    {
+    case PROP_CONTEXT:
+      g_value_set_boxed (value, self->context);
+      break;
+    case PROP_THREAD_NAME:
+      g_value_set_string (value, self->thread_name);
+      break;
+    case PROP_ENABLED:
+      g_value_set_boolean (value, self->enabled);
+      break;
+    case PROP_ALERT_THRESHOLD:
+      g_value_set_uint64 (value, self->alert_threshold_ms);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+perfmon_monitor_set_property (GObject      *object,
+                              guint         prop_id,
+                              const GValue *value,
+                              GParamSpec   *pspec)
+{
+  PerfmonMonitor *self = PERFMON_MONITOR (object);
+
+  switch (prop_id)
+    {
+    case PROP_CONTEXT:
+      self->context = g_value_dup_boxed (value);
+      break;
+    case PROP_THREAD_NAME:
+      self->thread_name = g_value_dup_string (value);
+      break;
+    case PROP_ENABLED:
+      perfmon_monitor_set_enabled (self, g_value_get_boolean (value));
+      break;
+    case PROP_ALERT_THRESHOLD:
+      perfmon_monitor_set_alert_threshold (self, g_value_get_uint64 (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+perfmon_monitor_class_init (PerfmonMonitorClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->constructed = perfmon_monitor_constructed;
+  object_class->finalize = perfmon_monitor_finalize;
+  object_class->get_property = perfmon_monitor_get_property;
+  object_class->set_property = perfmon_monitor_set_property;
+
+  /**
+   * PerfmonMonitor:context:
+   *
+   * The main context whose iterations the monitor observes, or %NULL when
+   * the embedder calls [method@Perfmon.Monitor.iteration_done].
+   */
+  properties[PROP_CONTEXT] =
+    g_param_spec_boxed ("context", NULL, NULL, G_TYPE_MAIN_CONTEXT,
+                        G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonMonitor:thread-name:
+   *
+   * The name of the thread group, set at construction; by default
+   * "thread N" (the default monitor's is "main thread").
+   */
+  properties[PROP_THREAD_NAME] =
+    g_param_spec_string ("thread-name", NULL, NULL, NULL,
+                         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonMonitor:enabled:
+   *
+   * Whether the monitor records anything. While disabled, entering and
+   * leaving compartments and ending iterations cost next to nothing.
+   */
+  properties[PROP_ENABLED] =
+    g_param_spec_boolean ("enabled", NULL, NULL, TRUE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonMonitor:alert-threshold:
+   *
+   * The CPU time, in milliseconds, that a group must use in one iteration
+   * for [signal@Perfmon.Monitor::alert] to be emitted; 0 turns alerts off.
+   */
+  properties[PROP_ALERT_THRESHOLD] =
+    g_param_spec_uint64 ("alert-threshold", NULL, NULL,
+                         0, G_MAXUINT64 / 1000, DEFAULT_ALERT_THRESHOLD_MS,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * PerfmonMonitor::alert:
+   * @self: the monitor
+   * @group: the group that used too much CPU time
+   * @duration_us: the CPU time it used in one iteration, in µs
+   *
+   * Emitted on the monitor's thread after an iteration in which @group
+   * used at least [property@Perfmon.Monitor:alert-threshold] of CPU time;
+   * at most once per group per second.
+   */
+  signals[SIGNAL_ALERT] =
+    g_signal_new ("alert",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 2, PERFMON_TYPE_GROUP, G_TYPE_UINT64);
+}
+
+static void
+perfmon_monitor_init (PerfmonMonitor *self)
+{
+  self->enabled = TRUE;
+  self->poll_slot = -1;
+  self->cycles_per_us = perfmon_clock_cycles_per_us ();
+  self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
+  self->slept_poll_cycles = perfmon_clock_us_to_cycles (SLEPT_POLL_US);
+  self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
+  self->alert_threshold_ms = DEFAULT_ALERT_THRESHOLD_MS;
+  self->alert_threshold_us = DEFAULT_ALERT_THRESHOLD_MS * 1000;
+
+  g_mutex_init (&self->registry_lock);
+  self->records = g_ptr_array_new ();
+  self->windows = g_hash_table_new (g_int64_hash, g_int64_equal);
+  self->addons = g_hash_table_new (g_str_hash, g_str_equal);
+}
+
+/**
+ * perfmon_monitor_get_default:
+ *
+ * Gets the monitor of the main thread, attached to the default main
+ * context. Its thread group is named "main thread".
+ *
+ * Returns: (transfer none): the default monitor
+ */
+PerfmonMonitor *
+perfmon_monitor_get_default (void)
+{
+  static PerfmonMonitor *default_monitor;
+
+  if (g_once_init_enter (&default_monitor))
+    {
+      PerfmonMonitor *monitor = g_object_new (PERFMON_TYPE_MONITOR,
+                                              "context", g_main_context_default (),
+                                              "thread-name", "main thread",
+                                              NULL);
+
+      g_once_init_leave (&default_monitor, monitor);
+    }
+
+  return default_monitor;
+}
+
+/**
+ * perfmon_monitor_new:
+ * @context: (nullable): the main context of the thread to monitor, or
+ *   %NULL to end iterations with [method@Perfmon.Monitor.iteration_done]
+ *
+ * Creates a monitor for one thread.
+ *
+ * Returns: (transfer full): a new monitor
+ */
+PerfmonMonitor *
+perfmon_monitor_new (GMainContext *context)
+{
+  return g_object_new (PERFMON_TYPE_MONITOR, "context", context, NULL);
+}
+
+/**
+ * perfmon_monitor_get_context:
+ * @self: a monitor
+ *
+ * Returns: (transfer none) (nullable): the observed main context
+ */
+GMainContext *
+perfmon_monitor_get_context (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+
+  return self->context;
+}
+
+/**
+ * perfmon_monitor_get_enabled:
+ * @self: a monitor
+ *
+ * Returns: whether the monitor records anything
+ */
+gboolean
+perfmon_monitor_get_enabled (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+
+  return self->enabled;
+}
+
+/**
+ * perfmon_monitor_set_enabled:
+ * @self: a monitor
+ * @enabled: whether to record
+ *
+ * Starts or stops recording. Disabling drops the measures under way and
+ * what the current iteration recorded so far. Call it on the monitor's
+ * thread.
+ */
+void
+perfmon_monitor_set_enabled (PerfmonMonitor *self,
+                             gboolean        enabled)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  enabled = !!enabled;
+  if (self->enabled == enabled)
+    return;
+
+  if (!check_thread (self, "perfmon_monitor_set_enabled"))
+    return;
+
+  if (!enabled)
+    {
+      cancel_measures (self);
+      discard_recent (self);
+      self->in_iteration = FALSE;
+    }
+  self->enabled = enabled;
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ENABLED]);
+}
+
+/**
+ * perfmon_monitor_get_alert_threshold:
+ * @self: a monitor
+ *
+ * Returns: the alert threshold, in milliseconds
+ */
+guint64
+perfmon_monitor_get_alert_threshold (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), 0);
+
+  return self->alert_threshold_ms;
+}
+
+/**
+ * perfmon_monitor_set_alert_threshold:
+ * @self: a monitor
+ * @threshold_ms: CPU time in one iteration, in milliseconds, from which a
+ *   group raises an alert; 0 turns alerts off
+ *
+ * Sets [property@Perfmon.Monitor:alert-threshold].
+ */
+void
+perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
+                                     guint64         threshold_ms)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+  g_return_if_fail (threshold_ms <= G_MAXUINT64 / 1000);
+
+  if (self->alert_threshold_ms == threshold_ms)
+    return;
+
+  self->alert_threshold_ms = threshold_ms;
+  self->alert_threshold_us = threshold_ms * 1000;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ALERT_THRESHOLD]);
+}
+
+/**
+ * perfmon_monitor_get_thread_group:
+ * @self: a monitor
+ *
+ * Gets the group of the whole thread: every compartment belongs to it, and
+ * it is charged the thread's CPU time of each iteration.
+ *
+ * Returns: (transfer full): the thread group
+ */
+PerfmonGroup *
+perfmon_monitor_get_thread_group (PerfmonMonitor *self)
+{
+  PerfmonGroup *group;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+
+  g_mutex_lock (&self->registry_lock);
+  g_atomic_int_inc (&self->thread_record->holders);
+  group = group_for_held_record_locked (self->thread_record);
+  g_mutex_unlock (&self->registry_lock);
+
+  return group;
+}
+
+/**
+ * perfmon_monitor_get_window_group:
+ * @self: a monitor
+ * @window_id: the window's id, not 0
+ * @name: (nullable): a name for the group (UTF-8), used if it is created
+ *   now; %NULL names it after @window_id
+ *
+ * Looks up the group of a window, creating it if it does not exist. It
+ * exists while a caller or a compartment of the window holds it.
+ *
+ * Returns: (transfer full): the window's group
+ */
+PerfmonGroup *
+perfmon_monitor_get_window_group (PerfmonMonitor *self,
+                                  guint64         window_id,
+                                  const char     *name)
+{
+  PerfmonGroup *group;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+  g_return_val_if_fail (window_id != 0, NULL);
+  g_return_val_if_fail (name == NULL || g_utf8_validate (name, -1, NULL), NULL);
+
+  g_mutex_lock (&self->registry_lock);
+  group = group_for_held_record_locked (hold_window_record_locked (self, window_id, name));
+  g_mutex_unlock (&self->registry_lock);
+
+  return group;
+}
+
+/**
+ * perfmon_monitor_get_addon_group:
+ * @self: a monitor
+ * @addon_id: the add-on's id (UTF-8)
+ * @name: (nullable): a name for the group (UTF-8), used if it is created
+ *   now; %NULL uses @addon_id
+ *
+ * Looks up the group of an add-on, creating it if it does not exist. It
+ * exists while a caller or a compartment of the add-on holds it.
+ *
+ * Returns: (transfer full): the add-on's group
+ */
+PerfmonGroup *
+perfmon_monitor_get_addon_group (PerfmonMonitor *self,
+                                 const char     *addon_id,
+                                 const char     *name)
+{
+  PerfmonGroup *group;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+  g_return_val_if_fail (addon_id != NULL && g_utf8_validate (addon_id, -1, NULL), NULL);
+  g_return_val_if_fail (name == NULL || g_utf8_validate (name, -1, NULL), NULL);
+
+  g_mutex_lock (&self->registry_lock);
+  group = group_for_held_record_locked (hold_addon_record_locked (self, addon_id, name));
+  g_mutex_unlock (&self->registry_lock);
+
+  return group;
+}
+
+/**
+ * perfmon_monitor_create_compartment:
+ * @self: a monitor
+ * @name: the compartment's name (UTF-8)
+ * @window_id: the window the compartment's code runs for, or 0
+ * @addon_id: (nullable): the add-on the compartment's code comes from
+ *   (UTF-8)
+ *
+ * Creates a compartment: a unit of code to enter and leave. It belongs to
+ * the thread group, to the group of @window_id (if not 0) and to the group
+ * of @addon_id (if given), and keeps those alive. Compartments start
+ * inactive: set [property@Perfmon.Group:active] to measure one on its own.
+ *
+ * Returns: (transfer full): a new compartment
+ */
+PerfmonGroup *
+perfmon_monitor_create_compartment (PerfmonMonitor *self,
+                                    const char     *name,
+                                    guint64         window_id,
+                                    const char     *addon_id)
+{
+  PerfmonGroupRecord *record;
+  PerfmonGroup *group;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+  g_return_val_if_fail (name != NULL && g_utf8_validate (name, -1, NULL), NULL);
+  g_return_val_if_fail (addon_id == NULL || g_utf8_validate (addon_id, -1, NULL), NULL);
+
+  g_mutex_lock (&self->registry_lock);
+  record = record_new_locked (self, PERFMON_GROUP_KIND_COMPARTMENT, name);
+  if (window_id != 0)
+    record->key.parents.window = hold_window_record_locked (self, window_id, NULL);
+  if (addon_id != NULL)
+    record->key.parents.addon = hold_addon_record_locked (self, addon_id, NULL);
+  group = _perfmon_group_new (record);
+  g_mutex_unlock (&self->registry_lock);
+
+  return group;
+}
+
+/**
+ * perfmon_monitor_iteration_done:
+ * @self: a monitor
+ *
+ * Ends an iteration of the thread's event loop: commits what the groups
+ * used since the previous iteration ended. Needed only for a monitor
+ * without a context; on one with a context it ends the current iteration
+ * early. Reads the thread's CPU clock (a system call) each time.
+ */
+void
+perfmon_monitor_iteration_done (PerfmonMonitor *self)
+{
+  guint64 now;
+
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!check_thread (self, "perfmon_monitor_iteration_done") || !self->enabled)
+    return;
+
+  now = perfmon_clock_cycles ();
+  if (self->in_iteration)
+    end_iteration (self, now, TRUE);
+  begin_iteration (self, now, FALSE);   /* end_iteration() just read the clock */
+
+  if (self->alert_source == NULL)
+    emit_pending_alerts (self);
+  else
+    schedule_alerts (self);
+}
+
+/**
+ * perfmon_monitor_blocked_begin:
+ * @self: a monitor
+ *
+ * Starts a stretch of time in which the thread is blocked in a synchronous
+ * call to another process (the seed's CPOW clock). The blocked time is
+ * added to the groups of the compartments entered around it. Calls nest;
+ * end each with [method@Perfmon.Monitor.blocked_end] before leaving the
+ * compartment.
+ */
+void
+perfmon_monitor_blocked_begin (PerfmonMonitor *self)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!check_thread (self, "perfmon_monitor_blocked_begin"))
+    return;
+
+  if (self->blocked_depth++ == 0)
+    self->blocked_since = g_get_monotonic_time ();
+}
+
+/**
+ * perfmon_monitor_blocked_end:
+ * @self: a monitor
+ *
+ * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin].
+ */
+void
+perfmon_monitor_blocked_end (PerfmonMonitor *self)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!check_thread (self, "perfmon_monitor_blocked_end"))
+    return;
+
+  if (self->blocked_depth == 0)
+    {
+      g_critical ("perfmon_monitor_blocked_end: no matching perfmon_monitor_blocked_begin()");
+      return;
+    }
+
+  if (--self->blocked_depth == 0)
+    self->blocked_us += (guint64) MAX (0, g_get_monotonic_time () - self->blocked_since);
+}
+
+static const char *
+process_name (void)
+{
+  static char *name;
+
+  if (g_once_init_enter (&name))
+    {
+      char *found = g_strdup (g_get_prgname ());
+
+      if (found == NULL && g_file_get_contents ("/proc/self/comm", &found, NULL, NULL))
+        g_strstrip (found);
+      if (found == NULL)
+        found = g_strdup ("unknown");
+      g_once_init_leave (&name, found);
+    }
+
+  return name;
+}
+
+/**
+ * perfmon_monitor_snapshot:
+ * @self: a monitor
+ *
+ * Takes a snapshot of every live group's counters, as of the last
+ * committed iteration, with the process's identity and CPU times. Call it
+ * on the monitor's thread.
+ *
+ * Returns: (transfer full): a new snapshot
+ */
+PerfmonSnapshot *
+perfmon_monitor_snapshot (PerfmonMonitor *self)
+{
+  g_autoptr(GPtrArray) groups = NULL;
+  struct rusage usage = { 0 };
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+
+  if (!check_thread (self, "perfmon_monitor_snapshot"))
+    return NULL;
+
+  reap_dead_records (self);
+
+  g_mutex_lock (&self->registry_lock);
+  groups = g_ptr_array_new_full (self->records->len, (GDestroyNotify) perfmon_group_stats_unref);
+  for (guint i = 0; i < self->records->len; i++)
+    {
+      PerfmonGroupRecord *record = g_ptr_array_index (self->records, i);
+      PerfmonGroupStats *stats;
+      guint64 window_id = 0;
+      const char *addon_id = NULL;
+
+      if (_perfmon_group_record_is_dead (record))
+        continue;
+
+      if (record->kind == PERFMON_GROUP_KIND_WINDOW)
+        window_id = record->key.window_id;
+      else if (record->kind == PERFMON_GROUP_KIND_ADDON)
+        addon_id = record->key.addon_id;
+      else if (record->kind == PERFMON_GROUP_KIND_COMPARTMENT)
+        {
+          PerfmonGroupRecord *window = record->key.parents.window;
+          PerfmonGroupRecord *addon = record->key.parents.addon;
+
+          window_id = window != NULL ? window->key.window_id : 0;
+          addon_id = addon != NULL ? addon->key.addon_id : NULL;
+        }
+
+      stats = _perfmon_group_stats_new (record->id, record->kind, record->name, window_id, addon_id);
+      stats->cpu_time = record->cpu_time_us;
+      stats->blocked_time = record->blocked_time_us;
+      stats->ticks = record->ticks;
+      for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
+        stats->durations[d] = record->durations[d];
+      g_ptr_array_add (groups, stats);
+    }
+  g_mutex_unlock (&self->registry_lock);
+
+  getrusage (RUSAGE_SELF, &usage);
+
+  return _perfmon_snapshot_new (g_get_monotonic_time (),
+                                0,
+                                (guint) getpid (),
+                                process_name (),
+                                (guint64) usage.ru_utime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_utime.tv_usec,
+                                (guint64) usage.ru_stime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_stime.tv_usec,
+                                g_steal_pointer (&groups));
+}
+
+guint
+_perfmon_monitor_count_records (PerfmonMonitor *self)
+{
+  guint n;
+
+  g_mutex_lock (&self->registry_lock);
+  n = self->records->len;
+  g_mutex_unlock (&self->registry_lock);
+
+  return n;
+}
+
+guint64
+_perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self)
+{
+  return self->n_cpu_clock_reads;
+}
