@@ -1,0 +1,919 @@
+/* test-monitor.c: accounting semantics of PerfmonMonitor and PerfmonGroup
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include "perfmon.h"
+#include "perfmon-monitor-private.h"
+
+static gint64
+thread_cpu_us (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+/* Spins until the thread's CPU clock moved by @ms; returns what it moved. */
+static gint64
+burn_cpu_ms (guint ms)
+{
+  gint64 start = thread_cpu_us ();
+  gint64 now;
+  volatile guint64 sink = 0;
+
+  do
+    {
+      for (guint i = 0; i < 1000; i++)
+        sink += i;
+      now = thread_cpu_us ();
+    }
+  while (now - start < (gint64) ms * 1000);
+
+  return now - start;
+}
+
+static PerfmonGroupStats *
+stats_of (PerfmonSnapshot *snapshot,
+          PerfmonGroup    *group)
+{
+  PerfmonGroupStats *stats = perfmon_snapshot_lookup (snapshot, perfmon_group_get_id (group));
+
+  g_assert_nonnull (stats);
+  return stats;
+}
+
+static void
+assert_durations (const PerfmonGroupStats *stats,
+                  const guint64            expected[PERFMON_N_DURATIONS])
+{
+  gsize n = 0;
+  const guint64 *durations = perfmon_group_stats_get_durations (stats, &n);
+
+  g_assert_cmpuint (n, ==, PERFMON_N_DURATIONS);
+  for (gsize i = 0; i < n; i++)
+    {
+      if (durations[i] != expected[i])
+        g_error ("durations[%zu] of “%s” is %" G_GUINT64_FORMAT ", expected %" G_GUINT64_FORMAT,
+                 i, perfmon_group_stats_get_name (stats), durations[i], expected[i]);
+    }
+}
+
+static void
+assert_within_percent (gint64 value, gint64 expected, int percent)
+{
+  gint64 margin = expected * percent / 100;
+
+  if (value < expected - margin || value > expected + margin)
+    g_error ("%" G_GINT64_FORMAT " is not within %d %% of %" G_GINT64_FORMAT, value, percent, expected);
+}
+
+/* A monitor attached to a fresh context, iterated by the test. */
+typedef struct
+{
+  GMainContext   *context;
+  PerfmonMonitor *monitor;
+} Fixture;
+
+static void
+fixture_setup (Fixture       *f,
+               gconstpointer  data)
+{
+  f->context = g_main_context_new ();
+  g_main_context_push_thread_default (f->context);
+  f->monitor = perfmon_monitor_new (f->context);
+}
+
+static void
+fixture_teardown (Fixture       *f,
+                  gconstpointer  data)
+{
+  g_assert_finalize_object (f->monitor);
+  g_main_context_pop_thread_default (f->context);
+  g_main_context_unref (f->context);
+}
+
+/* Runs @func once as an idle of the fixture's context, then iterates once
+ * more so that the iteration it ran in is committed. */
+static void
+run_in_one_iteration (Fixture     *f,
+                      GSourceFunc  func,
+                      gpointer     data)
+{
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  g_source_set_callback (source, func, data, NULL);
+  g_source_attach (source, f->context);
+  while (!g_source_is_destroyed (source))
+    g_main_context_iteration (f->context, TRUE);
+  g_main_context_iteration (f->context, FALSE);
+}
+
+typedef struct
+{
+  PerfmonGroup *compartment;
+  guint         burn_ms;
+  guint         sleep_ms;
+  gint64        burned_us;
+} Work;
+
+static gboolean
+do_work (gpointer data)
+{
+  Work *work = data;
+
+  perfmon_group_enter (work->compartment);
+  if (work->burn_ms)
+    work->burned_us = burn_cpu_ms (work->burn_ms);
+  if (work->sleep_ms)
+    g_usleep (work->sleep_ms * 1000);
+  perfmon_group_leave (work->compartment);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_burn_30ms (Fixture       *f,
+                gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "burner", 0, NULL);
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  const guint64 expected[PERFMON_N_DURATIONS] = { 1, 1, 1, 1, 1, 0, 0, 0, 0, 0 };
+  Work work = { compartment, 30, 0, 0 };
+  PerfmonGroupStats *stats;
+
+  perfmon_group_set_active (compartment, TRUE);
+  run_in_one_iteration (f, do_work, &work);
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  stats = stats_of (snapshot, compartment);
+  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats), work.burned_us, 10);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 1);
+  assert_durations (stats, expected);
+
+  stats = stats_of (snapshot, thread);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), >=,
+                    perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)));
+  g_assert_cmpuint (perfmon_group_stats_get_durations (stats, NULL)[4], ==, 1);
+}
+
+static void
+test_sleep_is_not_cpu (Fixture       *f,
+                       gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "sleeper", 7, "addon");
+  g_autoptr(PerfmonGroup) window = perfmon_monitor_get_window_group (f->monitor, 7, NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  const guint64 none[PERFMON_N_DURATIONS] = { 0 };
+  Work work = { compartment, 0, 50, 0 };
+
+  perfmon_group_set_active (compartment, TRUE);
+  run_in_one_iteration (f, do_work, &work);
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <, 5000);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, window)), <, 5000);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, compartment)), ==, 1);
+  assert_durations (stats_of (snapshot, compartment), none);
+}
+
+typedef struct
+{
+  PerfmonGroup *a;
+  PerfmonGroup *b;
+  gint64        burned_a;
+  gint64        burned_b;
+} TwoAddons;
+
+static gboolean
+run_two_addons (gpointer data)
+{
+  TwoAddons *t = data;
+
+  perfmon_group_enter (t->a);
+  t->burned_a = burn_cpu_ms (10);
+  perfmon_group_leave (t->a);
+
+  perfmon_group_enter (t->b);
+  t->burned_b = burn_cpu_ms (20);
+  perfmon_group_leave (t->b);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_two_addons_one_window (Fixture       *f,
+                            gconstpointer  data)
+{
+  /* Named before its compartments exist: a name applies at creation. */
+  g_autoptr(PerfmonGroup) window = perfmon_monitor_get_window_group (f->monitor, 42, "Main window");
+  g_autoptr(PerfmonGroup) a = perfmon_monitor_create_compartment (f->monitor, "a.js", 42, "addon-a");
+  g_autoptr(PerfmonGroup) b = perfmon_monitor_create_compartment (f->monitor, "b.js", 42, "addon-b");
+  g_autoptr(PerfmonGroup) addon_a = perfmon_monitor_get_addon_group (f->monitor, "addon-a", NULL);
+  g_autoptr(PerfmonGroup) addon_b = perfmon_monitor_get_addon_group (f->monitor, "addon-b", NULL);
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) first = NULL;
+  g_autoptr(PerfmonSnapshot) second = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+  Work work_a = { a, 10, 0, 0 };
+  Work work_b = { b, 20, 0, 0 };
+  TwoAddons t = { a, b, 0, 0 };
+  guint64 cpu_a, cpu_b, cpu_window, cpu_thread;
+
+  g_assert_false (perfmon_group_get_active (a));
+  g_assert_true (perfmon_group_get_active (window));
+  g_assert_cmpuint (perfmon_group_get_window_id (a), ==, 42);
+  g_assert_cmpstr (perfmon_group_get_addon_id (b), ==, "addon-b");
+  g_assert_cmpstr (perfmon_group_get_name (window), ==, "Main window");
+
+  /* Each add-on in an iteration of its own: each is charged what it
+   * burned, the window both. */
+  run_in_one_iteration (f, do_work, &work_a);
+  run_in_one_iteration (f, do_work, &work_b);
+
+  first = perfmon_monitor_snapshot (f->monitor);
+  cpu_a = perfmon_group_stats_get_cpu_time (stats_of (first, addon_a));
+  cpu_b = perfmon_group_stats_get_cpu_time (stats_of (first, addon_b));
+  cpu_window = perfmon_group_stats_get_cpu_time (stats_of (first, window));
+  cpu_thread = perfmon_group_stats_get_cpu_time (stats_of (first, thread));
+
+  assert_within_percent ((gint64) cpu_a, work_a.burned_us, 10);
+  assert_within_percent ((gint64) cpu_b, work_b.burned_us, 10);
+  g_assert_cmpuint (cpu_window, ==, cpu_a + cpu_b);
+  g_assert_cmpuint (cpu_thread, >=, cpu_a + cpu_b);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (first, window)), ==, 2);
+
+  /* Inactive compartments are not measured; their groups are. */
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (first, a)), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (first, a)), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (stats_of (first, a)), ==, 42);
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (stats_of (first, a)), ==, "addon-a");
+
+  /* Both in one iteration: the iteration's CPU time is shared by measured
+   * cycles, so the window gets exactly the add-ons' sum and that sum is
+   * what the thread burned; each add-on gets a share. */
+  run_in_one_iteration (f, run_two_addons, &t);
+  second = perfmon_monitor_snapshot (f->monitor);
+  delta = perfmon_snapshot_subtract (second, first, &error);
+  g_assert_no_error (error);
+
+  cpu_a = perfmon_group_stats_get_cpu_time (stats_of (delta, addon_a));
+  cpu_b = perfmon_group_stats_get_cpu_time (stats_of (delta, addon_b));
+  cpu_window = perfmon_group_stats_get_cpu_time (stats_of (delta, window));
+  cpu_thread = perfmon_group_stats_get_cpu_time (stats_of (delta, thread));
+
+  g_assert_cmpuint (cpu_a, >, 0);
+  g_assert_cmpuint (cpu_b, >, 0);
+  g_assert_cmpint ((gint64) cpu_window - (gint64) (cpu_a + cpu_b), <=, 2);
+  g_assert_cmpint ((gint64) cpu_window - (gint64) (cpu_a + cpu_b), >=, -2);
+  assert_within_percent ((gint64) cpu_window, t.burned_a + t.burned_b, 10);
+  g_assert_cmpuint (cpu_thread, >=, cpu_a + cpu_b);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, window)), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, a)), ==, 0);
+}
+
+typedef struct
+{
+  GMainContext *context;
+  PerfmonGroup *outer;
+  PerfmonGroup *inner;
+  gboolean      inner_ran;
+  gint64        inner_burned;
+} Nested;
+
+static gboolean
+nested_inner (gpointer data)
+{
+  Nested *n = data;
+
+  perfmon_group_enter (n->inner);
+  n->inner_burned = burn_cpu_ms (5);
+  perfmon_group_leave (n->inner);
+  n->inner_ran = TRUE;
+
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+nested_outer (gpointer data)
+{
+  Nested *n = data;
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  perfmon_group_enter (n->outer);
+  burn_cpu_ms (3);
+
+  /* A modal loop inside the measure. */
+  g_source_set_callback (source, nested_inner, n, NULL);
+  g_source_attach (source, n->context);
+  while (!n->inner_ran)
+    g_main_context_iteration (n->context, TRUE);
+  /* A modal loop iterates again before it returns, which ends the inner
+   * iteration. */
+  g_main_context_iteration (n->context, FALSE);
+
+  burn_cpu_ms (3);
+  perfmon_group_leave (n->outer);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_nested_main_loop (Fixture       *f,
+                       gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) outer = perfmon_monitor_create_compartment (f->monitor, "outer", 0, "outer-addon");
+  g_autoptr(PerfmonGroup) inner = perfmon_monitor_create_compartment (f->monitor, "inner", 0, "inner-addon");
+  g_autoptr(PerfmonGroup) outer_addon = perfmon_monitor_get_addon_group (f->monitor, "outer-addon", NULL);
+  g_autoptr(PerfmonGroup) inner_addon = perfmon_monitor_get_addon_group (f->monitor, "inner-addon", NULL);
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  Nested n = { f->context, outer, inner, FALSE, 0 };
+  gint64 cpu_before = thread_cpu_us ();
+  gint64 cpu_used;
+  guint64 inner_cpu;
+
+  run_in_one_iteration (f, nested_outer, &n);
+  cpu_used = thread_cpu_us () - cpu_before;
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  inner_cpu = perfmon_group_stats_get_cpu_time (stats_of (snapshot, inner_addon));
+
+  /* The outer measure was cancelled by the nested loop: its add-on is not
+   * charged, the inner one is, and nothing is counted twice. */
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, outer_addon)), ==, 0);
+  assert_within_percent ((gint64) inner_cpu, n.inner_burned, 10);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, thread)), <=, (guint64) cpu_used);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, thread)), >=, inner_cpu);
+
+  /* The monitor is in a sane state afterwards. */
+  {
+    Work work = { outer, 2, 0, 0 };
+    g_autoptr(PerfmonSnapshot) after = NULL;
+
+    run_in_one_iteration (f, do_work, &work);
+    after = perfmon_monitor_snapshot (f->monitor);
+    g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (after, outer_addon)), >, 0);
+  }
+}
+
+static gboolean
+nested_enter (gpointer data)
+{
+  PerfmonGroup **compartments = data;
+
+  perfmon_group_enter (compartments[0]);
+  burn_cpu_ms (5);
+  perfmon_group_enter (compartments[1]);
+  burn_cpu_ms (5);
+  perfmon_group_leave (compartments[1]);
+  perfmon_group_leave (compartments[0]);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_nested_enter_counts_once (Fixture       *f,
+                               gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) a = perfmon_monitor_create_compartment (f->monitor, "a", 3, "same-addon");
+  g_autoptr(PerfmonGroup) b = perfmon_monitor_create_compartment (f->monitor, "b", 3, "same-addon");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (f->monitor, "same-addon", NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  PerfmonGroup *compartments[2] = { a, b };
+
+  perfmon_group_set_active (a, TRUE);
+  perfmon_group_set_active (b, TRUE);
+  run_in_one_iteration (f, nested_enter, compartments);
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  /* a is outermost: the whole measured time is its own. b is a share of
+   * it, counted inside a; the add-on counts the span once, not twice. */
+  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, a)), 10000, 15);
+  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), 10000, 15);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, b)), >, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, b)), <,
+                    perfmon_group_stats_get_cpu_time (stats_of (snapshot, a)));
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), ==,
+                    perfmon_group_stats_get_cpu_time (stats_of (snapshot, a)));
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, addon)), ==, 1);
+}
+
+static gboolean
+snapshot_has (PerfmonSnapshot *snapshot,
+              guint64          id)
+{
+  return perfmon_snapshot_lookup (snapshot, id) != NULL;
+}
+
+static void
+test_refcount_lifetimes (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  PerfmonGroup *compartment = perfmon_monitor_create_compartment (monitor, "c", 9, "x");
+  PerfmonGroup *window;
+  guint64 window_id, compartment_id, addon_id;
+  guint records_before;
+
+  /* Held only by its compartment. */
+  window = perfmon_monitor_get_window_group (monitor, 9, NULL);
+  window_id = perfmon_group_get_id (window);
+  g_object_unref (window);
+  compartment_id = perfmon_group_get_id (compartment);
+  {
+    g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "x", NULL);
+    addon_id = perfmon_group_get_id (addon);
+  }
+  {
+    g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+    g_assert_true (snapshot_has (snapshot, window_id));
+    g_assert_true (snapshot_has (snapshot, addon_id));
+    g_assert_true (snapshot_has (snapshot, compartment_id));
+    g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 4);
+  }
+
+  /* Looking it up again while it lives gives the same group. */
+  window = perfmon_monitor_get_window_group (monitor, 9, NULL);
+  g_assert_cmpuint (perfmon_group_get_id (window), ==, window_id);
+  records_before = _perfmon_monitor_count_records (monitor);
+
+  /* The caller still holds the window: only the compartment and the add-on
+   * go. */
+  g_assert_finalize_object (compartment);
+  {
+    g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+    g_assert_true (snapshot_has (snapshot, window_id));
+    g_assert_false (snapshot_has (snapshot, compartment_id));
+    g_assert_false (snapshot_has (snapshot, addon_id));
+  }
+  g_assert_cmpuint (_perfmon_monitor_count_records (monitor), ==, records_before - 2);
+
+  /* The last holder goes: so does the window, and a new one is new. */
+  g_assert_finalize_object (window);
+  {
+    g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+    g_autoptr(PerfmonGroup) again = NULL;
+
+    g_assert_false (snapshot_has (snapshot, window_id));
+    g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 1);
+    g_assert_cmpuint (_perfmon_monitor_count_records (monitor), ==, 1);
+
+    again = perfmon_monitor_get_window_group (monitor, 9, NULL);
+    g_assert_cmpuint (perfmon_group_get_id (again), !=, window_id);
+  }
+
+  /* The thread group survives losing its object, with the same id. */
+  {
+    PerfmonGroup *thread = perfmon_monitor_get_thread_group (monitor);
+    guint64 thread_id = perfmon_group_get_id (thread);
+
+    g_assert_finalize_object (thread);
+    thread = perfmon_monitor_get_thread_group (monitor);
+    g_assert_cmpuint (perfmon_group_get_id (thread), ==, thread_id);
+    g_object_unref (thread);
+  }
+}
+
+static void
+test_group_dropped_before_commit (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  PerfmonGroup *compartment = perfmon_monitor_create_compartment (monitor, "short-lived", 5, "gone");
+
+  perfmon_monitor_iteration_done (monitor);
+  perfmon_group_enter (compartment);
+  burn_cpu_ms (1);
+  perfmon_group_leave (compartment);
+  /* Dropped between leave and the commit that charges it: the commit must
+   * not touch freed memory (AddressSanitizer checks this). */
+  g_object_unref (compartment);
+  perfmon_monitor_iteration_done (monitor);
+
+  g_assert_cmpuint (_perfmon_monitor_count_records (monitor), ==, 1);
+}
+
+static void
+on_alert (PerfmonMonitor *monitor,
+          PerfmonGroup   *group,
+          guint64         duration_us,
+          gpointer        data)
+{
+  GHashTable *alerts = data;
+  guint64 id = perfmon_group_get_id (group);
+
+  g_assert_cmpuint (duration_us, >=, perfmon_monitor_get_alert_threshold (monitor) * 1000);
+  g_hash_table_insert (alerts, g_memdup2 (&id, sizeof id),
+                       GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (alerts, &id)) + 1));
+}
+
+static guint
+alert_count (GHashTable   *alerts,
+             PerfmonGroup *group)
+{
+  guint64 id = perfmon_group_get_id (group);
+
+  return GPOINTER_TO_UINT (g_hash_table_lookup (alerts, &id));
+}
+
+static void
+test_alert_rate_limit (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "hog", 0, "hog-addon");
+  g_autoptr(PerfmonGroup) calm = perfmon_monitor_create_compartment (monitor, "calm", 0, "calm-addon");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "hog-addon", NULL);
+  g_autoptr(PerfmonGroup) calm_addon = perfmon_monitor_get_addon_group (monitor, "calm-addon", NULL);
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (monitor);
+  g_autoptr(GHashTable) alerts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+
+  g_assert_cmpuint (perfmon_monitor_get_alert_threshold (monitor), ==, 64);
+  perfmon_monitor_set_alert_threshold (monitor, 8);
+  g_signal_connect (monitor, "alert", G_CALLBACK (on_alert), alerts);
+  perfmon_group_set_active (compartment, TRUE);
+
+  perfmon_monitor_iteration_done (monitor);
+  for (guint i = 0; i < 3; i++)
+    {
+      perfmon_group_enter (calm);
+      perfmon_group_leave (calm);
+      perfmon_group_enter (compartment);
+      burn_cpu_ms (10);
+      perfmon_group_leave (compartment);
+      perfmon_monitor_iteration_done (monitor);
+    }
+
+  /* Three heavy iterations within a second: one alert per group. */
+  g_assert_cmpuint (alert_count (alerts, compartment), ==, 1);
+  g_assert_cmpuint (alert_count (alerts, addon), ==, 1);
+  g_assert_cmpuint (alert_count (alerts, thread), ==, 1);
+  g_assert_cmpuint (alert_count (alerts, calm_addon), ==, 0);
+
+  g_usleep (G_USEC_PER_SEC + 50000);
+  perfmon_group_enter (compartment);
+  burn_cpu_ms (10);
+  perfmon_group_leave (compartment);
+  perfmon_monitor_iteration_done (monitor);
+
+  g_assert_cmpuint (alert_count (alerts, compartment), ==, 2);
+  g_assert_cmpuint (alert_count (alerts, addon), ==, 2);
+}
+
+static gboolean
+burn_20ms (gpointer data)
+{
+  PerfmonGroup *compartment = data;
+
+  perfmon_group_enter (compartment);
+  burn_cpu_ms (20);
+  perfmon_group_leave (compartment);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_alert_from_context (Fixture       *f,
+                         gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "hog", 0, "ctx-hog");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (f->monitor, "ctx-hog", NULL);
+  g_autoptr(GHashTable) alerts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GSource) source = g_idle_source_new ();
+  guint iterations = 0;
+
+  perfmon_monitor_set_alert_threshold (f->monitor, 10);
+  g_signal_connect (f->monitor, "alert", G_CALLBACK (on_alert), alerts);
+
+  g_source_set_callback (source, burn_20ms, compartment, NULL);
+  g_source_attach (source, f->context);
+
+  /* The alert is delivered by the context itself, without a timeout: the
+   * loop blocks in poll unless the monitor wakes it. */
+  while (alert_count (alerts, addon) == 0 && iterations++ < 10)
+    g_main_context_iteration (f->context, TRUE);
+
+  g_assert_cmpuint (alert_count (alerts, addon), ==, 1);
+}
+
+static void
+test_blocked_time (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "ipc", 11, NULL);
+  g_autoptr(PerfmonGroup) window = perfmon_monitor_get_window_group (monitor, 11, NULL);
+  g_autoptr(PerfmonGroup) outside = perfmon_monitor_create_compartment (monitor, "outside", 12, NULL);
+  g_autoptr(PerfmonGroup) other_window = perfmon_monitor_get_window_group (monitor, 12, NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+  perfmon_group_set_active (compartment, TRUE);
+  perfmon_group_enter (compartment);
+  perfmon_monitor_blocked_begin (monitor);
+  perfmon_monitor_blocked_begin (monitor);  /* nests */
+  g_usleep (20000);
+  perfmon_monitor_blocked_end (monitor);
+  perfmon_monitor_blocked_end (monitor);
+  perfmon_group_leave (compartment);
+
+  perfmon_group_enter (outside);
+  perfmon_group_leave (outside);
+  perfmon_monitor_iteration_done (monitor);
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats_of (snapshot, compartment)), >=, 20000);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats_of (snapshot, window)), >=, 20000);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, window)), <, 5000);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats_of (snapshot, other_window)), ==, 0);
+
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*no matching perfmon_monitor_blocked_begin*");
+  perfmon_monitor_blocked_end (monitor);
+  g_test_assert_expected_messages ();
+}
+
+static void
+test_disabled_records_nothing (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "c", 1, "a");
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  GPtrArray *groups;
+
+  g_assert_true (perfmon_monitor_get_enabled (monitor));
+  perfmon_group_set_active (compartment, TRUE);
+
+  /* Disabling mid-measure drops that measure too. */
+  perfmon_group_enter (compartment);
+  g_object_set (monitor, "enabled", FALSE, NULL);
+  burn_cpu_ms (2);
+  perfmon_group_leave (compartment);
+
+  for (guint i = 0; i < 3; i++)
+    {
+      perfmon_group_enter (compartment);
+      burn_cpu_ms (2);
+      perfmon_group_leave (compartment);
+      perfmon_monitor_iteration_done (monitor);
+    }
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  groups = perfmon_snapshot_get_groups (snapshot);
+  g_assert_cmpuint (groups->len, ==, 4);
+  for (guint i = 0; i < groups->len; i++)
+    {
+      PerfmonGroupStats *stats = g_ptr_array_index (groups, i);
+
+      g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 0);
+      g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 0);
+    }
+
+  /* And enabling again records again. */
+  perfmon_monitor_set_enabled (monitor, TRUE);
+  perfmon_group_enter (compartment);
+  burn_cpu_ms (2);
+  perfmon_group_leave (compartment);
+  perfmon_monitor_iteration_done (monitor);
+  g_clear_object (&snapshot);
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, compartment)), ==, 1);
+}
+
+static gpointer
+enter_from_other_thread (gpointer data)
+{
+  perfmon_group_enter (data);
+  perfmon_group_leave (data);
+  return NULL;
+}
+
+static void
+test_enter_from_other_thread (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "c", 0, NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  GThread *thread;
+
+  perfmon_group_set_active (compartment, TRUE);
+  perfmon_monitor_iteration_done (monitor);   /* this thread owns it now */
+
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*perfmon_group_enter*other than the monitor's*");
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*perfmon_group_leave*other than the monitor's*");
+  thread = g_thread_new ("intruder", enter_from_other_thread, compartment);
+  g_thread_join (thread);
+  g_test_assert_expected_messages ();
+
+  perfmon_monitor_iteration_done (monitor);
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, compartment)), ==, 0);
+}
+
+static void
+test_mismatched_leave (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) a = perfmon_monitor_create_compartment (monitor, "a", 0, NULL);
+  g_autoptr(PerfmonGroup) b = perfmon_monitor_create_compartment (monitor, "b", 0, NULL);
+
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*“a” was not entered*");
+  perfmon_group_leave (a);
+  g_test_assert_expected_messages ();
+
+  perfmon_group_enter (a);
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*leaving “b”*innermost*“a”*");
+  perfmon_group_leave (b);
+  g_test_assert_expected_messages ();
+}
+
+static void
+test_deep_nesting (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "recursive", 0, "deep");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "deep", NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+  /* Far deeper than the measure stack: counted, not measured, balanced. */
+  for (guint i = 0; i < 200; i++)
+    perfmon_group_enter (compartment);
+  burn_cpu_ms (1);
+  for (guint i = 0; i < 200; i++)
+    perfmon_group_leave (compartment);
+  perfmon_monitor_iteration_done (monitor);
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, addon)), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), >=, 500);
+}
+
+static gboolean
+quit_after (gpointer data)
+{
+  guint *remaining = data;
+
+  return --(*remaining) > 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+static void
+test_cpu_clock_read_rarely (Fixture       *f,
+                            gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  guint remaining = 20000;
+  guint64 reads;
+
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  g_source_set_callback (source, quit_after, &remaining, NULL);
+  g_source_attach (source, f->context);
+  while (remaining > 0)
+    g_main_context_iteration (f->context, TRUE);
+
+  /* Short iterations do not pay for the CPU clock (behaviour, not timing:
+   * even a slow sanitizer build runs 20000 empty dispatches in far less
+   * than the 10000 anchor periods it would take to read it every time). */
+  reads = _perfmon_monitor_count_cpu_clock_reads (f->monitor);
+  g_test_message ("%" G_GUINT64_FORMAT " CPU clock reads for 20000 iterations", reads);
+  g_assert_cmpuint (reads, <, 10000);
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, thread)), >=, 19999);
+}
+
+static void
+test_default_monitor (void)
+{
+  PerfmonMonitor *monitor = perfmon_monitor_get_default ();
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (monitor);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+  g_assert_true (monitor == perfmon_monitor_get_default ());
+  g_assert_true (perfmon_monitor_get_context (monitor) == g_main_context_default ());
+  g_assert_cmpint (perfmon_group_get_kind (thread), ==, PERFMON_GROUP_KIND_THREAD);
+  g_assert_cmpstr (perfmon_group_get_name (thread), ==, "main thread");
+
+  for (guint i = 0; i < 5; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, (guint) getpid ());
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (snapshot), ==, g_get_prgname ());
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, thread)), >=, 4);
+}
+
+typedef struct
+{
+  PerfmonMonitor *monitor;
+  guint           seed;
+} Churn;
+
+static gpointer
+churn_groups (gpointer data)
+{
+  Churn *churn = data;
+
+  /* Lookups and last unrefs on a foreign thread race the monitor's commits
+   * and snapshots. */
+  for (guint i = 0; i < 2000; i++)
+    {
+      g_autofree char *addon_id = g_strdup_printf ("addon-%u", (churn->seed + i) % 7);
+      g_autoptr(PerfmonGroup) window = perfmon_monitor_get_window_group (churn->monitor, 1 + i % 5, NULL);
+      g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (churn->monitor, addon_id, NULL);
+
+      g_assert_cmpuint (perfmon_group_get_window_id (window), ==, 1 + i % 5);
+      g_assert_cmpstr (perfmon_group_get_addon_id (addon), ==, addon_id);
+    }
+
+  return NULL;
+}
+
+static void
+test_groups_from_many_threads (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "main", 1, "addon-0");
+  Churn churns[3];
+  GThread *threads[3];
+
+  for (guint t = 0; t < G_N_ELEMENTS (threads); t++)
+    {
+      churns[t] = (Churn) { monitor, t };
+      threads[t] = g_thread_new ("churn", churn_groups, &churns[t]);
+    }
+
+  for (guint i = 0; i < 500; i++)
+    {
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+      perfmon_group_enter (compartment);
+      perfmon_group_leave (compartment);
+      perfmon_monitor_iteration_done (monitor);
+      snapshot = perfmon_monitor_snapshot (monitor);
+      g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, >=, 4);
+    }
+
+  for (guint t = 0; t < G_N_ELEMENTS (threads); t++)
+    g_thread_join (threads[t]);
+
+  perfmon_monitor_iteration_done (monitor);
+  /* Only the thread, the compartment, window 1 and addon-0 are held. */
+  {
+    g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+    g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 4);
+  }
+}
+
+static void
+test_auto_enter (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "scoped", 0, "scoped-addon");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "scoped-addon", NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+  {
+    PERFMON_AUTO_ENTER (compartment);
+    burn_cpu_ms (2);
+  }
+  perfmon_monitor_iteration_done (monitor);
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), >=, 1500);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, addon)), ==, 1);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD_FIXTURE_TEST(path, func) \
+  g_test_add (path, Fixture, NULL, fixture_setup, func, fixture_teardown)
+
+  ADD_FIXTURE_TEST ("/monitor/burn-30ms", test_burn_30ms);
+  ADD_FIXTURE_TEST ("/monitor/sleep-is-not-cpu", test_sleep_is_not_cpu);
+  ADD_FIXTURE_TEST ("/monitor/two-addons-one-window", test_two_addons_one_window);
+  ADD_FIXTURE_TEST ("/monitor/nested-main-loop", test_nested_main_loop);
+  ADD_FIXTURE_TEST ("/monitor/nested-enter-counts-once", test_nested_enter_counts_once);
+  ADD_FIXTURE_TEST ("/monitor/alert-from-context", test_alert_from_context);
+  ADD_FIXTURE_TEST ("/monitor/cpu-clock-read-rarely", test_cpu_clock_read_rarely);
+  g_test_add_func ("/monitor/refcount-lifetimes", test_refcount_lifetimes);
+  g_test_add_func ("/monitor/group-dropped-before-commit", test_group_dropped_before_commit);
+  g_test_add_func ("/monitor/alert-rate-limit", test_alert_rate_limit);
+  g_test_add_func ("/monitor/blocked-time", test_blocked_time);
+  g_test_add_func ("/monitor/disabled-records-nothing", test_disabled_records_nothing);
+  g_test_add_func ("/monitor/enter-from-other-thread", test_enter_from_other_thread);
+  g_test_add_func ("/monitor/mismatched-leave", test_mismatched_leave);
+  g_test_add_func ("/monitor/deep-nesting", test_deep_nesting);
+  g_test_add_func ("/monitor/default-monitor", test_default_monitor);
+  g_test_add_func ("/monitor/groups-from-many-threads", test_groups_from_many_threads);
+  g_test_add_func ("/monitor/auto-enter", test_auto_enter);
+
+  return g_test_run ();
+}
