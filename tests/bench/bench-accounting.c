@@ -1,0 +1,452 @@
+/* bench-accounting.c: the figures of the accounting core
+ *
+ * Prints, never asserts timings:
+ *  1. enter+leave of a compartment with 4 active groups against two bare
+ *     cycle-counter reads, interleaved in the same run (target: ≤ 2×);
+ *  2. 1,000,000 empty idle dispatches on the default context inside a
+ *     compartment, monitor attached, against the same loop with no monitor,
+ *     alternating rounds in the same run (target: ≤ 1.06×);
+ *  3. snapshot of 10,000 groups + subtract + to_json (target: ≤ 20 ms);
+ *  4. memory per live group (target: ≤ 256 bytes), measured first, on a
+ *     heap that has no freed groups to reuse;
+ *  5. allocations and system calls made by enter/leave (target: none).
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perfmon.h"
+#include "perfmon-clock-private.h"
+#include "perfmon-monitor-private.h"
+#include "perfmon-no-syscalls.h"
+
+/* --- allocation counting: every allocation of the process goes through
+ * here, so a hot path that allocates cannot hide. */
+
+extern void *__libc_malloc (size_t size);
+extern void *__libc_calloc (size_t n, size_t size);
+extern void *__libc_realloc (void *ptr, size_t size);
+extern void *__libc_memalign (size_t alignment, size_t size);
+
+static volatile gsize n_allocations;
+
+void *
+malloc (size_t size)
+{
+  n_allocations++;
+  return __libc_malloc (size);
+}
+
+void *
+calloc (size_t n, size_t size)
+{
+  n_allocations++;
+  return __libc_calloc (n, size);
+}
+
+void *
+realloc (void *ptr, size_t size)
+{
+  n_allocations++;
+  return __libc_realloc (ptr, size);
+}
+
+void *
+memalign (size_t alignment, size_t size)
+{
+  n_allocations++;
+  return __libc_memalign (alignment, size);
+}
+
+void *
+aligned_alloc (size_t alignment, size_t size)
+{
+  n_allocations++;
+  return __libc_memalign (alignment, size);
+}
+
+int
+posix_memalign (void **ptr, size_t alignment, size_t size)
+{
+  n_allocations++;
+  *ptr = __libc_memalign (alignment, size);
+  return *ptr != NULL ? 0 : ENOMEM;
+}
+
+/* --- helpers ------------------------------------------------------------ */
+
+static gint64
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+compare_double (gconstpointer a,
+                gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *values,
+        guint   n)
+{
+  qsort (values, n, sizeof (double), (int (*)(const void *, const void *)) compare_double);
+  return values[n / 2];
+}
+
+static gsize
+heap_in_use (void)
+{
+  struct mallinfo2 info = mallinfo2 ();
+
+  return info.uordblks + info.hblkhd;
+}
+
+/* --- 1. enter+leave against two bare counter reads --------------------- */
+
+#define PAIR_BATCH 100000
+#define PAIR_ROUNDS 41
+
+static volatile guint64 sink;
+
+static double
+ns_per_two_counter_reads (void)
+{
+  gint64 start = now_ns ();
+  guint64 acc = 0;
+
+  for (guint i = 0; i < PAIR_BATCH; i++)
+    {
+      acc += perfmon_clock_cycles ();
+      acc ^= perfmon_clock_cycles ();
+    }
+  sink = acc;
+  return (double) (now_ns () - start) / PAIR_BATCH;
+}
+
+static double
+ns_per_enter_leave (PerfmonGroup *compartment)
+{
+  gint64 start = now_ns ();
+
+  for (guint i = 0; i < PAIR_BATCH; i++)
+    {
+      perfmon_group_enter (compartment);
+      perfmon_group_leave (compartment);
+    }
+  return (double) (now_ns () - start) / PAIR_BATCH;
+}
+
+static void
+bench_enter_leave (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "bench", 1, "addon");
+  double counter[PAIR_ROUNDS], enter_leave[PAIR_ROUNDS];
+  double median_counter, median_enter_leave;
+
+  perfmon_group_set_active (compartment, TRUE);   /* thread + window + add-on + itself */
+  perfmon_monitor_iteration_done (monitor);
+
+  for (guint round = 0; round < PAIR_ROUNDS; round++)
+    {
+      counter[round] = ns_per_two_counter_reads ();
+      enter_leave[round] = ns_per_enter_leave (compartment);
+      perfmon_monitor_iteration_done (monitor);
+    }
+
+  median_counter = median (counter, PAIR_ROUNDS);
+  median_enter_leave = median (enter_leave, PAIR_ROUNDS);
+  g_print ("1. enter+leave, 4 active groups: %.1f ns; two bare counter reads: %.1f ns; "
+           "ratio %.2fx (target <= 2x)  [median of %d x %d]\n",
+           median_enter_leave, median_counter, median_enter_leave / median_counter,
+           PAIR_ROUNDS, PAIR_BATCH);
+}
+
+/* --- 2. idle dispatches ------------------------------------------------- */
+
+#define N_DISPATCHES 1000000
+#define DISPATCH_ROUNDS 5
+
+typedef struct
+{
+  GMainLoop    *loop;
+  PerfmonGroup *compartment;
+  guint         remaining;
+} IdleRun;
+
+static gboolean
+idle_plain (gpointer data)
+{
+  IdleRun *run = data;
+
+  if (--run->remaining > 0)
+    return G_SOURCE_CONTINUE;
+  g_main_loop_quit (run->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+idle_in_compartment (gpointer data)
+{
+  IdleRun *run = data;
+  gboolean more;
+
+  perfmon_group_enter (run->compartment);
+  more = --run->remaining > 0;
+  perfmon_group_leave (run->compartment);
+
+  if (more)
+    return G_SOURCE_CONTINUE;
+  g_main_loop_quit (run->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static double
+seconds_for_dispatches (gboolean monitored,
+                        guint64 *cpu_clock_reads)
+{
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr(PerfmonMonitor) monitor = NULL;
+  g_autoptr(PerfmonGroup) compartment = NULL;
+  IdleRun run = { loop, NULL, N_DISPATCHES };
+  gint64 start;
+  double seconds;
+
+  if (monitored)
+    {
+      monitor = perfmon_monitor_new (g_main_context_default ());
+      compartment = perfmon_monitor_create_compartment (monitor, "idle", 1, "addon");
+      perfmon_group_set_active (compartment, TRUE);
+      run.compartment = compartment;
+    }
+
+  g_idle_add (monitored ? idle_in_compartment : idle_plain, &run);
+  start = now_ns ();
+  g_main_loop_run (loop);
+  seconds = (double) (now_ns () - start) / 1e9;
+
+  if (monitored)
+    *cpu_clock_reads = _perfmon_monitor_count_cpu_clock_reads (monitor);
+
+  /* Dropping the monitor detaches it from the default context. */
+  return seconds;
+}
+
+static void
+bench_dispatch (void)
+{
+  double plain[DISPATCH_ROUNDS], monitored[DISPATCH_ROUNDS];
+  guint64 reads = 0;
+  double median_plain, median_monitored;
+
+  for (guint round = 0; round < DISPATCH_ROUNDS; round++)
+    {
+      plain[round] = seconds_for_dispatches (FALSE, NULL);
+      monitored[round] = seconds_for_dispatches (TRUE, &reads);
+    }
+
+  median_plain = median (plain, DISPATCH_ROUNDS);
+  median_monitored = median (monitored, DISPATCH_ROUNDS);
+  g_print ("2. %d idle dispatches: no monitor %.3f s, monitored + enter/leave %.3f s; "
+           "ratio %.3fx (target <= 1.06x)  [median of %d alternating rounds; "
+           "%" G_GUINT64_FORMAT " thread CPU clock reads in the last round]\n",
+           N_DISPATCHES, median_plain, median_monitored, median_monitored / median_plain,
+           DISPATCH_ROUNDS, reads);
+}
+
+/* --- 3. snapshot of 10,000 groups -------------------------------------- */
+
+#define N_WINDOWS 66
+#define N_ADDONS 33
+#define N_COMPARTMENTS (10000 - 1 - N_WINDOWS - N_ADDONS)
+#define SNAPSHOT_ROUNDS 11
+
+static void
+enter_all (PerfmonMonitor *monitor,
+           GPtrArray      *compartments)
+{
+  for (guint i = 0; i < compartments->len; i++)
+    {
+      perfmon_group_enter (g_ptr_array_index (compartments, i));
+      perfmon_group_leave (g_ptr_array_index (compartments, i));
+    }
+  perfmon_monitor_iteration_done (monitor);
+}
+
+static void
+bench_snapshot (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(GPtrArray) compartments = g_ptr_array_new_with_free_func (g_object_unref);
+  g_autoptr(PerfmonSnapshot) older = NULL;
+  double times[SNAPSHOT_ROUNDS];
+  double snapshot_times[SNAPSHOT_ROUNDS], subtract_times[SNAPSHOT_ROUNDS], json_times[SNAPSHOT_ROUNDS];
+  gsize json_bytes = 0;
+  guint n_groups = 0;
+
+  for (guint i = 0; i < N_COMPARTMENTS; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("compartment-%u", i);
+      g_autofree char *addon = g_strdup_printf ("addon-%u@example.org", i % N_ADDONS);
+      PerfmonGroup *compartment =
+        perfmon_monitor_create_compartment (monitor, name, 1 + i % N_WINDOWS, addon);
+
+      perfmon_group_set_active (compartment, TRUE);
+      g_ptr_array_add (compartments, compartment);
+    }
+
+  enter_all (monitor, compartments);
+  older = perfmon_monitor_snapshot (monitor);
+
+  for (guint round = 0; round < SNAPSHOT_ROUNDS; round++)
+    {
+      g_autoptr(PerfmonSnapshot) newer = NULL;
+      g_autoptr(PerfmonSnapshot) delta = NULL;
+      g_autofree char *json = NULL;
+      gint64 start;
+
+      enter_all (monitor, compartments);
+
+      gint64 after_snapshot, after_subtract, end;
+
+      start = now_ns ();
+      newer = perfmon_monitor_snapshot (monitor);
+      after_snapshot = now_ns ();
+      delta = perfmon_snapshot_subtract (newer, older, NULL);
+      after_subtract = now_ns ();
+      json = perfmon_snapshot_to_json (delta);
+      end = now_ns ();
+
+      times[round] = (double) (end - start) / 1e6;
+      snapshot_times[round] = (double) (after_snapshot - start) / 1e6;
+      subtract_times[round] = (double) (after_subtract - after_snapshot) / 1e6;
+      json_times[round] = (double) (end - after_subtract) / 1e6;
+
+      json_bytes = strlen (json);
+      n_groups = perfmon_snapshot_get_groups (newer)->len;
+    }
+
+  g_print ("3. snapshot of %u groups + subtract + to_json: %.2f ms (target <= 20 ms)  "
+           "[median of %d: snapshot %.2f, subtract %.2f, to_json %.2f ms; JSON %zu bytes]\n",
+           n_groups, median (times, SNAPSHOT_ROUNDS), SNAPSHOT_ROUNDS,
+           median (snapshot_times, SNAPSHOT_ROUNDS), median (subtract_times, SNAPSHOT_ROUNDS),
+           median (json_times, SNAPSHOT_ROUNDS), json_bytes);
+}
+
+/* --- 4. memory per live group -------------------------------------------- */
+
+#define N_MEMORY_COMPARTMENTS 10000
+
+static void
+bench_memory (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  PerfmonGroup **compartments = g_new (PerfmonGroup *, N_MEMORY_COMPARTMENTS);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  gsize before, after;
+  guint n_groups;
+
+  /* Warm GLib's type system and slice magazines first. */
+  g_object_unref (perfmon_monitor_create_compartment (monitor, "warm-up", 1, "warm-up"));
+  perfmon_monitor_iteration_done (monitor);
+
+  before = heap_in_use ();
+  for (guint i = 0; i < N_MEMORY_COMPARTMENTS; i++)
+    {
+      char name[32];
+      char addon[32];
+
+      g_snprintf (name, sizeof name, "compartment-%u", i);
+      g_snprintf (addon, sizeof addon, "addon-%u", i % 100);
+      compartments[i] = perfmon_monitor_create_compartment (monitor, name, 1 + i % 100, addon);
+    }
+  after = heap_in_use ();
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  n_groups = perfmon_snapshot_get_groups (snapshot)->len - 1;   /* not the thread's */
+
+  g_print ("4. memory per live group: %.0f bytes (target <= 256)  "
+           "[%u groups: %d compartments named \"compartment-N\", 100 windows, 100 add-ons; "
+           "heap growth %zu bytes, all allocations counted]\n",
+           (double) (after - before) / n_groups, n_groups, N_MEMORY_COMPARTMENTS, after - before);
+
+  for (guint i = 0; i < N_MEMORY_COMPARTMENTS; i++)
+    g_object_unref (compartments[i]);
+  g_free (compartments);
+}
+
+/* --- 5. the hot path allocates nothing and makes no system call ---------- */
+
+#define N_HOT_PAIRS 1000000
+
+static void
+bench_hot_path_proof (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "hot", 1, "addon");
+  gsize allocations;
+  int status = 0;
+  pid_t child;
+
+  perfmon_group_set_active (compartment, TRUE);
+  perfmon_group_enter (compartment);
+  perfmon_group_leave (compartment);
+
+  allocations = n_allocations;
+  for (guint i = 0; i < N_HOT_PAIRS; i++)
+    {
+      perfmon_group_enter (compartment);
+      perfmon_group_leave (compartment);
+    }
+  allocations = n_allocations - allocations;
+
+  child = fork ();
+  if (child == 0)
+    {
+      if (forbid_system_calls () != 0)
+        _exit (77);
+      for (guint i = 0; i < N_HOT_PAIRS; i++)
+        {
+          perfmon_group_enter (compartment);
+          perfmon_group_leave (compartment);
+        }
+      _exit (0);
+    }
+  waitpid (child, &status, 0);
+
+  g_print ("5. %d enter+leave pairs: %zu allocations; under seccomp (any system call kills): %s\n",
+           N_HOT_PAIRS, allocations,
+           WIFEXITED (status) && WEXITSTATUS (status) == 0 ? "0 system calls, completed" :
+           WIFSIGNALED (status) ? "KILLED: a system call was made" : "seccomp unavailable");
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_set_prgname ("bench-accounting");
+  g_print ("perfmon accounting benchmark (%.0f cycles/us)\n", perfmon_clock_cycles_per_us ());
+
+  /* Memory first, while the heap holds no freed groups to reuse. */
+  bench_memory ();
+  bench_enter_leave ();
+  bench_dispatch ();
+  bench_snapshot ();
+  bench_hot_path_proof ();
+
+  return 0;
+}
