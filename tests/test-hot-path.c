@@ -31,7 +31,7 @@ test_enter_leave_no_syscalls (void)
 
       before = mallinfo2 ();
       if (forbid_system_calls () != 0)
-        _exit (77);
+        exit_without_runtime (77);
 
       for (guint i = 0; i < N_PAIRS; i++)
         {
@@ -42,7 +42,7 @@ test_enter_leave_no_syscalls (void)
         }
 
       after = mallinfo2 ();
-      _exit (after.uordblks == before.uordblks && after.hblkhd == before.hblkhd ? 0 : 3);
+      exit_without_runtime (after.uordblks == before.uordblks && after.hblkhd == before.hblkhd ? 0 : 3);
     }
 
   /* The child dies of SIGSYS if enter/leave make a system call, exits 3 if

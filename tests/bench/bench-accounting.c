@@ -418,13 +418,13 @@ bench_hot_path_proof (void)
   if (child == 0)
     {
       if (forbid_system_calls () != 0)
-        _exit (77);
+        exit_without_runtime (77);
       for (guint i = 0; i < N_HOT_PAIRS; i++)
         {
           perfmon_group_enter (compartment);
           perfmon_group_leave (compartment);
         }
-      _exit (0);
+      exit_without_runtime (0);
     }
   waitpid (child, &status, 0);
 
