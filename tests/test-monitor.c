@@ -887,6 +887,90 @@ test_auto_enter (void)
   g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, addon)), ==, 1);
 }
 
+static guint custom_poll_calls;
+static GPollFunc system_poll;
+
+static gint
+custom_poll (GPollFD *fds,
+             guint    n_fds,
+             gint     timeout)
+{
+  custom_poll_calls++;
+  return system_poll (fds, n_fds, timeout);
+}
+
+static void
+test_chains_previous_poll_func (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  PerfmonMonitor *monitor;
+  guint calls_before;
+
+  system_poll = g_main_context_get_poll_func (context);
+  g_main_context_set_poll_func (context, custom_poll);
+
+  monitor = perfmon_monitor_new (context);
+  g_assert_true (g_main_context_get_poll_func (context) != custom_poll);
+
+  /* The embedder's poll function still runs, under the monitor's. */
+  calls_before = custom_poll_calls;
+  for (guint i = 0; i < 5; i++)
+    g_main_context_iteration (context, FALSE);
+  g_assert_cmpuint (custom_poll_calls, ==, calls_before + 5);
+
+  {
+    g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (monitor);
+    g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+
+    g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, thread)), ==, 4);
+  }
+
+  /* Dropping the monitor gives the context its poll function back. */
+  g_assert_finalize_object (monitor);
+  g_assert_true (g_main_context_get_poll_func (context) == custom_poll);
+}
+
+static void
+test_many_contexts (void)
+{
+  GMainContext *contexts[40];
+  PerfmonMonitor *monitors[40];
+
+  /* In a fresh process, so that no other monitor holds a trampoline. */
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      return;
+    }
+
+  /* More monitored contexts than there are poll trampolines: the extra
+   * ones warn and fall back to iteration_done(), nothing breaks, and
+   * freed trampolines are reused. */
+  for (guint i = 0; i < G_N_ELEMENTS (contexts); i++)
+    {
+      contexts[i] = g_main_context_new ();
+      if (i >= 32)
+        g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*more than 32 monitored main contexts*");
+      monitors[i] = perfmon_monitor_new (contexts[i]);
+      g_test_assert_expected_messages ();
+      if (i >= 32)
+        g_assert_finalize_object (monitors[i]);
+    }
+
+  for (guint i = 0; i < 32; i++)
+    g_assert_finalize_object (monitors[i]);
+
+  for (guint i = 0; i < G_N_ELEMENTS (contexts); i++)
+    {
+      g_autoptr(PerfmonMonitor) again = perfmon_monitor_new (contexts[i]);
+
+      g_main_context_iteration (contexts[i], FALSE);
+      g_main_context_iteration (contexts[i], FALSE);
+      g_main_context_unref (contexts[i]);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -914,6 +998,8 @@ main (int   argc,
   g_test_add_func ("/monitor/default-monitor", test_default_monitor);
   g_test_add_func ("/monitor/groups-from-many-threads", test_groups_from_many_threads);
   g_test_add_func ("/monitor/auto-enter", test_auto_enter);
+  g_test_add_func ("/monitor/chains-previous-poll-func", test_chains_previous_poll_func);
+  g_test_add_func ("/monitor/many-contexts", test_many_contexts);
 
   return g_test_run ();
 }
