@@ -1,0 +1,263 @@
+/* perfmon-group-stats.c: the counters of one group in a snapshot
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include "perfmon-group-stats-private.h"
+
+/**
+ * PerfmonGroupStats:
+ *
+ * The counters of one [class@Perfmon.Group] at the moment a
+ * [class@Perfmon.Snapshot] was taken, or their growth between two snapshots
+ * (see [method@Perfmon.Snapshot.subtract]).
+ *
+ * A `PerfmonGroupStats` is immutable and reference counted: it is shared by
+ * the snapshots that contain it and may be kept after they are gone, from
+ * any thread.
+ *
+ * Besides the identity of the group (id, kind, name, window and add-on), it
+ * holds the CPU time charged to the group, the time the group spent blocked
+ * in synchronous cross-process calls, the number of event-loop iterations
+ * in which it ran ("ticks") and an exceedance histogram: bucket `i` of
+ * [method@Perfmon.GroupStats.get_durations] counts the iterations in which
+ * the group's CPU time exceeded 2^i ms. An iteration that exceeds 2^(i+1) ms
+ * also exceeds 2^i ms, so the buckets never grow with `i`, and bucket 0 never
+ * exceeds the ticks.
+ */
+
+G_DEFINE_BOXED_TYPE (PerfmonGroupStats, perfmon_group_stats,
+                     perfmon_group_stats_ref, perfmon_group_stats_unref)
+
+PerfmonGroupStats *
+_perfmon_group_stats_new (guint64           id,
+                          PerfmonGroupKind  kind,
+                          const char       *name,
+                          guint64           window_id,
+                          const char       *addon_id)
+{
+  PerfmonGroupStats *self;
+
+  g_return_val_if_fail (name != NULL, NULL);
+
+  self = g_new0 (PerfmonGroupStats, 1);
+  g_atomic_ref_count_init (&self->ref_count);
+  self->id = id;
+  self->kind = kind;
+  self->name = g_strdup (name);
+  self->window_id = window_id;
+  self->addon_id = g_strdup (addon_id);
+
+  return self;
+}
+
+PerfmonGroupStats *
+_perfmon_group_stats_copy (const PerfmonGroupStats *self)
+{
+  PerfmonGroupStats *copy;
+
+  g_return_val_if_fail (self != NULL, NULL);
+
+  copy = g_memdup2 (self, sizeof *self);
+  g_atomic_ref_count_init (&copy->ref_count);
+  copy->name = g_strdup (self->name);
+  copy->addon_id = g_strdup (self->addon_id);
+
+  return copy;
+}
+
+/**
+ * perfmon_group_stats_ref:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Acquires a reference on @self.
+ *
+ * Returns: (transfer full): @self
+ */
+PerfmonGroupStats *
+perfmon_group_stats_ref (PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  g_atomic_ref_count_inc (&self->ref_count);
+
+  return self;
+}
+
+/**
+ * perfmon_group_stats_unref:
+ * @self: (transfer full): a `PerfmonGroupStats`
+ *
+ * Releases a reference on @self; the last one frees it.
+ */
+void
+perfmon_group_stats_unref (PerfmonGroupStats *self)
+{
+  g_return_if_fail (self != NULL);
+
+  if (g_atomic_ref_count_dec (&self->ref_count))
+    {
+      g_free (self->name);
+      g_free (self->addon_id);
+      g_free (self);
+    }
+}
+
+/**
+ * perfmon_group_stats_get_id:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the id of the group, unique in its process and never reused.
+ *
+ * Returns: the id of the group
+ */
+guint64
+perfmon_group_stats_get_id (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->id;
+}
+
+/**
+ * perfmon_group_stats_get_kind:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets what the group stands for.
+ *
+ * Returns: the kind of the group
+ */
+PerfmonGroupKind
+perfmon_group_stats_get_kind (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, PERFMON_GROUP_KIND_THREAD);
+
+  return self->kind;
+}
+
+/**
+ * perfmon_group_stats_get_name:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the human-readable name of the group.
+ *
+ * Returns: (transfer none): the name of the group, possibly empty
+ */
+const char *
+perfmon_group_stats_get_name (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->name;
+}
+
+/**
+ * perfmon_group_stats_get_window_id:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the window the group belongs to.
+ *
+ * Returns: the window id, or 0 if the group belongs to no window
+ */
+guint64
+perfmon_group_stats_get_window_id (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->window_id;
+}
+
+/**
+ * perfmon_group_stats_get_addon_id:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the add-on the group belongs to.
+ *
+ * Returns: (transfer none) (nullable): the add-on id, or %NULL if the group
+ *   belongs to no add-on
+ */
+const char *
+perfmon_group_stats_get_addon_id (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->addon_id;
+}
+
+/**
+ * perfmon_group_stats_get_cpu_time:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the CPU time charged to the group.
+ *
+ * Returns: the CPU time, in microseconds
+ */
+guint64
+perfmon_group_stats_get_cpu_time (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->cpu_time;
+}
+
+/**
+ * perfmon_group_stats_get_blocked_time:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the time the group spent blocked in synchronous cross-process calls
+ * (see [method@Perfmon.Monitor.blocked_begin]).
+ *
+ * Returns: the blocked time, in microseconds
+ */
+guint64
+perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->blocked_time;
+}
+
+/**
+ * perfmon_group_stats_get_ticks:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the number of event-loop iterations in which the group ran.
+ *
+ * Returns: the number of iterations
+ */
+guint64
+perfmon_group_stats_get_ticks (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->ticks;
+}
+
+/**
+ * perfmon_group_stats_get_durations:
+ * @self: a `PerfmonGroupStats`
+ * @n_durations: (out) (optional): return location for the number of
+ *   buckets, always %PERFMON_N_DURATIONS
+ *
+ * Gets the exceedance histogram of the group: element `i` is the number of
+ * iterations in which the group's CPU time exceeded 2^i ms, from 1 ms for
+ * element 0 to 512 ms for element 9.
+ *
+ * Returns: (transfer none) (array length=n_durations): the
+ *   %PERFMON_N_DURATIONS buckets, owned by @self
+ */
+const guint64 *
+perfmon_group_stats_get_durations (const PerfmonGroupStats *self,
+                                   gsize                   *n_durations)
+{
+  if (n_durations != NULL)
+    *n_durations = 0;
+
+  g_return_val_if_fail (self != NULL, NULL);
+
+  if (n_durations != NULL)
+    *n_durations = PERFMON_N_DURATIONS;
+
+  return self->durations;
+}

@@ -1,0 +1,1140 @@
+/* test-snapshot.c: PerfmonSnapshot and PerfmonGroupStats
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <json-glib/json-glib.h>
+
+#include "perfmon-error.h"
+#include "perfmon-group-stats-private.h"
+#include "perfmon-snapshot-private.h"
+
+#define N_DURATIONS PERFMON_N_DURATIONS
+
+/* Helpers */
+
+static PerfmonGroupStats *
+make_group (guint64           id,
+            PerfmonGroupKind  kind,
+            const char       *name,
+            guint64           window_id,
+            const char       *addon_id,
+            guint64           cpu_time,
+            guint64           blocked_time,
+            guint64           ticks,
+            const guint64     durations[N_DURATIONS])
+{
+  PerfmonGroupStats *stats = _perfmon_group_stats_new (id, kind, name, window_id, addon_id);
+
+  stats->cpu_time = cpu_time;
+  stats->blocked_time = blocked_time;
+  stats->ticks = ticks;
+  memcpy (stats->durations, durations, sizeof stats->durations);
+
+  return stats;
+}
+
+/* Takes the NULL-terminated groups. */
+static PerfmonSnapshot *
+make_snapshot (gint64      timestamp,
+               gint64      interval,
+               guint       pid,
+               const char *process_name,
+               guint64     user_time,
+               guint64     system_time,
+               ...)
+{
+  GPtrArray *groups = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_group_stats_unref);
+  PerfmonGroupStats *stats;
+  va_list args;
+
+  va_start (args, system_time);
+  while ((stats = va_arg (args, PerfmonGroupStats *)) != NULL)
+    g_ptr_array_add (groups, stats);
+  va_end (args);
+
+  return _perfmon_snapshot_new (timestamp, interval, pid, process_name,
+                                user_time, system_time, groups);
+}
+
+static void
+assert_durations (const PerfmonGroupStats *stats,
+                  const guint64            expected[N_DURATIONS])
+{
+  gsize n = 0;
+  const guint64 *durations = perfmon_group_stats_get_durations (stats, &n);
+
+  g_assert_cmpuint (n, ==, N_DURATIONS);
+  for (guint i = 0; i < N_DURATIONS; i++)
+    {
+      g_test_message ("durations[%u]", i);
+      g_assert_cmpuint (durations[i], ==, expected[i]);
+    }
+}
+
+static void
+assert_groups_equal (const PerfmonGroupStats *a,
+                     const PerfmonGroupStats *b)
+{
+  g_assert_cmpuint (perfmon_group_stats_get_id (a), ==, perfmon_group_stats_get_id (b));
+  g_assert_cmpint (perfmon_group_stats_get_kind (a), ==, perfmon_group_stats_get_kind (b));
+  g_assert_cmpstr (perfmon_group_stats_get_name (a), ==, perfmon_group_stats_get_name (b));
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (a), ==, perfmon_group_stats_get_window_id (b));
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (a), ==, perfmon_group_stats_get_addon_id (b));
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (a), ==, perfmon_group_stats_get_cpu_time (b));
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (a), ==, perfmon_group_stats_get_blocked_time (b));
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (a), ==, perfmon_group_stats_get_ticks (b));
+  assert_durations (a, perfmon_group_stats_get_durations (b, NULL));
+}
+
+static void
+assert_snapshots_equal (PerfmonSnapshot *a,
+                        PerfmonSnapshot *b)
+{
+  GPtrArray *groups_a = perfmon_snapshot_get_groups (a);
+  GPtrArray *groups_b = perfmon_snapshot_get_groups (b);
+
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (a), ==, perfmon_snapshot_get_timestamp (b));
+  g_assert_cmpint (perfmon_snapshot_get_interval (a), ==, perfmon_snapshot_get_interval (b));
+  g_assert_cmpuint (perfmon_snapshot_get_pid (a), ==, perfmon_snapshot_get_pid (b));
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (a), ==, perfmon_snapshot_get_process_name (b));
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (a), ==, perfmon_snapshot_get_user_time (b));
+  g_assert_cmpuint (perfmon_snapshot_get_system_time (a), ==, perfmon_snapshot_get_system_time (b));
+
+  g_assert_cmpuint (groups_a->len, ==, groups_b->len);
+  for (guint i = 0; i < groups_a->len; i++)
+    assert_groups_equal (g_ptr_array_index (groups_a, i), g_ptr_array_index (groups_b, i));
+}
+
+static const guint64 durations_a[N_DURATIONS] = { 90, 80, 70, 60, 50, 40, 30, 20, 10, 5 };
+static const guint64 durations_b[N_DURATIONS] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0 };
+static const guint64 durations_zero[N_DURATIONS] = { 0, };
+
+/* A snapshot with awkward values: a window id and counters that do not fit
+ * in a JSON integer, no add-on id, a non-ASCII add-on id, names that need
+ * escaping. */
+static PerfmonSnapshot *
+make_awkward_snapshot (void)
+{
+  const guint64 big_durations[N_DURATIONS] = {
+    G_MAXUINT64, G_MAXUINT64 - 1, (guint64) G_MAXINT64 + 1, G_MAXINT64, 1000, 1, 1, 0, 0, 0
+  };
+
+  return make_snapshot (G_MAXINT64, 123, G_MAXUINT, "proc \"name\"\n\twith\\escapes \x01 é",
+                        (guint64) G_MAXINT64 + 1, G_MAXUINT64,
+                        make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                    1000, 10, 100, durations_b),
+                        make_group (G_MAXUINT64, PERFMON_GROUP_KIND_WINDOW,
+                                    "a \"quoted\"\nwindow title / </script>",
+                                    G_MAXUINT64, NULL, G_MAXUINT64, (guint64) G_MAXINT64 + 7,
+                                    G_MAXUINT64, big_durations),
+                        make_group (3, PERFMON_GROUP_KIND_ADDON, "Grammaire française ✓",
+                                    0, "addon-日本語-ünïcödé@example.org",
+                                    0, 0, 0, durations_zero),
+                        make_group (4, PERFMON_GROUP_KIND_COMPARTMENT, "",
+                                    (guint64) G_MAXINT64 + 1, "", 5, 0, 9, durations_b),
+                        NULL);
+}
+
+/* Getters */
+
+static void
+test_group_stats (void)
+{
+  g_autoptr(PerfmonGroupStats) stats = make_group (7, PERFMON_GROUP_KIND_ADDON, "Ad blocker",
+                                                   12, "adblock@example.org",
+                                                   1500, 250, 42, durations_b);
+  g_autoptr(PerfmonGroupStats) copy = _perfmon_group_stats_copy (stats);
+  PerfmonGroupStats *boxed;
+  gsize n = 0;
+
+  g_assert_cmpuint (perfmon_group_stats_get_id (stats), ==, 7);
+  g_assert_cmpint (perfmon_group_stats_get_kind (stats), ==, PERFMON_GROUP_KIND_ADDON);
+  g_assert_cmpstr (perfmon_group_stats_get_name (stats), ==, "Ad blocker");
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (stats), ==, 12);
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (stats), ==, "adblock@example.org");
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 1500);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats), ==, 250);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 42);
+  assert_durations (stats, durations_b);
+  g_assert_nonnull (perfmon_group_stats_get_durations (stats, NULL));
+  g_assert_true (perfmon_group_stats_get_durations (stats, &n) ==
+                 perfmon_group_stats_get_durations (stats, NULL));
+  g_assert_cmpuint (n, ==, N_DURATIONS);
+
+  /* A copy is a distinct, equal object. */
+  g_assert_true (copy != stats);
+  g_assert_true (copy->name != stats->name);
+  assert_groups_equal (copy, stats);
+
+  /* Boxed copy and free are ref and unref. */
+  boxed = g_boxed_copy (PERFMON_TYPE_GROUP_STATS, stats);
+  g_assert_true (boxed == stats);
+  g_boxed_free (PERFMON_TYPE_GROUP_STATS, boxed);
+  g_assert_true (perfmon_group_stats_ref (stats) == stats);
+  perfmon_group_stats_unref (stats);
+  g_assert_cmpstr (perfmon_group_stats_get_name (stats), ==, "Ad blocker");
+}
+
+static void
+test_group_stats_no_addon (void)
+{
+  g_autoptr(PerfmonGroupStats) stats = _perfmon_group_stats_new (1, PERFMON_GROUP_KIND_THREAD,
+                                                                 "main", 0, NULL);
+
+  g_assert_null (perfmon_group_stats_get_addon_id (stats));
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 0);
+  assert_durations (stats, durations_zero);
+}
+
+static void
+test_getters (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot =
+    make_snapshot (5000000, 0, 4242, "gedit", 1500000, 250000,
+                   make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                               1200000, 30, 5000, durations_a),
+                   make_group (2, PERFMON_GROUP_KIND_WINDOW, "Untitled", 77, NULL,
+                               300, 0, 20, durations_b),
+                   NULL);
+  g_autofree char *process_name = NULL;
+  GPtrArray *groups;
+  gint64 timestamp, interval;
+  guint64 user_time, system_time;
+  guint pid;
+
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (snapshot), ==, 5000000);
+  g_assert_cmpint (perfmon_snapshot_get_interval (snapshot), ==, 0);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, 4242);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (snapshot), ==, "gedit");
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (snapshot), ==, 1500000);
+  g_assert_cmpuint (perfmon_snapshot_get_system_time (snapshot), ==, 250000);
+
+  groups = perfmon_snapshot_get_groups (snapshot);
+  g_assert_cmpuint (groups->len, ==, 2);
+  g_assert_cmpuint (perfmon_group_stats_get_id (g_ptr_array_index (groups, 0)), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_id (g_ptr_array_index (groups, 1)), ==, 2);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (g_ptr_array_index (groups, 0)), ==, 1200000);
+  assert_durations (g_ptr_array_index (groups, 0), durations_a);
+
+  g_object_get (snapshot,
+                "timestamp", &timestamp,
+                "interval", &interval,
+                "pid", &pid,
+                "process-name", &process_name,
+                "user-time", &user_time,
+                "system-time", &system_time,
+                NULL);
+  g_assert_cmpint (timestamp, ==, 5000000);
+  g_assert_cmpint (interval, ==, 0);
+  g_assert_cmpuint (pid, ==, 4242);
+  g_assert_cmpstr (process_name, ==, "gedit");
+  g_assert_cmpuint (user_time, ==, 1500000);
+  g_assert_cmpuint (system_time, ==, 250000);
+
+  /* Read-only. */
+  g_assert_false (g_object_class_find_property (G_OBJECT_GET_CLASS (snapshot), "pid")->flags &
+                  G_PARAM_WRITABLE);
+}
+
+static void
+test_null_process_name (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot =
+    _perfmon_snapshot_new (1, 0, 1, NULL, 0, 0,
+                           g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_group_stats_unref));
+
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (snapshot), ==, "");
+  g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 0);
+}
+
+static void
+test_invalid_private_data (void)
+{
+  const guint64 increasing[N_DURATIONS] = { 1, 2, 0, };
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+  /* The monitor must not produce data that would not read back. */
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL,
+                         "*would not read back*groups[0].durations*");
+  snapshot = make_snapshot (1, 0, 1, "p", 0, 0,
+                            make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                        0, 0, 10, increasing),
+                            NULL);
+  g_test_assert_expected_messages ();
+  g_assert_nonnull (snapshot);
+}
+
+static void
+test_lookup (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot =
+    make_snapshot (1000, 0, 10, "p", 0, 0,
+                   make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL, 0, 0, 0, durations_zero),
+                   make_group (G_MAXUINT64, PERFMON_GROUP_KIND_WINDOW, "w", 5, NULL,
+                               0, 0, 0, durations_zero),
+                   make_group ((guint64) 1 << 32, PERFMON_GROUP_KIND_ADDON, "a", 0, "a@b",
+                               0, 0, 0, durations_zero),
+                   NULL);
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+
+  g_assert_true (perfmon_snapshot_lookup (snapshot, 1) == g_ptr_array_index (groups, 0));
+  g_assert_true (perfmon_snapshot_lookup (snapshot, G_MAXUINT64) == g_ptr_array_index (groups, 1));
+  g_assert_true (perfmon_snapshot_lookup (snapshot, (guint64) 1 << 32) == g_ptr_array_index (groups, 2));
+  g_assert_null (perfmon_snapshot_lookup (snapshot, 0));
+  g_assert_null (perfmon_snapshot_lookup (snapshot, 2));
+  g_assert_null (perfmon_snapshot_lookup (snapshot, G_MAXUINT64 - 1));
+}
+
+/* Subtraction */
+
+static void
+test_subtract (void)
+{
+  const guint64 old_thread[N_DURATIONS] = { 10, 9, 8, 7, 6, 5, 4, 3, 2, 1 };
+  const guint64 new_thread[N_DURATIONS] = { 31, 27, 23, 19, 15, 11, 7, 4, 2, 1 };
+  const guint64 delta_thread[N_DURATIONS] = { 21, 18, 15, 12, 9, 6, 3, 1, 0, 0 };
+  const guint64 old_window[N_DURATIONS] = { 5, 5, 5, 0, };
+  const guint64 new_window[N_DURATIONS] = { 9, 8, 7, 1, 0, };
+  const guint64 delta_window[N_DURATIONS] = { 4, 3, 2, 1, 0, };
+  const guint64 compartment[N_DURATIONS] = { 3, 2, 1, 1, 1, 1, 1, 1, 1, 1 };
+  g_autoptr(PerfmonSnapshot) older =
+    make_snapshot (1000000, 0, 99, "app", 5000, 700,
+                   make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                               100000, 50, 1000, old_thread),
+                   make_group (2, PERFMON_GROUP_KIND_WINDOW, "Window", 2, NULL,
+                               40000, 0, 100, old_window),
+                   make_group (3, PERFMON_GROUP_KIND_ADDON, "Gone", 0, "gone@example.org",
+                               7000, 3, 10, durations_b),
+                   NULL);
+  g_autoptr(PerfmonSnapshot) newer =
+    make_snapshot (4500000, 0, 99, "app", 9000, 1000,
+                   make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                               350000, 80, 1500, new_thread),
+                   make_group (2, PERFMON_GROUP_KIND_WINDOW, "Window", 2, NULL,
+                               40000, 12, 140, new_window),
+                   make_group (4, PERFMON_GROUP_KIND_COMPARTMENT, "New", 2, "x@y",
+                               2222, 11, 3, compartment),
+                   NULL);
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(PerfmonSnapshot) zero = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonGroupStats *stats;
+  GPtrArray *groups;
+
+  delta = perfmon_snapshot_subtract (newer, older, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (delta);
+
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (delta), ==, 4500000);
+  g_assert_cmpint (perfmon_snapshot_get_interval (delta), ==, 3500000);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (delta), ==, 99);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (delta), ==, "app");
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (delta), ==, 4000);
+  g_assert_cmpuint (perfmon_snapshot_get_system_time (delta), ==, 300);
+
+  /* One entry per group of the newer snapshot, in its order. */
+  groups = perfmon_snapshot_get_groups (delta);
+  g_assert_cmpuint (groups->len, ==, 3);
+
+  stats = g_ptr_array_index (groups, 0);
+  g_assert_true (perfmon_snapshot_lookup (delta, 1) == stats);
+  g_assert_cmpint (perfmon_group_stats_get_kind (stats), ==, PERFMON_GROUP_KIND_THREAD);
+  g_assert_cmpstr (perfmon_group_stats_get_name (stats), ==, "main");
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 250000);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats), ==, 30);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 500);
+  assert_durations (stats, delta_thread);
+
+  stats = g_ptr_array_index (groups, 1);
+  g_assert_true (perfmon_snapshot_lookup (delta, 2) == stats);
+  g_assert_cmpint (perfmon_group_stats_get_kind (stats), ==, PERFMON_GROUP_KIND_WINDOW);
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (stats), ==, 2);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats), ==, 12);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 40);
+  assert_durations (stats, delta_window);
+
+  /* New since the older snapshot: counted from zero. */
+  stats = g_ptr_array_index (groups, 2);
+  g_assert_true (perfmon_snapshot_lookup (delta, 4) == stats);
+  assert_groups_equal (stats, perfmon_snapshot_lookup (newer, 4));
+  g_assert_true (stats != perfmon_snapshot_lookup (newer, 4));
+
+  /* Gone from the newer snapshot: dropped. */
+  g_assert_null (perfmon_snapshot_lookup (delta, 3));
+
+  /* The operands are untouched. */
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (perfmon_snapshot_lookup (newer, 1)), ==, 350000);
+  assert_durations (perfmon_snapshot_lookup (newer, 1), new_thread);
+  assert_durations (perfmon_snapshot_lookup (older, 1), old_thread);
+
+  /* A snapshot minus itself is all zeros. */
+  zero = perfmon_snapshot_subtract (newer, newer, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (perfmon_snapshot_get_interval (zero), ==, 0);
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (zero), ==, 0);
+  groups = perfmon_snapshot_get_groups (zero);
+  g_assert_cmpuint (groups->len, ==, 3);
+  for (guint i = 0; i < groups->len; i++)
+    {
+      stats = g_ptr_array_index (groups, i);
+      g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 0);
+      g_assert_cmpuint (perfmon_group_stats_get_blocked_time (stats), ==, 0);
+      g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 0);
+      assert_durations (stats, durations_zero);
+    }
+}
+
+static void
+test_subtract_order (void)
+{
+  g_autoptr(PerfmonSnapshot) older = make_snapshot (1000, 0, 5, "p", 10, 10, NULL);
+  g_autoptr(PerfmonSnapshot) newer = make_snapshot (2000, 0, 5, "p", 20, 20, NULL);
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+
+  delta = perfmon_snapshot_subtract (older, newer, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_ORDER);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "2000"));
+  g_assert_nonnull (strstr (error->message, "1000"));
+}
+
+static void
+test_subtract_pid (void)
+{
+  g_autoptr(PerfmonSnapshot) older = make_snapshot (1000, 0, 5, "p", 10, 10, NULL);
+  g_autoptr(PerfmonSnapshot) newer = make_snapshot (2000, 0, 6, "p", 20, 20, NULL);
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+
+  delta = perfmon_snapshot_subtract (newer, older, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_MISMATCH);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "pid 5"));
+  g_assert_nonnull (strstr (error->message, "pid 6"));
+}
+
+typedef struct
+{
+  guint64     cpu_time;
+  guint64     blocked_time;
+  guint64     ticks;
+  guint64     durations[N_DURATIONS];
+  const char *expected;
+} BackwardsCase;
+
+static void
+test_subtract_backwards (void)
+{
+  /* The older group of each case is valid by itself, and larger than the
+   * newer one in exactly one counter. */
+  const BackwardsCase cases[] = {
+    { 101, 0, 0, { 0, }, "group 8: cpu_time went backwards: 101 in the older snapshot, 100 in the newer one" },
+    { 0, 200, 0, { 0, }, "group 8: blocked_time went backwards" },
+    { 0, 0, G_MAXUINT64, { 0, }, "group 8: ticks went backwards" },
+    { 0, 0, 201, { 201, 0, }, "group 8: durations[0] went backwards" },
+    { 0, 0, 101, { 101, 101, 101, 101, 101, 101, 101, 101, 101, 101 },
+      "group 8: durations[9] went backwards" },
+  };
+  const guint64 new_durations[N_DURATIONS] = { 200, 200, 200, 200, 200, 200, 200, 200, 200, 100 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(PerfmonSnapshot) older = NULL;
+      g_autoptr(PerfmonSnapshot) newer = NULL;
+      g_autoptr(PerfmonSnapshot) delta = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("case %s", cases[i].expected);
+
+      older = make_snapshot (1, 0, 5, "p", 0, 0,
+                             make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                         0, 0, 0, durations_zero),
+                             make_group (8, PERFMON_GROUP_KIND_WINDOW, "w", 1, NULL,
+                                         cases[i].cpu_time, cases[i].blocked_time,
+                                         cases[i].ticks, cases[i].durations),
+                             NULL);
+      newer = make_snapshot (2, 0, 5, "p", 0, 0,
+                             make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                         0, 0, 0, durations_zero),
+                             make_group (8, PERFMON_GROUP_KIND_WINDOW, "w", 1, NULL,
+                                         100, 100, 1000, new_durations),
+                             NULL);
+
+      delta = perfmon_snapshot_subtract (newer, older, &error);
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_ORDER);
+      g_assert_null (delta);
+      g_assert_nonnull (strstr (error->message, cases[i].expected));
+    }
+}
+
+static void
+test_subtract_process_time_backwards (void)
+{
+  g_autoptr(PerfmonSnapshot) older = make_snapshot (1, 0, 5, "p", 10, 10, NULL);
+  g_autoptr(PerfmonSnapshot) newer_user = make_snapshot (2, 0, 5, "p", 9, 10, NULL);
+  g_autoptr(PerfmonSnapshot) newer_system = make_snapshot (2, 0, 5, "p", 10, 9, NULL);
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+
+  delta = perfmon_snapshot_subtract (newer_user, older, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_ORDER);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "user_time"));
+  g_clear_error (&error);
+
+  delta = perfmon_snapshot_subtract (newer_system, older, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_ORDER);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "system_time"));
+}
+
+static void
+test_subtract_inconsistent (void)
+{
+  const guint64 old_durations[N_DURATIONS] = { 5, 0, };
+  const guint64 new_durations[N_DURATIONS] = { 5, 5, 0, };
+  g_autoptr(PerfmonSnapshot) older = NULL;
+  g_autoptr(PerfmonSnapshot) newer = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+
+  /* Each snapshot is valid, but 5 more iterations over 2 ms and none over
+   * 1 ms cannot happen. */
+  older = make_snapshot (1, 0, 5, "p", 0, 0,
+                         make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                     0, 0, 10, old_durations),
+                         NULL);
+  newer = make_snapshot (2, 0, 5, "p", 0, 0,
+                         make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                     0, 0, 10, new_durations),
+                         NULL);
+  delta = perfmon_snapshot_subtract (newer, older, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_MISMATCH);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "groups[0].durations"));
+  g_clear_error (&error);
+  g_clear_object (&older);
+  g_clear_object (&newer);
+
+  /* The same id for groups of different kinds. */
+  older = make_snapshot (1, 0, 5, "p", 0, 0,
+                         make_group (3, PERFMON_GROUP_KIND_WINDOW, "w", 3, NULL,
+                                     0, 0, 0, durations_zero),
+                         NULL);
+  newer = make_snapshot (2, 0, 5, "p", 0, 0,
+                         make_group (3, PERFMON_GROUP_KIND_ADDON, "a", 0, "a",
+                                     0, 0, 0, durations_zero),
+                         NULL);
+  delta = perfmon_snapshot_subtract (newer, older, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_MISMATCH);
+  g_assert_null (delta);
+  g_assert_nonnull (strstr (error->message, "group 3"));
+}
+
+/* JSON */
+
+static void
+test_json_format (void)
+{
+  const guint64 durations[N_DURATIONS] = { 40, 12, 3, 1, 0, };
+  g_autoptr(PerfmonSnapshot) snapshot =
+    make_snapshot (1234567890, 0, 4242, "gedit", 1500000, 250000,
+                   make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                               1200000, 0, 5000, durations),
+                   make_group (9, PERFMON_GROUP_KIND_ADDON, "Spell", 0, "spell@x",
+                               0, 0, 0, durations_zero),
+                   make_group (10, PERFMON_GROUP_KIND_WINDOW, "W", G_MAXUINT64, NULL,
+                               0, 0, 0, durations_zero),
+                   make_group (11, PERFMON_GROUP_KIND_COMPARTMENT, "C", 3, "spell@x",
+                               0, 0, 0, durations_zero),
+                   NULL);
+  g_autofree char *json = perfmon_snapshot_to_json (snapshot);
+
+  /* The format is a contract: key order, names, the u64 string form. */
+  g_assert_cmpstr (json, ==,
+                   "{\"version\":1,\"timestamp\":1234567890,\"interval\":0,\"pid\":4242,"
+                   "\"process_name\":\"gedit\",\"user_time\":1500000,\"system_time\":250000,"
+                   "\"groups\":["
+                   "{\"id\":1,\"kind\":\"thread\",\"name\":\"main\",\"window_id\":0,"
+                   "\"addon_id\":null,\"cpu_time\":1200000,\"blocked_time\":0,\"ticks\":5000,"
+                   "\"durations\":[40,12,3,1,0,0,0,0,0,0]},"
+                   "{\"id\":9,\"kind\":\"addon\",\"name\":\"Spell\",\"window_id\":0,"
+                   "\"addon_id\":\"spell@x\",\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
+                   "\"durations\":[0,0,0,0,0,0,0,0,0,0]},"
+                   "{\"id\":10,\"kind\":\"window\",\"name\":\"W\","
+                   "\"window_id\":\"18446744073709551615\","
+                   "\"addon_id\":null,\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
+                   "\"durations\":[0,0,0,0,0,0,0,0,0,0]},"
+                   "{\"id\":11,\"kind\":\"compartment\",\"name\":\"C\",\"window_id\":3,"
+                   "\"addon_id\":\"spell@x\",\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
+                   "\"durations\":[0,0,0,0,0,0,0,0,0,0]}]}");
+}
+
+static void
+test_json_roundtrip (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = make_awkward_snapshot ();
+  g_autoptr(PerfmonSnapshot) copy = NULL;
+  g_autoptr(PerfmonSnapshot) empty = make_snapshot (0, 0, 1, "", 0, 0, NULL);
+  g_autoptr(PerfmonSnapshot) empty_copy = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = perfmon_snapshot_to_json (snapshot);
+  g_autofree char *json_again = NULL;
+  g_autofree char *empty_json = perfmon_snapshot_to_json (empty);
+
+  g_test_message ("%s", json);
+  g_assert_true (g_utf8_validate (json, -1, NULL));
+  g_assert_nonnull (strstr (json, "\"window_id\":\"18446744073709551615\""));
+  g_assert_nonnull (strstr (json, "\"user_time\":\"9223372036854775808\""));
+  g_assert_nonnull (strstr (json, "\"addon_id\":null"));
+
+  copy = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (copy);
+  assert_snapshots_equal (snapshot, copy);
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (perfmon_snapshot_lookup (copy, G_MAXUINT64)),
+                    ==, G_MAXUINT64);
+  g_assert_null (perfmon_group_stats_get_addon_id (perfmon_snapshot_lookup (copy, 1)));
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (perfmon_snapshot_lookup (copy, 3)),
+                   ==, "addon-日本語-ünïcödé@example.org");
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (perfmon_snapshot_lookup (copy, 4)), ==, "");
+  g_assert_cmpstr (perfmon_group_stats_get_name (perfmon_snapshot_lookup (copy, G_MAXUINT64)),
+                   ==, "a \"quoted\"\nwindow title / </script>");
+
+  json_again = perfmon_snapshot_to_json (copy);
+  g_assert_cmpstr (json, ==, json_again);
+
+  empty_copy = perfmon_snapshot_new_from_json (empty_json, &error);
+  g_assert_no_error (error);
+  assert_snapshots_equal (empty, empty_copy);
+}
+
+static void
+test_json_lenient (void)
+{
+  /* Unknown members are ignored; unsigned members may be strings of digits,
+   * whatever their value; members may come in any order. */
+  const char *json =
+    "{\"groups\":[{\"durations\":[\"3\",2,1,0,0,0,0,0,0,\"0\"],\"ticks\":\"0005\","
+    "\"blocked_time\":0,\"cpu_time\":\"18446744073709551615\",\"addon_id\":null,"
+    "\"window_id\":\"0\",\"name\":\"main\",\"kind\":\"thread\",\"id\":\"1\","
+    "\"future\":{\"nested\":[1,2,{\"a\":null}]}}],"
+    "\"system_time\":1,\"user_time\":\"2\",\"process_name\":\"p\",\"pid\":\"4294967295\","
+    "\"interval\":0,\"timestamp\":7,\"version\":\"1\",\"also_unknown\":true}";
+  const guint64 expected[N_DURATIONS] = { 3, 2, 1, 0, };
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonGroupStats *stats;
+
+  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (snapshot), ==, 7);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, G_MAXUINT);
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (snapshot), ==, 2);
+  stats = perfmon_snapshot_lookup (snapshot, 1);
+  g_assert_nonnull (stats);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, G_MAXUINT64);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 5);
+  assert_durations (stats, expected);
+}
+
+/* A valid document; the malformed cases change one member of it. */
+static const char valid_json[] =
+  "{\"version\":1,\"timestamp\":1000,\"interval\":0,\"pid\":42,\"process_name\":\"p\","
+  "\"user_time\":10,\"system_time\":20,\"groups\":["
+  "{\"id\":1,\"kind\":\"thread\",\"name\":\"main\",\"window_id\":0,\"addon_id\":null,"
+  "\"cpu_time\":100,\"blocked_time\":0,\"ticks\":10,\"durations\":[5,4,3,2,1,0,0,0,0,0]},"
+  "{\"id\":2,\"kind\":\"window\",\"name\":\"w\",\"window_id\":3,\"addon_id\":\"a\","
+  "\"cpu_time\":50,\"blocked_time\":1,\"ticks\":5,\"durations\":[5,0,0,0,0,0,0,0,0,0]}]}";
+
+typedef struct
+{
+  const char *raw;       /* the whole document, or NULL to change valid_json: */
+  int         group;     /* -1: the root object, else groups[group] */
+  const char *member;
+  const char *value;     /* new JSON value of @member, or NULL to remove it */
+  PerfmonError code;
+  const char *path;      /* the message must contain "PATH:" */
+  const char *also;      /* and this, if not NULL */
+} MalformedJson;
+
+#define ROOT(member, value, code, path) { NULL, -1, member, value, code, path, NULL }
+#define GROUP(member, value, code, path) { NULL, 1, member, value, code, path, NULL }
+#define RAW(raw, path) { raw, -1, NULL, NULL, PERFMON_ERROR_INVALID_DATA, path, NULL }
+
+static const MalformedJson malformed_json[] = {
+  RAW ("not JSON at all", "(root)"),
+  RAW ("", "(root)"),
+  RAW ("   \n", "(root)"),
+  RAW ("{\"version\":1,", "(root)"),
+  RAW ("[1, 2, 3]", "(root)"),
+  RAW ("42", "(root)"),
+  RAW ("\"a string\"", "(root)"),
+  RAW ("null", "(root)"),
+  RAW ("{\"version\":1} \xff\xfe", "(root)"),
+  RAW ("{\"name\":\"\xc3\x28\"}", "(root)"),
+  RAW ("/* a comment */ {}", "(root)"),
+  RAW ("{'version':1}", "(root)"),
+  RAW ("{}", "version"),
+
+  ROOT ("version", NULL, PERFMON_ERROR_INVALID_DATA, "version"),
+  ROOT ("timestamp", NULL, PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("interval", NULL, PERFMON_ERROR_INVALID_DATA, "interval"),
+  ROOT ("pid", NULL, PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("process_name", NULL, PERFMON_ERROR_INVALID_DATA, "process_name"),
+  ROOT ("user_time", NULL, PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("system_time", NULL, PERFMON_ERROR_INVALID_DATA, "system_time"),
+  ROOT ("groups", NULL, PERFMON_ERROR_INVALID_DATA, "groups"),
+
+  ROOT ("version", "2", PERFMON_ERROR_UNSUPPORTED_VERSION, "version"),
+  ROOT ("version", "0", PERFMON_ERROR_UNSUPPORTED_VERSION, "version"),
+  ROOT ("version", "\"2\"", PERFMON_ERROR_UNSUPPORTED_VERSION, "version"),
+  ROOT ("version", "-1", PERFMON_ERROR_INVALID_DATA, "version"),
+  ROOT ("version", "1.0", PERFMON_ERROR_INVALID_DATA, "version"),
+  ROOT ("version", "true", PERFMON_ERROR_INVALID_DATA, "version"),
+  ROOT ("timestamp", "-1", PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("timestamp", "1.5", PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("timestamp", "1e3", PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("timestamp", "\"1000\"", PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("timestamp", "null", PERFMON_ERROR_INVALID_DATA, "timestamp"),
+  ROOT ("interval", "-5", PERFMON_ERROR_INVALID_DATA, "interval"),
+  ROOT ("pid", "0", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("pid", "4294967296", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("pid", "\"18446744073709551615\"", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("pid", "-3", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("pid", "42.0", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("pid", "[42]", PERFMON_ERROR_INVALID_DATA, "pid"),
+  ROOT ("process_name", "5", PERFMON_ERROR_INVALID_DATA, "process_name"),
+  ROOT ("process_name", "null", PERFMON_ERROR_INVALID_DATA, "process_name"),
+  ROOT ("user_time", "\"12a\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\" 12\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"+12\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"-1\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"0x10\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"18446744073709551616\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("user_time", "\"99999999999999999999999\"", PERFMON_ERROR_INVALID_DATA, "user_time"),
+  ROOT ("system_time", "{}", PERFMON_ERROR_INVALID_DATA, "system_time"),
+  ROOT ("system_time", "-1", PERFMON_ERROR_INVALID_DATA, "system_time"),
+  ROOT ("groups", "{}", PERFMON_ERROR_INVALID_DATA, "groups"),
+  ROOT ("groups", "null", PERFMON_ERROR_INVALID_DATA, "groups"),
+  ROOT ("groups", "[1]", PERFMON_ERROR_INVALID_DATA, "groups[0]"),
+  ROOT ("groups", "[null]", PERFMON_ERROR_INVALID_DATA, "groups[0]"),
+
+  GROUP ("id", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].id"),
+  GROUP ("kind", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].kind"),
+  GROUP ("name", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].name"),
+  GROUP ("window_id", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].window_id"),
+  GROUP ("addon_id", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].addon_id"),
+  GROUP ("cpu_time", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].cpu_time"),
+  GROUP ("blocked_time", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].blocked_time"),
+  GROUP ("ticks", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].ticks"),
+  GROUP ("durations", NULL, PERFMON_ERROR_INVALID_DATA, "groups[1].durations"),
+  GROUP ("id", "-1", PERFMON_ERROR_INVALID_DATA, "groups[1].id"),
+  GROUP ("kind", "\"gadget\"", PERFMON_ERROR_INVALID_DATA, "groups[1].kind"),
+  GROUP ("kind", "\"Thread\"", PERFMON_ERROR_INVALID_DATA, "groups[1].kind"),
+  GROUP ("kind", "1", PERFMON_ERROR_INVALID_DATA, "groups[1].kind"),
+  GROUP ("name", "null", PERFMON_ERROR_INVALID_DATA, "groups[1].name"),
+  GROUP ("name", "[]", PERFMON_ERROR_INVALID_DATA, "groups[1].name"),
+  GROUP ("addon_id", "5", PERFMON_ERROR_INVALID_DATA, "groups[1].addon_id"),
+  GROUP ("addon_id", "false", PERFMON_ERROR_INVALID_DATA, "groups[1].addon_id"),
+  GROUP ("window_id", "-1", PERFMON_ERROR_INVALID_DATA, "groups[1].window_id"),
+  GROUP ("cpu_time", "1e3", PERFMON_ERROR_INVALID_DATA, "groups[1].cpu_time"),
+  GROUP ("cpu_time", "100.5", PERFMON_ERROR_INVALID_DATA, "groups[1].cpu_time"),
+  GROUP ("cpu_time", "\"18446744073709551616\"", PERFMON_ERROR_INVALID_DATA, "groups[1].cpu_time"),
+  GROUP ("blocked_time", "\"1 000\"", PERFMON_ERROR_INVALID_DATA, "groups[1].blocked_time"),
+  GROUP ("ticks", "\"abc\"", PERFMON_ERROR_INVALID_DATA, "groups[1].ticks"),
+  GROUP ("ticks", "null", PERFMON_ERROR_INVALID_DATA, "groups[1].ticks"),
+  { NULL, 1, "durations", "[5,0,0,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "got 9 elements" },
+  { NULL, 1, "durations", "[5,0,0,0,0,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "got 11 elements" },
+  { NULL, 1, "durations", "[]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "got 0 elements" },
+  GROUP ("durations", "\"5,0,0\"", PERFMON_ERROR_INVALID_DATA, "groups[1].durations"),
+  GROUP ("durations", "{}", PERFMON_ERROR_INVALID_DATA, "groups[1].durations"),
+  GROUP ("durations", "[5,0,0,-1,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA, "groups[1].durations[3]"),
+  GROUP ("durations", "[null,0,0,0,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA, "groups[1].durations[0]"),
+  GROUP ("durations", "[5,0,0,0,0,0,0,0,0,0.5]", PERFMON_ERROR_INVALID_DATA, "groups[1].durations[9]"),
+  GROUP ("durations", "[5,0,0,0,0,0,0,0,0,[0]]", PERFMON_ERROR_INVALID_DATA, "groups[1].durations[9]"),
+  { NULL, 1, "durations", "[5,4,3,2,1,0,0,0,0,1]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "durations[9]" },
+  { NULL, 1, "durations", "[2,3,0,0,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "durations[1]" },
+  { NULL, 1, "durations", "[6,0,0,0,0,0,0,0,0,0]", PERFMON_ERROR_INVALID_DATA,
+    "groups[1].durations", "ticks" },
+  { NULL, 1, "id", "1", PERFMON_ERROR_INVALID_DATA, "groups[1].id", "groups[0]" },
+  { NULL, 1, "id", "\"1\"", PERFMON_ERROR_INVALID_DATA, "groups[1].id", "groups[0]" },
+};
+
+static char *
+mutate_json (const MalformedJson *c)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) root = json_from_string (valid_json, &error);
+  JsonObject *object;
+
+  g_assert_no_error (error);
+
+  object = json_node_get_object (root);
+  if (c->group >= 0)
+    object = json_array_get_object_element (json_object_get_array_member (object, "groups"),
+                                            c->group);
+
+  g_assert_true (json_object_has_member (object, c->member));
+
+  if (c->value == NULL)
+    {
+      json_object_remove_member (object, c->member);
+    }
+  else
+    {
+      JsonNode *value = json_from_string (c->value, &error);
+
+      g_assert_no_error (error);
+      json_object_set_member (object, c->member, value);
+    }
+
+  return json_to_string (root, FALSE);
+}
+
+static void
+test_json_malformed (void)
+{
+  g_autoptr(PerfmonSnapshot) valid = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_cmpuint (G_N_ELEMENTS (malformed_json), >=, 25);
+
+  /* Every case fails because of its change only. */
+  valid = perfmon_snapshot_new_from_json (valid_json, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (valid);
+
+  for (guint i = 0; i < G_N_ELEMENTS (malformed_json); i++)
+    {
+      const MalformedJson *c = &malformed_json[i];
+      g_autofree char *json = c->raw != NULL ? g_strdup (c->raw) : mutate_json (c);
+      g_autofree char *expected = g_strconcat (c->path, ":", NULL);
+      g_autofree char *escaped = g_strescape (json, NULL);
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+      g_test_message ("case %u: %s", i, escaped);
+
+      snapshot = perfmon_snapshot_new_from_json (json, &error);
+      g_assert_null (snapshot);
+      g_assert_error (error, PERFMON_ERROR, (gint) c->code);
+      g_test_message ("  -> %s", error->message);
+      g_assert_nonnull (strstr (error->message, expected));
+      if (c->also != NULL)
+        g_assert_nonnull (strstr (error->message, c->also));
+      g_assert_true (g_utf8_validate (error->message, -1, NULL));
+      g_clear_error (&error);
+    }
+}
+
+static void
+test_json_deep_nesting (void)
+{
+  const gsize depth = 1000000;
+  g_autofree char *json = g_malloc (2 * depth + 64);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) doc = g_string_new (NULL);
+  char *p = json;
+
+  /* json-glib would overflow the stack on this; it must never see it. */
+  memset (p, '[', depth);
+  p += depth;
+  memset (p, ']', depth);
+  p += depth;
+  *p = '\0';
+
+  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_null (snapshot);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, "(root):"));
+  g_clear_error (&error);
+
+  /* Unbalanced, in an unknown member, with brackets in strings that must
+   * not fool the count either way. */
+  p = json + g_snprintf (json, 64, "{\"future\":\"]]]]\\\"]]]]\",\"x\":");
+  memset (p, '{', depth / 2);
+  p[depth / 2] = '\0';
+  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_null (snapshot);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, "(root):"));
+  g_assert_nonnull (strstr (error->message, "nested"));
+  g_clear_error (&error);
+
+  /* Brackets inside strings do not count. */
+  g_string_append (doc, "{\"version\":1,\"timestamp\":0,\"interval\":0,\"pid\":1,\"process_name\":\"");
+  for (guint i = 0; i < 1000; i++)
+    g_string_append (doc, "[{\\\"");
+  g_string_append (doc, "\",\"user_time\":0,\"system_time\":0,\"groups\":[]}");
+  snapshot = perfmon_snapshot_new_from_json (doc->str, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (strlen (perfmon_snapshot_get_process_name (snapshot)), ==, 3000);
+  g_clear_object (&snapshot);
+
+  /* The limit: 128 levels in all, the root object included. */
+  for (guint levels = 127; levels <= 128; levels++)
+    {
+      g_string_truncate (doc, 0);
+      g_string_append (doc, "{\"version\":1,\"timestamp\":0,\"interval\":0,\"pid\":1,"
+                       "\"process_name\":\"\",\"user_time\":0,\"system_time\":0,"
+                       "\"groups\":[],\"future\":");
+      for (guint i = 0; i < levels; i++)
+        g_string_append_c (doc, '[');
+      for (guint i = 0; i < levels; i++)
+        g_string_append_c (doc, ']');
+      g_string_append_c (doc, '}');
+
+      snapshot = perfmon_snapshot_new_from_json (doc->str, &error);
+      if (levels + 1 <= 128)
+        {
+          g_assert_no_error (error);
+          g_assert_nonnull (snapshot);
+        }
+      else
+        {
+          g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+          g_assert_null (snapshot);
+        }
+      g_clear_object (&snapshot);
+      g_clear_error (&error);
+    }
+}
+
+/* GVariant */
+
+static void
+test_variant_roundtrip (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = make_awkward_snapshot ();
+  g_autoptr(PerfmonSnapshot) copy = NULL;
+  g_autoptr(PerfmonSnapshot) from_bytes = NULL;
+  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
+  g_autoptr(GVariant) variant_again = NULL;
+  g_autoptr(GVariant) untrusted = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = perfmon_snapshot_to_json (snapshot);
+  g_autofree char *json_again = NULL;
+
+  g_assert_cmpstr (g_variant_get_type_string (variant), ==, PERFMON_SNAPSHOT_VARIANT_TYPE);
+  g_assert_false (g_variant_is_floating (variant));
+  g_assert_true (g_variant_is_normal_form (variant));
+
+  copy = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (copy);
+  assert_snapshots_equal (snapshot, copy);
+  g_assert_null (perfmon_group_stats_get_addon_id (perfmon_snapshot_lookup (copy, 1)));
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (perfmon_snapshot_lookup (copy, 4)), ==, "");
+
+  variant_again = perfmon_snapshot_to_variant (copy);
+  g_assert_true (g_variant_equal (variant, variant_again));
+
+  json_again = perfmon_snapshot_to_json (copy);
+  g_assert_cmpstr (json, ==, json_again);
+
+  /* As received from a peer. */
+  untrusted = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
+                                                            g_variant_get_data_as_bytes (variant),
+                                                            FALSE));
+  from_bytes = perfmon_snapshot_new_from_variant (untrusted, &error);
+  g_assert_no_error (error);
+  assert_snapshots_equal (snapshot, from_bytes);
+}
+
+static void
+test_variant_values (void)
+{
+  const guint64 durations[N_DURATIONS] = { 4, 3, 2, 1, 0, };
+  g_autoptr(PerfmonSnapshot) snapshot =
+    make_snapshot (77, 5, 12, "proc", 3, 4,
+                   make_group (6, PERFMON_GROUP_KIND_COMPARTMENT, "c", 8, "ad", 1, 2, 9, durations),
+                   NULL);
+  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
+  g_autofree char *text = g_variant_print (variant, FALSE);
+
+  g_assert_cmpstr (text, ==,
+                   "(1, 77, 5, 12, 'proc', 3, 4, "
+                   "[(6, 3, 'c', 8, 'ad', 1, 2, 9, [4, 3, 2, 1, 0, 0, 0, 0, 0, 0])])");
+}
+
+typedef struct
+{
+  const char   *type;    /* NULL: PERFMON_SNAPSHOT_VARIANT_TYPE */
+  const char   *text;
+  PerfmonError  code;
+  const char   *path;    /* the message must contain "PATH:" */
+  const char   *also;
+} MalformedVariant;
+
+#define V_GROUP1 "(1, 0, 'main', 0, nothing, 10, 0, 5, [3, 2, 1, 0, 0, 0, 0, 0, 0, 0])"
+
+static const MalformedVariant malformed_variants[] = {
+  { "(uu)", "(1, 2)", PERFMON_ERROR_INVALID_DATA, "(root)", "got (uu)" },
+  { "(uxxustta(tustmstttau))",
+    "(1, 0, 0, 1, 'p', 0, 0, [(1, 0, 'main', 0, nothing, 0, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])",
+    PERFMON_ERROR_INVALID_DATA, "(root)", PERFMON_SNAPSHOT_VARIANT_TYPE },
+  { "s", "'hello'", PERFMON_ERROR_INVALID_DATA, "(root)", "expected a variant of type" },
+  { NULL, "(0, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
+  { NULL, "(2, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
+  { NULL, "(1, -1, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "timestamp", NULL },
+  { NULL, "(1, 0, -9223372036854775808, 1, 'p', 0, 0, [])", PERFMON_ERROR_INVALID_DATA, "interval", NULL },
+  { NULL, "(1, 0, 0, 0, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "pid", NULL },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 4, 'x', 0, nothing, 0, 0, 0, "
+    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].kind", NULL },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 4294967295, 'x', 0, nothing, 0, 0, 0, "
+    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].kind", NULL },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 0, [0, 0, 0])])",
+    PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 3 elements" },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 0, @at [])])",
+    PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 0 elements" },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 1, 'x', 0, nothing, 0, 0, 9, "
+    "[3, 4, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].durations", "durations[1]" },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 2, "
+    "[3, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "ticks" },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (7, 1, 'x', 0, nothing, 0, 0, 0, "
+    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), " V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "groups[2].id", "groups[0]" },
+};
+
+static void
+test_variant_malformed (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (malformed_variants); i++)
+    {
+      const MalformedVariant *c = &malformed_variants[i];
+      const char *type = c->type != NULL ? c->type : PERFMON_SNAPSHOT_VARIANT_TYPE;
+      g_autofree char *expected = g_strconcat (c->path, ":", NULL);
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+      g_autoptr(GVariant) variant = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("case %u: %s %s", i, type, c->text);
+
+      variant = g_variant_parse (G_VARIANT_TYPE (type), c->text, NULL, NULL, &error);
+      g_assert_no_error (error);
+      g_variant_ref_sink (variant);
+
+      snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+      g_assert_null (snapshot);
+      g_assert_error (error, PERFMON_ERROR, (gint) c->code);
+      g_test_message ("  -> %s", error->message);
+      g_assert_nonnull (strstr (error->message, expected));
+      if (c->also != NULL)
+        g_assert_nonnull (strstr (error->message, c->also));
+    }
+}
+
+static void
+check_untrusted_bytes (GBytes *bytes)
+{
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+
+  variant = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
+                                                          bytes, FALSE));
+  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+
+  if (snapshot == NULL)
+    {
+      g_assert_nonnull (error);
+      g_assert_true (error->domain == PERFMON_ERROR);
+      g_assert_true (error->code == PERFMON_ERROR_INVALID_DATA ||
+                     error->code == PERFMON_ERROR_UNSUPPORTED_VERSION);
+    }
+  else
+    {
+      g_autoptr(GVariant) back = perfmon_snapshot_to_variant (snapshot);
+
+      g_assert_no_error (error);
+      /* Malformed parts of untrusted data read as default values: the
+       * snapshot says exactly what GVariant reads. */
+      g_assert_true (g_variant_equal (variant, back));
+    }
+}
+
+static void
+test_variant_garbage (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = make_awkward_snapshot ();
+  g_autoptr(GVariant) valid = perfmon_snapshot_to_variant (snapshot);
+  gsize size = g_variant_get_size (valid);
+  const guint8 *data = g_variant_get_data (valid);
+
+  /* Every truncation of a valid snapshot. */
+  for (gsize length = 0; length <= size; length++)
+    {
+      g_autoptr(GBytes) bytes = g_bytes_new (data, length);
+
+      check_untrusted_bytes (bytes);
+    }
+
+  /* Random bytes, and a valid snapshot with random bytes changed. */
+  for (guint i = 0; i < 2000; i++)
+    {
+      g_autoptr(GBytes) bytes = NULL;
+      gsize length = g_test_rand_int_range (0, 300);
+      guint8 *garbage = g_malloc (length + 1);
+
+      for (gsize j = 0; j < length; j++)
+        garbage[j] = g_test_rand_int_range (0, 256);
+      bytes = g_bytes_new_take (garbage, length);
+      check_untrusted_bytes (bytes);
+    }
+
+  for (guint i = 0; i < 2000; i++)
+    {
+      g_autoptr(GBytes) bytes = NULL;
+      guint8 *mutated = g_memdup2 (data, size);
+      guint n_changes = g_test_rand_int_range (1, 4);
+
+      for (guint j = 0; j < n_changes; j++)
+        mutated[g_test_rand_int_range (0, (gint32) size)] = g_test_rand_int_range (0, 256);
+      bytes = g_bytes_new_take (mutated, size);
+      check_untrusted_bytes (bytes);
+    }
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/group-stats/getters", test_group_stats);
+  g_test_add_func ("/group-stats/no-addon", test_group_stats_no_addon);
+  g_test_add_func ("/snapshot/getters", test_getters);
+  g_test_add_func ("/snapshot/null-process-name", test_null_process_name);
+  g_test_add_func ("/snapshot/invalid-private-data", test_invalid_private_data);
+  g_test_add_func ("/snapshot/lookup", test_lookup);
+  g_test_add_func ("/snapshot/subtract", test_subtract);
+  g_test_add_func ("/snapshot/subtract/order", test_subtract_order);
+  g_test_add_func ("/snapshot/subtract/pid", test_subtract_pid);
+  g_test_add_func ("/snapshot/subtract/backwards", test_subtract_backwards);
+  g_test_add_func ("/snapshot/subtract/process-time-backwards", test_subtract_process_time_backwards);
+  g_test_add_func ("/snapshot/subtract/inconsistent", test_subtract_inconsistent);
+  g_test_add_func ("/snapshot/json/format", test_json_format);
+  g_test_add_func ("/snapshot/json/roundtrip", test_json_roundtrip);
+  g_test_add_func ("/snapshot/json/lenient", test_json_lenient);
+  g_test_add_func ("/snapshot/json/malformed", test_json_malformed);
+  g_test_add_func ("/snapshot/json/deep-nesting", test_json_deep_nesting);
+  g_test_add_func ("/snapshot/variant/roundtrip", test_variant_roundtrip);
+  g_test_add_func ("/snapshot/variant/values", test_variant_values);
+  g_test_add_func ("/snapshot/variant/malformed", test_variant_malformed);
+  g_test_add_func ("/snapshot/variant/garbage", test_variant_garbage);
+
+  return g_test_run ();
+}
