@@ -39,15 +39,17 @@ thread_cpu_us (void)
   return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
 }
 
+/* Keeps the busy loop from being optimised away. */
+static volatile guint64 burn_sink;
+
 static void
 burn_cpu_ms (guint ms)
 {
   gint64 end = thread_cpu_us () + (gint64) ms * 1000;
-  volatile guint64 sink = 0;
 
   while (thread_cpu_us () < end)
     for (guint i = 0; i < 1000; i++)
-      sink += i;
+      burn_sink += i;
 }
 
 static gboolean
@@ -175,8 +177,8 @@ main (int   argc,
 
   {
     /* Name the windows before their compartments create them. */
-    g_autoptr(PerfmonGroup) inbox = perfmon_monitor_get_window_group (monitor, 1, "window 1: Inbox");
-    g_autoptr(PerfmonGroup) editor = perfmon_monitor_get_window_group (monitor, 2, "window 2: Editor");
+    G_GNUC_UNUSED g_autoptr(PerfmonGroup) inbox = perfmon_monitor_get_window_group (monitor, 1, "window 1: Inbox");
+    G_GNUC_UNUSED g_autoptr(PerfmonGroup) editor = perfmon_monitor_get_window_group (monitor, 2, "window 2: Editor");
 
     for (guint i = 0; i < G_N_ELEMENTS (tasks); i++)
       {
