@@ -46,12 +46,13 @@ struct _PerfmonGroupRecord
   /* Written on the monitor's thread only. */
   PerfmonGroupRecord *next_executed;
   PerfmonGroupRecord *next_dead;      /* on the dead stack */
-  guint64             recent_cycles;
+  guint64             recent_cycles;   /* of short measures */
   guint64             cpu_time_us;
   guint64             blocked_time_us;
   guint64             ticks;
   guint32             durations[PERFMON_N_DURATIONS]; /* saturating */
   guint32             recent_blocked_us;              /* saturating */
+  guint32             recent_cpu_us;                  /* of long measures, saturating */
 
   guint               registry_index;
   gint                holders;        /* atomic; 0 = dead, never revived */

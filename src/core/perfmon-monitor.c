@@ -46,25 +46,35 @@
 #define DEFAULT_ALERT_THRESHOLD_MS 64
 #define ALERT_INTERVAL_US G_USEC_PER_SEC
 
-/* The thread CPU clock is a system call that costs about as much as a whole
+/* How CPU time is measured.
+ *
+ * The thread CPU clock is a system call that costs about as much as a whole
  * empty GLib dispatch, while the cycle counter costs a few nanoseconds. So
- * the monitor reads the CPU clock only where its answer matters:
+ * the monitor reads the CPU clock only where its answer matters, at the end
+ * of stretches of LONG_ITERATION_US or more: a long measure (enter to
+ * leave) and a long iteration. Only those can land in the histogram (its
+ * first bucket is 1 ms), only there does sleeping or descheduling change
+ * the verdict, and there the read costs under 0.2 %. A shorter stretch is
+ * charged its wall time: its error is at most its own length.
  *
- *  - At the end of a long iteration (LONG_ITERATION_US or more of wall
- *    time). Only those can land in the histogram (its first bucket is 1 ms)
- *    and only there does descheduling or sleeping change the verdict; the
- *    read costs under 0.2 % of such an iteration.
- *  - When the thread wakes from a poll that slept (SLEPT_POLL_US or more):
- *    a wake-up costs microseconds anyway, and it makes the next iteration's
- *    starting point exact.
- *  - When the last reading ("the anchor") is older than ANCHOR_MAX_AGE_US,
- *    which caps the cost at one read per ANCHOR_MAX_AGE_US of busy loop.
+ * A long stretch's starting CPU time is estimated from the last reading,
+ * "the anchor", plus the cycles since: between the anchor and the start
+ * the thread ran only short stretches and polls that did not sleep, so it
+ * was running all along. To keep that true the anchor is also refreshed
+ * when the thread wakes from a poll that slept (SLEPT_POLL_US or more: the
+ * wake-up costs far more than the read) and when it is older than
+ * ANCHOR_MAX_AGE_US, at iteration boundaries only, which caps the cost at
+ * one read per ANCHOR_MAX_AGE_US of busy loop. Enter and leave of short
+ * measures never read it.
  *
- * Every other iteration start is estimated as anchor + the cycles since the
- * anchor: between the anchor and that start the thread only ran short
- * iterations and polls that did not sleep, so it was running all along. A
- * short iteration is charged its wall time as CPU time; its error is at most
- * its own length and it cannot reach the histogram. */
+ * Why per measure and not only per iteration, as in the seed (a group's
+ * share of the iteration's measured cycles times the iteration's CPU
+ * time): a GLib iteration dispatches every ready source, so one add-on
+ * that sleeps 150 ms and another that burns 50 ms often share an
+ * iteration, and shares by cycles would charge the sleeper most of the
+ * burner's CPU. The iteration's real CPU time still renormalises the
+ * result: if what the measures of an iteration were charged exceeds it,
+ * every group of the iteration is scaled down to it. */
 #define LONG_ITERATION_US 1000
 #define SLEPT_POLL_US 50
 #define ANCHOR_MAX_AGE_US 2000
@@ -76,6 +86,8 @@ typedef struct
   guint               n_acquired;
   guint64             start_cycles;
   guint64             start_blocked_us;
+  guint64             anchor_cycles;   /* the anchor as of enter */
+  gint64              anchor_cpu_us;
 } Measure;
 
 typedef struct
@@ -96,7 +108,8 @@ struct _PerfmonMonitor
   guint               overflow;
   guint               open_measures;
   PerfmonGroupRecord *executed;
-  guint64             measured_cycles;
+  guint64             measured_cycles;      /* outermost short measures */
+  guint64             measured_cpu_us;      /* outermost long measures */
   guint64             blocked_us;
   guint               blocked_depth;
   gint64              blocked_since;
@@ -346,6 +359,13 @@ group_for_held_record_locked (PerfmonGroupRecord *record)
   return group;
 }
 
+static inline gint64
+read_cpu_clock (PerfmonMonitor *self)
+{
+  self->n_cpu_clock_reads++;
+  return perfmon_clock_thread_cpu_us ();
+}
+
 static void begin_iteration (PerfmonMonitor *self,
                              guint64         now,
                              gboolean        exact);
@@ -402,6 +422,8 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
 
   self->open_measures++;
   measure->start_blocked_us = self->blocked_us;
+  measure->anchor_cycles = self->anchor_cycles;
+  measure->anchor_cpu_us = self->anchor_cpu_us;
   measure->start_cycles = perfmon_clock_cycles ();
 }
 
@@ -413,6 +435,8 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   Measure *measure;
   guint64 cycles;
   guint64 blocked;
+  guint32 cpu_us = 0;
+  gboolean long_measure = FALSE;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_leave")))
     return;
@@ -444,11 +468,37 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   cycles = now > measure->start_cycles ? now - measure->start_cycles : 0;
   blocked = self->blocked_us - measure->start_blocked_us;
 
+  if (G_UNLIKELY (cycles >= self->long_iteration_cycles))
+    {
+      /* Long: worth a read of the CPU clock; see the top of the file. */
+      gint64 cpu_now = read_cpu_clock (self);
+      gint64 wall_us = (gint64) ((double) cycles / self->cycles_per_us);
+      gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) / self->cycles_per_us);
+      /* What the thread used since the anchor bounds the measure from
+       * above, and is exact if the gap between anchor and enter was idle;
+       * the anchor plus the gap's wall time is exact if the gap ran. A
+       * short gap makes both good to within its length; a gap longer than
+       * the anchor's age limit went by without an iteration boundary, so
+       * the thread was waiting. */
+      gint64 upper_us = MIN (wall_us, MIN (cpu_now - measure->anchor_cpu_us, G_MAXUINT32));
+
+      if (gap_us > ANCHOR_MAX_AGE_US)
+        cpu_us = (guint32) MAX (upper_us, 0);
+      else
+        cpu_us = (guint32) CLAMP (cpu_now - (measure->anchor_cpu_us + gap_us), 0, MAX (upper_us, 0));
+      self->anchor_cpu_us = cpu_now;
+      self->anchor_cycles = now;
+      long_measure = TRUE;
+    }
+
   for (guint i = 0; i < measure->n_acquired; i++)
     {
       PerfmonGroupRecord *record = measure->acquired[i];
 
-      record->recent_cycles += cycles;
+      if (long_measure)
+        record->recent_cpu_us = (guint32) MIN ((guint64) record->recent_cpu_us + cpu_us, G_MAXUINT32);
+      else
+        record->recent_cycles += cycles;
       record->recent_blocked_us = (guint32) MIN (record->recent_blocked_us + blocked, G_MAXUINT32);
       record->acquired = FALSE;
       if (!record->executed)
@@ -459,9 +509,15 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
         }
     }
 
-  /* The iteration's measured cycles: those of the outermost measures. */
+  /* What the iteration's outermost measures were charged, for the
+   * renormalisation at commit. */
   if (--self->open_measures == 0)
-    self->measured_cycles += cycles;
+    {
+      if (long_measure)
+        self->measured_cpu_us += cpu_us;
+      else
+        self->measured_cycles += cycles;
+    }
 }
 
 /* The seed's nested event loop rule: code that spins the loop again from
@@ -492,10 +548,12 @@ discard_recent (PerfmonMonitor *self)
       record->next_executed = NULL;
       record->executed = FALSE;
       record->recent_cycles = 0;
+      record->recent_cpu_us = 0;
       record->recent_blocked_us = 0;
     }
   self->executed = NULL;
   self->measured_cycles = 0;
+  self->measured_cpu_us = 0;
 }
 
 /* --- alerts ------------------------------------------------------------ */
@@ -607,6 +665,7 @@ charge (PerfmonMonitor     *self,
     }
 
   record->recent_cycles = 0;
+  record->recent_cpu_us = 0;
   record->recent_blocked_us = 0;
   record->executed = FALSE;
   record->next_executed = NULL;
@@ -616,34 +675,29 @@ charge (PerfmonMonitor     *self,
 }
 
 /* Charges the iteration that ended at @now and used @iteration_cpu_us of
- * the thread's CPU: each executed group gets its share of the iteration's
- * measured cycles times that CPU time (never more than its own wall time),
- * the thread group the whole of it. */
+ * the thread's CPU: each group that ran gets what its measures were
+ * charged, scaled down if the outermost measures add up to more than the
+ * iteration's real CPU time; the thread group gets the whole of it. */
 static void
 commit (PerfmonMonitor *self,
         guint64         now,
         guint64         iteration_cpu_us)
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
-  guint64 measured = self->measured_cycles;
+  double measured_us = (double) self->measured_cpu_us + (double) self->measured_cycles / self->cycles_per_us;
+  double scale = measured_us > (double) iteration_cpu_us ? (double) iteration_cpu_us / measured_us : 1.0;
   PerfmonGroupRecord *next;
 
   for (PerfmonGroupRecord *record = self->executed; record != NULL; record = next)
     {
-      guint64 cpu_us = 0;
+      double cpu_us;
 
       next = record->next_executed;
       if (record == thread_record)
         continue;
 
-      if (measured > 0)
-        {
-          double share = (double) record->recent_cycles / (double) measured;
-          double own_wall_us = (double) record->recent_cycles / self->cycles_per_us;
-
-          cpu_us = (guint64) MIN (share * (double) iteration_cpu_us, own_wall_us);
-        }
-      charge (self, record, cpu_us, now);
+      cpu_us = ((double) record->recent_cpu_us + (double) record->recent_cycles / self->cycles_per_us) * scale;
+      charge (self, record, (guint64) cpu_us, now);
     }
 
   if (thread_record->active)
@@ -651,6 +705,7 @@ commit (PerfmonMonitor *self,
   else
     {
       thread_record->recent_cycles = 0;
+      thread_record->recent_cpu_us = 0;
       thread_record->recent_blocked_us = 0;
       thread_record->executed = FALSE;
       thread_record->next_executed = NULL;
@@ -658,15 +713,9 @@ commit (PerfmonMonitor *self,
 
   self->executed = NULL;
   self->measured_cycles = 0;
+  self->measured_cpu_us = 0;
 
   reap_dead_records (self);
-}
-
-static inline gint64
-read_cpu_clock (PerfmonMonitor *self)
-{
-  self->n_cpu_clock_reads++;
-  return perfmon_clock_thread_cpu_us ();
 }
 
 static void
