@@ -47,7 +47,7 @@ struct _PerfmonGroupRecord
   PerfmonGroupRecord *next_executed;
   PerfmonGroupRecord *next_dead;      /* on the dead stack */
   guint64             recent_cycles;   /* of short measures */
-  guint64             cpu_time_us;
+  guint64             cpu_time_cycles; /* converted at snapshot: commits stay integer */
   guint64             blocked_time_us;
   guint64             ticks;
   guint32             durations[PERFMON_N_DURATIONS]; /* saturating */

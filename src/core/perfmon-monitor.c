@@ -114,10 +114,13 @@ struct _PerfmonMonitor
   guint               blocked_depth;
   gint64              blocked_since;
   double              cycles_per_us;
+  double              us_per_cycle;         /* multiplying beats dividing */
+  double              ns_per_cycle;
 
   gboolean            in_iteration;
   guint64             iteration_start_cycles;
-  gint64              iteration_start_cpu_us;
+  guint64             iteration_anchor_cycles;
+  gint64              iteration_anchor_cpu_us;
   guint64             anchor_cycles;
   gint64              anchor_cpu_us;
   gboolean            anchor_valid;
@@ -128,11 +131,11 @@ struct _PerfmonMonitor
 
   PerfmonGroupRecord *thread_record;
   guint64             alert_threshold_ms;
-  guint64             alert_threshold_us;
+  guint64             alert_threshold_ns;
   GHashTable         *last_alert_cycles;    /* record → guint64 cycles */
   PendingAlert        pending_alerts[MAX_PENDING_ALERTS];
   guint               n_pending_alerts;
-  GSource            *alert_source;
+  GSource            *alert_source;         /* only while alerts wait */
 
   GMainContext       *context;
   char               *thread_name;          /* construct-only */
@@ -168,8 +171,9 @@ static guint signals[N_SIGNALS];
 G_DEFINE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, G_TYPE_OBJECT)
 
 /* The address of this variable identifies the calling thread, for the price
- * of a thread-local address computation. */
-static __thread char thread_token;
+ * of a thread-local address computation. initial-exec: the library is
+ * PIC, and the default model would call __tls_get_addr on every enter. */
+static __thread char thread_token __attribute__ ((tls_model ("initial-exec")));
 
 static guint64 last_group_id;
 
@@ -472,8 +476,8 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
     {
       /* Long: worth a read of the CPU clock; see the top of the file. */
       gint64 cpu_now = read_cpu_clock (self);
-      gint64 wall_us = (gint64) ((double) cycles / self->cycles_per_us);
-      gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) / self->cycles_per_us);
+      gint64 wall_us = (gint64) ((double) cycles * self->us_per_cycle);
+      gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) * self->us_per_cycle);
       /* What the thread used since the anchor bounds the measure from
        * above, and is exact if the gap between anchor and enter was idle;
        * the anchor plus the gap's wall time is exact if the gap ran. A
@@ -495,11 +499,12 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
     {
       PerfmonGroupRecord *record = measure->acquired[i];
 
-      if (long_measure)
+      if (G_UNLIKELY (long_measure))
         record->recent_cpu_us = (guint32) MIN ((guint64) record->recent_cpu_us + cpu_us, G_MAXUINT32);
       else
         record->recent_cycles += cycles;
-      record->recent_blocked_us = (guint32) MIN (record->recent_blocked_us + blocked, G_MAXUINT32);
+      if (G_UNLIKELY (blocked != 0))
+        record->recent_blocked_us = (guint32) MIN (record->recent_blocked_us + blocked, G_MAXUINT32);
       record->acquired = FALSE;
       if (!record->executed)
         {
@@ -576,30 +581,21 @@ emit_pending_alerts (PerfmonMonitor *self)
 }
 
 static gboolean
-alert_source_dispatch (GSource     *source,
-                       GSourceFunc  callback,
-                       gpointer     user_data)
-{
-  g_source_set_ready_time (source, -1);
-  return callback (user_data);
-}
-
-static GSourceFuncs alert_source_funcs = {
-  .dispatch = alert_source_dispatch,
-};
-
-static gboolean
 on_alert_source (gpointer user_data)
 {
-  emit_pending_alerts (PERFMON_MONITOR (user_data));
-  return G_SOURCE_CONTINUE;
+  PerfmonMonitor *self = PERFMON_MONITOR (user_data);
+
+  g_clear_pointer (&self->alert_source, g_source_unref);
+  emit_pending_alerts (self);
+
+  return G_SOURCE_REMOVE;
 }
 
 /* Rare: at most once per group per second. */
 static void
 queue_alert (PerfmonMonitor     *self,
              PerfmonGroupRecord *record,
-             guint64             cpu_us,
+             guint64             cpu_ns,
              guint64             now)
 {
   gpointer last;
@@ -642,27 +638,24 @@ queue_alert (PerfmonMonitor     *self,
   *(guint64 *) last = now;
 
   self->pending_alerts[self->n_pending_alerts].group = group;
-  self->pending_alerts[self->n_pending_alerts].duration_us = cpu_us;
+  self->pending_alerts[self->n_pending_alerts].duration_us = cpu_ns / 1000;
   self->n_pending_alerts++;
 }
 
 /* --- committing an iteration ------------------------------------------- */
 
+/* Commits are integer work in cycles. Only a charge of a millisecond or
+ * more can reach the histogram (its first bucket) or an alert (whose
+ * threshold is in whole milliseconds), so only those convert to time. */
 static inline void
 charge (PerfmonMonitor     *self,
         PerfmonGroupRecord *record,
-        guint64             cpu_us,
+        guint64             cpu_cycles,
         guint64             now)
 {
-  record->cpu_time_us += cpu_us;
+  record->cpu_time_cycles += cpu_cycles;
   record->blocked_time_us += record->recent_blocked_us;
   record->ticks++;
-
-  for (guint i = 0; i < PERFMON_N_DURATIONS && cpu_us > (G_GUINT64_CONSTANT (1000) << i); i++)
-    {
-      if (G_LIKELY (record->durations[i] != G_MAXUINT32))
-        record->durations[i]++;
-    }
 
   record->recent_cycles = 0;
   record->recent_cpu_us = 0;
@@ -670,38 +663,60 @@ charge (PerfmonMonitor     *self,
   record->executed = FALSE;
   record->next_executed = NULL;
 
-  if (G_UNLIKELY (self->alert_threshold_us != 0 && cpu_us >= self->alert_threshold_us))
-    queue_alert (self, record, cpu_us, now);
+  if (G_UNLIKELY (cpu_cycles > self->long_iteration_cycles))
+    {
+      guint64 cpu_ns = (guint64) ((double) cpu_cycles * self->ns_per_cycle);
+
+      for (guint i = 0; i < PERFMON_N_DURATIONS && cpu_ns > (G_GUINT64_CONSTANT (1000000) << i); i++)
+        {
+          if (G_LIKELY (record->durations[i] != G_MAXUINT32))
+            record->durations[i]++;
+        }
+
+      if (self->alert_threshold_ns != 0 && cpu_ns >= self->alert_threshold_ns)
+        queue_alert (self, record, cpu_ns, now);
+    }
 }
 
-/* Charges the iteration that ended at @now and used @iteration_cpu_us of
- * the thread's CPU: each group that ran gets what its measures were
- * charged, scaled down if the outermost measures add up to more than the
- * iteration's real CPU time; the thread group gets the whole of it. */
+/* Charges the iteration that ended at @now and used @iteration_cpu_cycles
+ * (the thread's CPU time, in cycles) : each group that ran gets what its
+ * measures were charged, scaled down if the outermost measures add up to
+ * more than the iteration's real CPU time; the thread group gets the
+ * whole of it. */
 static void
 commit (PerfmonMonitor *self,
         guint64         now,
-        guint64         iteration_cpu_us)
+        guint64         iteration_cpu_cycles)
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
-  double measured_us = (double) self->measured_cpu_us + (double) self->measured_cycles / self->cycles_per_us;
-  double scale = measured_us > (double) iteration_cpu_us ? (double) iteration_cpu_us / measured_us : 1.0;
+  guint64 measured = self->measured_cycles;
+  double scale = 1.0;
+
+  if (G_UNLIKELY (self->measured_cpu_us != 0))
+    measured += (guint64) ((double) self->measured_cpu_us * self->cycles_per_us);
+  /* Only when the measures were charged more than the clock says: never in
+   * a short iteration, whose CPU time is its wall time. */
+  if (G_UNLIKELY (measured > iteration_cpu_cycles))
+    scale = (double) iteration_cpu_cycles / (double) measured;
   PerfmonGroupRecord *next;
 
   for (PerfmonGroupRecord *record = self->executed; record != NULL; record = next)
     {
-      double cpu_us;
+      guint64 cpu_cycles = record->recent_cycles;
 
       next = record->next_executed;
       if (record == thread_record)
         continue;
 
-      cpu_us = ((double) record->recent_cpu_us + (double) record->recent_cycles / self->cycles_per_us) * scale;
-      charge (self, record, (guint64) cpu_us, now);
+      if (G_UNLIKELY (record->recent_cpu_us != 0))
+        cpu_cycles += (guint64) ((double) record->recent_cpu_us * self->cycles_per_us);
+      if (G_UNLIKELY (scale < 1.0))
+        cpu_cycles = (guint64) ((double) cpu_cycles * scale);
+      charge (self, record, cpu_cycles, now);
     }
 
   if (thread_record->active)
-    charge (self, thread_record, iteration_cpu_us, now);
+    charge (self, thread_record, iteration_cpu_cycles, now);
   else
     {
       thread_record->recent_cycles = 0;
@@ -732,8 +747,10 @@ begin_iteration (PerfmonMonitor *self,
 
   self->in_iteration = TRUE;
   self->iteration_start_cycles = now;
-  self->iteration_start_cpu_us =
-    self->anchor_cpu_us + (gint64) ((double) (now - self->anchor_cycles) / self->cycles_per_us);
+  /* The starting CPU time is worked out from the anchor only if the
+   * iteration turns out long; see end_iteration(). */
+  self->iteration_anchor_cycles = self->anchor_cycles;
+  self->iteration_anchor_cpu_us = self->anchor_cpu_us;
 }
 
 static void
@@ -742,8 +759,7 @@ end_iteration (PerfmonMonitor *self,
                gboolean        exact)
 {
   guint64 wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
-  guint64 wall_us = (guint64) ((double) wall_cycles / self->cycles_per_us);
-  guint64 cpu_us;
+  guint64 cpu_cycles;
 
   if (G_UNLIKELY (self->depth > 0))
     cancel_measures (self);
@@ -751,20 +767,22 @@ end_iteration (PerfmonMonitor *self,
   if (exact || wall_cycles >= self->long_iteration_cycles)
     {
       gint64 cpu_now = read_cpu_clock (self);
-      gint64 used = cpu_now - self->iteration_start_cpu_us;
+      gint64 start_cpu_us = self->iteration_anchor_cpu_us +
+        (gint64) ((double) (self->iteration_start_cycles - self->iteration_anchor_cycles) * self->us_per_cycle);
+      gint64 used = cpu_now - start_cpu_us;
 
       /* An estimated start can only be early (it assumes the thread ran),
        * so the result is clamped into what is physically possible. */
-      cpu_us = (guint64) CLAMP (used, 0, (gint64) wall_us);
+      cpu_cycles = MIN ((guint64) ((double) MAX (used, 0) * self->cycles_per_us), wall_cycles);
       self->anchor_cpu_us = cpu_now;
       self->anchor_cycles = now;
       self->anchor_valid = TRUE;
     }
   else
-    cpu_us = wall_us;
+    cpu_cycles = wall_cycles;
 
   self->in_iteration = FALSE;
-  commit (self, now, cpu_us);
+  commit (self, now, cpu_cycles);
 }
 
 static void
@@ -773,15 +791,25 @@ schedule_alerts (PerfmonMonitor *self)
   if (self->n_pending_alerts == 0)
     return;
 
-  if (self->alert_source != NULL)
+  if (self->poll_slot < 0)
     {
-      /* Called from inside the poll function: make that poll return at
-       * once so the alerts are emitted by the next dispatch. */
-      g_source_set_ready_time (self->alert_source, 0);
-      g_main_context_wakeup (self->context);
+      emit_pending_alerts (self);
+      return;
     }
-  else
-    emit_pending_alerts (self);
+
+  /* Called from inside the poll function, before it polls: the alerts are
+   * emitted by a dispatch of the context, and the wake-up makes the poll
+   * return at once. A source is attached only while alerts wait: an idle
+   * source in the context would cost every iteration. */
+  if (self->alert_source == NULL)
+    {
+      self->alert_source = g_idle_source_new ();
+      g_source_set_priority (self->alert_source, G_PRIORITY_DEFAULT);
+      g_source_set_name (self->alert_source, "[perfmon] alerts");
+      g_source_set_callback (self->alert_source, on_alert_source, self, NULL);
+      g_source_attach (self->alert_source, self->context);
+    }
+  g_main_context_wakeup (self->context);
 }
 
 /* --- the poll function wrapper ----------------------------------------- */
@@ -832,10 +860,21 @@ monitor_poll (PollSlot *slot,
   if (self->in_iteration)
     {
       end_iteration (self, poll_start, FALSE);
-      schedule_alerts (self);
+      if (G_UNLIKELY (self->n_pending_alerts != 0))
+        schedule_alerts (self);
     }
 
   ret = slot->previous (fds, n_fds, timeout);
+
+  /* A poll with no timeout cannot sleep: the next iteration starts where
+   * this one ended, and the poll's own system call time (thread CPU time
+   * too) goes to the thread group. That saves a counter read on every
+   * iteration of a busy loop, the one case where it shows. */
+  if (timeout == 0)
+    {
+      begin_iteration (self, poll_start, FALSE);
+      return ret;
+    }
 
   poll_end = perfmon_clock_cycles ();
   begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
@@ -893,12 +932,6 @@ attach_to_context (PerfmonMonitor *self)
                  "measured automatically, call perfmon_monitor_iteration_done()", N_POLL_SLOTS);
       return;
     }
-
-  self->alert_source = g_source_new (&alert_source_funcs, sizeof (GSource));
-  g_source_set_name (self->alert_source, "[perfmon] alerts");
-  g_source_set_callback (self->alert_source, on_alert_source, self, NULL);
-  g_source_set_ready_time (self->alert_source, -1);
-  g_source_attach (self->alert_source, self->context);
 }
 
 static void
@@ -1084,7 +1117,7 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    */
   properties[PROP_ALERT_THRESHOLD] =
     g_param_spec_uint64 ("alert-threshold", NULL, NULL,
-                         0, G_MAXUINT64 / 1000, DEFAULT_ALERT_THRESHOLD_MS,
+                         0, G_MAXUINT64 / 1000000, DEFAULT_ALERT_THRESHOLD_MS,
                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
@@ -1113,11 +1146,13 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->enabled = TRUE;
   self->poll_slot = -1;
   self->cycles_per_us = perfmon_clock_cycles_per_us ();
+  self->us_per_cycle = 1.0 / self->cycles_per_us;
+  self->ns_per_cycle = 1000.0 / self->cycles_per_us;
   self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
   self->slept_poll_cycles = perfmon_clock_us_to_cycles (SLEPT_POLL_US);
   self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
   self->alert_threshold_ms = DEFAULT_ALERT_THRESHOLD_MS;
-  self->alert_threshold_us = DEFAULT_ALERT_THRESHOLD_MS * 1000;
+  self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
 
   g_mutex_init (&self->registry_lock);
   self->records = g_ptr_array_new ();
@@ -1254,13 +1289,13 @@ perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
                                      guint64         threshold_ms)
 {
   g_return_if_fail (PERFMON_IS_MONITOR (self));
-  g_return_if_fail (threshold_ms <= G_MAXUINT64 / 1000);
+  g_return_if_fail (threshold_ms <= G_MAXUINT64 / 1000000);
 
   if (self->alert_threshold_ms == threshold_ms)
     return;
 
   self->alert_threshold_ms = threshold_ms;
-  self->alert_threshold_us = threshold_ms * 1000;
+  self->alert_threshold_ns = threshold_ms * 1000000;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ALERT_THRESHOLD]);
 }
 
@@ -1412,10 +1447,7 @@ perfmon_monitor_iteration_done (PerfmonMonitor *self)
     end_iteration (self, now, TRUE);
   begin_iteration (self, now, FALSE);   /* end_iteration() just read the clock */
 
-  if (self->alert_source == NULL)
-    emit_pending_alerts (self);
-  else
-    schedule_alerts (self);
+  schedule_alerts (self);
 }
 
 /**
@@ -1532,7 +1564,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
         }
 
       stats = _perfmon_group_stats_new (record->id, record->kind, record->name, window_id, addon_id);
-      stats->cpu_time = record->cpu_time_us;
+      stats->cpu_time = (guint64) ((double) record->cpu_time_cycles * self->us_per_cycle);
       stats->blocked_time = record->blocked_time_us;
       stats->ticks = record->ticks;
       for (guint d = 0; d < PERFMON_N_DURATIONS; d++)

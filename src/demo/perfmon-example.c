@@ -76,7 +76,11 @@ on_alert (PerfmonMonitor *monitor,
           guint64         duration_us,
           gpointer        data)
 {
-  g_print ("  alert: %-28s used %5.1f ms of CPU in one iteration\n",
+  /* The thread and the windows alert too; the add-ons are the news. */
+  if (perfmon_group_get_kind (group) != PERFMON_GROUP_KIND_ADDON)
+    return;
+
+  g_print ("  alert: add-on %-24s used %5.1f ms of CPU in one iteration\n",
            perfmon_group_get_name (group), duration_us / 1000.0);
 }
 
@@ -113,7 +117,10 @@ kind_label (PerfmonGroupKind kind)
 static void
 print_delta (PerfmonSnapshot *delta)
 {
-  g_autoptr(GPtrArray) groups = g_ptr_array_copy (perfmon_snapshot_get_groups (delta), NULL, NULL);
+  /* A copy keeps the source's free function: it must hold references. */
+  g_autoptr(GPtrArray) groups = g_ptr_array_copy (perfmon_snapshot_get_groups (delta),
+                                                  (GCopyFunc) (void (*) (void)) perfmon_group_stats_ref,
+                                                  NULL);
   double interval_ms = perfmon_snapshot_get_interval (delta) / 1000.0;
 
   g_ptr_array_sort (groups, compare_cpu);
@@ -151,7 +158,7 @@ main (int   argc,
     { "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print the snapshot difference as JSON", NULL },
     { NULL }
   };
-  g_autoptr(GOptionContext) options = g_option_context_new ("— janky and calm compartments under perfmon");
+  g_autoptr(GOptionContext) options = g_option_context_new ("- janky and calm compartments under perfmon");
   g_autoptr(GError) error = NULL;
   g_autoptr(GMainLoop) loop = NULL;
   g_autoptr(PerfmonSnapshot) before = NULL;
@@ -213,7 +220,7 @@ main (int   argc,
   else
     {
       print_delta (delta);
-      g_print ("\nThe spell checker add-on is the janky one: its iterations land in the 16–64 ms "
+      g_print ("\nThe spell checker add-on is the janky one: its iterations land in the 16 to 64 ms "
                "buckets.\nThe sync agent blocks for a long time but uses little CPU.\n");
     }
 

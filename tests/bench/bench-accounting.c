@@ -155,7 +155,7 @@ bench_enter_leave (void)
 {
   g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
   g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "bench", 1, "addon");
-  double counter[PAIR_ROUNDS], enter_leave[PAIR_ROUNDS];
+  double counter[PAIR_ROUNDS], enter_leave[PAIR_ROUNDS], disabled[PAIR_ROUNDS];
   double median_counter, median_enter_leave;
 
   perfmon_group_set_active (compartment, TRUE);   /* thread + window + add-on + itself */
@@ -166,6 +166,9 @@ bench_enter_leave (void)
       counter[round] = ns_per_two_counter_reads ();
       enter_leave[round] = ns_per_enter_leave (compartment);
       perfmon_monitor_iteration_done (monitor);
+      perfmon_monitor_set_enabled (monitor, FALSE);
+      disabled[round] = ns_per_enter_leave (compartment);
+      perfmon_monitor_set_enabled (monitor, TRUE);
     }
 
   median_counter = median (counter, PAIR_ROUNDS);
@@ -174,6 +177,7 @@ bench_enter_leave (void)
            "ratio %.2fx (target <= 2x)  [median of %d x %d]\n",
            median_enter_leave, median_counter, median_enter_leave / median_counter,
            PAIR_ROUNDS, PAIR_BATCH);
+  g_print ("   enter+leave with the monitor disabled: %.1f ns\n", median (disabled, PAIR_ROUNDS));
 }
 
 /* --- 2. idle dispatches ------------------------------------------------- */
