@@ -26,8 +26,9 @@ typedef struct _PerfmonGroupRecord PerfmonGroupRecord;
 
 struct _PerfmonGroupRecord
 {
+  /* The first 64 bytes are what enter, leave and a commit touch: kept
+   * together so an iteration touches as few cache lines as it can. */
   PerfmonMonitor     *monitor;        /* not a reference */
-  guint64             id;
   /* Memory per group is a budget (256 bytes with its object): kinds that
    * never use a field share its room with kinds that do. */
   union {
@@ -38,31 +39,37 @@ struct _PerfmonGroupRecord
       PerfmonGroupRecord *addon;      /* held, or NULL */
     } parents;                        /* COMPARTMENT */
   } key;
+  /* Written on the monitor's thread only. */
+  PerfmonGroupRecord *next_executed;
+  guint64             recent_cycles;   /* this iteration's short measures */
+  guint64             cpu_time_cycles; /* converted at snapshot: commits stay integer */
+  guint64             ticks;
+  guint8              kind;
+  guint8              active;
+  guint8              acquired;
+  guint8              reserved;
+  /* The monitor's iteration in which the group last ran: the recent_*
+   * fields and next_executed mean something only while it is current, so
+   * a new iteration resets every group at once. */
+  guint32             stamp;
+
+  /* Touched by long measures, blocked time, lookups and snapshots. */
+  guint32             recent_cpu_us;   /* long measures; 0 outside a walked commit */
+  gint                holders;        /* atomic; 0 = dead, never revived */
+  guint64             id;
   union {
     GWeakRef          object;         /* THREAD, WINDOW, ADDON: looked up */
     PerfmonGroup     *compartment;    /* COMPARTMENT: dies with its object */
   } group;
-
-  /* Written on the monitor's thread only. */
-  PerfmonGroupRecord *next_executed;
   PerfmonGroupRecord *next_dead;      /* on the dead stack */
-  guint64             recent_cycles;   /* of short measures */
-  guint64             cpu_time_cycles; /* converted at snapshot: commits stay integer */
   guint64             blocked_time_us;
-  guint64             ticks;
   guint32             durations[PERFMON_N_DURATIONS]; /* saturating */
-  guint32             recent_blocked_us;              /* saturating */
-  guint32             recent_cpu_us;                  /* of long measures, saturating */
-
   guint               registry_index;
-  gint                holders;        /* atomic; 0 = dead, never revived */
-  guint8              kind;
-  guint8              active;
-  guint8              acquired;
-  guint8              executed;
 
   char                name[];         /* in the same allocation */
 };
+
+G_STATIC_ASSERT (G_STRUCT_OFFSET (PerfmonGroupRecord, recent_cpu_us) == 64);
 
 /* Parents of a compartment, NULL for other kinds. */
 #define PERFMON_RECORD_WINDOW(r) ((r)->kind == PERFMON_GROUP_KIND_COMPARTMENT ? (r)->key.parents.window : NULL)
@@ -73,6 +80,12 @@ _perfmon_group_record_is_dead (PerfmonGroupRecord *record)
 {
   return g_atomic_int_get (&record->holders) == 0;
 }
+
+struct _PerfmonGroup
+{
+  GObject             parent_instance;
+  PerfmonGroupRecord *record;
+};
 
 /* Holder counting; see above. */
 gboolean      _perfmon_group_record_try_hold (PerfmonGroupRecord *record);

@@ -32,12 +32,6 @@
  * thread too (alerts refer to it from there).
  */
 
-struct _PerfmonGroup
-{
-  GObject             parent_instance;
-  PerfmonGroupRecord *record;
-};
-
 enum {
   PROP_0,
   PROP_ID,
@@ -381,42 +375,5 @@ perfmon_group_set_active (PerfmonGroup *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ACTIVE]);
 }
 
-/**
- * perfmon_group_enter:
- * @compartment: a group of kind %PERFMON_GROUP_KIND_COMPARTMENT
- *
- * Starts running code of @compartment on the calling thread, which must be
- * the monitor's thread. Every active group of the compartment (the thread
- * group, its window and add-on groups, itself) that no enclosing measure has
- * acquired yet is acquired and timed until the matching
- * [method@Perfmon.Group.leave]. Calls nest: a compartment that calls into
- * another is charged inclusively, and each group is counted once.
- *
- * Costs a few nanoseconds: no lock, no system call, no allocation.
- */
-void
-perfmon_group_enter (PerfmonGroup *compartment)
-{
-  g_return_if_fail (PERFMON_IS_GROUP (compartment));
-  g_return_if_fail (compartment->record != NULL);
-  g_return_if_fail (compartment->record->kind == PERFMON_GROUP_KIND_COMPARTMENT);
-
-  _perfmon_monitor_enter (compartment->record->monitor, compartment->record);
-}
-
-/**
- * perfmon_group_leave:
- * @compartment: the group of the matching [method@Perfmon.Group.enter]
- *
- * Stops running code of @compartment and charges the time since the
- * matching enter to the groups that enter acquired.
- */
-void
-perfmon_group_leave (PerfmonGroup *compartment)
-{
-  g_return_if_fail (PERFMON_IS_GROUP (compartment));
-  g_return_if_fail (compartment->record != NULL);
-  g_return_if_fail (compartment->record->kind == PERFMON_GROUP_KIND_COMPARTMENT);
-
-  _perfmon_monitor_leave (compartment->record->monitor, compartment->record);
-}
+/* perfmon_group_enter() and perfmon_group_leave() live in
+ * perfmon-monitor.c, beside the measuring code they inline. */

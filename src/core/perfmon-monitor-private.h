@@ -9,10 +9,6 @@
 
 G_BEGIN_DECLS
 
-void    _perfmon_monitor_enter        (PerfmonMonitor     *self,
-                                       PerfmonGroupRecord *compartment);
-void    _perfmon_monitor_leave        (PerfmonMonitor     *self,
-                                       PerfmonGroupRecord *compartment);
 /* Any thread: hands a record whose last holder went to the monitor, which
  * frees it on its own thread. */
 void    _perfmon_monitor_bury_record  (PerfmonMonitor     *self,
