@@ -59,7 +59,9 @@ PERFMON_AVAILABLE_IN_ALL
 void              perfmon_group_leave         (PerfmonGroup *compartment);
 
 /* Scope guard: PERFMON_AUTO_ENTER (compartment); enters now and leaves when
- * the enclosing block ends, whichever way it ends. */
+ * the enclosing block ends, whichever way it ends. C only: hidden from
+ * g-ir-scanner so that no guard type appears in the GIR. */
+#ifndef __GI_SCANNER__
 typedef PerfmonGroup PerfmonGroupEnterGuard;
 
 static inline PerfmonGroupEnterGuard *
@@ -77,8 +79,9 @@ _perfmon_group_enter_guard_free (PerfmonGroupEnterGuard *guard)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonGroupEnterGuard, _perfmon_group_enter_guard_free)
 
-#define _PERFMON_GUARD_NAME(line) _PERFMON_GUARD_NAME2 (line)
-#define _PERFMON_GUARD_NAME2(line) _perfmon_enter_guard_##line
+#define _PERFMON_ENTER_GUARD_NAME(line) _PERFMON_ENTER_GUARD_NAME2 (line)
+#define _PERFMON_ENTER_GUARD_NAME2(line) _perfmon_enter_guard_##line
+#endif /* __GI_SCANNER__ */
 
 /**
  * PERFMON_AUTO_ENTER:
@@ -87,7 +90,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonGroupEnterGuard, _perfmon_group_enter_guar
  * Enters @compartment and leaves it when the enclosing scope ends.
  */
 #define PERFMON_AUTO_ENTER(compartment) \
-  G_GNUC_UNUSED g_autoptr(PerfmonGroupEnterGuard) _PERFMON_GUARD_NAME (__LINE__) = \
+  G_GNUC_UNUSED g_autoptr(PerfmonGroupEnterGuard) _PERFMON_ENTER_GUARD_NAME (__LINE__) = \
     _perfmon_group_enter_guard_new (compartment)
 
 G_END_DECLS
