@@ -12,6 +12,7 @@
 #include "perfmon-group-stats.h"
 #include "perfmon-snapshot.h"
 #include "perfmon-monitor.h"
+#include "perfmon-label.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

@@ -531,6 +531,19 @@ const tests = {
             () => Perfmon.Snapshot.new_from_variant(new GLib.Variant(VARIANT_TYPE, values)),
             Perfmon.Error.UNSUPPORTED_VERSION);
     },
+    testLabelPushPop() {
+        // Bindings get perfmon_label_push_interned() under this name: their
+        // strings are temporaries, which the C function must not keep.
+        for (let i = 0; i < 100; i++)
+            Perfmon.label_push(`gjs-label-${i % 7}`, i % 2 ? null : `dynamic ${i}`);
+        System.gc();
+        for (let i = 0; i < 100; i++)
+            Perfmon.label_pop();
+        Perfmon.label_push('outer', null);
+        Perfmon.label_push('inner', 'x'.repeat(500));
+        Perfmon.label_pop();
+        Perfmon.label_pop();
+    },
 };
 
 let failures = 0;

@@ -916,5 +916,23 @@ class TestSnapshot(PerfmonTestCase):
         self.assertIn('groups[1].durations', cm.exception.message)
 
 
+class TestLabels(PerfmonTestCase):
+    def test_push_pop_balanced(self):
+        # Bindings get perfmon_label_push_interned() under this name: their
+        # strings are temporaries, which the C function must not keep.
+        self.assertEqual(Perfmon.label_push.get_symbol(),
+                         'perfmon_label_push_interned')
+        for i in range(100):
+            Perfmon.label_push('python-label-%d' % (i % 7),
+                               None if i % 2 else 'dynamic %d' % i)
+        gc.collect()
+        for _ in range(100):
+            Perfmon.label_pop()
+        Perfmon.label_push('outer', None)
+        Perfmon.label_push('inner', 'x' * 500)   # truncated, not rejected
+        Perfmon.label_pop()
+        Perfmon.label_pop()
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

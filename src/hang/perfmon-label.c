@@ -1,0 +1,454 @@
+/* perfmon-label.c: the thread-local label stack
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perfmon-label-private.h"
+
+/* Design.
+ *
+ * Every thread that pushes a label gets a PerfmonLabelStack on its first
+ * push: one allocation of fixed size (PERFMON_LABEL_STACK_CAPACITY frames),
+ * registered in a global registry under a mutex. After that, push and pop
+ * only touch the thread's own stack: no lock, no system call, no
+ * allocation (tests/test-label.c proves it under seccomp). The thread finds
+ * its stack through an initial-exec TLS variable; a GPrivate with a destroy
+ * notify unregisters the stack and drops the thread's reference when the
+ * thread exits.
+ *
+ * Static labels are not copied. A label names a place in the code ("the
+ * static string of AUTO_PROFILER_LABEL" in the seed), so it is a string
+ * literal that lives as long as the program: storing the pointer costs one
+ * store, and the reader can dereference it whenever it likes, even a stale
+ * one left in a slot above the current depth. Bindings cannot promise that
+ * (their strings are temporaries), so they get
+ * perfmon_label_push_interned(), which stores g_intern_string (label),
+ * which also lives forever. Dynamic text is copied, at most
+ * PERFMON_LABEL_DYNAMIC_MAX bytes cut at a UTF-8 character boundary, into
+ * the frame's own buffer, because it usually is a temporary.
+ *
+ * Why a seqlock. The reader is a watchdog thread that looks at a thread
+ * which is stuck, or not: the owner keeps running while it reads, and
+ * must never wait for it (a lock would put a futex on the hot path and let
+ * a descheduled watchdog stall the thread it watches). So the owner bumps a
+ * sequence counter to an odd value before it changes the stack and to the
+ * next even value after (release ordering); the reader copies the depth
+ * and the frames between two reads of the counter (acquire ordering) and
+ * keeps the copy only if the counter was even and unchanged, otherwise it
+ * retries, at most READ_ATTEMPTS times, then gives up (FALSE). The owner
+ * pays two plain stores and a fence per push or pop. The reader's copy of
+ * the dynamic bytes races with the owner's writes by the letter of C11
+ * (like every seqlock over plain data, the Linux kernel's included); a torn
+ * copy is always detected and thrown away before anything reads it.
+ *
+ * Overflow: a push beyond the capacity only increments the depth (and the
+ * counter), the matching pop decrements it. The depth stays right, the
+ * reader reports the stored frames (the outermost ones) and how many deeper
+ * ones were dropped, and once the depth is back below the capacity the
+ * frames are exact again.
+ *
+ * Lifetime: the stack is refcounted (atomically). The registry's entry and
+ * the thread own one reference together, dropped by the thread-exit notify
+ * after it has removed the stack from the registry under the lock. A
+ * reader takes its reference under the same lock (_perfmon_label_list_stacks)
+ * or from the owner, and _perfmon_label_stack_read() takes one more while it
+ * reads; so a stack is freed only when its thread is gone and no reader
+ * holds it. */
+
+#define READ_ATTEMPTS 256
+
+typedef struct
+{
+  const char *label;          /* atomic: written by the owner, read by readers */
+  guint8      dynamic_len;    /* 0: no dynamic text */
+  char        dynamic[PERFMON_LABEL_DYNAMIC_MAX + 1];
+} Frame;
+
+struct _PerfmonLabelStack
+{
+  /* Written by the owner only, read by anyone under the seqlock. */
+  guint          sequence;
+  guint          depth;
+  Frame          frames[PERFMON_LABEL_STACK_CAPACITY];
+
+  gatomicrefcount ref_count;
+  gboolean       alive;       /* atomic */
+  gint64         thread_id;
+  char           thread_name[17];
+};
+
+static GMutex registry_lock;
+static GPtrArray *registry;   /* of PerfmonLabelStack *, under registry_lock */
+
+static __thread PerfmonLabelStack *current_stack __attribute__ ((tls_model ("initial-exec")));
+
+static void label_stack_thread_exit (gpointer data);
+
+static GPrivate thread_exit_notify = G_PRIVATE_INIT (label_stack_thread_exit);
+
+static void
+label_stack_thread_exit (gpointer data)
+{
+  PerfmonLabelStack *stack = data;
+
+  g_mutex_lock (&registry_lock);
+  g_ptr_array_remove_fast (registry, stack);
+  g_mutex_unlock (&registry_lock);
+
+  if (current_stack == stack)
+    current_stack = NULL;
+  g_atomic_int_set (&stack->alive, FALSE);
+  _perfmon_label_stack_unref (stack);
+}
+
+static PerfmonLabelStack *
+label_stack_new (void)
+{
+  PerfmonLabelStack *stack = g_new0 (PerfmonLabelStack, 1);
+
+  g_atomic_ref_count_init (&stack->ref_count);
+  stack->alive = TRUE;
+  stack->thread_id = (gint64) syscall (SYS_gettid);
+  if (prctl (PR_GET_NAME, stack->thread_name, 0, 0, 0) != 0)
+    g_snprintf (stack->thread_name, sizeof stack->thread_name, "%" G_GINT64_FORMAT, stack->thread_id);
+  stack->thread_name[sizeof stack->thread_name - 1] = '\0';
+
+  return stack;
+}
+
+/* Not a new reference: the calling thread's stack, which lives at least
+ * until the thread exits. */
+PerfmonLabelStack *
+_perfmon_label_stack_get_current (void)
+{
+  PerfmonLabelStack *stack = current_stack;
+
+  if (G_LIKELY (stack != NULL))
+    return stack;
+
+  stack = label_stack_new ();
+
+  g_mutex_lock (&registry_lock);
+  if (registry == NULL)
+    registry = g_ptr_array_new ();
+  g_ptr_array_add (registry, stack);
+  g_mutex_unlock (&registry_lock);
+
+  g_private_set (&thread_exit_notify, stack);
+  current_stack = stack;
+
+  return stack;
+}
+
+PerfmonLabelStack *
+_perfmon_label_stack_ref (PerfmonLabelStack *stack)
+{
+  g_return_val_if_fail (stack != NULL, NULL);
+
+  g_atomic_ref_count_inc (&stack->ref_count);
+  return stack;
+}
+
+void
+_perfmon_label_stack_unref (PerfmonLabelStack *stack)
+{
+  g_return_if_fail (stack != NULL);
+
+  if (g_atomic_ref_count_dec (&stack->ref_count))
+    g_free (stack);
+}
+
+GPtrArray *
+_perfmon_label_list_stacks (void)
+{
+  GPtrArray *stacks = g_ptr_array_new_with_free_func ((GDestroyNotify) _perfmon_label_stack_unref);
+
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; registry != NULL && i < registry->len; i++)
+    g_ptr_array_add (stacks, _perfmon_label_stack_ref (g_ptr_array_index (registry, i)));
+  g_mutex_unlock (&registry_lock);
+
+  return stacks;
+}
+
+guint
+_perfmon_label_count_stacks (void)
+{
+  guint n;
+
+  g_mutex_lock (&registry_lock);
+  n = registry != NULL ? registry->len : 0;
+  g_mutex_unlock (&registry_lock);
+
+  return n;
+}
+
+const char *
+_perfmon_label_stack_get_thread_name (PerfmonLabelStack *stack)
+{
+  g_return_val_if_fail (stack != NULL, NULL);
+
+  return stack->thread_name;
+}
+
+gint64
+_perfmon_label_stack_get_thread_id (PerfmonLabelStack *stack)
+{
+  g_return_val_if_fail (stack != NULL, 0);
+
+  return stack->thread_id;
+}
+
+gboolean
+_perfmon_label_stack_is_alive (PerfmonLabelStack *stack)
+{
+  g_return_val_if_fail (stack != NULL, FALSE);
+
+  return g_atomic_int_get (&stack->alive);
+}
+
+/* The owner's side of the seqlock. */
+static inline guint
+write_begin (PerfmonLabelStack *stack)
+{
+  guint sequence = stack->sequence;   /* only the owner writes it */
+
+  __atomic_store_n (&stack->sequence, sequence + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence (__ATOMIC_RELEASE);
+  return sequence;
+}
+
+static inline void
+write_end (PerfmonLabelStack *stack,
+           guint              sequence)
+{
+  __atomic_store_n (&stack->sequence, sequence + 2, __ATOMIC_RELEASE);
+}
+
+/* The length of the longest prefix of @text of at most
+ * PERFMON_LABEL_DYNAMIC_MAX bytes that does not end inside a UTF-8
+ * character. */
+static inline gsize
+dynamic_length (const char *text)
+{
+  gsize len = strnlen (text, PERFMON_LABEL_DYNAMIC_MAX + 1);
+
+  if (len <= PERFMON_LABEL_DYNAMIC_MAX)
+    return len;
+
+  /* text[len] is the first byte cut off: back up to the first byte of the
+   * character it belongs to. */
+  len = PERFMON_LABEL_DYNAMIC_MAX;
+  while (len > 0 && ((guchar) text[len] & 0xC0) == 0x80)
+    len--;
+  return len;
+}
+
+/**
+ * perfmon_label_push:
+ * @label: (transfer none): a static string naming the code that runs, e.g. a
+ *   string literal: the pointer is stored, not copied, so it must outlive the
+ *   push (in practice, the program)
+ * @dynamic: (nullable): text that details @label, e.g. a URI, or %NULL;
+ *   copied, at most 127 bytes, cut at a UTF-8 character boundary
+ *
+ * Pushes a frame on the calling thread's label stack, the "pseudo stack"
+ * that hang reports show: the frame reads as @label, or as @label, a space
+ * and @dynamic. Pop it with perfmon_label_pop(), or use the scope guards
+ * PERFMON_AUTO_LABEL() and PERFMON_AUTO_LABEL_DYNAMIC() in C.
+ *
+ * The first push of a thread allocates its stack; later pushes and pops
+ * take no lock, make no system call and allocate nothing. A stack holds 64
+ * frames: deeper pushes are counted (and must be popped) but not stored,
+ * and hang reports say how many were dropped.
+ *
+ * Bindings call perfmon_label_push_interned() under this name, since their
+ * strings do not outlive the call.
+ */
+void
+perfmon_label_push (const char *label,
+                    const char *dynamic)
+{
+  PerfmonLabelStack *stack;
+  guint sequence;
+  guint depth;
+
+  g_return_if_fail (label != NULL);
+
+  stack = _perfmon_label_stack_get_current ();
+  depth = stack->depth;
+  sequence = write_begin (stack);
+
+  if (G_LIKELY (depth < PERFMON_LABEL_STACK_CAPACITY))
+    {
+      Frame *frame = &stack->frames[depth];
+      gsize len = (dynamic != NULL) ? dynamic_length (dynamic) : 0;
+
+      __atomic_store_n (&frame->label, label, __ATOMIC_RELAXED);
+      memcpy (frame->dynamic, dynamic != NULL ? dynamic : "", len);
+      frame->dynamic[len] = '\0';
+      __atomic_store_n (&frame->dynamic_len, (guint8) len, __ATOMIC_RELAXED);
+    }
+  __atomic_store_n (&stack->depth, depth + 1, __ATOMIC_RELAXED);
+
+  write_end (stack, sequence);
+}
+
+/**
+ * perfmon_label_push_interned: (rename-to perfmon_label_push)
+ * @label: a string naming the code that runs; interned, so it need not
+ *   outlive the call
+ * @dynamic: (nullable): text that details @label, or %NULL; copied, at most
+ *   127 bytes, cut at a UTF-8 character boundary
+ *
+ * Like perfmon_label_push(), but stores g_intern_string (@label), which
+ * lives as long as the program: what bindings call as `label_push`. Each
+ * call takes GLib's global intern lock, and the first push of each distinct
+ * @label allocates, so C code with string literals should call
+ * perfmon_label_push().
+ */
+void
+perfmon_label_push_interned (const char *label,
+                             const char *dynamic)
+{
+  g_return_if_fail (label != NULL);
+
+  perfmon_label_push (g_intern_string (label), dynamic);
+}
+
+/**
+ * perfmon_label_pop:
+ *
+ * Pops the frame pushed last by perfmon_label_push() on the calling thread.
+ * Popping an empty stack is a programming error: it is reported with
+ * g_critical() and does nothing.
+ */
+void
+perfmon_label_pop (void)
+{
+  PerfmonLabelStack *stack = current_stack;
+  guint sequence;
+  guint depth;
+
+  if (G_UNLIKELY (stack == NULL || stack->depth == 0))
+    {
+      g_critical ("perfmon_label_pop: the label stack of this thread is empty");
+      return;
+    }
+
+  depth = stack->depth;
+  sequence = write_begin (stack);
+  __atomic_store_n (&stack->depth, depth - 1, __ATOMIC_RELAXED);
+  write_end (stack, sequence);
+}
+
+/* A reader's copy of the stored frames. */
+typedef struct
+{
+  guint depth;
+  struct
+  {
+    const char *label;
+    guint8      dynamic_len;
+    char        dynamic[PERFMON_LABEL_DYNAMIC_MAX + 1];
+  } frames[PERFMON_LABEL_STACK_CAPACITY];
+} StackCopy;
+
+static gboolean
+try_copy (PerfmonLabelStack *stack,
+          StackCopy         *copy)
+{
+  guint before = __atomic_load_n (&stack->sequence, __ATOMIC_ACQUIRE);
+  guint after;
+  guint n;
+
+  if (before & 1)
+    return FALSE;   /* the owner is writing */
+
+  copy->depth = __atomic_load_n (&stack->depth, __ATOMIC_RELAXED);
+  n = MIN (copy->depth, PERFMON_LABEL_STACK_CAPACITY);
+  for (guint i = 0; i < n; i++)
+    {
+      const Frame *frame = &stack->frames[i];
+      guint8 len = __atomic_load_n (&frame->dynamic_len, __ATOMIC_RELAXED);
+
+      copy->frames[i].label = __atomic_load_n (&frame->label, __ATOMIC_RELAXED);
+      copy->frames[i].dynamic_len = MIN (len, PERFMON_LABEL_DYNAMIC_MAX);
+      memcpy (copy->frames[i].dynamic, frame->dynamic, copy->frames[i].dynamic_len);
+    }
+
+  __atomic_thread_fence (__ATOMIC_ACQUIRE);
+  after = __atomic_load_n (&stack->sequence, __ATOMIC_RELAXED);
+  return after == before;
+}
+
+static inline void
+cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+gboolean
+_perfmon_label_stack_read (PerfmonLabelStack *stack,
+                           GPtrArray         *frames_out,
+                           guint             *n_dropped)
+{
+  g_autofree StackCopy *copy = NULL;
+  gboolean stable = FALSE;
+  guint n;
+
+  g_return_val_if_fail (stack != NULL, FALSE);
+  g_return_val_if_fail (frames_out != NULL, FALSE);
+
+  copy = g_new (StackCopy, 1);
+  _perfmon_label_stack_ref (stack);
+  for (guint attempt = 0; attempt < READ_ATTEMPTS && !stable; attempt++)
+    {
+      stable = try_copy (stack, copy);
+      if (!stable)
+        cpu_relax ();
+    }
+  _perfmon_label_stack_unref (stack);
+
+  if (!stable)
+    return FALSE;
+
+  /* The copy is consistent: build the strings from it alone. The labels
+   * are static (or interned) strings, so dereferencing them is safe. */
+  n = MIN (copy->depth, PERFMON_LABEL_STACK_CAPACITY);
+  for (guint i = 0; i < n; i++)
+    {
+      const char *label = copy->frames[i].label;
+      char *text;
+
+      if (copy->frames[i].dynamic_len > 0)
+        text = g_strdup_printf ("%s %.*s", label, (int) copy->frames[i].dynamic_len,
+                                copy->frames[i].dynamic);
+      else
+        text = g_strdup (label);
+
+      if (!g_utf8_validate (text, -1, NULL))
+        {
+          char *valid = g_utf8_make_valid (text, -1);
+
+          g_free (text);
+          text = valid;
+        }
+      g_ptr_array_add (frames_out, text);
+    }
+
+  if (n_dropped != NULL)
+    *n_dropped = copy->depth - n;
+
+  return TRUE;
+}
