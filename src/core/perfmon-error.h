@@ -31,6 +31,11 @@ G_BEGIN_DECLS
  *   process.
  * @PERFMON_ERROR_SNAPSHOT_ORDER: the snapshot to subtract is newer than the
  *   one it is subtracted from, or its counters are larger.
+ * @PERFMON_ERROR_INVALID_ARGUMENT: a parameter (of an event configuration,
+ *   a file name, ...) is unknown, missing or out of range; the message names
+ *   it and what it allows.
+ * @PERFMON_ERROR_UNKNOWN_EVENT: an event name is not one this library
+ *   knows; the message names it and the supported ones.
  *
  * Error codes in the %PERFMON_ERROR domain.
  */
@@ -40,6 +45,8 @@ typedef enum
   PERFMON_ERROR_UNSUPPORTED_VERSION,
   PERFMON_ERROR_SNAPSHOT_MISMATCH,
   PERFMON_ERROR_SNAPSHOT_ORDER,
+  PERFMON_ERROR_INVALID_ARGUMENT,
+  PERFMON_ERROR_UNKNOWN_EVENT,
 } PerfmonError;
 
 PERFMON_AVAILABLE_IN_ALL

@@ -1,0 +1,49 @@
+/* perfmon-log-dir-private.h: the jank log directory and its aging
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Our jank logs: "MAIN_THREAD_JANK_<YYYYmmddHHMMSS>_<pid>.txt" (stacks) or
+ * ".trace" (traces). */
+#define PERFMON_LOG_DIR_JANK_PREFIX   "MAIN_THREAD_JANK_"
+#define PERFMON_LOG_DIR_STACK_SUFFIX  ".txt"
+#define PERFMON_LOG_DIR_TRACE_SUFFIX  ".trace"
+/* Default size limit of the directory (seed: 10 MB). */
+#define PERFMON_LOG_DIR_DEFAULT_LIMIT (G_GUINT64_CONSTANT (10) * 1024 * 1024)
+/* With more of our files than this, aging first trims down to it. */
+#define PERFMON_LOG_DIR_MAX_FILES     100
+
+/* Before writing @incoming_bytes into @dir: if our files there (regular
+ * files whose names start with one of @own_prefixes and end in .txt or
+ * .trace) plus @incoming_bytes exceed @limit_bytes, deletes the oldest of
+ * ours until they fit (see the .c). @over_limit (may be NULL) is set TRUE
+ * if anything was deleted or the incoming file still does not fit. A
+ * missing @dir is empty. Errors name the path. */
+gboolean _perfmon_log_dir_make_room         (const char         *dir,
+                                             const char * const *own_prefixes,
+                                             guint64             limit_bytes,
+                                             guint64             incoming_bytes,
+                                             gboolean           *over_limit,
+                                             GError            **error);
+
+/* Writes @contents into @dir/@name (mode 0600) through a temporary file
+ * renamed into place and synced, creating @dir (0700) if needed. @name
+ * must be a plain file name. */
+gboolean _perfmon_log_dir_write_atomically  (const char  *dir,
+                                             const char  *name,
+                                             const char  *contents,
+                                             gsize        length,
+                                             GError     **error);
+
+/* "<prefix><YYYYmmddHHMMSS>_<pid><suffix>", the time as @time has it. */
+char    *_perfmon_log_dir_file_name         (const char  *prefix,
+                                             GDateTime   *time,
+                                             guint        pid,
+                                             const char  *suffix);
+
+G_END_DECLS

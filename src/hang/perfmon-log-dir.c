@@ -1,0 +1,250 @@
+/* perfmon-log-dir.c: the jank log directory and its aging
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "perfmon-error.h"
+#include "perfmon-log-dir-private.h"
+
+/* Aging. The seed keeps at most 10 MB in its watchdog directory and leaves
+ * the rest to the user; a desktop program that nobody cleans up after
+ * needs the directory to age by itself. So, before a new file is written,
+ * if our files and the new one would exceed the limit, the oldest of ours
+ * go: down to PERFMON_LOG_DIR_MAX_FILES when there are more (a directory
+ * of thousands of tiny stacks trims in one step, not by halves), otherwise
+ * the older half (rounded up, so that one file left does go), and again
+ * until the new file fits or none of ours is left.
+ *
+ * "Ours" is strict: a regular file (not followed through a symlink) whose
+ * name starts with one of the caller's prefixes and ends in .txt or
+ * .trace. Anything else in the directory, the user's or another program's,
+ * is neither counted nor touched: the directory may be shared, and a log
+ * aging that deleted someone else's file would be far worse than one that
+ * overshoots its limit. Oldest means smallest mtime, then smallest name
+ * (our names embed the time, so ties break by age too). */
+
+typedef struct
+{
+  char   *name;
+  gint64  mtime_ns;
+  guint64 size;
+} LogFile;
+
+static void
+log_file_free (gpointer data)
+{
+  LogFile *file = data;
+
+  g_free (file->name);
+  g_free (file);
+}
+
+static int
+compare_age (gconstpointer a,
+             gconstpointer b)
+{
+  const LogFile *fa = *(LogFile * const *) a;
+  const LogFile *fb = *(LogFile * const *) b;
+
+  if (fa->mtime_ns != fb->mtime_ns)
+    return fa->mtime_ns < fb->mtime_ns ? -1 : 1;
+  return strcmp (fa->name, fb->name);
+}
+
+static gboolean
+is_own_name (const char         *name,
+             const char * const *own_prefixes)
+{
+  if (!g_str_has_suffix (name, ".txt") && !g_str_has_suffix (name, ".trace"))
+    return FALSE;
+
+  for (gsize i = 0; own_prefixes[i] != NULL; i++)
+    if (own_prefixes[i][0] != '\0' && g_str_has_prefix (name, own_prefixes[i]))
+      return TRUE;
+
+  return FALSE;
+}
+
+/* Our files in @dir, oldest first, into @files; their total size into
+ * @total. A missing @dir has none. */
+static gboolean
+list_own_files (const char          *dir,
+                const char * const  *own_prefixes,
+                GPtrArray           *files,
+                guint64             *total,
+                GError             **error)
+{
+  g_autoptr(GDir) handle = NULL;
+  g_autoptr(GError) local_error = NULL;
+  const char *name;
+
+  *total = 0;
+
+  handle = g_dir_open (dir, 0, &local_error);
+  if (handle == NULL)
+    {
+      if (g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        return TRUE;
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return FALSE;
+    }
+
+  while ((name = g_dir_read_name (handle)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      struct stat st;
+      LogFile *file;
+
+      if (!is_own_name (name, own_prefixes))
+        continue;
+
+      path = g_build_filename (dir, name, NULL);
+      /* lstat: a symlink is not ours, whatever it points to. A file that
+       * vanished meanwhile (another process aging the same directory) is
+       * simply not counted. */
+      if (lstat (path, &st) != 0 || !S_ISREG (st.st_mode))
+        continue;
+
+      file = g_new0 (LogFile, 1);
+      file->name = g_strdup (name);
+      file->mtime_ns = (gint64) st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) +
+                       st.st_mtim.tv_nsec;
+      file->size = (guint64) st.st_size;
+      *total += file->size;
+      g_ptr_array_add (files, file);
+    }
+
+  g_ptr_array_sort (files, compare_age);
+  return TRUE;
+}
+
+gboolean
+_perfmon_log_dir_make_room (const char         *dir,
+                            const char * const *own_prefixes,
+                            guint64             limit_bytes,
+                            guint64             incoming_bytes,
+                            gboolean           *over_limit,
+                            GError            **error)
+{
+  g_autoptr(GPtrArray) files = NULL;
+  guint64 total;
+  gboolean deleted = FALSE;
+
+  g_return_val_if_fail (dir != NULL, FALSE);
+  g_return_val_if_fail (own_prefixes != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (over_limit != NULL)
+    *over_limit = FALSE;
+
+  files = g_ptr_array_new_with_free_func (log_file_free);
+  if (!list_own_files (dir, own_prefixes, files, &total, error))
+    return FALSE;
+
+  /* Written so that a huge incoming_bytes cannot wrap the sum. */
+  while (files->len > 0 &&
+         (incoming_bytes > limit_bytes || total > limit_bytes - incoming_bytes))
+    {
+      guint n_delete;
+
+      if (files->len > PERFMON_LOG_DIR_MAX_FILES)
+        n_delete = files->len - PERFMON_LOG_DIR_MAX_FILES;
+      else
+        n_delete = (files->len + 1) / 2;
+
+      for (guint i = 0; i < n_delete; i++)
+        {
+          const LogFile *file = g_ptr_array_index (files, i);
+          g_autofree char *path = g_build_filename (dir, file->name, NULL);
+
+          if (g_unlink (path) != 0 && errno != ENOENT)
+            {
+              int saved_errno = errno;
+
+              g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                           "Could not delete old log file “%s”: %s",
+                           path, g_strerror (saved_errno));
+              /* What was deleted is gone: say so even on error. */
+              if (over_limit != NULL)
+                *over_limit = deleted;
+              return FALSE;
+            }
+          deleted = TRUE;
+          total -= file->size;
+        }
+      g_ptr_array_remove_range (files, 0, n_delete);
+    }
+
+  if (over_limit != NULL)
+    *over_limit = deleted || incoming_bytes > limit_bytes ||
+                  total > limit_bytes - incoming_bytes;
+  return TRUE;
+}
+
+gboolean
+_perfmon_log_dir_write_atomically (const char  *dir,
+                                   const char  *name,
+                                   const char  *contents,
+                                   gsize        length,
+                                   GError     **error)
+{
+  g_autofree char *path = NULL;
+
+  g_return_val_if_fail (dir != NULL, FALSE);
+  g_return_val_if_fail (name != NULL, FALSE);
+  g_return_val_if_fail (contents != NULL || length == 0, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  /* A name with a separator could write outside the directory. */
+  if (*name == '\0' || strchr (name, G_DIR_SEPARATOR) != NULL ||
+      g_str_equal (name, ".") || g_str_equal (name, ".."))
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "name: must be a plain file name, got “%s”", name);
+      return FALSE;
+    }
+
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                   "Could not create log directory “%s”: %s",
+                   dir, g_strerror (saved_errno));
+      return FALSE;
+    }
+
+  path = g_build_filename (dir, name, NULL);
+  /* CONSISTENT: readers see the old file or the whole new one, never a
+   * torn log; DURABLE: a jank report is often followed by a crash or a
+   * kill, and should survive it. GLib's messages name the path. */
+  return g_file_set_contents_full (path, contents, (gssize) length,
+                                   G_FILE_SET_CONTENTS_CONSISTENT |
+                                   G_FILE_SET_CONTENTS_DURABLE,
+                                   0600, error);
+}
+
+char *
+_perfmon_log_dir_file_name (const char *prefix,
+                            GDateTime  *time,
+                            guint       pid,
+                            const char *suffix)
+{
+  g_autofree char *stamp = NULL;
+
+  g_return_val_if_fail (prefix != NULL, NULL);
+  g_return_val_if_fail (time != NULL, NULL);
+  g_return_val_if_fail (suffix != NULL, NULL);
+
+  stamp = g_date_time_format (time, "%Y%m%d%H%M%S");
+  return g_strdup_printf ("%s%s_%u%s", prefix, stamp, pid, suffix);
+}

@@ -1,0 +1,88 @@
+/* perfmon-modules-private.h: the loaded objects of the process
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Length of a breakpad id: 32 hex digits of GUID and 1 of age. */
+#define PERFMON_BREAKPAD_ID_LENGTH 33
+
+typedef struct _PerfmonModules PerfmonModules;
+
+/* A snapshot, taken with dl_iterate_phdr(), of the objects loaded in the
+ * process: the main program, the shared libraries and the vDSO, in the
+ * order the dynamic linker lists them (the order of the ping's "modules"
+ * list). Immutable once taken, refcounted atomically: any thread may use
+ * it. Objects loaded or unloaded later are not seen; take a new snapshot.
+ * Not async-signal-safe (it allocates). */
+PerfmonModules *_perfmon_modules_new   (void);
+PerfmonModules *_perfmon_modules_ref   (PerfmonModules *modules);
+void            _perfmon_modules_unref (PerfmonModules *modules);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonModules, _perfmon_modules_unref)
+
+guint           _perfmon_modules_get_n (PerfmonModules *modules);
+
+/* For module @index < _perfmon_modules_get_n():
+ *
+ * - path: the file name the dynamic linker used; for the main program
+ *   (whose name is empty there) the target of /proc/self/exe, or
+ *   program_invocation_name if that cannot be read.
+ * - debug name: the basename of the path (the ping's "debug file name").
+ * - build id: the GNU build id (NT_GNU_BUILD_ID note) as lowercase hex, ""
+ *   if the object has none.
+ * - breakpad id: _perfmon_breakpad_id_from_build_id() of the build id, ""
+ *   if the object has no build id (the seed hashes the text section then;
+ *   we do not).
+ * - base: the load base (dlpi_addr), from which offsets are counted.
+ * - size: the end of the highest PT_LOAD segment, counted from the base:
+ *   every offset _perfmon_modules_lookup() returns for the module is
+ *   below it. */
+const char     *_perfmon_modules_get_path        (PerfmonModules *modules,
+                                                  guint           index);
+const char     *_perfmon_modules_get_debug_name  (PerfmonModules *modules,
+                                                  guint           index);
+const char     *_perfmon_modules_get_build_id    (PerfmonModules *modules,
+                                                  guint           index);
+const char     *_perfmon_modules_get_breakpad_id (PerfmonModules *modules,
+                                                  guint           index);
+guint64         _perfmon_modules_get_base        (PerfmonModules *modules,
+                                                  guint           index);
+guint64         _perfmon_modules_get_size        (PerfmonModules *modules,
+                                                  guint           index);
+
+/* Finds the module one of whose PT_LOAD segments holds @pc: stores its
+ * index (in the modules list) and @pc's offset from its load base, and
+ * returns TRUE. Returns FALSE, and leaves both untouched, if @pc is outside
+ * every module (the ping then writes the index -1). Either out pointer may
+ * be NULL. Does not allocate or lock. */
+gboolean        _perfmon_modules_lookup (PerfmonModules *modules,
+                                         guint64         pc,
+                                         guint          *index_out,
+                                         guint64        *offset_out);
+
+/* The breakpad id, as Mozilla's ping uses it, of an ELF file whose GNU
+ * build id is @build_id (@length bytes): its first 16 bytes (zero-padded
+ * if shorter) read as a GUID, that is the first 4 bytes reversed, the next
+ * 2 reversed, the next 2 reversed and the last 8 as they are, printed as 32
+ * uppercase hex digits, then the age "0". Always 33 characters. */
+char           *_perfmon_breakpad_id_from_build_id (const guint8 *build_id,
+                                                    gsize         length);
+
+/* The name of the function that holds @pc, from the dynamic symbol table
+ * (dladdr()), not demangled; NULL if there is none (a static or stripped
+ * function, or @pc outside every module). Stores @pc's offset from the
+ * start of the function in @offset_out (may be NULL) when it returns a
+ * name.
+ *
+ * Not async-signal-safe: dladdr() takes the dynamic linker's lock and this
+ * allocates. Never call it from a signal handler or on a thread that is
+ * stopped; callers symbolize on the watchdog thread, after the capture. */
+char           *_perfmon_symbolize (guint64  pc,
+                                    guint64 *offset_out);
+
+G_END_DECLS

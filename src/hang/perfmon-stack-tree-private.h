@@ -1,0 +1,105 @@
+/* perfmon-stack-tree-private.h: aggregation of sampled stacks
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Default bounds of _perfmon_stack_tree_new(). */
+#define PERFMON_STACK_TREE_MAX_NODES 4096
+#define PERFMON_STACK_TREE_MAX_FRAMES 128
+
+/* One native frame. The tree copies the strings; none is kept. */
+typedef struct
+{
+  guint64     pc;             /* the absolute program counter */
+  gint        module_index;   /* in the modules list, -1 outside any module */
+  guint64     offset;         /* from the module's load base; unused if module_index is -1 */
+  const char *symbol;         /* function name, NULL if unknown */
+  guint64     symbol_offset;  /* from the function's start; unused without a symbol */
+  const char *path;           /* the module's path, NULL if unknown */
+  const char *build_id;       /* lowercase hex, NULL or "" if unknown */
+} PerfmonStackFrame;
+
+typedef struct _PerfmonStackTree PerfmonStackTree;
+
+/* A tree of sampled stacks, as the jank seed prints them: each node is a
+ * frame with the number of samples that went through it, its children the
+ * frames those samples called next. Two frames are the same node when they
+ * have the same parent and the same module index and offset (the same pc
+ * when outside any module); the symbol, path and build id of the first one
+ * are kept.
+ *
+ * Memory is bounded. A sample keeps its PERFMON_STACK_TREE_MAX_FRAMES
+ * outermost frames (or the max_frames given to new_full()); the deeper ones
+ * are counted in get_n_truncated_frames(). The tree holds at most
+ * PERFMON_STACK_TREE_MAX_NODES nodes (or max_nodes); once it is full, a
+ * sample still counts in the nodes that already exist along its path, and
+ * its frames from the first one that would need a new node are counted in
+ * get_n_dropped_frames(). Either way each node's count is the number of
+ * samples that reached it, so the counts of the children of a node add up
+ * to at most its count, and those of the outermost frames to at most the
+ * number of samples.
+ *
+ * Not thread-safe: one thread at a time. */
+PerfmonStackTree *_perfmon_stack_tree_new      (void);
+PerfmonStackTree *_perfmon_stack_tree_new_full (guint max_nodes,
+                                                guint max_frames);
+void              _perfmon_stack_tree_free     (PerfmonStackTree *tree);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonStackTree, _perfmon_stack_tree_free)
+
+/* Adds one sample: @frames is the stack OUTERMOST FIRST (frames[0] is the
+ * thread's entry point, such as main, frames[@n_frames - 1] the innermost
+ * frame, where the thread was), the reverse of the order in which an
+ * unwinder finds them. A sample of no frames only counts as a sample. */
+void              _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
+                                                  const PerfmonStackFrame *frames,
+                                                  guint                    n_frames);
+
+guint             _perfmon_stack_tree_get_n_samples         (PerfmonStackTree *tree);
+guint             _perfmon_stack_tree_get_n_nodes           (PerfmonStackTree *tree);
+/* Frames beyond max_frames in a sample, summed over the samples. */
+guint64           _perfmon_stack_tree_get_n_truncated_frames (PerfmonStackTree *tree);
+/* Frames not stored because the tree was full, summed over the samples. */
+guint64           _perfmon_stack_tree_get_n_dropped_frames   (PerfmonStackTree *tree);
+
+/* The tree as text, in the jank seed's format: one line per node, each
+ * ending in "\n", depth first, a node's children right after it, ordered by
+ * count (highest first; ties in order of first appearance):
+ *
+ *   <indent><count> #<depth> pc <pc> <path>[(<symbol>+<symbol offset>)][(<build id>)]
+ *
+ * - <indent> is 4 spaces per level, none for the outermost frames;
+ * - <depth> is the level, outermost 0, in at least 2 decimal digits;
+ * - <pc> is the offset in the module (the absolute pc outside any module)
+ *   in lowercase hex, zero-padded to at least 8 digits;
+ * - <path> is the module's path, "[unknown]" if there is none;
+ * - "(<symbol>+<symbol offset>)" only when the symbol is known, the offset
+ *   in decimal as in the seed ("main+396");
+ * - "(<build id>)" only when the build id is known.
+ *
+ * For example:
+ *
+ *   10 #00 pc 000090a9 /usr/bin/app(main+396)(55679d09bcdea35b...)
+ *       10 #01 pc 0000757c /usr/lib/libglib-2.0.so.0(g_main_loop_run+12)(6c3f...)
+ *           7 #02 pc 00012ab0 /usr/lib/libapp.so(spell_check+40)(aa01...)
+ *           3 #02 pc 00013000 /usr/lib/libapp.so(aa01...)
+ *
+ * "" for an empty tree. */
+char             *_perfmon_stack_tree_to_text        (PerfmonStackTree *tree);
+
+/* The heaviest stack: starting from the heaviest outermost frame, the
+ * heaviest child at each level (ties: the first to appear), down to a leaf.
+ * One line per frame, outermost first, each ending in "\n", in the format
+ * of _perfmon_stack_tree_to_text() without the indentation and the count:
+ *
+ *   #<depth> pc <pc> <path>[(<symbol>+<symbol offset>)][(<build id>)]
+ *
+ * "" for an empty tree. */
+char             *_perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree);
+
+G_END_DECLS

@@ -1,0 +1,299 @@
+/* perfmon-stack-tree.c: aggregation of sampled stacks
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "perfmon-stack-tree-private.h"
+
+/* Design.
+ *
+ * A prefix tree of frames under an invisible root: adding a sample walks
+ * down from the root along its frames, outermost first, adds one to the
+ * count of each node it passes and creates the nodes it lacks. Children
+ * are kept in order of first appearance and searched linearly (a stack
+ * sampled during one jank has few distinct callees per frame); they are
+ * sorted by count only when printed, with the order of appearance as the
+ * tie-break, so printing is deterministic. */
+
+typedef struct _Node Node;
+
+struct _Node
+{
+  guint64    pc;
+  gint       module_index;
+  guint64    offset;
+  char      *symbol;          /* NULL if unknown */
+  guint64    symbol_offset;
+  char      *path;            /* NULL if unknown */
+  char      *build_id;        /* NULL if unknown */
+
+  guint      count;
+  guint      serial;          /* order of creation, the tie-break */
+  GPtrArray *children;        /* of Node, NULL until the first */
+};
+
+struct _PerfmonStackTree
+{
+  Node     root;
+  guint    max_nodes;
+  guint    max_frames;
+  guint    n_nodes;           /* without the root */
+  guint64  n_truncated_frames;
+  guint64  n_dropped_frames;
+};
+
+static void
+node_free (gpointer data)
+{
+  Node *node = data;
+
+  g_clear_pointer (&node->children, g_ptr_array_unref);
+  g_free (node->symbol);
+  g_free (node->path);
+  g_free (node->build_id);
+  g_free (node);
+}
+
+PerfmonStackTree *
+_perfmon_stack_tree_new_full (guint max_nodes,
+                              guint max_frames)
+{
+  PerfmonStackTree *tree = g_new0 (PerfmonStackTree, 1);
+
+  tree->max_nodes = max_nodes;
+  tree->max_frames = max_frames;
+  tree->root.module_index = -1;
+
+  return tree;
+}
+
+PerfmonStackTree *
+_perfmon_stack_tree_new (void)
+{
+  return _perfmon_stack_tree_new_full (PERFMON_STACK_TREE_MAX_NODES,
+                                       PERFMON_STACK_TREE_MAX_FRAMES);
+}
+
+void
+_perfmon_stack_tree_free (PerfmonStackTree *tree)
+{
+  if (tree == NULL)
+    return;
+
+  g_clear_pointer (&tree->root.children, g_ptr_array_unref);
+  g_free (tree);
+}
+
+static gboolean
+node_matches (const Node              *node,
+              const PerfmonStackFrame *frame)
+{
+  if (node->module_index != frame->module_index)
+    return FALSE;
+  if (frame->module_index < 0)
+    return node->pc == frame->pc;
+  return node->offset == frame->offset;
+}
+
+static Node *
+node_find_child (Node                    *parent,
+                 const PerfmonStackFrame *frame)
+{
+  for (guint i = 0; parent->children != NULL && i < parent->children->len; i++)
+    {
+      Node *child = g_ptr_array_index (parent->children, i);
+
+      if (node_matches (child, frame))
+        return child;
+    }
+
+  return NULL;
+}
+
+static Node *
+node_add_child (PerfmonStackTree        *tree,
+                Node                    *parent,
+                const PerfmonStackFrame *frame)
+{
+  Node *child = g_new0 (Node, 1);
+
+  child->pc = frame->pc;
+  child->module_index = frame->module_index < 0 ? -1 : frame->module_index;
+  child->offset = frame->module_index < 0 ? 0 : frame->offset;
+  child->symbol = g_strdup (frame->symbol);
+  child->symbol_offset = frame->symbol != NULL ? frame->symbol_offset : 0;
+  child->path = g_strdup (frame->path);
+  child->build_id = frame->build_id != NULL && frame->build_id[0] != '\0' ? g_strdup (frame->build_id) : NULL;
+  child->serial = tree->n_nodes++;
+
+  if (parent->children == NULL)
+    parent->children = g_ptr_array_new_with_free_func (node_free);
+  g_ptr_array_add (parent->children, child);
+
+  return child;
+}
+
+void
+_perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
+                                const PerfmonStackFrame *frames,
+                                guint                    n_frames)
+{
+  Node *node;
+  guint n_kept;
+
+  g_return_if_fail (tree != NULL);
+  g_return_if_fail (frames != NULL || n_frames == 0);
+
+  n_kept = MIN (n_frames, tree->max_frames);
+  tree->n_truncated_frames += n_frames - n_kept;
+
+  node = &tree->root;
+  node->count++;
+
+  for (guint i = 0; i < n_kept; i++)
+    {
+      Node *child = node_find_child (node, &frames[i]);
+
+      if (child == NULL)
+        {
+          if (tree->n_nodes >= tree->max_nodes)
+            {
+              tree->n_dropped_frames += n_kept - i;
+              break;
+            }
+          child = node_add_child (tree, node, &frames[i]);
+        }
+
+      child->count++;
+      node = child;
+    }
+}
+
+guint
+_perfmon_stack_tree_get_n_samples (PerfmonStackTree *tree)
+{
+  g_return_val_if_fail (tree != NULL, 0);
+
+  return tree->root.count;
+}
+
+guint
+_perfmon_stack_tree_get_n_nodes (PerfmonStackTree *tree)
+{
+  g_return_val_if_fail (tree != NULL, 0);
+
+  return tree->n_nodes;
+}
+
+guint64
+_perfmon_stack_tree_get_n_truncated_frames (PerfmonStackTree *tree)
+{
+  g_return_val_if_fail (tree != NULL, 0);
+
+  return tree->n_truncated_frames;
+}
+
+guint64
+_perfmon_stack_tree_get_n_dropped_frames (PerfmonStackTree *tree)
+{
+  g_return_val_if_fail (tree != NULL, 0);
+
+  return tree->n_dropped_frames;
+}
+
+static gint
+compare_nodes (gconstpointer a,
+               gconstpointer b)
+{
+  const Node *na = *(Node * const *) a;
+  const Node *nb = *(Node * const *) b;
+
+  if (na->count != nb->count)
+    return na->count > nb->count ? -1 : 1;
+  return na->serial < nb->serial ? -1 : (na->serial > nb->serial ? 1 : 0);
+}
+
+/* "#NN pc XXXXXXXX path(symbol+offset)(build id)", without a newline. */
+static void
+append_frame (GString    *out,
+              const Node *node,
+              guint       depth)
+{
+  g_string_append_printf (out, "#%02u pc %08" G_GINT64_MODIFIER "x %s",
+                          depth,
+                          node->module_index >= 0 ? node->offset : node->pc,
+                          node->path != NULL ? node->path : "[unknown]");
+  if (node->symbol != NULL)
+    g_string_append_printf (out, "(%s+%" G_GUINT64_FORMAT ")", node->symbol, node->symbol_offset);
+  if (node->build_id != NULL)
+    g_string_append_printf (out, "(%s)", node->build_id);
+}
+
+static void
+append_subtree (GString *out,
+                Node    *node,
+                guint    depth)
+{
+  if (node->children == NULL)
+    return;
+
+  g_ptr_array_sort (node->children, compare_nodes);
+  for (guint i = 0; i < node->children->len; i++)
+    {
+      Node *child = g_ptr_array_index (node->children, i);
+
+      for (guint j = 0; j < depth; j++)
+        g_string_append (out, "    ");
+      g_string_append_printf (out, "%u ", child->count);
+      append_frame (out, child, depth);
+      g_string_append_c (out, '\n');
+      /* Depth is bounded by max_frames. */
+      append_subtree (out, child, depth + 1);
+    }
+}
+
+char *
+_perfmon_stack_tree_to_text (PerfmonStackTree *tree)
+{
+  GString *out;
+
+  g_return_val_if_fail (tree != NULL, NULL);
+
+  out = g_string_new (NULL);
+  append_subtree (out, &tree->root, 0);
+
+  return g_string_free (out, FALSE);
+}
+
+char *
+_perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree)
+{
+  GString *out;
+  Node *node;
+
+  g_return_val_if_fail (tree != NULL, NULL);
+
+  out = g_string_new (NULL);
+  node = &tree->root;
+  for (guint depth = 0; node->children != NULL && node->children->len > 0; depth++)
+    {
+      Node *heaviest = NULL;
+
+      for (guint i = 0; i < node->children->len; i++)
+        {
+          Node *child = g_ptr_array_index (node->children, i);
+
+          if (heaviest == NULL || compare_nodes (&child, &heaviest) < 0)
+            heaviest = child;
+        }
+
+      append_frame (out, heaviest, depth);
+      g_string_append_c (out, '\n');
+      node = heaviest;
+    }
+
+  return g_string_free (out, FALSE);
+}

@@ -1,0 +1,393 @@
+/* test-log-dir.c: jank log file names, atomic writes and aging
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "perfmon.h"
+#include "perfmon-log-dir-private.h"
+
+static const char * const own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, NULL };
+
+typedef struct
+{
+  char *dir;
+} Fixture;
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("perfmon-log-dir-XXXXXX", &error);
+  g_assert_no_error (error);
+}
+
+/* Removes @path, and what it holds if it is a directory (not through
+ * symlinks). */
+static void
+remove_tree (const char *path)
+{
+  GStatBuf st;
+
+  if (g_lstat (path, &st) != 0)
+    return;
+  if (S_ISDIR (st.st_mode))
+    {
+      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+      const char *name;
+
+      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *child = g_build_filename (path, name, NULL);
+          remove_tree (child);
+        }
+      g_assert_cmpint (g_rmdir (path), ==, 0);
+    }
+  else
+    g_assert_cmpint (g_unlink (path), ==, 0);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  remove_tree (fixture->dir);
+  g_free (fixture->dir);
+}
+
+/* Creates @dir/@name of @size bytes, modified at @mtime (seconds). */
+static void
+make_file (const char *dir,
+           const char *name,
+           gsize       size,
+           gint64      mtime)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *contents = g_malloc0 (size + 1);
+  g_autoptr(GError) error = NULL;
+  struct timespec times[2] = { { mtime, 0 }, { mtime, 0 } };
+
+  memset (contents, 'x', size);
+  g_file_set_contents (path, contents, (gssize) size, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (utimensat (AT_FDCWD, path, times, 0), ==, 0);
+}
+
+static gboolean
+exists (const char *dir,
+        const char *name)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  GStatBuf st;
+
+  return g_lstat (path, &st) == 0;
+}
+
+static guint
+count_entries (const char *dir)
+{
+  g_autoptr(GDir) handle = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+
+  g_assert_nonnull (handle);
+  while (g_dir_read_name (handle) != NULL)
+    n++;
+  return n;
+}
+
+static char *
+jank_name (guint i,
+           const char *suffix)
+{
+  return g_strdup_printf (PERFMON_LOG_DIR_JANK_PREFIX "20260101%06u_42%s", i, suffix);
+}
+
+static void
+make_room (const char *dir,
+           guint64     limit,
+           guint64     incoming,
+           gboolean    expect_over)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean over_limit = !expect_over;
+
+  g_assert_true (_perfmon_log_dir_make_room (dir, own_prefixes, limit, incoming,
+                                             &over_limit, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (over_limit, ==, expect_over);
+}
+
+static void
+test_file_name (void)
+{
+  g_autoptr(GDateTime) time = g_date_time_new_utc (2026, 1, 2, 3, 4, 5.75);
+  g_autofree char *stack = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, time,
+                                                        1234, PERFMON_LOG_DIR_STACK_SUFFIX);
+  g_autofree char *trace = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, time,
+                                                        G_MAXUINT, PERFMON_LOG_DIR_TRACE_SUFFIX);
+
+  g_assert_cmpstr (stack, ==, "MAIN_THREAD_JANK_20260102030405_1234.txt");
+  g_assert_cmpstr (trace, ==, "MAIN_THREAD_JANK_20260102030405_4294967295.trace");
+}
+
+static void
+test_fits (Fixture       *fixture,
+           gconstpointer  data)
+{
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      make_file (fixture->dir, name, 1000, 1000 + i);
+    }
+
+  /* Exactly at the limit still fits. */
+  make_room (fixture->dir, 11000, 1000, FALSE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 10);
+}
+
+static void
+test_missing_dir (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autofree char *missing = g_build_filename (fixture->dir, "nothing", "here", NULL);
+
+  make_room (missing, 10, 5, FALSE);
+}
+
+static void
+test_more_than_100 (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  for (guint i = 0; i < 150; i++)
+    {
+      g_autofree char *name = jank_name (i, i % 2 ? ".txt" : ".trace");
+      make_file (fixture->dir, name, 100, 1000 + i);
+    }
+
+  /* 15000 + 100 > 15000: down to the newest 100, which fit. */
+  make_room (fixture->dir, 15000, 100, TRUE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 100);
+  for (guint i = 0; i < 150; i++)
+    {
+      g_autofree char *name = jank_name (i, i % 2 ? ".txt" : ".trace");
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 50);
+    }
+}
+
+static void
+test_oldest_half (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  /* Created newest first, so that the names' order differs from age. */
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = jank_name (9 - i, ".txt");
+      make_file (fixture->dir, name, 1000, 1000 + i);
+    }
+
+  make_room (fixture->dir, 10000, 1, TRUE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 5);
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = jank_name (9 - i, ".txt");
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 5);
+    }
+}
+
+static void
+test_repeated_halving (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      make_file (fixture->dir, name, 1000, 1000 + i);
+    }
+
+  /* 10 → 5 (5000 + 500 > 2500) → 2 (2000 + 500 fits). */
+  make_room (fixture->dir, 2500, 500, TRUE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 2);
+  for (guint i = 0; i < 10; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 8);
+    }
+}
+
+static void
+test_same_mtime_by_name (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  for (guint i = 0; i < 4; i++)
+    {
+      g_autofree char *name = jank_name (3 - i, ".txt");
+      make_file (fixture->dir, name, 1000, 5000);
+    }
+
+  make_room (fixture->dir, 3000, 0, TRUE);
+  for (guint i = 0; i < 4; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 2);
+    }
+}
+
+static void
+test_others_untouched (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  static const char * const others[] = {
+    "notes.txt",
+    "MAIN_THREAD_JANK_20260101000000_1.log",
+    "MAIN_THREAD_JANK_20260101000000_1.txt.bak",
+    "OTHER_20260101000000_1.txt",
+    "main_thread_jank_20260101000000_1.txt",
+  };
+  g_autofree char *subdir = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_dir.txt", NULL);
+  g_autofree char *outside = g_build_filename (fixture->dir, "big.bin", NULL);
+  g_autofree char *link = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_link.trace", NULL);
+
+  /* Old and big, but not ours: neither counted nor deleted. */
+  for (gsize i = 0; i < G_N_ELEMENTS (others); i++)
+    make_file (fixture->dir, others[i], 100000, 1);
+  make_file (fixture->dir, "big.bin", 100000, 1);
+  g_assert_cmpint (g_mkdir (subdir, 0700), ==, 0);
+  make_file (subdir, "MAIN_THREAD_JANK_20260101000000_1.txt", 100, 1);
+  g_assert_cmpint (symlink (outside, link), ==, 0);
+
+  for (guint i = 0; i < 4; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      make_file (fixture->dir, name, 1000, 1000 + i);
+    }
+
+  /* Ours alone fit: nothing happens. */
+  make_room (fixture->dir, 5000, 1000, FALSE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, G_N_ELEMENTS (others) + 3 + 4);
+
+  /* An incoming file bigger than the limit: all of ours go, it still
+   * does not fit, the others stay. */
+  make_room (fixture->dir, 5000, 6000, TRUE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, G_N_ELEMENTS (others) + 3);
+  for (gsize i = 0; i < G_N_ELEMENTS (others); i++)
+    g_assert_true (exists (fixture->dir, others[i]));
+  g_assert_true (g_file_test (subdir, G_FILE_TEST_IS_DIR));
+  g_assert_true (exists (subdir, "MAIN_THREAD_JANK_20260101000000_1.txt"));
+  g_assert_true (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
+  g_assert_true (g_file_test (outside, G_FILE_TEST_IS_REGULAR));
+
+  /* Nothing of ours left and the file does not fit: still over. */
+  make_room (fixture->dir, 5000, 6000, TRUE);
+  make_room (fixture->dir, G_MAXUINT64, G_MAXUINT64, FALSE);
+}
+
+static void
+test_write_atomically (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autofree char *dir = g_build_filename (fixture->dir, "watchdog", "log", NULL);
+  g_autofree char *path = g_build_filename (dir, "MAIN_THREAD_JANK_20260101000000_1.txt", NULL);
+  g_autofree char *contents = NULL;
+  g_autoptr(GError) error = NULL;
+  GStatBuf st;
+  gsize length;
+
+  g_assert_true (_perfmon_log_dir_write_atomically (dir, "MAIN_THREAD_JANK_20260101000000_1.txt",
+                                                    "first", 5, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (dir, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0700);
+  g_assert_cmpint (g_stat (path, &st), ==, 0);
+  g_assert_cmpint (st.st_mode & 0777, ==, 0600);
+
+  /* Replacing it leaves the new contents and no temporary file. */
+  g_assert_true (_perfmon_log_dir_write_atomically (dir, "MAIN_THREAD_JANK_20260101000000_1.txt",
+                                                    "second\0bytes", 12, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &contents, &length, &error));
+  g_assert_no_error (error);
+  g_assert_cmpmem (contents, length, "second\0bytes", 12);
+  g_assert_cmpuint (count_entries (dir), ==, 1);
+
+  g_assert_true (_perfmon_log_dir_write_atomically (dir, "empty.txt", "", 0, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count_entries (dir), ==, 2);
+}
+
+static void
+test_bad_name (Fixture       *fixture,
+               gconstpointer  data)
+{
+  static const char * const names[] = { "", ".", "..", "../escape.txt", "a/b.txt" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      g_assert_false (_perfmon_log_dir_write_atomically (fixture->dir, names[i], "x", 1, &error));
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+      g_assert_nonnull (strstr (error->message, "name"));
+    }
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 0);
+}
+
+static void
+test_unwritable (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  /* Tests run as root, who may write anywhere: a "directory" under a
+   * regular file fails for everybody. */
+  g_autofree char *file = g_build_filename (fixture->dir, "plain-file", NULL);
+  g_autofree char *dir = g_build_filename (file, "watchdog", NULL);
+  g_autoptr(GError) error = NULL;
+  gboolean over_limit = TRUE;
+
+  make_file (fixture->dir, "plain-file", 10, 1000);
+
+  g_assert_false (_perfmon_log_dir_write_atomically (dir, "MAIN_THREAD_JANK_1_1.txt",
+                                                    "x", 1, &error));
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR);
+  g_assert_nonnull (strstr (error->message, dir));
+  g_clear_error (&error);
+
+  /* A file where the directory should be: the write would fail, and so
+   * does aging, naming it. */
+  g_assert_false (_perfmon_log_dir_make_room (file, own_prefixes, 100, 1,
+                                              &over_limit, &error));
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR);
+  g_assert_nonnull (strstr (error->message, file));
+  g_assert_false (over_limit);
+}
+
+#define ADD(path, func) \
+  g_test_add ("/log-dir/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/log-dir/file-name", test_file_name);
+  ADD ("aging/fits", test_fits);
+  ADD ("aging/missing-dir", test_missing_dir);
+  ADD ("aging/more-than-100", test_more_than_100);
+  ADD ("aging/oldest-half", test_oldest_half);
+  ADD ("aging/repeated-halving", test_repeated_halving);
+  ADD ("aging/same-mtime-by-name", test_same_mtime_by_name);
+  ADD ("aging/others-untouched", test_others_untouched);
+  ADD ("write/atomically", test_write_atomically);
+  ADD ("write/bad-name", test_bad_name);
+  ADD ("write/unwritable", test_unwritable);
+
+  return g_test_run ();
+}
