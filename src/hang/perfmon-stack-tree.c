@@ -216,7 +216,7 @@ compare_nodes (gconstpointer a,
   return na->serial < nb->serial ? -1 : (na->serial > nb->serial ? 1 : 0);
 }
 
-/* "#NN pc XXXXXXXX path(symbol+offset)(build id)", without a newline. */
+/* "#NN pc 0000757c path(symbol+offset)(build id)", without a newline. */
 static void
 append_frame (GString    *out,
               const Node *node,
