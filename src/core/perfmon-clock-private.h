@@ -38,12 +38,6 @@ perfmon_clock_cycles (void)
  * process against CLOCK_MONOTONIC. Thread-safe. */
 double  perfmon_clock_cycles_per_us (void);
 
-static inline gint64
-perfmon_clock_cycles_to_us (guint64 cycles)
-{
-  return (gint64) ((double) cycles / perfmon_clock_cycles_per_us ());
-}
-
 static inline guint64
 perfmon_clock_us_to_cycles (gint64 us)
 {

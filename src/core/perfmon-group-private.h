@@ -93,6 +93,5 @@ void          _perfmon_group_record_release  (PerfmonGroupRecord *record);
 
 /* The record's group object, created for @record, which it holds. */
 PerfmonGroup *_perfmon_group_new             (PerfmonGroupRecord *record);
-PerfmonGroupRecord *_perfmon_group_get_record (PerfmonGroup *self);
 
 G_END_DECLS

@@ -96,12 +96,6 @@ _perfmon_group_new (PerfmonGroupRecord *record)
   return self;
 }
 
-PerfmonGroupRecord *
-_perfmon_group_get_record (PerfmonGroup *self)
-{
-  return self->record;
-}
-
 static void
 perfmon_group_finalize (GObject *object)
 {

@@ -117,7 +117,6 @@ struct _PerfmonMonitor
   gint64              blocked_since;
   double              cycles_per_us;
   double              us_per_cycle;         /* multiplying beats dividing */
-  double              ns_per_cycle;
 
   gboolean            in_iteration;
   guint64             iteration_start_cycles;
@@ -658,14 +657,9 @@ next_iteration (PerfmonMonitor *self)
 static void
 discard_recent (PerfmonMonitor *self)
 {
-  PerfmonGroupRecord *next;
-
   if (self->needs_walk)
-    for (PerfmonGroupRecord *record = self->executed; record != NULL; record = next)
-      {
-        next = record->next_executed;
-        record->recent_cpu_us = 0;
-      }
+    for (PerfmonGroupRecord *record = self->executed; record != NULL; record = record->next_executed)
+      record->recent_cpu_us = 0;
   next_iteration (self);
 }
 
@@ -767,7 +761,7 @@ judge (PerfmonMonitor     *self,
   if (G_LIKELY (cpu_cycles <= self->long_iteration_cycles))
     return;
 
-  cpu_ns = (guint64) ((double) cpu_cycles * self->ns_per_cycle);
+  cpu_ns = (guint64) ((double) cpu_cycles * self->us_per_cycle * 1000.0);
   for (guint i = 0; i < PERFMON_N_DURATIONS && cpu_ns > (G_GUINT64_CONSTANT (1000000) << i); i++)
     {
       if (G_LIKELY (record->durations[i] != G_MAXUINT32))
@@ -1242,7 +1236,6 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->poll_slot = -1;
   self->cycles_per_us = perfmon_clock_cycles_per_us ();
   self->us_per_cycle = 1.0 / self->cycles_per_us;
-  self->ns_per_cycle = 1000.0 / self->cycles_per_us;
   self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
   self->slept_poll_cycles = perfmon_clock_us_to_cycles (SLEPT_POLL_US);
   self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
