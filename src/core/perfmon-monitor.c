@@ -573,16 +573,16 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
     }
 }
 
+/* The class of PerfmonGroup, a final type: comparing an instance's class
+ * with it is the cheapest exact type check. Groups only come from
+ * monitors, so it is set before any group exists (class_init). */
+static gpointer group_class;
+
 /* The public entry points of measuring, checked as cheaply as GObject
- * allows: the class pointer of a final type, looked up once. */
+ * allows. */
 static inline gboolean
 is_compartment (PerfmonGroup *group)
 {
-  static gpointer group_class;
-
-  if (G_UNLIKELY (group_class == NULL))
-    group_class = g_type_class_ref (PERFMON_TYPE_GROUP);
-
   return group != NULL &&
          ((GTypeInstance *) group)->g_class == group_class &&
          group->record != NULL &&
@@ -1161,6 +1161,8 @@ static void
 perfmon_monitor_class_init (PerfmonMonitorClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  group_class = g_type_class_ref (PERFMON_TYPE_GROUP);
 
   object_class->constructed = perfmon_monitor_constructed;
   object_class->finalize = perfmon_monitor_finalize;
