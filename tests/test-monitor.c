@@ -66,12 +66,18 @@ assert_durations (const PerfmonGroupStats *stats,
     }
 }
 
-static void
-assert_within_percent (gint64 value, gint64 expected, int percent)
+static gboolean
+is_within_percent (gint64 value, gint64 expected, int percent)
 {
   gint64 margin = expected * percent / 100;
 
-  if (value < expected - margin || value > expected + margin)
+  return value >= expected - margin && value <= expected + margin;
+}
+
+static void
+assert_within_percent (gint64 value, gint64 expected, int percent)
+{
+  if (!is_within_percent (value, expected, percent))
     g_error ("%" G_GINT64_FORMAT " is not within %d %% of %" G_GINT64_FORMAT, value, percent, expected);
 }
 
@@ -434,21 +440,51 @@ test_nested_enter_counts_once (Fixture       *f,
   g_autoptr(PerfmonGroup) a = perfmon_monitor_create_compartment (f->monitor, "a", 3, "same-addon");
   g_autoptr(PerfmonGroup) b = perfmon_monitor_create_compartment (f->monitor, "b", 3, "same-addon");
   g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (f->monitor, "same-addon", NULL);
-  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(PerfmonSnapshot) before = NULL;
   PerfmonGroup *compartments[2] = { a, b };
+  guint attempt;
 
   perfmon_group_set_active (a, TRUE);
   perfmon_group_set_active (b, TRUE);
-  run_in_one_iteration (f, nested_enter, compartments);
+  before = perfmon_monitor_snapshot (f->monitor);
 
-  snapshot = perfmon_monitor_snapshot (f->monitor);
-  /* a includes b; the add-on of both counts the span once, not twice. */
-  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, a)), 10000, 15);
-  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, b)), 5000, 15);
-  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), 10000, 15);
-  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), ==,
-                    perfmon_group_stats_get_cpu_time (stats_of (snapshot, a)));
-  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, addon)), ==, 1);
+  /* b's start is estimated from the last CPU clock reading (enter makes no
+   * system call): if the thread is descheduled while a runs before b
+   * enters, b is charged too little. Any run without that is exact, so the
+   * scenario gets a few tries on a loaded machine; a wrong estimator fails
+   * them all. */
+  for (attempt = 1; ; attempt++)
+    {
+      g_autoptr(PerfmonSnapshot) after = NULL;
+      g_autoptr(PerfmonSnapshot) delta = NULL;
+      g_autoptr(GError) error = NULL;
+      gint64 cpu_a, cpu_b, cpu_addon;
+
+      run_in_one_iteration (f, nested_enter, compartments);
+      after = perfmon_monitor_snapshot (f->monitor);
+      delta = perfmon_snapshot_subtract (after, before, &error);
+      g_assert_no_error (error);
+      g_set_object (&before, after);
+
+      cpu_a = (gint64) perfmon_group_stats_get_cpu_time (stats_of (delta, a));
+      cpu_b = (gint64) perfmon_group_stats_get_cpu_time (stats_of (delta, b));
+      cpu_addon = (gint64) perfmon_group_stats_get_cpu_time (stats_of (delta, addon));
+
+      /* a includes b; the add-on of both counts the span once, not twice. */
+      g_assert_cmpint (cpu_addon, ==, cpu_a);
+      g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, addon)), ==, 1);
+
+      if (attempt == 10 ||
+          (is_within_percent (cpu_a, 10000, 15) && is_within_percent (cpu_b, 5000, 15)))
+        {
+          g_test_message ("attempt %u: a %" G_GINT64_FORMAT " us, b %" G_GINT64_FORMAT " us",
+                          attempt, cpu_a, cpu_b);
+          assert_within_percent (cpu_a, 10000, 15);
+          assert_within_percent (cpu_b, 5000, 15);
+          assert_within_percent (cpu_addon, 10000, 15);
+          break;
+        }
+    }
 }
 
 static gboolean

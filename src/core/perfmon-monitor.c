@@ -497,12 +497,14 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
       /* What the thread used since the anchor bounds the measure from
        * above, and is exact if the gap between anchor and enter was idle;
        * the anchor plus the gap's wall time is exact if the gap ran. A
-       * short gap makes both good to within its length; a gap longer than
-       * the anchor's age limit went by without an iteration boundary, so
-       * the thread was waiting. */
+       * short gap makes both good to within its length. A long gap with a
+       * measure open around this one ran that measure's code; a long gap
+       * with none open went by with no measure and no iteration boundary:
+       * the thread was waiting (a worker between jobs). */
       gint64 upper_us = MIN (wall_us, MIN (cpu_now - measure->anchor_cpu_us, G_MAXUINT32));
+      gboolean outermost = self->open_measures == 1;
 
-      if (gap_us > ANCHOR_MAX_AGE_US)
+      if (outermost && gap_us > ANCHOR_MAX_AGE_US)
         cpu_us = (guint32) MAX (upper_us, 0);
       else
         cpu_us = (guint32) CLAMP (cpu_now - (measure->anchor_cpu_us + gap_us), 0, MAX (upper_us, 0));
