@@ -24,6 +24,7 @@
 
 #include "perfmon.h"
 #include "perfmon-clock-private.h"
+#include "bench-common.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-no-syscalls.h"
 
@@ -82,31 +83,6 @@ posix_memalign (void **ptr, size_t alignment, size_t size)
 
 /* --- helpers ------------------------------------------------------------ */
 
-static gint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int
-compare_double (gconstpointer a,
-                gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *values,
-        guint   n)
-{
-  qsort (values, n, sizeof (double), (int (*)(const void *, const void *)) compare_double);
-  return values[n / 2];
-}
-
 static gsize
 heap_in_use (void)
 {
@@ -120,34 +96,17 @@ heap_in_use (void)
 #define PAIR_BATCH 100000
 #define PAIR_ROUNDS 41
 
-static volatile guint64 sink;
-
-static double
-ns_per_two_counter_reads (void)
-{
-  gint64 start = now_ns ();
-  guint64 acc = 0;
-
-  for (guint i = 0; i < PAIR_BATCH; i++)
-    {
-      acc += perfmon_clock_cycles ();
-      acc ^= perfmon_clock_cycles ();
-    }
-  sink = acc;
-  return (double) (now_ns () - start) / PAIR_BATCH;
-}
-
 static double
 ns_per_enter_leave (PerfmonGroup *compartment)
 {
-  gint64 start = now_ns ();
+  gint64 start = bench_now_ns ();
 
   for (guint i = 0; i < PAIR_BATCH; i++)
     {
       perfmon_group_enter (compartment);
       perfmon_group_leave (compartment);
     }
-  return (double) (now_ns () - start) / PAIR_BATCH;
+  return (double) (bench_now_ns () - start) / PAIR_BATCH;
 }
 
 static void
@@ -163,7 +122,7 @@ bench_enter_leave (void)
 
   for (guint round = 0; round < PAIR_ROUNDS; round++)
     {
-      counter[round] = ns_per_two_counter_reads ();
+      counter[round] = bench_ns_per_two_counter_reads (PAIR_BATCH);
       enter_leave[round] = ns_per_enter_leave (compartment);
       perfmon_monitor_iteration_done (monitor);
       perfmon_monitor_set_enabled (monitor, FALSE);
@@ -171,13 +130,13 @@ bench_enter_leave (void)
       perfmon_monitor_set_enabled (monitor, TRUE);
     }
 
-  median_counter = median (counter, PAIR_ROUNDS);
-  median_enter_leave = median (enter_leave, PAIR_ROUNDS);
+  median_counter = bench_median (counter, PAIR_ROUNDS);
+  median_enter_leave = bench_median (enter_leave, PAIR_ROUNDS);
   g_print ("1. enter+leave, 4 active groups: %.1f ns; two bare counter reads: %.1f ns; "
            "ratio %.2fx (target <= 2x)  [median of %d x %d]\n",
            median_enter_leave, median_counter, median_enter_leave / median_counter,
            PAIR_ROUNDS, PAIR_BATCH);
-  g_print ("   enter+leave with the monitor disabled: %.1f ns\n", median (disabled, PAIR_ROUNDS));
+  g_print ("   enter+leave with the monitor disabled: %.1f ns\n", bench_median (disabled, PAIR_ROUNDS));
 }
 
 /* --- 2. idle dispatches ------------------------------------------------- */
@@ -239,9 +198,9 @@ seconds_for_dispatches (gboolean monitored,
     }
 
   g_idle_add (monitored ? idle_in_compartment : idle_plain, &run);
-  start = now_ns ();
+  start = bench_now_ns ();
   g_main_loop_run (loop);
-  seconds = (double) (now_ns () - start) / 1e9;
+  seconds = (double) (bench_now_ns () - start) / 1e9;
 
   if (monitored)
     *cpu_clock_reads = _perfmon_monitor_count_cpu_clock_reads (monitor);
@@ -267,9 +226,9 @@ bench_dispatch (void)
       ratios[round] = monitored[round] / plain[round];
     }
 
-  median_plain = median (plain, DISPATCH_ROUNDS);
-  median_monitored = median (monitored, DISPATCH_ROUNDS);
-  median_ratio = median (ratios, DISPATCH_ROUNDS);   /* sorts ratios */
+  median_plain = bench_median (plain, DISPATCH_ROUNDS);
+  median_monitored = bench_median (monitored, DISPATCH_ROUNDS);
+  median_ratio = bench_median (ratios, DISPATCH_ROUNDS);   /* sorts ratios */
   g_print ("2. %d idle dispatches: no monitor %.3f s, monitored + enter/leave %.3f s; "
            "ratio %.3fx (target <= 1.06x)  [median of %d paired rounds' ratios, min %.3f max %.3f; "
            "%" G_GUINT64_FORMAT " thread CPU clock reads in the last round]\n",
@@ -332,13 +291,13 @@ bench_snapshot (void)
 
       gint64 after_snapshot, after_subtract, end;
 
-      start = now_ns ();
+      start = bench_now_ns ();
       newer = perfmon_monitor_snapshot (monitor);
-      after_snapshot = now_ns ();
+      after_snapshot = bench_now_ns ();
       delta = perfmon_snapshot_subtract (newer, older, NULL);
-      after_subtract = now_ns ();
+      after_subtract = bench_now_ns ();
       json = perfmon_snapshot_to_json (delta);
-      end = now_ns ();
+      end = bench_now_ns ();
 
       times[round] = (double) (end - start) / 1e6;
       snapshot_times[round] = (double) (after_snapshot - start) / 1e6;
@@ -351,9 +310,9 @@ bench_snapshot (void)
 
   g_print ("3. snapshot of %u groups + subtract + to_json: %.2f ms (target <= 20 ms)  "
            "[median of %d: snapshot %.2f, subtract %.2f, to_json %.2f ms; JSON %zu bytes]\n",
-           n_groups, median (times, SNAPSHOT_ROUNDS), SNAPSHOT_ROUNDS,
-           median (snapshot_times, SNAPSHOT_ROUNDS), median (subtract_times, SNAPSHOT_ROUNDS),
-           median (json_times, SNAPSHOT_ROUNDS), json_bytes);
+           n_groups, bench_median (times, SNAPSHOT_ROUNDS), SNAPSHOT_ROUNDS,
+           bench_median (snapshot_times, SNAPSHOT_ROUNDS), bench_median (subtract_times, SNAPSHOT_ROUNDS),
+           bench_median (json_times, SNAPSHOT_ROUNDS), json_bytes);
 }
 
 /* --- 4. memory per live group -------------------------------------------- */

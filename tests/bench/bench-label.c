@@ -17,6 +17,7 @@
 
 #include "perfmon.h"
 #include "perfmon-clock-private.h"
+#include "bench-common.h"
 #include "perfmon-label-private.h"
 
 #define BATCH 100000
@@ -24,59 +25,17 @@
 #define READ_BATCH 10000
 #define N_FRAMES 10
 
-static volatile guint64 sink;
-
-static gint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int
-compare_double (gconstpointer a,
-                gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-  return x < y ? -1 : x > y;
-}
-
-static double
-median (double *values,
-        guint   n)
-{
-  qsort (values, n, sizeof (double), (int (*)(const void *, const void *)) compare_double);
-  return values[n / 2];
-}
-
-static double
-ns_per_two_counter_reads (void)
-{
-  gint64 start = now_ns ();
-  guint64 acc = 0;
-
-  for (guint i = 0; i < BATCH; i++)
-    {
-      acc += perfmon_clock_cycles ();
-      acc ^= perfmon_clock_cycles ();
-    }
-  sink = acc;
-  return (double) (now_ns () - start) / BATCH;
-}
-
 static double
 ns_per_push_pop (const char *dynamic)
 {
-  gint64 start = now_ns ();
+  gint64 start = bench_now_ns ();
 
   for (guint i = 0; i < BATCH; i++)
     {
       perfmon_label_push ("bench", dynamic);
       perfmon_label_pop ();
     }
-  return (double) (now_ns () - start) / BATCH;
+  return (double) (bench_now_ns () - start) / BATCH;
 }
 
 static void
@@ -91,14 +50,14 @@ bench_push_pop (void)
 
   for (guint round = 0; round < ROUNDS; round++)
     {
-      counter[round] = ns_per_two_counter_reads ();
+      counter[round] = bench_ns_per_two_counter_reads (BATCH);
       plain[round] = ns_per_push_pop (NULL);
       with_dynamic[round] = ns_per_push_pop (dynamic);
     }
 
-  median_counter = median (counter, ROUNDS);
-  median_plain = median (plain, ROUNDS);
-  median_dynamic = median (with_dynamic, ROUNDS);
+  median_counter = bench_median (counter, ROUNDS);
+  median_plain = bench_median (plain, ROUNDS);
+  median_dynamic = bench_median (with_dynamic, ROUNDS);
   g_print ("1. push+pop, static label: %.1f ns; two bare counter reads: %.1f ns; "
            "ratio %.2fx  [median of %d x %d]\n",
            median_plain, median_counter, median_plain / median_counter, ROUNDS, BATCH);
@@ -158,7 +117,7 @@ bench_read (void)
 
   for (guint round = 0; round < ROUNDS; round++)
     {
-      gint64 start = now_ns ();
+      gint64 start = bench_now_ns ();
 
       for (guint i = 0; i < READ_BATCH; i++)
         {
@@ -166,13 +125,13 @@ bench_read (void)
           if (!_perfmon_label_stack_read (owner.stack, frames, NULL))
             n_failed++;
         }
-      times[round] = (double) (now_ns () - start) / READ_BATCH;
+      times[round] = (double) (bench_now_ns () - start) / READ_BATCH;
     }
   g_assert (frames->len == N_FRAMES);
 
   g_print ("3. read of a %d-frame stack (5 with dynamic text) from another thread: %.0f ns "
            "[median of %d x %d; %u unstable]\n",
-           N_FRAMES, median (times, ROUNDS), ROUNDS, READ_BATCH, n_failed);
+           N_FRAMES, bench_median (times, ROUNDS), ROUNDS, READ_BATCH, n_failed);
 
   g_mutex_lock (&owner.lock);
   owner.done = TRUE;

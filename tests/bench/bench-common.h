@@ -1,0 +1,57 @@
+/* bench-common.h: what the benchmarks measure with, and against
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "perfmon-clock-private.h"
+
+static inline gint64
+bench_now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline int
+bench_compare_double (const void *a,
+                      const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Sorts @values. */
+static inline double
+bench_median (double *values,
+              guint   n)
+{
+  qsort (values, n, sizeof (double), bench_compare_double);
+  return values[n / 2];
+}
+
+/* Keeps measured loops from being optimised away. */
+static volatile guint64 bench_sink;
+
+/* The yardstick of the hot-path figures: two bare reads of the cycle
+ * counter that enter/leave and push/pop are compared with, in ns. */
+static inline double
+bench_ns_per_two_counter_reads (guint batch)
+{
+  gint64 start = bench_now_ns ();
+  guint64 acc = 0;
+
+  for (guint i = 0; i < batch; i++)
+    {
+      acc += perfmon_clock_cycles ();
+      acc ^= perfmon_clock_cycles ();
+    }
+  bench_sink = acc;
+  return (double) (bench_now_ns () - start) / batch;
+}
