@@ -9,6 +9,8 @@
 #pragma once
 
 #include <errno.h>
+#include <glib.h>
+#include <malloc.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -46,4 +48,25 @@ exit_without_runtime (int status)
 {
   for (;;)
     syscall (SYS_exit_group, status);
+}
+
+/* Runs @func (@data) where any system call kills the process, then ends
+ * the process: exit status 0 if the heap is as it was, 3 if @func left
+ * memory allocated, 77 if seccomp could not be set up; killed by SIGSYS
+ * if @func made a system call. Call it in a child process (fork(), or
+ * g_test_trap_subprocess() and then g_test_trap_assert_passed()). */
+G_GNUC_NORETURN static inline void
+run_without_system_calls (void   (*func) (gpointer data),
+                          gpointer data)
+{
+  struct mallinfo2 before = mallinfo2 ();
+  struct mallinfo2 after;
+
+  if (forbid_system_calls () != 0)
+    exit_without_runtime (77);
+
+  func (data);
+
+  after = mallinfo2 ();
+  exit_without_runtime (after.uordblks == before.uordblks && after.hblkhd == before.hblkhd ? 0 : 3);
 }
