@@ -6,6 +6,7 @@
 
 #include "perfmon-monitor.h"
 #include "perfmon-group-private.h"
+#include "perfmon-loop-activity-private.h"
 
 G_BEGIN_DECLS
 
@@ -13,6 +14,15 @@ G_BEGIN_DECLS
  * frees it on its own thread. */
 void    _perfmon_monitor_bury_record  (PerfmonMonitor     *self,
                                        PerfmonGroupRecord *record);
+
+/* The busy stretches of the monitor's loop, published by its poll wrapper
+ * while `watched` is set (see perfmon-loop-activity-private.h). Lives as
+ * long as the monitor. */
+PerfmonLoopActivity *_perfmon_monitor_get_loop_activity (PerfmonMonitor *self);
+/* TRUE if the monitor wraps its context's poll function, so that it sees
+ * the loop's iterations (FALSE for a monitor without a context, or past the
+ * trampolines). */
+gboolean             _perfmon_monitor_is_attached       (PerfmonMonitor *self);
 
 /* For tests and benchmarks: the number of records not yet freed, dead or
  * alive, and the number of thread CPU clock reads so far. */

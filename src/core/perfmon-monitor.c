@@ -6,10 +6,12 @@
 
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
 #include "perfmon-group-stats-private.h"
+#include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-snapshot-private.h"
 
@@ -141,6 +143,7 @@ struct _PerfmonMonitor
   GMainContext       *context;
   char               *thread_name;          /* construct-only */
   int                 poll_slot;
+  PerfmonLoopActivity activity;             /* see perfmon-loop-activity-private.h */
 
   /* Any thread. */
   PerfmonGroupRecord *dead;                 /* lock-free stack */
@@ -902,6 +905,36 @@ schedule_alerts (PerfmonMonitor *self)
   g_main_context_wakeup (self->context);
 }
 
+/* --- the loop's activity, for a watchdog ------------------------------ */
+
+/* The watched thread, on returning from a poll during which the watchdog
+ * went to sleep without a deadline: so after an idle wait, when a system
+ * call more does not show. */
+void
+_perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
+{
+  g_mutex_lock (&activity->mutex);
+  activity->n_wakes++;
+  g_cond_signal (&activity->cond);
+  g_mutex_unlock (&activity->mutex);
+}
+
+PerfmonLoopActivity *
+_perfmon_monitor_get_loop_activity (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+
+  return &self->activity;
+}
+
+gboolean
+_perfmon_monitor_is_attached (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+
+  return self->poll_slot >= 0;
+}
+
 /* --- the poll function wrapper ----------------------------------------- */
 
 /* GPollFunc takes no user data, so each attached context gets a trampoline
@@ -917,6 +950,23 @@ typedef struct
 static PollSlot poll_slots[N_POLL_SLOTS];
 static GMutex poll_slots_lock;
 
+/* The busy stretches are published even while accounting is disabled: a
+ * hang watchdog must not take a loop it can no longer see for a hung one. */
+static gint
+poll_watched_unmeasured (PerfmonMonitor *self,
+                         PollSlot       *slot,
+                         GPollFD        *fds,
+                         guint           n_fds,
+                         gint            timeout)
+{
+  gint ret;
+
+  _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
+  ret = slot->previous (fds, n_fds, timeout);
+  _perfmon_loop_activity_poll_return (&self->activity, perfmon_clock_cycles ());
+  return ret;
+}
+
 static gint
 monitor_poll (PollSlot *slot,
               GPollFD  *fds,
@@ -926,12 +976,21 @@ monitor_poll (PollSlot *slot,
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
   guint64 poll_start;
   guint64 poll_end;
+  gboolean watched;
   gint ret;
 
-  if (self == NULL || !self->enabled)
+  if (self == NULL)
+    return slot->previous (fds, n_fds, timeout);
+
+  watched = g_atomic_int_get (&self->activity.watched);
+  if (G_UNLIKELY (watched && self->activity.thread_id == 0))
+    __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
+
+  if (!self->enabled)
     {
-      if (self != NULL)
-        self->in_iteration = FALSE;
+      self->in_iteration = FALSE;
+      if (watched)
+        return poll_watched_unmeasured (self, slot, fds, n_fds, timeout);
       return slot->previous (fds, n_fds, timeout);
     }
 
@@ -953,6 +1012,8 @@ monitor_poll (PollSlot *slot,
       if (G_UNLIKELY (self->n_pending_alerts != 0))
         schedule_alerts (self);
     }
+  if (watched)
+    _perfmon_loop_activity_poll_entry (&self->activity, poll_start);
 
   ret = slot->previous (fds, n_fds, timeout);
 
@@ -963,11 +1024,15 @@ monitor_poll (PollSlot *slot,
   if (timeout == 0)
     {
       begin_iteration (self, poll_start, FALSE);
+      if (watched)
+        _perfmon_loop_activity_poll_return (&self->activity, poll_start);
       return ret;
     }
 
   poll_end = perfmon_clock_cycles ();
   begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
+  if (watched)
+    _perfmon_loop_activity_poll_return (&self->activity, poll_end);
 
   return ret;
 }
@@ -1101,6 +1166,8 @@ perfmon_monitor_finalize (GObject *object)
   g_hash_table_unref (self->addons);
   g_clear_pointer (&self->last_alert_cycles, g_hash_table_unref);
   g_mutex_clear (&self->registry_lock);
+  g_mutex_clear (&self->activity.mutex);
+  g_cond_clear (&self->activity.cond);
 
   G_OBJECT_CLASS (perfmon_monitor_parent_class)->finalize (object);
 }
@@ -1247,6 +1314,8 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
 
   g_mutex_init (&self->registry_lock);
+  g_mutex_init (&self->activity.mutex);
+  g_cond_init (&self->activity.cond);
   self->records = g_ptr_array_new ();
   self->windows = g_hash_table_new (g_int64_hash, g_int64_equal);
   self->addons = g_hash_table_new (g_str_hash, g_str_equal);

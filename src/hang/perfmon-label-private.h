@@ -52,6 +52,16 @@ gboolean           _perfmon_label_stack_read  (PerfmonLabelStack *stack,
                                                GPtrArray         *frames_out,
                                                guint             *n_dropped);
 
+/* Like _perfmon_label_stack_read(), and appends to @stack_addresses_out
+ * (a GArray of guint64, may be NULL) each stored frame's stack address:
+ * the stack pointer of the function that pushed it, at the push. A native
+ * frame whose stack pointer is at or above it (stacks grow down) is the
+ * pusher or one of its callers; below it, code the pusher called. */
+gboolean           _perfmon_label_stack_read_full (PerfmonLabelStack *stack,
+                                                   GPtrArray         *frames_out,
+                                                   GArray            *stack_addresses_out,
+                                                   guint             *n_dropped);
+
 /* The owner thread's name (prctl PR_GET_NAME when the stack was created)
  * and kernel thread id. */
 const char        *_perfmon_label_stack_get_thread_name (PerfmonLabelStack *stack);

@@ -66,6 +66,10 @@
 typedef struct
 {
   const char *label;          /* atomic: written by the owner, read by readers */
+  /* The caller's stack pointer at the push (the push's canonical frame
+   * address): where the frame sits among the native frames, so a hang
+   * report can interleave the two stacks. */
+  guint64     stack_address;
   guint8      dynamic_len;    /* 0: no dynamic text */
   char        dynamic[PERFMON_LABEL_DYNAMIC_MAX + 1];
 } Frame;
@@ -250,6 +254,35 @@ dynamic_length (const char *text)
   return len;
 }
 
+static inline void
+label_push_at (const char *label,
+               const char *dynamic,
+               guint64     stack_address)
+{
+  PerfmonLabelStack *stack;
+  guint sequence;
+  guint depth;
+
+  stack = _perfmon_label_stack_get_current ();
+  depth = stack->depth;
+  sequence = write_begin (stack);
+
+  if (G_LIKELY (depth < PERFMON_LABEL_STACK_CAPACITY))
+    {
+      Frame *frame = &stack->frames[depth];
+      gsize len = (dynamic != NULL) ? dynamic_length (dynamic) : 0;
+
+      __atomic_store_n (&frame->label, label, __ATOMIC_RELAXED);
+      __atomic_store_n (&frame->stack_address, stack_address, __ATOMIC_RELAXED);
+      memcpy (frame->dynamic, dynamic != NULL ? dynamic : "", len);
+      frame->dynamic[len] = '\0';
+      __atomic_store_n (&frame->dynamic_len, (guint8) len, __ATOMIC_RELAXED);
+    }
+  __atomic_store_n (&stack->depth, depth + 1, __ATOMIC_RELAXED);
+
+  write_end (stack, sequence);
+}
+
 /**
  * perfmon_label_push:
  * @label: (transfer none): a static string naming the code that runs, e.g. a
@@ -275,29 +308,9 @@ void
 perfmon_label_push (const char *label,
                     const char *dynamic)
 {
-  PerfmonLabelStack *stack;
-  guint sequence;
-  guint depth;
-
   g_return_if_fail (label != NULL);
 
-  stack = _perfmon_label_stack_get_current ();
-  depth = stack->depth;
-  sequence = write_begin (stack);
-
-  if (G_LIKELY (depth < PERFMON_LABEL_STACK_CAPACITY))
-    {
-      Frame *frame = &stack->frames[depth];
-      gsize len = (dynamic != NULL) ? dynamic_length (dynamic) : 0;
-
-      __atomic_store_n (&frame->label, label, __ATOMIC_RELAXED);
-      memcpy (frame->dynamic, dynamic != NULL ? dynamic : "", len);
-      frame->dynamic[len] = '\0';
-      __atomic_store_n (&frame->dynamic_len, (guint8) len, __ATOMIC_RELAXED);
-    }
-  __atomic_store_n (&stack->depth, depth + 1, __ATOMIC_RELAXED);
-
-  write_end (stack, sequence);
+  label_push_at (label, dynamic, (guint64) (guintptr) __builtin_dwarf_cfa ());
 }
 
 /**
@@ -319,7 +332,7 @@ perfmon_label_push_interned (const char *label,
 {
   g_return_if_fail (label != NULL);
 
-  perfmon_label_push (g_intern_string (label), dynamic);
+  label_push_at (g_intern_string (label), dynamic, (guint64) (guintptr) __builtin_dwarf_cfa ());
 }
 
 /**
@@ -355,6 +368,7 @@ typedef struct
   struct
   {
     const char *label;
+    guint64     stack_address;
     guint8      dynamic_len;
     char        dynamic[PERFMON_LABEL_DYNAMIC_MAX + 1];
   } frames[PERFMON_LABEL_STACK_CAPACITY];
@@ -379,6 +393,7 @@ try_copy (PerfmonLabelStack *stack,
       guint8 len = __atomic_load_n (&frame->dynamic_len, __ATOMIC_RELAXED);
 
       copy->frames[i].label = __atomic_load_n (&frame->label, __ATOMIC_RELAXED);
+      copy->frames[i].stack_address = __atomic_load_n (&frame->stack_address, __ATOMIC_RELAXED);
       copy->frames[i].dynamic_len = MIN (len, PERFMON_LABEL_DYNAMIC_MAX);
       memcpy (copy->frames[i].dynamic, frame->dynamic, copy->frames[i].dynamic_len);
     }
@@ -402,6 +417,15 @@ gboolean
 _perfmon_label_stack_read (PerfmonLabelStack *stack,
                            GPtrArray         *frames_out,
                            guint             *n_dropped)
+{
+  return _perfmon_label_stack_read_full (stack, frames_out, NULL, n_dropped);
+}
+
+gboolean
+_perfmon_label_stack_read_full (PerfmonLabelStack *stack,
+                                GPtrArray         *frames_out,
+                                GArray            *stack_addresses_out,
+                                guint             *n_dropped)
 {
   g_autofree StackCopy *copy = NULL;
   gboolean stable = FALSE;
@@ -445,6 +469,8 @@ _perfmon_label_stack_read (PerfmonLabelStack *stack,
           text = valid;
         }
       g_ptr_array_add (frames_out, text);
+      if (stack_addresses_out != NULL)
+        g_array_append_val (stack_addresses_out, copy->frames[i].stack_address);
     }
 
   if (n_dropped != NULL)

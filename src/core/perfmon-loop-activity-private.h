@@ -1,0 +1,100 @@
+/* perfmon-loop-activity-private.h: what a monitored loop is doing, for a watchdog
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* The busy stretches of a monitored thread's loop (poll return to the next
+ * poll), published by the monitor's poll wrapper for a watchdog on another
+ * thread. core/ only publishes; hang/ reads.
+ *
+ * The watched thread pays a few plain stores and one atomic exchange per
+ * iteration, and makes a system call only when it returns from a poll
+ * during which the watchdog went to sleep without a deadline (so only
+ * after the loop was idle). That is what lets the watchdog sleep without
+ * any deadline while the loop waits, yet never miss a busy stretch:
+ *
+ *   thread, poll return:  stretches[n+1].begin = now; n_stretches = n + 1;
+ *                         old = exchange (phase, BUSY);
+ *                         if old == POLLING_WATCHER_ASLEEP: wake the watchdog
+ *   thread, poll entry:   stretches[n].end = now; phase = POLLING
+ *   watchdog, to sleep:   under the mutex, CAS phase POLLING → ASLEEP, and
+ *                         wait on the cond while it stays ASLEEP
+ *
+ * The exchange and the compare-and-swap order the two sides: either the
+ * watchdog sees BUSY and does not sleep, or the thread sees ASLEEP and
+ * wakes it.
+ */
+
+typedef enum
+{
+  PERFMON_LOOP_POLLING = 0,
+  PERFMON_LOOP_BUSY = 1,
+  PERFMON_LOOP_POLLING_WATCHER_ASLEEP = 2,
+} PerfmonLoopPhase;
+
+/* Recent stretches kept for a trace of the loop; a power of two. */
+#define PERFMON_LOOP_RECENT_STRETCHES 256
+
+typedef struct
+{
+  guint64 begin;   /* perfmon_clock_cycles() at poll return */
+  guint64 end;     /* at the next poll entry; 0 while still busy */
+} PerfmonLoopStretch;
+
+typedef struct
+{
+  /* The thread's side. `watched` is set before the watchdog starts and
+   * cleared after it stopped. */
+  gint               watched;        /* atomic gboolean */
+  gint               phase;          /* atomic PerfmonLoopPhase */
+  guint64            n_stretches;    /* atomic; the current one's index */
+  gint64             thread_id;      /* atomic; kernel tid, 0 until the first poll */
+  PerfmonLoopStretch stretches[PERFMON_LOOP_RECENT_STRETCHES];
+
+  /* The watchdog's sleep. */
+  GMutex             mutex;
+  GCond              cond;
+  guint64            n_wakes;        /* under mutex: wake-ups the thread sent */
+} PerfmonLoopActivity;
+
+static inline PerfmonLoopStretch *
+_perfmon_loop_activity_stretch (PerfmonLoopActivity *activity,
+                                guint64              index)
+{
+  return &activity->stretches[index & (PERFMON_LOOP_RECENT_STRETCHES - 1)];
+}
+
+/* The thread's side: called by the monitor's poll wrapper. */
+static inline void
+_perfmon_loop_activity_poll_entry (PerfmonLoopActivity *activity,
+                                   guint64              now_cycles)
+{
+  guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+
+  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
+  __atomic_store_n (&activity->phase, PERFMON_LOOP_POLLING, __ATOMIC_RELEASE);
+}
+
+void _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity);
+
+static inline void
+_perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,
+                                    guint64              now_cycles)
+{
+  guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED) + 1;
+  PerfmonLoopStretch *stretch = _perfmon_loop_activity_stretch (activity, n);
+
+  __atomic_store_n (&stretch->begin, now_cycles, __ATOMIC_RELAXED);
+  __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&activity->n_stretches, n, __ATOMIC_RELEASE);
+  if (G_UNLIKELY (__atomic_exchange_n (&activity->phase, PERFMON_LOOP_BUSY, __ATOMIC_SEQ_CST) ==
+                  PERFMON_LOOP_POLLING_WATCHER_ASLEEP))
+    _perfmon_loop_activity_wake_watcher (activity);
+}
+
+G_END_DECLS
