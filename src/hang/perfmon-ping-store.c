@@ -1,0 +1,1092 @@
+/* perfmon-ping-store.c: hang records that survive the process, and the pings that batch them
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+/* renameat2() and RENAME_NOREPLACE. */
+#define _GNU_SOURCE 1
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "perfmon-error.h"
+#include "perfmon-log-dir-private.h"
+#include "perfmon-ping-store-private.h"
+
+/* Why a store per process instance, with a lock: a hang must reach a ping
+ * even if the process dies during it (a permahang is the very hang that
+ * kills it), so every record goes to disk the moment it is known. The
+ * next start must tell the records of a dead process, which it should send,
+ * from those of a live one (a second instance of the same program, sharing
+ * the directory), which it must not touch: the live one may still rewrite
+ * them. flock() answers exactly that question, since the kernel drops the
+ * lock when its holder dies, however it dies. A store's directory is made
+ * under a dot name and renamed into place only once its lock is held, so
+ * no other store ever sees it unlocked while it is alive. */
+
+#define NEW_DIR_PREFIX  ".new-"
+#define HANG_SUFFIX     ".json"
+/* Ids are file names: keep them short and free of anything a shell or a
+ * path would read specially. */
+#define MAX_ID_LENGTH   128
+
+struct _PerfmonPingStore
+{
+  /* Saving (the watchdog thread) and writing a ping (often another
+   * thread) must not interleave: a ping that read a record and then
+   * deleted its file after a replacement would lose the final record. */
+  GMutex  mutex;
+  char   *dir;
+  char   *pending_root;
+  char   *pending_dir;
+  char   *instance;
+  int     lock_fd;
+  guint   seq;
+  char   *client_id;
+};
+
+static gboolean
+set_errno_error (GError     **error,
+                 int          saved_errno,
+                 const char  *what,
+                 const char  *path)
+{
+  g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+               "%s “%s”: %s", what, path, g_strerror (saved_errno));
+  return FALSE;
+}
+
+static gboolean
+make_dir (const char  *path,
+          GError     **error)
+{
+  if (g_mkdir_with_parents (path, 0700) != 0)
+    return set_errno_error (error, errno, "Could not create directory", path);
+  return TRUE;
+}
+
+static gboolean
+is_valid_id (const char *id)
+{
+  gsize len = strlen (id);
+
+  /* No leading dot (our temporary and hidden names), no separator. */
+  if (len == 0 || len > MAX_ID_LENGTH || id[0] == '.' || id[0] == '-')
+    return FALSE;
+  for (gsize i = 0; i < len; i++)
+    if (!g_ascii_isalnum (id[i]) && id[i] != '-' && id[i] != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* A hang file is "<id>.json"; the temporary files of an atomic write
+ * ("<id>.json.XXXXXX") are not. */
+static gboolean
+is_hang_file_name (const char *name)
+{
+  g_autofree char *id = NULL;
+
+  if (!g_str_has_suffix (name, HANG_SUFFIX))
+    return FALSE;
+  id = g_strndup (name, strlen (name) - strlen (HANG_SUFFIX));
+  return is_valid_id (id);
+}
+
+/* Moves @src_dir/@name into @dst_dir, never over an existing file: a
+ * clash (which our unique names should make impossible) gets a new name,
+ * "<stem>-dup<N><suffix>", rather than destroying either file. */
+static gboolean
+move_no_replace (const char  *src_dir,
+                 const char  *name,
+                 const char  *dst_dir,
+                 GError     **error)
+{
+  g_autofree char *src = g_build_filename (src_dir, name, NULL);
+  g_autofree char *stem = NULL;
+  const char *suffix = g_str_has_suffix (name, HANG_SUFFIX) ? HANG_SUFFIX : "";
+
+  stem = g_strndup (name, strlen (name) - strlen (suffix));
+
+  for (guint attempt = 0; attempt < 1000; attempt++)
+    {
+      g_autofree char *dst_name = NULL;
+      g_autofree char *dst = NULL;
+
+      if (attempt == 0)
+        dst_name = g_strdup (name);
+      else
+        dst_name = g_strdup_printf ("%s-dup%u%s", stem, attempt, suffix);
+      dst = g_build_filename (dst_dir, dst_name, NULL);
+
+      if (renameat2 (AT_FDCWD, src, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+        return TRUE;
+      if (errno == EEXIST)
+        continue;
+      if (errno == EINVAL || errno == ENOSYS)
+        {
+          /* A file system without RENAME_NOREPLACE: check, then rename.
+           * Racy in theory; only our own, uniquely named files go here. */
+          if (g_file_test (dst, G_FILE_TEST_EXISTS | G_FILE_TEST_IS_SYMLINK))
+            continue;
+          if (g_rename (src, dst) == 0)
+            return TRUE;
+        }
+      return set_errno_error (error, errno, "Could not move", src);
+    }
+
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+               "Could not move “%s”: too many files of that name in “%s”", src, dst_dir);
+  return FALSE;
+}
+
+/* Keeps @src_dir/@name for a human to look at, in pending/corrupt/. */
+static void
+move_to_corrupt (PerfmonPingStore *store,
+                 const char       *src_dir,
+                 const char       *name,
+                 const char       *why)
+{
+  g_autofree char *corrupt_dir = g_build_filename (store->pending_root,
+                                                   PERFMON_PING_STORE_CORRUPT_DIR, NULL);
+  g_autofree char *src = g_build_filename (src_dir, name, NULL);
+  g_autoptr(GError) error = NULL;
+
+  if (!make_dir (corrupt_dir, &error) ||
+      !move_no_replace (src_dir, name, corrupt_dir, &error))
+    {
+      /* Left where it is: the next ping tries again, still not deleting it. */
+      g_warning ("Pending hang file “%s” is unusable (%s) and could not be set aside: %s",
+                 src, why, error->message);
+      return;
+    }
+  g_warning ("Pending hang file “%s” is unusable (%s); moved to “%s”",
+             src, why, corrupt_dir);
+}
+
+/* Takes over @path, the pending directory of another store, if that store
+ * is dead: its lock can be taken. */
+static void
+adopt_one (PerfmonPingStore *store,
+           const char       *path)
+{
+  g_autofree char *lock_path = g_build_filename (path, PERFMON_PING_STORE_LOCK_FILE, NULL);
+  g_autoptr(GDir) dir = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *name;
+  int fd;
+
+  fd = open (lock_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    {
+      /* ENOENT: another new store is removing it right now, having taken
+       * everything it held; or it is not a store's directory at all. */
+      if (errno != ENOENT)
+        g_warning ("Could not open lock file “%s”: %s", lock_path, g_strerror (errno));
+      return;
+    }
+  if (flock (fd, LOCK_EX | LOCK_NB) != 0)
+    {
+      /* EWOULDBLOCK: alive. Anything else: we cannot tell, so hands off. */
+      close (fd);
+      return;
+    }
+
+  /* The lock is held until the directory is gone, so that a second
+   * adopter either sees it locked or finds nothing left to take. */
+  dir = g_dir_open (path, 0, &error);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      if (g_str_equal (name, PERFMON_PING_STORE_LOCK_FILE))
+        continue;
+
+      if (is_hang_file_name (name))
+        {
+          g_autoptr(GError) move_error = NULL;
+
+          if (!move_no_replace (path, name, store->pending_dir, &move_error))
+            g_warning ("Could not adopt pending hang: %s", move_error->message);
+        }
+      else
+        {
+          /* Typically the temporary file of a write the dead process did
+           * not finish. It may hold a complete record; keep it. */
+          move_to_corrupt (store, path, name, "not a hang file");
+        }
+    }
+  g_clear_pointer (&dir, g_dir_close);
+
+  if (g_unlink (lock_path) != 0 && errno != ENOENT)
+    g_warning ("Could not delete lock file “%s”: %s", lock_path, g_strerror (errno));
+  /* Fails if something could not be moved out: then it stays, lockless,
+   * and the next adopter skips it; nothing in it is lost. */
+  if (g_rmdir (path) != 0 && errno != ENOENT)
+    g_warning ("Could not remove pending directory “%s” of a dead process: %s",
+               path, g_strerror (errno));
+  close (fd);
+}
+
+static void
+adopt_dead (PerfmonPingStore *store)
+{
+  g_autoptr(GDir) dir = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *name;
+
+  dir = g_dir_open (store->pending_root, 0, &error);
+  if (dir == NULL)
+    {
+      g_warning ("Could not look for pending hangs of dead processes: %s", error->message);
+      return;
+    }
+
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+
+      /* Dot names are stores still being set up (or stranded in setup,
+       * which never holds a hang). */
+      if (name[0] == '.' ||
+          g_str_equal (name, PERFMON_PING_STORE_CORRUPT_DIR) ||
+          g_str_equal (name, store->instance))
+        continue;
+
+      path = g_build_filename (store->pending_root, name, NULL);
+      if (g_lstat (path, &st) != 0 || !S_ISDIR (st.st_mode))
+        continue;
+      adopt_one (store, path);
+    }
+}
+
+PerfmonPingStore *
+_perfmon_ping_store_open (const char  *pings_dir,
+                          GError     **error)
+{
+  g_autofree char *new_dir = NULL;
+  g_autofree char *lock_path = NULL;
+  PerfmonPingStore *store;
+
+  g_return_val_if_fail (pings_dir != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  store = g_new0 (PerfmonPingStore, 1);
+  g_mutex_init (&store->mutex);
+  store->lock_fd = -1;
+  store->dir = g_strdup (pings_dir);
+  store->pending_root = g_build_filename (pings_dir, PERFMON_PING_STORE_PENDING_DIR, NULL);
+  /* The pid helps a human; the random part keeps a recycled pid, or two
+   * stores in one process, apart. */
+  store->instance = g_strdup_printf ("%u-%08x%08x", (guint) getpid (),
+                                     g_random_int (), g_random_int ());
+  store->pending_dir = g_build_filename (store->pending_root, store->instance, NULL);
+
+  if (!make_dir (store->pending_root, error))
+    goto fail;
+
+  new_dir = g_strconcat (store->pending_root, G_DIR_SEPARATOR_S,
+                         NEW_DIR_PREFIX, store->instance, NULL);
+  if (g_mkdir (new_dir, 0700) != 0)
+    {
+      set_errno_error (error, errno, "Could not create directory", new_dir);
+      goto fail;
+    }
+
+  lock_path = g_build_filename (new_dir, PERFMON_PING_STORE_LOCK_FILE, NULL);
+  store->lock_fd = open (lock_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (store->lock_fd < 0)
+    {
+      set_errno_error (error, errno, "Could not create lock file", lock_path);
+      goto fail_new_dir;
+    }
+  if (flock (store->lock_fd, LOCK_EX | LOCK_NB) != 0)
+    {
+      set_errno_error (error, errno, "Could not lock", lock_path);
+      goto fail_new_dir;
+    }
+  if (g_rename (new_dir, store->pending_dir) != 0)
+    {
+      set_errno_error (error, errno, "Could not rename", new_dir);
+      goto fail_new_dir;
+    }
+
+  adopt_dead (store);
+  return store;
+
+fail_new_dir:
+  if (lock_path != NULL)
+    g_unlink (lock_path);
+  g_rmdir (new_dir);
+fail:
+  if (store->lock_fd >= 0)
+    close (store->lock_fd);
+  store->lock_fd = -1;
+  _perfmon_ping_store_close (store);
+  return NULL;
+}
+
+static GPtrArray *
+list_hang_files (PerfmonPingStore  *store,
+                 GError           **error)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  dir = g_dir_open (store->pending_dir, 0, error);
+  if (dir == NULL)
+    return NULL;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    if (is_hang_file_name (name))
+      g_ptr_array_add (names, g_strdup (name));
+  return g_steal_pointer (&names);
+}
+
+void
+_perfmon_ping_store_close (PerfmonPingStore *store)
+{
+  if (store == NULL)
+    return;
+
+  if (store->lock_fd >= 0)
+    {
+      g_autoptr(GPtrArray) names = list_hang_files (store, NULL);
+
+      /* Nothing left to send: tidy up, so that directories of stores that
+       * closed cleanly do not pile up. Still holding the lock, so no
+       * adopter is inside. */
+      if (names != NULL && names->len == 0)
+        {
+          g_autofree char *lock_path = g_build_filename (store->pending_dir,
+                                                         PERFMON_PING_STORE_LOCK_FILE, NULL);
+          g_unlink (lock_path);
+          g_rmdir (store->pending_dir);
+        }
+      close (store->lock_fd);
+    }
+
+  g_mutex_clear (&store->mutex);
+  g_free (store->dir);
+  g_free (store->pending_root);
+  g_free (store->pending_dir);
+  g_free (store->instance);
+  g_free (store->client_id);
+  g_free (store);
+}
+
+const char *
+_perfmon_ping_store_get_dir (PerfmonPingStore *store)
+{
+  g_return_val_if_fail (store != NULL, NULL);
+  return store->dir;
+}
+
+const char *
+_perfmon_ping_store_get_pending_dir (PerfmonPingStore *store)
+{
+  g_return_val_if_fail (store != NULL, NULL);
+  return store->pending_dir;
+}
+
+/* Checking hang records. */
+
+static gboolean
+invalid (GError     **error,
+         const char  *format,
+         ...) G_GNUC_PRINTF (2, 3);
+
+static gboolean
+invalid (GError     **error,
+         const char  *format,
+         ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA, "hang record: %s", message);
+  return FALSE;
+}
+
+static gboolean
+node_is_string (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING;
+}
+
+static gboolean
+node_is_int (JsonNode *node)
+{
+  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64;
+}
+
+static gboolean
+check_string (JsonObject  *hang,
+              const char  *field,
+              gboolean     nullable,
+              GError     **error)
+{
+  JsonNode *node = json_object_get_member (hang, field);
+
+  if (node == NULL)
+    return invalid (error, "“%s” is missing", field);
+  if (node_is_string (node) || (nullable && JSON_NODE_HOLDS_NULL (node)))
+    return TRUE;
+  return invalid (error, "“%s” must be a string%s", field, nullable ? " or null" : "");
+}
+
+/* An array of [string, string]; its length into @n_out (may be NULL). */
+static gboolean
+check_pairs (JsonObject  *hang,
+             const char  *field,
+             gboolean     required,
+             guint       *n_out,
+             GError     **error)
+{
+  JsonNode *node = json_object_get_member (hang, field);
+  JsonArray *array;
+
+  if (n_out != NULL)
+    *n_out = 0;
+  if (node == NULL)
+    return required ? invalid (error, "“%s” is missing", field) : TRUE;
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return invalid (error, "“%s” must be an array of [string, string]", field);
+
+  array = json_node_get_array (node);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *element = json_array_get_element (array, i);
+      JsonArray *pair;
+
+      if (!JSON_NODE_HOLDS_ARRAY (element) ||
+          json_array_get_length (pair = json_node_get_array (element)) != 2 ||
+          !node_is_string (json_array_get_element (pair, 0)) ||
+          !node_is_string (json_array_get_element (pair, 1)))
+        return invalid (error, "“%s”[%u] must be [string, string]", field, i);
+    }
+  if (n_out != NULL)
+    *n_out = json_array_get_length (array);
+  return TRUE;
+}
+
+static gboolean
+is_hex (const char *text)
+{
+  if (*text == '\0')
+    return FALSE;
+  for (; *text != '\0'; text++)
+    if (!g_ascii_isxdigit (*text))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+_perfmon_ping_store_check_hang (JsonObject  *hang,
+                                GError     **error)
+{
+  JsonNode *node;
+  guint n_modules;
+
+  g_return_val_if_fail (hang != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  node = json_object_get_member (hang, "duration");
+  if (node == NULL)
+    return invalid (error, "“duration” is missing");
+  if (!JSON_NODE_HOLDS_VALUE (node) ||
+      (json_node_get_value_type (node) != G_TYPE_DOUBLE &&
+       json_node_get_value_type (node) != G_TYPE_INT64))
+    return invalid (error, "“duration” must be a number");
+  {
+    double duration = json_node_get_double (node);
+
+    /* NaN fails both tests; JSON has no infinity either. */
+    if (!(duration >= 0) || isinf (duration))
+      return invalid (error, "“duration” must be a finite number >= 0, got %g", duration);
+  }
+
+  if (!check_string (hang, "thread", FALSE, error) ||
+      !check_string (hang, "runnableName", FALSE, error) ||
+      !check_string (hang, "process", FALSE, error) ||
+      !check_string (hang, "remoteType", TRUE, error) ||
+      !check_pairs (hang, "annotations", TRUE, NULL, error) ||
+      !check_pairs (hang, "modules", FALSE, &n_modules, error))
+    return FALSE;
+
+  node = json_object_get_member (hang, "pseudoStack");
+  if (node != NULL)
+    {
+      JsonArray *array;
+
+      if (!JSON_NODE_HOLDS_ARRAY (node))
+        return invalid (error, "“pseudoStack” must be an array of strings");
+      array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        if (!node_is_string (json_array_get_element (array, i)))
+          return invalid (error, "“pseudoStack”[%u] must be a string", i);
+    }
+
+  node = json_object_get_member (hang, "stack");
+  if (node != NULL)
+    {
+      JsonArray *array;
+
+      if (!JSON_NODE_HOLDS_ARRAY (node))
+        return invalid (error, "“stack” must be an array");
+      array = json_node_get_array (node);
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        {
+          JsonNode *frame = json_array_get_element (array, i);
+          JsonArray *native;
+          gint64 index;
+
+          if (node_is_string (frame))
+            continue;
+          if (!JSON_NODE_HOLDS_ARRAY (frame) ||
+              json_array_get_length (native = json_node_get_array (frame)) != 2 ||
+              !node_is_int (json_array_get_element (native, 0)) ||
+              !node_is_string (json_array_get_element (native, 1)) ||
+              !is_hex (json_array_get_string_element (native, 1)))
+            return invalid (error, "“stack”[%u] must be a label string or "
+                            "[module index, \"hex offset\"]", i);
+
+          index = json_array_get_int_element (native, 0);
+          if (index < -1 || index >= (gint64) n_modules)
+            return invalid (error, "“stack”[%u]: module index %" G_GINT64_FORMAT
+                            " is not -1 nor an index into “modules” (%u entries)",
+                            i, index, n_modules);
+        }
+    }
+
+  return TRUE;
+}
+
+/* Saving. */
+
+static char *
+object_to_json (JsonObject *object,
+                gsize      *length)
+{
+  g_autoptr(JsonNode) node = json_node_alloc ();
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+
+  json_node_init_object (node, object);
+  json_generator_set_root (generator, node);
+  return json_generator_to_data (generator, length);
+}
+
+char *
+_perfmon_ping_store_save_hang (PerfmonPingStore  *store,
+                               const char        *id,
+                               JsonObject        *hang,
+                               GError           **error)
+{
+  g_autofree char *new_id = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *json = NULL;
+  gsize length;
+  gboolean ok;
+
+  g_return_val_if_fail (store != NULL, NULL);
+  g_return_val_if_fail (hang != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (id != NULL && !is_valid_id (id))
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "id: “%s” is not a hang record id", id);
+      return NULL;
+    }
+  if (!_perfmon_ping_store_check_hang (hang, error))
+    return NULL;
+
+  json = object_to_json (hang, &length);
+
+  g_mutex_lock (&store->mutex);
+  if (id == NULL)
+    {
+      /* The time first, zero-padded: names sort oldest first, across
+       * stores too (adopted records keep their names). */
+      new_id = g_strdup_printf ("%016" G_GINT64_FORMAT "-%s-%06u",
+                                MAX (g_get_real_time (), 0), store->instance, ++store->seq);
+      id = new_id;
+    }
+  name = g_strconcat (id, HANG_SUFFIX, NULL);
+  ok = _perfmon_log_dir_write_atomically (store->pending_dir, name, json, length, error);
+  g_mutex_unlock (&store->mutex);
+
+  if (!ok)
+    return NULL;
+  return new_id != NULL ? g_steal_pointer (&new_id) : g_strdup (id);
+}
+
+char *
+_perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
+                                    const char        *id,
+                                    const char        *json,
+                                    GError           **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonNode *root;
+
+  g_return_val_if_fail (store != NULL, NULL);
+  g_return_val_if_fail (json != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!json_parser_load_from_data (parser, json, -1, error))
+    return NULL;
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "hang record: must be a JSON object");
+      return NULL;
+    }
+  return _perfmon_ping_store_save_hang (store, id, json_node_get_object (root), error);
+}
+
+guint
+_perfmon_ping_store_count_pending (PerfmonPingStore *store)
+{
+  g_autoptr(GPtrArray) names = NULL;
+
+  g_return_val_if_fail (store != NULL, 0);
+
+  g_mutex_lock (&store->mutex);
+  names = list_hang_files (store, NULL);
+  g_mutex_unlock (&store->mutex);
+  return names != NULL ? names->len : 0;
+}
+
+/* The envelope. */
+
+char *
+_perfmon_ping_map_version (const char *version)
+{
+  GString *mapped;
+
+  if (version == NULL || *version == '\0')
+    return g_strdup ("00.0");
+
+  if (g_ascii_isdigit (version[0]) && g_ascii_isdigit (version[1]) &&
+      (version[2] == '.' || (g_ascii_isdigit (version[2]) && version[3] == '.')))
+    return g_strdup (version);
+
+  mapped = g_string_new ("00.");
+  for (const char *c = version; *c != '\0'; c++)
+    g_string_append_c (mapped, (g_ascii_isalnum (*c) || strchr (".+~-", *c) != NULL) ? *c : '_');
+  return g_string_free (mapped, FALSE);
+}
+
+/* Firefox's names for the target, which the pipeline groups by. */
+#if defined(__x86_64__)
+# define PING_ARCHITECTURE "x86-64"
+# define PING_XPCOM_ABI    "x86_64-gcc3"
+#elif defined(__aarch64__)
+# define PING_ARCHITECTURE "aarch64"
+# define PING_XPCOM_ABI    "aarch64-gcc3"
+#elif defined(__i386__)
+# define PING_ARCHITECTURE "x86"
+# define PING_XPCOM_ABI    "x86-gcc3"
+#elif defined(__arm__)
+# define PING_ARCHITECTURE "arm"
+# define PING_XPCOM_ABI    "arm-eabi-gcc3"
+#else
+# define PING_ARCHITECTURE "unknown"
+# define PING_XPCOM_ABI    "unknown-gcc3"
+#endif
+
+static gboolean
+is_build_id (const char *text)
+{
+  gsize i;
+
+  for (i = 0; text[i] != '\0'; i++)
+    if (!g_ascii_isdigit (text[i]))
+      return FALSE;
+  return i == 14;
+}
+
+/* What a build id is for (telling builds apart, and their age) is what
+ * the executable's mtime gives a program that has none. */
+static char *
+executable_build_id (void)
+{
+  g_autoptr(GDateTime) time = NULL;
+  GStatBuf st;
+
+  if (g_stat ("/proc/self/exe", &st) == 0)
+    time = g_date_time_new_from_unix_utc (st.st_mtime);
+  /* Unknown: zeros, which still match the pipeline's "^[0-9]{10}". */
+  if (time == NULL)
+    return g_strdup ("00000000000000");
+  return g_date_time_format (time, "%Y%m%d%H%M%S");
+}
+
+static const char *
+ensure_client_id (PerfmonPingStore  *store,
+                  GError           **error)
+{
+  g_autofree char *path = NULL;
+  g_autofree char *contents = NULL;
+  g_autofree char *fresh = NULL;
+  g_autofree char *line = NULL;
+  g_autoptr(GError) local_error = NULL;
+
+  if (store->client_id != NULL)
+    return store->client_id;
+
+  path = g_build_filename (store->dir, PERFMON_PING_STORE_CLIENT_ID, NULL);
+  if (g_file_get_contents (path, &contents, NULL, &local_error))
+    {
+      g_strstrip (contents);
+      if (g_uuid_string_is_valid (contents))
+        return store->client_id = g_steal_pointer (&contents);
+      /* Pings with a made-up id would be worse than a new client. */
+      g_warning ("“%s” does not hold a UUID; replacing it with a new client id", path);
+    }
+  else if (!g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    {
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return NULL;
+    }
+
+  fresh = g_uuid_string_random ();
+  line = g_strconcat (fresh, "\n", NULL);
+  if (!_perfmon_log_dir_write_atomically (store->dir, PERFMON_PING_STORE_CLIENT_ID,
+                                          line, strlen (line), error))
+    return NULL;
+  return store->client_id = g_steal_pointer (&fresh);
+}
+
+static char *
+creation_date (void)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *seconds = g_date_time_format (now, "%Y-%m-%dT%H:%M:%S");
+
+  return g_strdup_printf ("%s.%03dZ", seconds, g_date_time_get_microsecond (now) / 1000);
+}
+
+static JsonObject *
+build_application (const PerfmonPingInfo  *info,
+                   GError                **error)
+{
+  g_autoptr(JsonObject) application = json_object_new ();
+  g_autofree char *build_id = NULL;
+  g_autofree char *version = _perfmon_ping_map_version (info->app_version);
+  g_autofree char *platform_version = _perfmon_ping_map_version (PACKAGE_VERSION);
+  const char *name = info->app_name;
+
+  if (info->build_id != NULL)
+    {
+      if (!is_build_id (info->build_id))
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                       "build_id: must be 14 digits (YYYYmmddHHMMSS), got “%s”",
+                       info->build_id);
+          return NULL;
+        }
+      build_id = g_strdup (info->build_id);
+    }
+  else
+    build_id = executable_build_id ();
+
+  if (name == NULL)
+    name = g_get_prgname ();
+
+  json_object_set_string_member (application, "architecture", PING_ARCHITECTURE);
+  json_object_set_string_member (application, "buildId", build_id);
+  json_object_set_string_member (application, "channel",
+                                 info->channel != NULL ? info->channel : "default");
+  json_object_set_string_member (application, "name", name != NULL ? name : "unknown");
+  json_object_set_string_member (application, "platformVersion", platform_version);
+  json_object_set_string_member (application, "vendor", "perfmon");
+  json_object_set_string_member (application, "version", version);
+  json_object_set_string_member (application, "xpcomAbi", PING_XPCOM_ABI);
+  return g_steal_pointer (&application);
+}
+
+typedef struct
+{
+  char       *name;     /* file name in the pending directory */
+  JsonParser *parser;   /* owns the record */
+  JsonObject *hang;
+} Pending;
+
+static void
+pending_clear (gpointer data)
+{
+  Pending *pending = data;
+
+  g_free (pending->name);
+  g_clear_object (&pending->parser);
+}
+
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return strcmp (*(const char * const *) a, *(const char * const *) b);
+}
+
+/* Reads our pending hang files, oldest first, into @pendings; sets the
+ * unusable ones aside. */
+static gboolean
+load_pending (PerfmonPingStore  *store,
+              GArray            *pendings,
+              GError           **error)
+{
+  g_autoptr(GPtrArray) names = list_hang_files (store, error);
+
+  if (names == NULL)
+    return FALSE;
+  g_ptr_array_sort (names, compare_names);
+
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *name = g_ptr_array_index (names, i);
+      g_autofree char *path = g_build_filename (store->pending_dir, name, NULL);
+      g_autofree char *contents = NULL;
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) local_error = NULL;
+      JsonNode *root;
+      gsize length;
+      Pending pending;
+
+      if (!g_file_get_contents (path, &contents, &length, error))
+        return FALSE;
+
+      if (!json_parser_load_from_data (parser, contents, (gssize) length, &local_error))
+        {
+          move_to_corrupt (store, store->pending_dir, name, local_error->message);
+          continue;
+        }
+      root = json_parser_get_root (parser);
+      if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+        {
+          move_to_corrupt (store, store->pending_dir, name, "not a JSON object");
+          continue;
+        }
+      if (!_perfmon_ping_store_check_hang (json_node_get_object (root), &local_error))
+        {
+          move_to_corrupt (store, store->pending_dir, name, local_error->message);
+          continue;
+        }
+
+      pending.name = g_strdup (name);
+      pending.hang = json_node_get_object (root);
+      pending.parser = g_steal_pointer (&parser);
+      g_array_append_val (pendings, pending);
+    }
+
+  return TRUE;
+}
+
+/* In a ping, hangs share one "modules" list: merges each record's modules
+ * into @modules (the same [debug name, breakpad id] once) and returns the
+ * hang as the ping carries it, native frames re-indexed and without
+ * "modules". Every other member is kept as it is. */
+static JsonObject *
+hang_for_ping (JsonObject *hang,
+               JsonArray  *modules,
+               GHashTable *module_indices)
+{
+  JsonObject *out = json_object_new ();
+  g_autoptr(GArray) remap = g_array_new (FALSE, FALSE, sizeof (gint64));
+  JsonArray *own_modules = NULL;
+  g_autoptr(GList) members = NULL;
+
+  if (json_object_has_member (hang, "modules"))
+    own_modules = json_object_get_array_member (hang, "modules");
+
+  for (guint i = 0; own_modules != NULL && i < json_array_get_length (own_modules); i++)
+    {
+      JsonArray *pair = json_array_get_array_element (own_modules, i);
+      const char *debug_name = json_array_get_string_element (pair, 0);
+      const char *breakpad_id = json_array_get_string_element (pair, 1);
+      /* Length-prefixed, so that no name can make two pairs one key. */
+      g_autofree char *key = g_strdup_printf ("%zu:%s%s", strlen (debug_name),
+                                              debug_name, breakpad_id);
+      gpointer value;
+      gint64 index;
+
+      if (g_hash_table_lookup_extended (module_indices, key, NULL, &value))
+        index = GPOINTER_TO_UINT (value);
+      else
+        {
+          index = json_array_get_length (modules);
+          json_array_add_element (modules, json_node_copy (json_array_get_element (own_modules, i)));
+          g_hash_table_insert (module_indices, g_steal_pointer (&key),
+                               GUINT_TO_POINTER ((guint) index));
+        }
+      g_array_append_val (remap, index);
+    }
+
+  members = json_object_get_members (hang);
+  for (GList *l = members; l != NULL; l = l->next)
+    {
+      const char *member = l->data;
+
+      if (g_str_equal (member, "modules"))
+        continue;
+
+      if (g_str_equal (member, "stack"))
+        {
+          JsonArray *stack = json_object_get_array_member (hang, "stack");
+          JsonArray *new_stack = json_array_sized_new (json_array_get_length (stack));
+
+          for (guint i = 0; i < json_array_get_length (stack); i++)
+            {
+              JsonNode *frame = json_array_get_element (stack, i);
+              JsonArray *native;
+              JsonArray *new_native;
+              gint64 index;
+
+              if (!JSON_NODE_HOLDS_ARRAY (frame))
+                {
+                  json_array_add_element (new_stack, json_node_copy (frame));
+                  continue;
+                }
+              native = json_node_get_array (frame);
+              index = json_array_get_int_element (native, 0);
+              /* -1, outside every module, means the same in the ping. */
+              if (index >= 0)
+                index = g_array_index (remap, gint64, index);
+              new_native = json_array_sized_new (2);
+              json_array_add_int_element (new_native, index);
+              json_array_add_string_element (new_native, json_array_get_string_element (native, 1));
+              json_array_add_array_element (new_stack, new_native);
+            }
+          json_object_set_array_member (out, "stack", new_stack);
+          continue;
+        }
+
+      json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
+    }
+
+  return out;
+}
+
+static JsonObject *
+build_ping (PerfmonPingStore       *store,
+            const PerfmonPingInfo  *info,
+            GArray                 *pendings,
+            const char             *ping_id,
+            GError                **error)
+{
+  g_autoptr(JsonObject) ping = json_object_new ();
+  g_autoptr(GHashTable) module_indices = g_hash_table_new_full (g_str_hash, g_str_equal,
+                                                                g_free, NULL);
+  g_autofree char *date = creation_date ();
+  JsonObject *application;
+  JsonObject *payload;
+  JsonArray *modules;
+  JsonArray *hangs;
+  const char *client_id;
+
+  application = build_application (info, error);
+  if (application == NULL)
+    return NULL;
+  client_id = ensure_client_id (store, error);
+  if (client_id == NULL)
+    {
+      json_object_unref (application);
+      return NULL;
+    }
+
+  modules = json_array_new ();
+  hangs = json_array_new ();
+  for (guint i = 0; i < pendings->len; i++)
+    json_array_add_object_element (hangs,
+                                   hang_for_ping (g_array_index (pendings, Pending, i).hang,
+                                                  modules, module_indices));
+
+  payload = json_object_new ();
+  json_object_set_int_member (payload, "timeSinceLastPing", info->time_since_last_ping_ms);
+  json_object_set_array_member (payload, "modules", modules);
+  json_object_set_array_member (payload, "hangs", hangs);
+
+  /* The common ping envelope as the pipeline's "bhr" v4 schema wants it.
+   * "environment" is optional there, but once present it requires build,
+   * partner, settings and system sections full of browser facts we do not
+   * have: it is left out rather than filled with inventions. */
+  json_object_set_string_member (ping, "type", PERFMON_PING_TYPE);
+  json_object_set_string_member (ping, "id", ping_id);
+  json_object_set_string_member (ping, "creationDate", date);
+  json_object_set_int_member (ping, "version", PERFMON_PING_VERSION);
+  json_object_set_object_member (ping, "application", application);
+  json_object_set_string_member (ping, "clientId", client_id);
+  json_object_set_object_member (ping, "payload", payload);
+
+  return g_steal_pointer (&ping);
+}
+
+char *
+_perfmon_ping_store_write_ping (PerfmonPingStore       *store,
+                                const PerfmonPingInfo  *info,
+                                GError                **error)
+{
+  static const PerfmonPingInfo default_info = { 0 };
+  g_autoptr(GArray) pendings = g_array_new (FALSE, FALSE, sizeof (Pending));
+  g_autoptr(JsonObject) ping = NULL;
+  g_autofree char *ping_id = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *json = NULL;
+  char *path = NULL;
+  gsize length;
+
+  g_return_val_if_fail (store != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (info == NULL)
+    info = &default_info;
+  g_array_set_clear_func (pendings, pending_clear);
+
+  g_mutex_lock (&store->mutex);
+
+  /* A sibling process that died while we ran: its hangs need not wait for
+   * the next start. */
+  adopt_dead (store);
+
+  if (!load_pending (store, pendings, error) || pendings->len == 0)
+    goto out;
+
+  ping_id = g_uuid_string_random ();
+  ping = build_ping (store, info, pendings, ping_id, error);
+  if (ping == NULL)
+    goto out;
+
+  json = object_to_json (ping, &length);
+  name = g_strconcat (ping_id, ".json", NULL);
+  if (!_perfmon_log_dir_write_atomically (store->dir, name, json, length, error))
+    goto out;
+  path = g_build_filename (store->dir, name, NULL);
+
+  /* Only now that the ping is durable. A failure here sends these hangs
+   * again in the next ping: a duplicate, not a loss. */
+  for (guint i = 0; i < pendings->len; i++)
+    {
+      g_autofree char *pending_path =
+        g_build_filename (store->pending_dir, g_array_index (pendings, Pending, i).name, NULL);
+
+      if (g_unlink (pending_path) != 0 && errno != ENOENT)
+        g_warning ("Could not delete pending hang “%s” sent in “%s”: %s",
+                   pending_path, path, g_strerror (errno));
+    }
+
+out:
+  g_mutex_unlock (&store->mutex);
+  return path;
+}
