@@ -36,6 +36,10 @@ G_BEGIN_DECLS
  *   it and what it allows.
  * @PERFMON_ERROR_UNKNOWN_EVENT: an event name is not one this library
  *   knows; the message names it and the supported ones.
+ * @PERFMON_ERROR_STACK_UNAVAILABLE: the native stack of a thread could not
+ *   be taken; the message says why (the thread has exited, or did not
+ *   handle the capture signal in time, with its state and kernel wait
+ *   channel).
  *
  * Error codes in the %PERFMON_ERROR domain.
  */
@@ -47,6 +51,7 @@ typedef enum
   PERFMON_ERROR_SNAPSHOT_ORDER,
   PERFMON_ERROR_INVALID_ARGUMENT,
   PERFMON_ERROR_UNKNOWN_EVENT,
+  PERFMON_ERROR_STACK_UNAVAILABLE,
 } PerfmonError;
 
 PERFMON_AVAILABLE_IN_ALL

@@ -1,0 +1,76 @@
+/* perfmon-stack-capture-private.h: the native stack of another thread, taken while it runs
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Frames kept per capture; deeper ones are dropped (the innermost are kept,
+ * since that is where the thread is stuck). */
+#define PERFMON_STACK_CAPTURE_MAX_FRAMES 128
+/* Bytes of the runnable name kept, without the terminating NUL. */
+#define PERFMON_RUNNABLE_NAME_MAX 127
+
+typedef struct
+{
+  guint    n_frames;
+  /* Innermost first. pcs[0] is the instruction where the thread was
+   * interrupted; the others are return addresses (so they point just after
+   * the call: symbolize pc - 1 to name the calling line). */
+  guint64  pcs[PERFMON_STACK_CAPTURE_MAX_FRAMES];
+  /* Each frame's stack pointer (libunwind's UNW_REG_SP). Non-decreasing
+   * from innermost to outermost while the frames are on one stack; a frame
+   * below a signal handler that ran on an alternate stack breaks that. */
+  guint64  sps[PERFMON_STACK_CAPTURE_MAX_FRAMES];
+  /* The stack had more frames than fit: the outermost ones are missing. */
+  gboolean truncated;
+  /* The thread was inside a GSource dispatch. Only ever TRUE for a thread
+   * that called _perfmon_stack_capture_register_thread(). */
+  gboolean has_runnable_name;
+  /* g_source_get_name (g_main_current_source ()) cut at
+   * PERFMON_RUNNABLE_NAME_MAX bytes (maybe inside a UTF-8 character), "" if
+   * the source has no name or has_runnable_name is FALSE. */
+  char     runnable_name[PERFMON_RUNNABLE_NAME_MAX + 1];
+} PerfmonCapturedStack;
+
+/* Installs the capture's signal handler (SIGRTMIN + 3) and sets libunwind up
+ * for unwinding inside it. Once per process: later calls return TRUE at
+ * once; any thread may call it. Fails, and installs nothing, if some other
+ * handler already owns the signal. */
+gboolean _perfmon_stack_capture_init (GError **error);
+
+/* Lets captures of the calling thread name the GSource it dispatches.
+ *
+ * The signal handler may only ask GLib for the current source on a thread
+ * where GLib has already allocated its per-thread dispatch record, or that
+ * question would allocate inside the handler. This call makes sure the
+ * record exists, outside any handler, and marks the thread. Cheap and
+ * idempotent: one thread-local read after the first call. Call it on the
+ * watched thread (in its first iteration, or from a source it dispatches)
+ * before it can hang. Not async-signal-safe. */
+void     _perfmon_stack_capture_register_thread (void);
+
+/* From any thread other than @tid: captures the native stack of thread @tid
+ * (a kernel thread id, gettid()) of this process, which keeps running; the
+ * rest of the process is not stopped. Waits at most @timeout_ms for the
+ * thread to take the signal, then, only if its handler is already
+ * unwinding, a short grace for it to finish.
+ *
+ * Fills @out and returns TRUE, or returns FALSE with an error in the
+ * PERFMON_ERROR domain: PERFMON_ERROR_INVALID_ARGUMENT for @tid being the
+ * calling thread or no thread id at all, PERFMON_ERROR_STACK_UNAVAILABLE
+ * otherwise, whose message says why: the thread has exited, or the signal
+ * was not handled in time, with the thread's state and kernel wait channel
+ * ("wchan") and whether it blocks the signal, or libunwind found no frame,
+ * or _perfmon_stack_capture_init() was not called or failed.
+ *
+ * Captures are serialised process-wide. Not async-signal-safe. */
+gboolean _perfmon_stack_capture (gint64                tid,
+                                 guint                 timeout_ms,
+                                 PerfmonCapturedStack *out,
+                                 GError              **error);
+
+G_END_DECLS
