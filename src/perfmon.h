@@ -13,6 +13,8 @@
 #include "perfmon-snapshot.h"
 #include "perfmon-monitor.h"
 #include "perfmon-label.h"
+#include "perfmon-hang-report.h"
+#include "perfmon-hang-monitor.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

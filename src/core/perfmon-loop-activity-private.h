@@ -21,7 +21,7 @@ G_BEGIN_DECLS
  *   thread, poll return:  stretches[n+1].begin = now; n_stretches = n + 1;
  *                         old = exchange (phase, BUSY);
  *                         if old == POLLING_WATCHER_ASLEEP: wake the watchdog
- *   thread, poll entry:   stretches[n].end = now; phase = POLLING
+ *   thread, poll entry:   stretches[n].end = now; if phase == BUSY: phase = POLLING
  *   watchdog, to sleep:   under the mutex, CAS phase POLLING → ASLEEP, and
  *                         wait on the cond while it stays ASLEEP
  *
@@ -54,6 +54,10 @@ typedef struct
   gint               phase;          /* atomic PerfmonLoopPhase */
   guint64            n_stretches;    /* atomic; the current one's index */
   gint64             thread_id;      /* atomic; kernel tid, 0 until the first poll */
+  /* Set by the watchdog's side before `watched`: called once on the
+   * watched thread, at its first watched poll, before thread_id is set
+   * (hang/ prepares the thread for stack captures there). */
+  void             (*prepare_thread) (void);
   PerfmonLoopStretch stretches[PERFMON_LOOP_RECENT_STRETCHES];
 
   /* The watchdog's sleep. */
@@ -77,10 +81,19 @@ _perfmon_loop_activity_poll_entry (PerfmonLoopActivity *activity,
   guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
 
   __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
-  __atomic_store_n (&activity->phase, PERFMON_LOOP_POLLING, __ATOMIC_RELEASE);
+  /* Only a BUSY phase becomes POLLING: the watchdog never changes BUSY,
+   * so this plain store races with nothing, while storing over a phase
+   * that is already POLLING_WATCHER_ASLEEP (before the loop's first watched
+   * poll) would lose the watchdog's wish to be woken. */
+  if (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) == PERFMON_LOOP_BUSY)
+    __atomic_store_n (&activity->phase, PERFMON_LOOP_POLLING, __ATOMIC_RELEASE);
 }
 
 void _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity);
+
+/* The activity of the loop the calling thread runs under a watchdog, or
+ * NULL (set at the thread's first watched poll). */
+PerfmonLoopActivity *_perfmon_loop_activity_get_current (void);
 
 static inline void
 _perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,

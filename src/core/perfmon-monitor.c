@@ -910,6 +910,14 @@ schedule_alerts (PerfmonMonitor *self)
 /* The watched thread, on returning from a poll during which the watchdog
  * went to sleep without a deadline: so after an idle wait, when a system
  * call more does not show. */
+static __thread PerfmonLoopActivity *current_activity;
+
+PerfmonLoopActivity *
+_perfmon_loop_activity_get_current (void)
+{
+  return current_activity;
+}
+
 void
 _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
 {
@@ -984,7 +992,12 @@ monitor_poll (PollSlot *slot,
 
   watched = g_atomic_int_get (&self->activity.watched);
   if (G_UNLIKELY (watched && self->activity.thread_id == 0))
-    __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
+    {
+      current_activity = &self->activity;
+      if (self->activity.prepare_thread != NULL)
+        self->activity.prepare_thread ();
+      __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
+    }
 
   if (!self->enabled)
     {
@@ -1166,6 +1179,8 @@ perfmon_monitor_finalize (GObject *object)
   g_hash_table_unref (self->addons);
   g_clear_pointer (&self->last_alert_cycles, g_hash_table_unref);
   g_mutex_clear (&self->registry_lock);
+  if (current_activity == &self->activity)
+    current_activity = NULL;
   g_mutex_clear (&self->activity.mutex);
   g_cond_clear (&self->activity.cond);
 

@@ -85,4 +85,23 @@ char           *_perfmon_breakpad_id_from_build_id (const guint8 *build_id,
 char           *_perfmon_symbolize (guint64  pc,
                                     guint64 *offset_out);
 
+/* What a hang report or a stack tree says of one native frame. */
+typedef struct
+{
+  guint64  pc;
+  int      module_index;   /* -1 outside every module */
+  guint64  offset;         /* from the module's base; the pc outside any */
+  char    *symbol;         /* g_free() it; NULL if unknown */
+  guint64  symbol_offset;  /* of pc from the function's start */
+} PerfmonPcInfo;
+
+/* Describes @pc, a frame of a captured stack: @is_return_address is TRUE
+ * for every frame but the innermost, whose function is then looked up at
+ * the call instruction rather than the address after it. Same thread
+ * rules as _perfmon_symbolize(). */
+void            _perfmon_modules_describe_pc (PerfmonModules *modules,
+                                              guint64         pc,
+                                              gboolean        is_return_address,
+                                              PerfmonPcInfo  *info);
+
 G_END_DECLS

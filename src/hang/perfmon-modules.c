@@ -389,3 +389,30 @@ _perfmon_symbolize (guint64  pc,
 
   return g_strdup (info.dli_sname);
 }
+
+void
+_perfmon_modules_describe_pc (PerfmonModules *modules,
+                              guint64         pc,
+                              gboolean        is_return_address,
+                              PerfmonPcInfo  *info)
+{
+  /* A return address points after its call instruction, which may be the
+   * last of its function: the call itself, one byte before, names the
+   * function that made it. */
+  guint64 lookup_pc = is_return_address && pc > 0 ? pc - 1 : pc;
+  guint index;
+  guint64 offset;
+
+  memset (info, 0, sizeof *info);
+  info->pc = pc;
+  info->module_index = -1;
+  info->offset = pc;
+  if (_perfmon_modules_lookup (modules, pc, &index, &offset))
+    {
+      info->module_index = (int) index;
+      info->offset = offset;
+    }
+  info->symbol = _perfmon_symbolize (lookup_pc, &info->symbol_offset);
+  if (info->symbol != NULL && lookup_pc != pc)
+    info->symbol_offset += pc - lookup_pc;
+}

@@ -1,0 +1,1463 @@
+/* perfmon-hang-monitor.c: the watchdog of one monitored thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfmon-clock-private.h"
+#include "perfmon-error.h"
+#include "perfmon-hang-monitor-private.h"
+#include "perfmon-hang-report-private.h"
+#include "perfmon-jank-config-private.h"
+#include "perfmon-jank-policy-private.h"
+#include "perfmon-jank-sampler-private.h"
+#include "perfmon-label-private.h"
+#include "perfmon-log-dir-private.h"
+#include "perfmon-loop-activity-private.h"
+#include "perfmon-modules-private.h"
+#include "perfmon-monitor-private.h"
+#include "perfmon-ping-store-private.h"
+#include "perfmon-stack-capture-private.h"
+
+/**
+ * PerfmonHangMonitor:
+ *
+ * A watchdog thread that watches the loop of one [class@Monitor]'s thread
+ * (the main thread, or any thread with its own monitor and context) and
+ * reports its hangs: busy stretches of the loop, from a poll's return to the
+ * next poll, longer than [property@HangMonitor:threshold].
+ *
+ * When a stretch reaches the threshold, the watchdog takes the thread's
+ * native stack (a signal to that thread alone, which unwinds itself with
+ * libunwind and names the #GSource it dispatches), reads its label stack
+ * (see perfmon_label_push()) and the annotations in force (see
+ * perfmon_annotate()). When the stretch ends, the report gets its final
+ * duration, is saved to [property@HangMonitor:pings-dir] at once, and
+ * [signal@HangMonitor::hang] is emitted. A stretch that reaches
+ * [property@HangMonitor:permahang-threshold] is saved while it still goes
+ * on, annotated `Unrecovered`, so that if the process dies hung, the next
+ * start's ping carries it.
+ *
+ * Every [property@HangMonitor:hangs-per-ping] hangs, on
+ * perfmon_hang_monitor_flush_ping(), at perfmon_hang_monitor_stop() and at
+ * process exit, the saved hangs go out in one ping file in the format of
+ * the Background Hang Monitor's "bhr" ping.
+ *
+ * The watched thread's side costs a few plain stores and one atomic
+ * exchange per iteration. The watchdog sleeps without any deadline while
+ * the loop waits in poll, and with one deadline while it is busy.
+ *
+ * Threads: create, configure, start and stop a hang monitor on one thread,
+ * which must run a #GMainContext (the thread-default one when start() is
+ * called): the signals are emitted there. The watched thread is the
+ * monitor's.
+ */
+
+/* How long the watchdog waits for the hung thread to answer the stack
+ * signal before it reports why it got no stack. */
+#define STACK_CAPTURE_TIMEOUT_MS 100
+/* Once a hang is caught, how often the watchdog looks whether it ended:
+ * the thread does not wake the watchdog when a stretch ends (that would
+ * cost it a system call per iteration), and the report's duration comes
+ * from the thread's own timestamps, so this only bounds the delay of the
+ * report. */
+#define HANG_END_CHECK_MS 25
+
+struct _PerfmonHangMonitor
+{
+  GObject              parent_instance;
+
+  PerfmonMonitor      *monitor;
+  PerfmonLoopActivity *activity;
+
+  /* Configuration: set on the owner thread, read by the watchdog. */
+  guint                threshold_ms;            /* atomic */
+  guint                permahang_threshold_ms;  /* atomic */
+  guint                hangs_per_ping;          /* atomic */
+  guint                startup_grace_ms;
+  char                *pings_dir;
+  char                *log_dir;
+  guint64              log_dir_limit;
+  char                *process_type;
+  char                *remote_type;
+  gboolean             developer_mode;
+  PerfmonJankConfig    jank_config;             /* under state_lock */
+
+  /* Running state. */
+  GMainContext        *owner_context;
+  GThread             *watchdog;
+  gboolean             stopping;                /* under activity->mutex */
+  gint64               start_time_us;           /* monotonic */
+  gint64               last_ping_time_us;       /* monotonic, under state_lock */
+  char                *thread_name;
+
+  GMutex               state_lock;              /* the store, the counters */
+  PerfmonPingStore    *store;
+  guint                n_hangs_since_ping;
+  guint64              n_wakeups;               /* atomic */
+  guint64              n_hangs;                 /* atomic */
+  gint64               last_detection_latency_us;   /* atomic */
+};
+
+enum {
+  PROP_0,
+  PROP_MONITOR,
+  PROP_THRESHOLD,
+  PROP_PERMAHANG_THRESHOLD,
+  PROP_HANGS_PER_PING,
+  PROP_STARTUP_GRACE,
+  PROP_PINGS_DIR,
+  PROP_LOG_DIR,
+  PROP_LOG_DIR_LIMIT,
+  PROP_PROCESS_TYPE,
+  PROP_REMOTE_TYPE,
+  PROP_DEVELOPER_MODE,
+  N_PROPS
+};
+
+enum {
+  SIGNAL_HANG,
+  SIGNAL_PING,
+  SIGNAL_JANK,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+G_DEFINE_FINAL_TYPE (PerfmonHangMonitor, perfmon_hang_monitor, G_TYPE_OBJECT)
+
+/* --- annotations ------------------------------------------------------- */
+
+static GMutex annotations_lock;
+static GPtrArray *annotation_pairs;   /* key, value, key, value, ... */
+
+/**
+ * perfmon_annotate:
+ * @key: the annotation's name, e.g. "UserInteracting"
+ * @value: (nullable): its value, e.g. "true"; %NULL removes the annotation
+ *
+ * Sets an annotation of the process: every hang caught from now on carries
+ * `[@key, @value]` in its annotations, until the annotation is changed or
+ * removed. Any thread may call it; it takes a lock, so keep it off paths
+ * that run on every iteration.
+ */
+void
+perfmon_annotate (const char *key,
+                  const char *value)
+{
+  g_return_if_fail (key != NULL);
+
+  g_mutex_lock (&annotations_lock);
+  if (annotation_pairs == NULL)
+    annotation_pairs = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < annotation_pairs->len; i += 2)
+    if (g_str_equal (g_ptr_array_index (annotation_pairs, i), key))
+      {
+        g_ptr_array_remove_range (annotation_pairs, i, 2);
+        break;
+      }
+  if (value != NULL)
+    {
+      g_ptr_array_add (annotation_pairs, g_strdup (key));
+      g_ptr_array_add (annotation_pairs, g_strdup (value));
+    }
+  g_mutex_unlock (&annotations_lock);
+}
+
+static void
+annotate_report (PerfmonHangReport *report)
+{
+  g_mutex_lock (&annotations_lock);
+  if (annotation_pairs != NULL)
+    for (guint i = 0; i < annotation_pairs->len; i += 2)
+      _perfmon_hang_report_annotate (report, g_ptr_array_index (annotation_pairs, i),
+                                     g_ptr_array_index (annotation_pairs, i + 1));
+  g_mutex_unlock (&annotations_lock);
+}
+
+/* --- deliberate waits -------------------------------------------------- */
+
+static __thread guint deliberate_wait_depth;
+
+/**
+ * perfmon_deliberate_wait_begin:
+ *
+ * Declares that the calling thread is about to wait on purpose, for example
+ * in a synchronous call a user asked for: until the matching
+ * perfmon_deliberate_wait_end(), its hang monitor treats the thread as idle,
+ * as if it were waiting in poll, so a long wait is not reported as a hang.
+ * Calls nest. On a thread no hang monitor watches it does nothing. In C,
+ * PERFMON_AUTO_DELIBERATE_WAIT() ends the wait with the scope.
+ *
+ * Like the loop's own poll, it takes no lock and makes no system call, except
+ * to wake the watchdog at the end of a wait it slept through.
+ */
+void
+perfmon_deliberate_wait_begin (void)
+{
+  PerfmonLoopActivity *activity = _perfmon_loop_activity_get_current ();
+
+  if (deliberate_wait_depth++ == 0 && activity != NULL &&
+      g_atomic_int_get (&activity->watched))
+    _perfmon_loop_activity_poll_entry (activity, perfmon_clock_cycles ());
+}
+
+/**
+ * perfmon_deliberate_wait_end:
+ *
+ * Ends a wait begun by perfmon_deliberate_wait_begin(): from here the
+ * thread is busy again, in a new stretch.
+ */
+void
+perfmon_deliberate_wait_end (void)
+{
+  PerfmonLoopActivity *activity = _perfmon_loop_activity_get_current ();
+
+  if (deliberate_wait_depth == 0)
+    {
+      g_critical ("perfmon_deliberate_wait_end: no deliberate wait was begun on this thread");
+      return;
+    }
+  if (--deliberate_wait_depth == 0 && activity != NULL &&
+      g_atomic_int_get (&activity->watched))
+    _perfmon_loop_activity_poll_return (activity, perfmon_clock_cycles ());
+}
+
+/* --- the monitors alive, for the ping at exit --------------------------- */
+
+static GMutex running_lock;
+static GPtrArray *running_monitors;   /* of PerfmonHangMonitor *, not referenced */
+static gboolean exit_handler_installed;
+
+static char *write_ping_locked (PerfmonHangMonitor *self, GError **error);
+
+static void
+flush_pings_at_exit (void)
+{
+  g_mutex_lock (&running_lock);
+  if (running_monitors != NULL)
+    for (guint i = 0; i < running_monitors->len; i++)
+      {
+        PerfmonHangMonitor *self = g_ptr_array_index (running_monitors, i);
+        g_autoptr(GError) error = NULL;
+        g_autofree char *path = NULL;
+
+        /* No signal now: the program is going away. */
+        g_mutex_lock (&self->state_lock);
+        path = write_ping_locked (self, &error);
+        g_mutex_unlock (&self->state_lock);
+        if (error != NULL)
+          g_warning ("Could not write the hang ping at exit: %s", error->message);
+      }
+  g_mutex_unlock (&running_lock);
+}
+
+/* --- the watchdog ------------------------------------------------------- */
+
+typedef struct
+{
+  PerfmonHangMonitor *self;
+  char               *path;
+  PerfmonHangReport  *report;
+  GVariant           *jank;
+} Emission;
+
+static void
+emission_free (gpointer data)
+{
+  Emission *emission = data;
+
+  g_object_unref (emission->self);
+  g_free (emission->path);
+  g_clear_pointer (&emission->report, perfmon_hang_report_unref);
+  g_clear_pointer (&emission->jank, g_variant_unref);
+  g_free (emission);
+}
+
+static gboolean
+emit_in_owner_context (gpointer data)
+{
+  Emission *emission = data;
+
+  if (emission->report != NULL)
+    g_signal_emit (emission->self, signals[SIGNAL_HANG], 0, emission->report);
+  if (emission->path != NULL)
+    g_signal_emit (emission->self, signals[SIGNAL_PING], 0, emission->path);
+  if (emission->jank != NULL)
+    g_signal_emit (emission->self, signals[SIGNAL_JANK], 0, PERFMON_JANK_EVENT_NAME, emission->jank);
+  return G_SOURCE_REMOVE;
+}
+
+/* Watchdog thread: queues a signal emission on the owner's context. */
+static void
+queue_emission_full (PerfmonHangMonitor *self,
+                     PerfmonHangReport  *report,
+                     const char         *path,
+                     GVariant           *jank)
+{
+  Emission *emission = g_new0 (Emission, 1);
+  g_autoptr(GSource) source = g_idle_source_new ();
+
+  emission->self = g_object_ref (self);
+  emission->jank = jank != NULL ? g_variant_ref (jank) : NULL;
+  emission->report = report != NULL ? perfmon_hang_report_ref (report) : NULL;
+  emission->path = g_strdup (path);
+  g_source_set_name (source, "[perfmon] hang monitor signal");
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, emit_in_owner_context, emission, emission_free);
+  g_source_attach (source, self->owner_context);
+}
+
+static void
+queue_emission (PerfmonHangMonitor *self,
+                PerfmonHangReport  *report,
+                const char         *path)
+{
+  queue_emission_full (self, report, path, NULL);
+}
+
+/* Watchdog thread, without the activity lock: runs the jank checker and
+ * returns when it next needs to run. */
+static gint64
+tick_jank (PerfmonHangMonitor *self,
+           PerfmonJankSampler *sampler,
+           gint64              stretch_start_us)
+{
+  PerfmonJankConfig config;
+  PerfmonJankSetup setup = { 0, };
+  g_autoptr(GVariant) event = NULL;
+  gint64 next;
+
+  _perfmon_hang_monitor_get_jank_config (self, &config);
+  setup.log_dir = self->log_dir;
+  setup.log_dir_limit = self->log_dir_limit;
+  setup.developer_mode = self->developer_mode;
+  setup.bundle_name = g_get_prgname ();
+  setup.bundle_version = NULL;
+  next = _perfmon_jank_sampler_tick (sampler, &config, &setup, stretch_start_us,
+                                     g_get_monotonic_time (), &event);
+  if (event != NULL)
+    queue_emission_full (self, NULL, NULL, event);
+  return next;
+}
+
+typedef struct
+{
+  guint64  index;            /* of the stretch in the activity */
+  gint64   start_us;         /* monotonic; moved on by ignored deadlines */
+  guint64  begin_cycles;
+  gboolean caught;           /* a hang: the report is being built */
+  gboolean ignored;          /* began in the start-up grace */
+  gboolean permahang_saved;
+  PerfmonHangReport *report;
+  char    *record_id;        /* of the saved permahang */
+} Stretch;
+
+static void
+stretch_clear (Stretch *stretch)
+{
+  g_clear_pointer (&stretch->report, perfmon_hang_report_unref);
+  g_clear_pointer (&stretch->record_id, g_free);
+  memset (stretch, 0, sizeof *stretch);
+}
+
+/* Monotonic µs of a cycle-counter reading of the watched thread. It
+ * relies on the counter being the same across cores (an invariant TSC, as
+ * on every x86-64 CPU for years and on KVM); a reading that seems to come
+ * from the future is taken as now. */
+static gint64
+cycles_to_monotonic_us (guint64 cycles)
+{
+  guint64 now_cycles = perfmon_clock_cycles ();
+  gint64 now_us = g_get_monotonic_time ();
+
+  if (cycles >= now_cycles)
+    return now_us;
+  return now_us - (gint64) ((double) (now_cycles - cycles) / perfmon_clock_cycles_per_us ());
+}
+
+static double
+cycles_to_ms (guint64 cycles)
+{
+  return (double) cycles / perfmon_clock_cycles_per_us () / 1000.0;
+}
+
+static char *
+thread_name_of (gint64 tid)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/self/task/%" G_GINT64_FORMAT "/comm", tid);
+  g_autofree char *contents = NULL;
+
+  if (!g_file_get_contents (path, &contents, NULL, NULL))
+    return g_strdup_printf ("%" G_GINT64_FORMAT, tid);
+  return g_strdup (g_strchomp (contents));
+}
+
+static PerfmonLabelStack *
+find_label_stack (gint64 tid)
+{
+  g_autoptr(GPtrArray) stacks = _perfmon_label_list_stacks ();
+
+  for (guint i = 0; i < stacks->len; i++)
+    {
+      PerfmonLabelStack *stack = g_ptr_array_index (stacks, i);
+
+      if (_perfmon_label_stack_get_thread_id (stack) == tid)
+        return _perfmon_label_stack_ref (stack);
+    }
+  return NULL;
+}
+
+static void
+add_native_frame (PerfmonHangReport *report,
+                  PerfmonModules    *modules,
+                  guint64            pc,
+                  gboolean           is_return_address)
+{
+  PerfmonPcInfo info;
+
+  _perfmon_modules_describe_pc (modules, pc, is_return_address, &info);
+  if (info.module_index >= 0)
+    _perfmon_hang_report_add_native_frame (report,
+                                           _perfmon_modules_get_debug_name (modules, info.module_index),
+                                           _perfmon_modules_get_breakpad_id (modules, info.module_index),
+                                           info.offset, info.symbol, info.symbol_offset);
+  else
+    _perfmon_hang_report_add_native_frame (report, NULL, NULL, pc, info.symbol, info.symbol_offset);
+  g_free (info.symbol);
+}
+
+/* Watchdog thread: the report of a stretch that just reached the
+ * threshold. Takes the stack while the thread is still hung. */
+static PerfmonHangReport *
+build_report (PerfmonHangMonitor *self,
+              gint64              tid,
+              guint64             index)
+{
+  PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonLabelStack) labels = NULL;
+  g_autoptr(GPtrArray) label_texts = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GArray) label_addresses = g_array_new (FALSE, FALSE, sizeof (guint64));
+  gboolean have_stack;
+  PerfmonHangReport *report;
+  g_autofree char *thread_name = g_strdup (self->thread_name);
+  guint n_dropped = 0;
+  guint next_label = 0;
+
+  have_stack = _perfmon_stack_capture (tid, STACK_CAPTURE_TIMEOUT_MS, captured, &error);
+  if (have_stack &&
+      __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
+    {
+      have_stack = FALSE;
+      g_clear_error (&error);
+      g_set_error_literal (&error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                           "the hang ended while its stack was being taken");
+    }
+
+  if (thread_name == NULL)
+    thread_name = thread_name_of (tid);
+  report = _perfmon_hang_report_new (thread_name,
+                                     have_stack && captured->has_runnable_name
+                                       ? captured->runnable_name : NULL,
+                                     self->process_type,
+                                     /* The seed: only a "tab" process has a remote type. */
+                                     g_strcmp0 (self->process_type, "tab") == 0 ? self->remote_type : NULL);
+  annotate_report (report);
+
+  labels = find_label_stack (tid);
+  if (labels != NULL &&
+      !_perfmon_label_stack_read_full (labels, label_texts, label_addresses, &n_dropped))
+    {
+      g_ptr_array_set_size (label_texts, 0);
+      g_array_set_size (label_addresses, 0);
+    }
+  for (guint i = 0; i < label_texts->len; i++)
+    _perfmon_hang_report_add_pseudo_frame (report, g_ptr_array_index (label_texts, i));
+
+  if (have_stack)
+    {
+      g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
+
+      /* Outermost first. A label goes right after the frame that pushed it:
+       * the frames at or above its stack address (stacks grow down) are its
+       * pusher and the pusher's callers. */
+      for (guint i = captured->n_frames; i-- > 0;)
+        {
+          while (next_label < label_texts->len &&
+                 g_array_index (label_addresses, guint64, next_label) > captured->sps[i])
+            _perfmon_hang_report_add_label_frame (report, g_ptr_array_index (label_texts, next_label++));
+          add_native_frame (report, modules, captured->pcs[i], i > 0);
+        }
+    }
+  else
+    _perfmon_hang_report_set_stack_unavailable (report, error->message);
+
+  while (next_label < label_texts->len)
+    _perfmon_hang_report_add_label_frame (report, g_ptr_array_index (label_texts, next_label++));
+
+  g_free (captured);
+  return report;
+}
+
+static void
+save_report_locked (PerfmonHangMonitor *self,
+                    PerfmonHangReport  *report,
+                    char              **record_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonObject) record = NULL;
+  char *id;
+
+  if (self->store == NULL)
+    return;
+
+  record = _perfmon_hang_report_to_json_object (report);
+  id = _perfmon_ping_store_save_hang (self->store, *record_id, record, &error);
+  if (id == NULL)
+    {
+      g_warning ("Could not save a hang report in %s: %s", self->pings_dir, error->message);
+      return;
+    }
+  g_free (*record_id);
+  *record_id = id;
+}
+
+/* Watchdog thread: the stretch reached the permahang threshold and still
+ * goes on; save it now, in case the process never gets out of it. */
+static void
+save_permahang (PerfmonHangMonitor *self,
+                Stretch            *stretch,
+                gint64              now_us)
+{
+  _perfmon_hang_report_set_duration (stretch->report, (double) (now_us - stretch->start_us) / 1000.0);
+  _perfmon_hang_report_annotate (stretch->report, PERFMON_ANNOTATION_UNRECOVERED, "true");
+  g_mutex_lock (&self->state_lock);
+  save_report_locked (self, stretch->report, &stretch->record_id);
+  g_mutex_unlock (&self->state_lock);
+  _perfmon_hang_report_annotate (stretch->report, PERFMON_ANNOTATION_UNRECOVERED, NULL);
+  stretch->permahang_saved = TRUE;
+}
+
+/* Watchdog thread: the caught stretch ended after @duration_ms. */
+static void
+finish_hang (PerfmonHangMonitor *self,
+             Stretch            *stretch,
+             double              duration_ms)
+{
+  g_autofree char *ping_path = NULL;
+  gboolean ping_due;
+
+  _perfmon_hang_report_set_duration (stretch->report, duration_ms);
+
+  g_mutex_lock (&self->state_lock);
+  save_report_locked (self, stretch->report, &stretch->record_id);
+  self->n_hangs_since_ping++;
+  ping_due = self->n_hangs_since_ping >= (guint) g_atomic_int_get (&self->hangs_per_ping);
+  if (ping_due)
+    {
+      g_autoptr(GError) error = NULL;
+
+      ping_path = write_ping_locked (self, &error);
+      if (error != NULL)
+        g_warning ("Could not write the hang ping: %s", error->message);
+    }
+  g_mutex_unlock (&self->state_lock);
+
+  __atomic_fetch_add (&self->n_hangs, 1, __ATOMIC_RELAXED);
+  queue_emission (self, stretch->report, NULL);
+  if (ping_path != NULL)
+    queue_emission (self, NULL, ping_path);
+  stretch_clear (stretch);
+}
+
+/* The end of stretch @index, 0 if it has not ended, read consistently
+ * with the stretch's identity: the thread writes a stretch's end before
+ * it moves on to the next, and the ring is large enough that the slot is
+ * not reused while the watchdog looks. */
+static guint64
+stretch_end_cycles (PerfmonLoopActivity *activity,
+                    guint64              index)
+{
+  return __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->end, __ATOMIC_ACQUIRE);
+}
+
+static gpointer
+watchdog_main (gpointer data)
+{
+  PerfmonHangMonitor *self = data;
+  PerfmonLoopActivity *activity = self->activity;
+  Stretch stretch = { 0, };
+  gint64 grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000;
+  PerfmonJankSampler *sampler = _perfmon_jank_sampler_new (activity, g_get_real_time ());
+  /* When the watchdog last woke too late (see below): busy time before
+   * that is not counted, whichever stretch it belongs to. */
+  gint64 resumed_us = 0;
+
+  g_mutex_lock (&activity->mutex);
+  while (!self->stopping)
+    {
+      gint phase = g_atomic_int_get (&activity->phase);
+      guint64 index = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+      gint64 tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
+      gint64 threshold_us = (gint64) g_atomic_int_get (&self->threshold_ms) * 1000;
+      gint64 permahang_us = (gint64) g_atomic_int_get (&self->permahang_threshold_ms) * 1000;
+      gint64 deadline_us;
+      gint64 now_us;
+
+      /* The caught stretch is over (the thread polled, or is in a new
+       * stretch): report it with the thread's own measure of it. */
+      if (stretch.caught && (phase != PERFMON_LOOP_BUSY || index != stretch.index))
+        {
+          guint64 end = stretch_end_cycles (activity, stretch.index);
+          double duration_ms = end > stretch.begin_cycles
+            ? cycles_to_ms (end - stretch.begin_cycles)
+            : (double) (g_get_monotonic_time () - stretch.start_us) / 1000.0;
+
+          g_mutex_unlock (&activity->mutex);
+          finish_hang (self, &stretch, duration_ms);
+          g_mutex_lock (&activity->mutex);
+          continue;
+        }
+
+      if (phase != PERFMON_LOOP_BUSY || tid == 0)
+        {
+          /* The loop waits: sleep until it returns from poll, with no
+           * deadline. The thread sees ASLEEP when it returns and wakes us;
+           * if it returned already, the CAS fails and we look again. */
+          gint64 jank_next;
+
+          stretch_clear (&stretch);
+          /* A jank session may still have samples to take or a log to
+           * write: sleep until then, not for ever. */
+          g_mutex_unlock (&activity->mutex);
+          jank_next = tick_jank (self, sampler, 0);
+          g_mutex_lock (&activity->mutex);
+          if (jank_next != G_MAXINT64)
+            {
+              if (!self->stopping && g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY)
+                g_cond_wait_until (&activity->cond, &activity->mutex, jank_next);
+              __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
+              continue;
+            }
+          if (phase == PERFMON_LOOP_POLLING &&
+              !g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_POLLING,
+                                                  PERFMON_LOOP_POLLING_WATCHER_ASLEEP))
+            continue;
+          /* Wait while the wish to be woken stands: once the thread took
+           * it (and maybe already polled again), look afresh. */
+          while (!self->stopping &&
+                 g_atomic_int_get (&activity->phase) == PERFMON_LOOP_POLLING_WATCHER_ASLEEP)
+            g_cond_wait (&activity->cond, &activity->mutex);
+          __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
+          continue;
+        }
+
+      if (index != stretch.index || stretch.start_us == 0)
+        {
+          stretch_clear (&stretch);
+          stretch.index = index;
+          stretch.begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin,
+                                                  __ATOMIC_RELAXED);
+          stretch.start_us = MAX (cycles_to_monotonic_us (stretch.begin_cycles), resumed_us);
+          /* Read back: if the thread moved on meanwhile, begin belongs to a
+           * later stretch. Start over. */
+          if (__atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) != index)
+            {
+              stretch_clear (&stretch);
+              continue;
+            }
+        }
+
+      if (stretch.ignored)
+        deadline_us = g_get_monotonic_time () + threshold_us;
+      else if (!stretch.caught)
+        deadline_us = stretch.start_us + threshold_us;
+      else if (!stretch.permahang_saved)
+        deadline_us = MIN (stretch.start_us + permahang_us,
+                           g_get_monotonic_time () + HANG_END_CHECK_MS * 1000);
+      else
+        deadline_us = g_get_monotonic_time () + HANG_END_CHECK_MS * 1000;
+
+      {
+        gint64 start_us = stretch.start_us;
+        gint64 jank_next;
+
+        g_mutex_unlock (&activity->mutex);
+        jank_next = tick_jank (self, sampler, start_us);
+        g_mutex_lock (&activity->mutex);
+        deadline_us = MIN (deadline_us, jank_next);
+      }
+
+      now_us = g_get_monotonic_time ();
+      if (now_us < deadline_us)
+        {
+          g_cond_wait_until (&activity->cond, &activity->mutex, deadline_us);
+          __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
+          now_us = g_get_monotonic_time ();
+          if (self->stopping)
+            break;
+          /* Woken more than half a threshold late: the machine was
+           * suspended, the process stopped or starved. The thread could not
+           * run either, and when it stopped is unknown, so the stretch's
+           * length says nothing: ignore this deadline and give the stretch
+           * a whole threshold from now. A hang that goes on is caught then. */
+          if (now_us - deadline_us > threshold_us / 2)
+            {
+              resumed_us = now_us;
+              stretch.start_us = now_us;
+              continue;
+            }
+          if (now_us < deadline_us)
+            continue;   /* spurious wake-up */
+        }
+
+      /* A deadline passed: look again before acting, the thread may have
+       * moved on. */
+      if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY ||
+          __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) != stretch.index)
+        continue;
+
+      if (stretch.ignored)
+        continue;
+
+      if (!stretch.caught && now_us - stretch.start_us >= threshold_us)
+        {
+          if (stretch.start_us < grace_end_us)
+            {
+              /* Start-up work: not a hang. Look again a threshold later in
+               * case the thread moved on to a stretch that is one. */
+              stretch.ignored = TRUE;
+              continue;
+            }
+          __atomic_store_n (&self->last_detection_latency_us, now_us - stretch.start_us, __ATOMIC_RELAXED);
+          g_mutex_unlock (&activity->mutex);
+          stretch.report = build_report (self, tid, stretch.index);
+          stretch.caught = TRUE;
+          g_mutex_lock (&activity->mutex);
+          continue;
+        }
+
+      if (stretch.caught && !stretch.permahang_saved && now_us - stretch.start_us >= permahang_us)
+        {
+          g_mutex_unlock (&activity->mutex);
+          save_permahang (self, &stretch, now_us);
+          g_mutex_lock (&activity->mutex);
+        }
+    }
+  g_mutex_unlock (&activity->mutex);
+
+  /* Stopped during a hang: report it as far as it went. */
+  if (stretch.caught)
+    finish_hang (self, &stretch, (double) (g_get_monotonic_time () - stretch.start_us) / 1000.0);
+  stretch_clear (&stretch);
+  _perfmon_jank_sampler_free (sampler);
+
+  return NULL;
+}
+
+/* --- pings --------------------------------------------------------------- */
+
+/* Under state_lock. */
+static char *
+write_ping_locked (PerfmonHangMonitor *self,
+                   GError            **error)
+{
+  PerfmonPingInfo info = { 0, };
+  gint64 now_us = g_get_monotonic_time ();
+  char *path;
+
+  if (self->store == NULL)
+    return NULL;
+
+  info.app_name = g_get_prgname () != NULL ? g_get_prgname () : "unknown";
+  info.app_version = NULL;
+  info.build_id = NULL;
+  info.channel = NULL;
+  info.time_since_last_ping_ms = (now_us - self->last_ping_time_us) / 1000;
+
+  path = _perfmon_ping_store_write_ping (self->store, &info, error);
+  if (path != NULL)
+    {
+      self->last_ping_time_us = now_us;
+      self->n_hangs_since_ping = 0;
+    }
+  return path;
+}
+
+/**
+ * perfmon_hang_monitor_flush_ping:
+ * @self: a #PerfmonHangMonitor
+ * @error: return location for a #GError
+ *
+ * Writes a ping now with every hang saved and not yet sent (by this
+ * process, or left by an earlier one that died) and emits
+ * [signal@HangMonitor::ping]. The ping is written atomically to
+ * [property@HangMonitor:pings-dir]; the hangs it carries are then removed
+ * from the store.
+ *
+ * Returns: (transfer full) (nullable): the ping's path, or %NULL if there was
+ *   no hang to send (and then @error is not set) or on error
+ */
+char *
+perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
+                                 GError            **error)
+{
+  char *path;
+
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  g_mutex_lock (&self->state_lock);
+  if (self->store == NULL)
+    {
+      g_mutex_unlock (&self->state_lock);
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "The hang monitor is not running: start it first");
+      return NULL;
+    }
+  path = write_ping_locked (self, error);
+  g_mutex_unlock (&self->state_lock);
+
+  if (path != NULL)
+    g_signal_emit (self, signals[SIGNAL_PING], 0, path);
+  return path;
+}
+
+/* --- starting and stopping --------------------------------------------- */
+
+/**
+ * perfmon_hang_monitor_start:
+ * @self: a #PerfmonHangMonitor
+ * @error: return location for a #GError
+ *
+ * Starts the watchdog thread. The monitor must be attached to a
+ * #GMainContext (perfmon_monitor_new() with a context), and no other hang
+ * monitor may watch it. Opens the ping store in
+ * [property@HangMonitor:pings-dir]; hangs that an earlier process left there
+ * (a permahang it died in, hangs it had no time to send) go out in a ping
+ * right away.
+ *
+ * Returns: %TRUE if the watchdog runs (also if it already ran)
+ */
+gboolean
+perfmon_hang_monitor_start (PerfmonHangMonitor *self,
+                            GError            **error)
+{
+  g_autofree char *ping_path = NULL;
+  g_autofree char *monitor_thread_name = NULL;
+
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (self->watchdog != NULL)
+    return TRUE;
+
+  if (!_perfmon_monitor_is_attached (self->monitor))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "The monitor does not watch a main context's loop: "
+                           "a hang monitor needs a monitor made with a GMainContext");
+      return FALSE;
+    }
+  if (!_perfmon_stack_capture_init (error))
+    return FALSE;
+
+  self->activity->prepare_thread = _perfmon_stack_capture_register_thread;
+  if (!g_atomic_int_compare_and_exchange (&self->activity->watched, FALSE, TRUE))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "Another hang monitor already watches this monitor");
+      return FALSE;
+    }
+  /* What the thread published before (for an earlier watchdog) is stale:
+   * watching begins at the loop's next return from poll. */
+  g_atomic_int_set (&self->activity->phase, PERFMON_LOOP_POLLING);
+
+  g_mutex_lock (&self->state_lock);
+  self->store = _perfmon_ping_store_open (self->pings_dir, error);
+  if (self->store == NULL)
+    {
+      g_mutex_unlock (&self->state_lock);
+      g_atomic_int_set (&self->activity->watched, FALSE);
+      return FALSE;
+    }
+  self->start_time_us = g_get_monotonic_time ();
+  self->last_ping_time_us = self->start_time_us;
+  self->n_hangs_since_ping = 0;
+  if (_perfmon_ping_store_count_pending (self->store) > 0)
+    {
+      g_autoptr(GError) ping_error = NULL;
+
+      ping_path = write_ping_locked (self, &ping_error);
+      if (ping_error != NULL)
+        g_warning ("Could not send the hangs of an earlier run: %s", ping_error->message);
+    }
+  g_mutex_unlock (&self->state_lock);
+
+  g_object_get (self->monitor, "thread-name", &monitor_thread_name, NULL);
+  g_free (self->thread_name);
+  self->thread_name = monitor_thread_name != NULL && monitor_thread_name[0] != '\0'
+    ? g_steal_pointer (&monitor_thread_name) : NULL;
+
+  g_clear_pointer (&self->owner_context, g_main_context_unref);
+  self->owner_context = g_main_context_ref_thread_default ();
+  self->stopping = FALSE;
+  self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
+
+  g_mutex_lock (&running_lock);
+  if (running_monitors == NULL)
+    running_monitors = g_ptr_array_new ();
+  g_ptr_array_add (running_monitors, self);
+  if (!exit_handler_installed)
+    exit_handler_installed = atexit (flush_pings_at_exit) == 0;
+  g_mutex_unlock (&running_lock);
+
+  if (ping_path != NULL)
+    queue_emission (self, NULL, ping_path);
+  return TRUE;
+}
+
+/**
+ * perfmon_hang_monitor_stop:
+ * @self: a #PerfmonHangMonitor
+ *
+ * Stops the watchdog thread and writes a ping with the hangs not yet sent,
+ * if any (emitting [signal@HangMonitor::ping]). A hang going on is reported
+ * as far as it went. Does nothing if the watchdog does not run.
+ */
+void
+perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
+{
+  g_autofree char *path = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  if (self->watchdog == NULL)
+    return;
+
+  g_mutex_lock (&running_lock);
+  g_ptr_array_remove_fast (running_monitors, self);
+  g_mutex_unlock (&running_lock);
+
+  g_mutex_lock (&self->activity->mutex);
+  self->stopping = TRUE;
+  g_cond_broadcast (&self->activity->cond);
+  g_mutex_unlock (&self->activity->mutex);
+  g_thread_join (g_steal_pointer (&self->watchdog));
+  g_atomic_int_set (&self->activity->watched, FALSE);
+
+  g_mutex_lock (&self->state_lock);
+  path = write_ping_locked (self, &error);
+  g_clear_pointer (&self->store, _perfmon_ping_store_close);
+  g_mutex_unlock (&self->state_lock);
+
+  if (error != NULL)
+    g_warning ("Could not write the hang ping: %s", error->message);
+
+  /* Hangs the watchdog finished last are still queued: deliver them, in
+   * order, before the ping that carries them. */
+  while (g_main_context_pending (self->owner_context) &&
+         g_main_context_acquire (self->owner_context))
+    {
+      g_main_context_iteration (self->owner_context, FALSE);
+      g_main_context_release (self->owner_context);
+    }
+
+  if (path != NULL)
+    g_signal_emit (self, signals[SIGNAL_PING], 0, path);
+}
+
+/**
+ * perfmon_hang_monitor_is_running:
+ * @self: a #PerfmonHangMonitor
+ *
+ * Returns: %TRUE between perfmon_hang_monitor_start() and
+ *   perfmon_hang_monitor_stop()
+ */
+gboolean
+perfmon_hang_monitor_is_running (PerfmonHangMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
+
+  return self->watchdog != NULL;
+}
+
+/* --- configuration ------------------------------------------------------ */
+
+/**
+ * perfmon_hang_monitor_set_event_config:
+ * @self: a #PerfmonHangMonitor
+ * @name: the event, "MAIN_THREAD_JANK"
+ * @params: (nullable) (element-type utf8 utf8): parameter names and their
+ *   decimal values: `log_type` (0, 1 or 2), and with `log_type` 1
+ *   `sample_interval` (ms, 50 to 500), `ignore_startup_time` (s, at least 3),
+ *   `sample_count` (1 to 2500 / sample_interval − 4) and
+ *   `report_times_per_app` (1 to 3, set once per process)
+ * @error: return location for a #GError
+ *
+ * Configures the main-thread jank event, as HiAppEvent's setEventConfig()
+ * does. On any error (an unknown event, an unknown parameter, a value out of
+ * its range) the error names the parameter and its allowed range, and the
+ * configuration in force stays as it was.
+ *
+ * Returns: %TRUE if the configuration was applied
+ */
+gboolean
+perfmon_hang_monitor_set_event_config (PerfmonHangMonitor *self,
+                                       const char         *name,
+                                       GHashTable         *params,
+                                       GError            **error)
+{
+  gboolean applied;
+
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
+  g_return_val_if_fail (name != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  g_mutex_lock (&self->state_lock);
+  applied = _perfmon_jank_config_apply (&self->jank_config, name, params, error);
+  g_mutex_unlock (&self->state_lock);
+  return applied;
+}
+
+void
+_perfmon_hang_monitor_get_jank_config (PerfmonHangMonitor *self,
+                                       PerfmonJankConfig  *config)
+{
+  g_mutex_lock (&self->state_lock);
+  *config = self->jank_config;
+  g_mutex_unlock (&self->state_lock);
+}
+
+guint64
+_perfmon_hang_monitor_count_wakeups (PerfmonHangMonitor *self)
+{
+  return __atomic_load_n (&self->n_wakeups, __ATOMIC_RELAXED);
+}
+
+guint64
+_perfmon_hang_monitor_count_hangs (PerfmonHangMonitor *self)
+{
+  return __atomic_load_n (&self->n_hangs, __ATOMIC_RELAXED);
+}
+
+gint64
+_perfmon_hang_monitor_get_last_detection_latency_us (PerfmonHangMonitor *self)
+{
+  return __atomic_load_n (&self->last_detection_latency_us, __ATOMIC_RELAXED);
+}
+
+/**
+ * perfmon_hang_monitor_new:
+ * @monitor: the monitor of the thread to watch; it must have a #GMainContext
+ *
+ * Returns: (transfer full): a new hang monitor, not yet started
+ */
+PerfmonHangMonitor *
+perfmon_hang_monitor_new (PerfmonMonitor *monitor)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (monitor), NULL);
+
+  return g_object_new (PERFMON_TYPE_HANG_MONITOR, "monitor", monitor, NULL);
+}
+
+/**
+ * perfmon_hang_monitor_get_monitor:
+ * @self: a #PerfmonHangMonitor
+ *
+ * Returns: (transfer none): the monitor whose thread is watched
+ */
+PerfmonMonitor *
+perfmon_hang_monitor_get_monitor (PerfmonHangMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), NULL);
+
+  return self->monitor;
+}
+
+/**
+ * perfmon_hang_monitor_get_threshold:
+ * @self: a #PerfmonHangMonitor
+ *
+ * Returns: the hang threshold in ms
+ */
+guint
+perfmon_hang_monitor_get_threshold (PerfmonHangMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), 0);
+
+  return g_atomic_int_get (&self->threshold_ms);
+}
+
+/**
+ * perfmon_hang_monitor_set_threshold:
+ * @self: a #PerfmonHangMonitor
+ * @threshold_ms: the new threshold, 1 ms or more
+ *
+ * Sets [property@HangMonitor:threshold]; a running watchdog uses it from
+ * the next busy stretch.
+ */
+void
+perfmon_hang_monitor_set_threshold (PerfmonHangMonitor *self,
+                                    guint               threshold_ms)
+{
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  g_object_set (self, "threshold", threshold_ms, NULL);
+}
+
+/**
+ * perfmon_hang_monitor_get_permahang_threshold:
+ * @self: a #PerfmonHangMonitor
+ *
+ * Returns: the permahang threshold in ms
+ */
+guint
+perfmon_hang_monitor_get_permahang_threshold (PerfmonHangMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), 0);
+
+  return g_atomic_int_get (&self->permahang_threshold_ms);
+}
+
+/**
+ * perfmon_hang_monitor_set_permahang_threshold:
+ * @self: a #PerfmonHangMonitor
+ * @threshold_ms: the new permahang threshold, 1 ms or more
+ *
+ * Sets [property@HangMonitor:permahang-threshold].
+ */
+void
+perfmon_hang_monitor_set_permahang_threshold (PerfmonHangMonitor *self,
+                                              guint               threshold_ms)
+{
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  g_object_set (self, "permahang-threshold", threshold_ms, NULL);
+}
+
+/* --- GObject ------------------------------------------------------------ */
+
+static char *
+default_state_dir (const char *leaf)
+{
+  return g_build_filename (g_get_user_state_dir (), "perfmon", leaf, NULL);
+}
+
+static void
+perfmon_hang_monitor_dispose (GObject *object)
+{
+  PerfmonHangMonitor *self = PERFMON_HANG_MONITOR (object);
+
+  perfmon_hang_monitor_stop (self);
+
+  G_OBJECT_CLASS (perfmon_hang_monitor_parent_class)->dispose (object);
+}
+
+static void
+perfmon_hang_monitor_finalize (GObject *object)
+{
+  PerfmonHangMonitor *self = PERFMON_HANG_MONITOR (object);
+
+  g_clear_object (&self->monitor);
+  g_clear_pointer (&self->owner_context, g_main_context_unref);
+  g_free (self->pings_dir);
+  g_free (self->log_dir);
+  g_free (self->process_type);
+  g_free (self->remote_type);
+  g_free (self->thread_name);
+  g_mutex_clear (&self->state_lock);
+
+  G_OBJECT_CLASS (perfmon_hang_monitor_parent_class)->finalize (object);
+}
+
+static void
+replace_string (char      **field,
+                const char *value,
+                const char *default_leaf)
+{
+  g_free (*field);
+  *field = value != NULL ? g_strdup (value)
+                         : default_leaf != NULL ? default_state_dir (default_leaf) : NULL;
+}
+
+static void
+perfmon_hang_monitor_set_property (GObject      *object,
+                                   guint         prop_id,
+                                   const GValue *value,
+                                   GParamSpec   *pspec)
+{
+  PerfmonHangMonitor *self = PERFMON_HANG_MONITOR (object);
+
+  switch (prop_id)
+    {
+    case PROP_MONITOR:
+      self->monitor = g_value_dup_object (value);
+      self->activity = _perfmon_monitor_get_loop_activity (self->monitor);
+      break;
+    case PROP_THRESHOLD:
+      g_atomic_int_set (&self->threshold_ms, g_value_get_uint (value));
+      break;
+    case PROP_PERMAHANG_THRESHOLD:
+      g_atomic_int_set (&self->permahang_threshold_ms, g_value_get_uint (value));
+      break;
+    case PROP_HANGS_PER_PING:
+      g_atomic_int_set (&self->hangs_per_ping, g_value_get_uint (value));
+      break;
+    case PROP_STARTUP_GRACE:
+      self->startup_grace_ms = g_value_get_uint (value);
+      break;
+    case PROP_PINGS_DIR:
+      if (self->watchdog != NULL)
+        g_warning ("PerfmonHangMonitor:pings-dir cannot change while the monitor runs");
+      else
+        replace_string (&self->pings_dir, g_value_get_string (value), "pings");
+      break;
+    case PROP_LOG_DIR:
+      replace_string (&self->log_dir, g_value_get_string (value), "watchdog");
+      break;
+    case PROP_LOG_DIR_LIMIT:
+      self->log_dir_limit = g_value_get_uint64 (value);
+      break;
+    case PROP_PROCESS_TYPE:
+      g_free (self->process_type);
+      self->process_type = g_value_dup_string (value);
+      if (self->process_type == NULL)
+        self->process_type = g_strdup ("default");
+      break;
+    case PROP_REMOTE_TYPE:
+      replace_string (&self->remote_type, g_value_get_string (value), NULL);
+      break;
+    case PROP_DEVELOPER_MODE:
+      self->developer_mode = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+perfmon_hang_monitor_get_property (GObject    *object,
+                                   guint       prop_id,
+                                   GValue     *value,
+                                   GParamSpec *pspec)
+{
+  PerfmonHangMonitor *self = PERFMON_HANG_MONITOR (object);
+
+  switch (prop_id)
+    {
+    case PROP_MONITOR:
+      g_value_set_object (value, self->monitor);
+      break;
+    case PROP_THRESHOLD:
+      g_value_set_uint (value, g_atomic_int_get (&self->threshold_ms));
+      break;
+    case PROP_PERMAHANG_THRESHOLD:
+      g_value_set_uint (value, g_atomic_int_get (&self->permahang_threshold_ms));
+      break;
+    case PROP_HANGS_PER_PING:
+      g_value_set_uint (value, g_atomic_int_get (&self->hangs_per_ping));
+      break;
+    case PROP_STARTUP_GRACE:
+      g_value_set_uint (value, self->startup_grace_ms);
+      break;
+    case PROP_PINGS_DIR:
+      g_value_set_string (value, self->pings_dir);
+      break;
+    case PROP_LOG_DIR:
+      g_value_set_string (value, self->log_dir);
+      break;
+    case PROP_LOG_DIR_LIMIT:
+      g_value_set_uint64 (value, self->log_dir_limit);
+      break;
+    case PROP_PROCESS_TYPE:
+      g_value_set_string (value, self->process_type);
+      break;
+    case PROP_REMOTE_TYPE:
+      g_value_set_string (value, self->remote_type);
+      break;
+    case PROP_DEVELOPER_MODE:
+      g_value_set_boolean (value, self->developer_mode);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | G_PARAM_EXPLICIT_NOTIFY;
+
+  object_class->dispose = perfmon_hang_monitor_dispose;
+  object_class->finalize = perfmon_hang_monitor_finalize;
+  object_class->set_property = perfmon_hang_monitor_set_property;
+  object_class->get_property = perfmon_hang_monitor_get_property;
+
+  /**
+   * PerfmonHangMonitor:monitor:
+   *
+   * The monitor whose thread's loop is watched.
+   */
+  properties[PROP_MONITOR] =
+    g_param_spec_object ("monitor", NULL, NULL, PERFMON_TYPE_MONITOR,
+                         G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonHangMonitor:threshold:
+   *
+   * A busy stretch of the loop at least this long, in ms, is a hang.
+   */
+  properties[PROP_THRESHOLD] =
+    g_param_spec_uint ("threshold", NULL, NULL, 1, G_MAXINT / 1000,
+                       PERFMON_HANG_DEFAULT_THRESHOLD_MS, flags);
+
+  /**
+   * PerfmonHangMonitor:permahang-threshold:
+   *
+   * A hang at least this long, in ms, is a permahang: it is saved while it
+   * goes on, annotated `Unrecovered`, so that it is not lost if the process
+   * never recovers.
+   */
+  properties[PROP_PERMAHANG_THRESHOLD] =
+    g_param_spec_uint ("permahang-threshold", NULL, NULL, 1, G_MAXINT / 1000,
+                       PERFMON_HANG_DEFAULT_PERMAHANG_THRESHOLD_MS, flags);
+
+  /**
+   * PerfmonHangMonitor:hangs-per-ping:
+   *
+   * A ping is written once this many hangs were reported since the last.
+   */
+  properties[PROP_HANGS_PER_PING] =
+    g_param_spec_uint ("hangs-per-ping", NULL, NULL, 1, 100000,
+                       PERFMON_HANG_DEFAULT_HANGS_PER_PING, flags);
+
+  /**
+   * PerfmonHangMonitor:startup-grace:
+   *
+   * Busy stretches that begin within this many ms of start() are not
+   * reported: start-up work is often long on purpose.
+   */
+  properties[PROP_STARTUP_GRACE] =
+    g_param_spec_uint ("startup-grace", NULL, NULL, 0, 3600 * 1000, 0, flags);
+
+  /**
+   * PerfmonHangMonitor:pings-dir:
+   *
+   * Where hangs are saved and pings are written; by default
+   * `$XDG_STATE_HOME/perfmon/pings`. Setting %NULL restores the default.
+   * Cannot change while the monitor runs.
+   */
+  properties[PROP_PINGS_DIR] =
+    g_param_spec_string ("pings-dir", NULL, NULL, NULL, flags | G_PARAM_CONSTRUCT);
+
+  /**
+   * PerfmonHangMonitor:log-dir:
+   *
+   * Where jank stack and trace logs are written; by default
+   * `$XDG_STATE_HOME/perfmon/watchdog`. Setting %NULL restores the default.
+   */
+  properties[PROP_LOG_DIR] =
+    g_param_spec_string ("log-dir", NULL, NULL, NULL, flags | G_PARAM_CONSTRUCT);
+
+  /**
+   * PerfmonHangMonitor:log-dir-limit:
+   *
+   * The most bytes the jank logs of [property@HangMonitor:log-dir] may
+   * take; older logs are deleted to make room.
+   */
+  properties[PROP_LOG_DIR_LIMIT] =
+    g_param_spec_uint64 ("log-dir-limit", NULL, NULL, 0, G_MAXUINT64,
+                         PERFMON_LOG_DIR_DEFAULT_LIMIT, flags | G_PARAM_CONSTRUCT);
+
+  /**
+   * PerfmonHangMonitor:process-type:
+   *
+   * The process type hang reports give: "default" (the main process),
+   * "tab", "gpu", ...
+   */
+  properties[PROP_PROCESS_TYPE] =
+    g_param_spec_string ("process-type", NULL, NULL, "default", flags | G_PARAM_CONSTRUCT);
+
+  /**
+   * PerfmonHangMonitor:remote-type:
+   *
+   * The remote type hang reports give when the process type is "tab";
+   * reports of other process types have none.
+   */
+  properties[PROP_REMOTE_TYPE] =
+    g_param_spec_string ("remote-type", NULL, NULL, NULL, flags);
+
+  /**
+   * PerfmonHangMonitor:developer-mode:
+   *
+   * Whether the jank event's report limits count per hour (%TRUE) or per
+   * day, as with the seed's Developer Options.
+   */
+  properties[PROP_DEVELOPER_MODE] =
+    g_param_spec_boolean ("developer-mode", NULL, NULL, FALSE, flags);
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * PerfmonHangMonitor::hang:
+   * @self: the hang monitor
+   * @report: the hang
+   *
+   * Emitted on the context that was thread-default when the monitor was
+   * started, once a hang is over and saved.
+   */
+  signals[SIGNAL_HANG] =
+    g_signal_new ("hang", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                  NULL, NULL, NULL, G_TYPE_NONE, 1, PERFMON_TYPE_HANG_REPORT);
+
+  /**
+   * PerfmonHangMonitor::ping:
+   * @self: the hang monitor
+   * @path: the ping file written
+   *
+   * Emitted on the context that was thread-default when the monitor was
+   * started, after a ping file was written.
+   */
+  signals[SIGNAL_PING] =
+    g_signal_new ("ping", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                  NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  /**
+   * PerfmonHangMonitor::jank:
+   * @self: the hang monitor
+   * @name: the event, "MAIN_THREAD_JANK"
+   * @params: the event's parameters, an `a{sv}` dictionary with the jank
+   *   seed's params: `time` (ms since the epoch), `bundle_name`,
+   *   `bundle_version`, `pid`, `uid`, `begin_time` and `end_time` (ms since
+   *   the epoch), `external_log` (the log files written), `log_over_limit`,
+   *   `app_start_jiffies_time`, `heaviest_stack`; and `log_type` ("stack" or
+   *   "trace") and, for stacks, `sample_count`
+   *
+   * Emitted on the context that was thread-default when the monitor was
+   * started, when a main-thread jank was sampled or traced and its log
+   * written (see perfmon_hang_monitor_set_event_config()).
+   */
+  signals[SIGNAL_JANK] =
+    g_signal_new ("jank", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
+                  NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_VARIANT);
+}
+
+static void
+perfmon_hang_monitor_init (PerfmonHangMonitor *self)
+{
+  g_mutex_init (&self->state_lock);
+  self->threshold_ms = PERFMON_HANG_DEFAULT_THRESHOLD_MS;
+  self->permahang_threshold_ms = PERFMON_HANG_DEFAULT_PERMAHANG_THRESHOLD_MS;
+  self->hangs_per_ping = PERFMON_HANG_DEFAULT_HANGS_PER_PING;
+  self->process_type = g_strdup ("default");
+  _perfmon_jank_config_init (&self->jank_config);
+}

@@ -1,0 +1,57 @@
+/* perfmon-hang-report-private.h: building hang reports
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+#include "perfmon-hang-report.h"
+
+G_BEGIN_DECLS
+
+/* The annotation that marks a hang still going on when the process ended. */
+#define PERFMON_ANNOTATION_UNRECOVERED "Unrecovered"
+
+/* A report is built by one thread (the watchdog), then frozen: once it is
+ * handed out (signal, ping) only the getters are called, from any thread. */
+PerfmonHangReport *_perfmon_hang_report_new (const char *thread,
+                                             const char *runnable_name,
+                                             const char *process_type,
+                                             const char *remote_type);
+
+void _perfmon_hang_report_set_duration    (PerfmonHangReport *self,
+                                           double             duration_ms);
+/* Adds @key = @value, replacing an earlier value of @key (annotations keep
+ * the order in which keys were first added); a NULL @value removes @key. */
+void _perfmon_hang_report_annotate        (PerfmonHangReport *self,
+                                           const char        *key,
+                                           const char        *value);
+void _perfmon_hang_report_add_pseudo_frame (PerfmonHangReport *self,
+                                            const char        *label);
+/* The interleaved stack, added OUTERMOST FIRST. */
+void _perfmon_hang_report_add_label_frame  (PerfmonHangReport *self,
+                                            const char        *label);
+/* A native frame in the module @debug_name (with @breakpad_id) at @offset
+ * from its base; a NULL @debug_name is a frame outside every module, with
+ * @offset the absolute pc. @symbol (may be NULL) is the function's name and
+ * @symbol_offset the pc's distance from its start. */
+void _perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
+                                            const char        *debug_name,
+                                            const char        *breakpad_id,
+                                            guint64            offset,
+                                            const char        *symbol,
+                                            guint64            symbol_offset);
+void _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
+                                                 const char        *reason);
+
+/* The report as the hang record that is persisted and then merged into a
+ * ping: the seed's fields (duration, thread, runnableName, process,
+ * remoteType, annotations, pseudoStack, stack, with native frames as
+ * [index into "modules", "hex offset"]) plus "modules" (the [debug name,
+ * breakpad id] pairs the stack refers to), "symbols" (each stack entry's
+ * "function+offset", or null) and, when no native stack could be taken,
+ * "stackUnavailable" (why). */
+JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
+
+G_END_DECLS

@@ -1,0 +1,532 @@
+/* perfmon-hang-report.c: one hang of a watched thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include "perfmon-hang-report-private.h"
+
+/**
+ * PerfmonHangReport:
+ *
+ * One hang of a thread watched by a [class@HangMonitor]: how long the
+ * thread's loop was stuck in one busy stretch, where (the label stack and
+ * the native stack, interleaved), what it was dispatching, and the
+ * annotations in force. These are the fields of a hang in the Background
+ * Hang Monitor's ping, which [method@HangReport.to_json] writes.
+ *
+ * A report is immutable: any thread may read it.
+ */
+
+typedef struct
+{
+  char    *label;          /* a label frame, or NULL for a native frame */
+  int      module;         /* index in modules, -1 outside every module */
+  guint64  offset;
+  char    *symbol;         /* NULL if unknown */
+  guint64  symbol_offset;
+} StackEntry;
+
+struct _PerfmonHangReport
+{
+  gatomicrefcount ref_count;
+
+  double      duration_ms;
+  char       *thread;
+  char       *runnable_name;
+  char       *process_type;
+  char       *remote_type;
+  GPtrArray  *annotation_keys;     /* of char *, in order */
+  GHashTable *annotations;         /* key → value */
+  GPtrArray  *pseudo_stack;        /* of char *, NULL-terminated */
+  GArray     *stack;               /* of StackEntry, outermost first */
+  GPtrArray  *module_names;        /* of char *: debug name, breakpad id, ... */
+  char       *stack_unavailable;
+};
+
+G_DEFINE_BOXED_TYPE (PerfmonHangReport, perfmon_hang_report,
+                     perfmon_hang_report_ref, perfmon_hang_report_unref)
+
+static void
+stack_entry_clear (gpointer data)
+{
+  StackEntry *entry = data;
+
+  g_free (entry->label);
+  g_free (entry->symbol);
+}
+
+PerfmonHangReport *
+_perfmon_hang_report_new (const char *thread,
+                          const char *runnable_name,
+                          const char *process_type,
+                          const char *remote_type)
+{
+  PerfmonHangReport *self = g_new0 (PerfmonHangReport, 1);
+
+  g_atomic_ref_count_init (&self->ref_count);
+  self->thread = g_strdup (thread != NULL ? thread : "");
+  self->runnable_name = g_strdup (runnable_name);
+  self->process_type = g_strdup (process_type != NULL ? process_type : "default");
+  self->remote_type = g_strdup (remote_type);
+  self->annotation_keys = g_ptr_array_new_with_free_func (g_free);
+  self->annotations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  self->pseudo_stack = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (self->pseudo_stack, NULL);
+  self->stack = g_array_new (FALSE, TRUE, sizeof (StackEntry));
+  g_array_set_clear_func (self->stack, stack_entry_clear);
+  self->module_names = g_ptr_array_new_with_free_func (g_free);
+
+  return self;
+}
+
+/**
+ * perfmon_hang_report_ref:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: (transfer full): @self
+ */
+PerfmonHangReport *
+perfmon_hang_report_ref (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  g_atomic_ref_count_inc (&self->ref_count);
+  return self;
+}
+
+/**
+ * perfmon_hang_report_unref:
+ * @self: (transfer full): a #PerfmonHangReport
+ */
+void
+perfmon_hang_report_unref (PerfmonHangReport *self)
+{
+  g_return_if_fail (self != NULL);
+
+  if (!g_atomic_ref_count_dec (&self->ref_count))
+    return;
+
+  g_free (self->thread);
+  g_free (self->runnable_name);
+  g_free (self->process_type);
+  g_free (self->remote_type);
+  g_ptr_array_unref (self->annotation_keys);
+  g_hash_table_unref (self->annotations);
+  g_ptr_array_unref (self->pseudo_stack);
+  g_array_unref (self->stack);
+  g_ptr_array_unref (self->module_names);
+  g_free (self->stack_unavailable);
+  g_free (self);
+}
+
+void
+_perfmon_hang_report_set_duration (PerfmonHangReport *self,
+                                   double             duration_ms)
+{
+  self->duration_ms = MAX (duration_ms, 0.0);
+}
+
+void
+_perfmon_hang_report_annotate (PerfmonHangReport *self,
+                               const char        *key,
+                               const char        *value)
+{
+  g_return_if_fail (key != NULL);
+
+  if (value == NULL)
+    {
+      if (g_hash_table_remove (self->annotations, key))
+        for (guint i = 0; i < self->annotation_keys->len; i++)
+          if (g_str_equal (g_ptr_array_index (self->annotation_keys, i), key))
+            {
+              g_ptr_array_remove_index (self->annotation_keys, i);
+              break;
+            }
+      return;
+    }
+
+  if (!g_hash_table_contains (self->annotations, key))
+    g_ptr_array_add (self->annotation_keys, g_strdup (key));
+  /* The table's keys are the strings of annotation_keys. */
+  for (guint i = 0; i < self->annotation_keys->len; i++)
+    {
+      const char *stored = g_ptr_array_index (self->annotation_keys, i);
+
+      if (g_str_equal (stored, key))
+        {
+          g_hash_table_insert (self->annotations, (gpointer) stored, g_strdup (value));
+          break;
+        }
+    }
+}
+
+void
+_perfmon_hang_report_add_pseudo_frame (PerfmonHangReport *self,
+                                       const char        *label)
+{
+  /* Keep the array NULL-terminated for get_pseudo_stack(). */
+  self->pseudo_stack->pdata[self->pseudo_stack->len - 1] = g_strdup (label);
+  g_ptr_array_add (self->pseudo_stack, NULL);
+}
+
+void
+_perfmon_hang_report_add_label_frame (PerfmonHangReport *self,
+                                      const char        *label)
+{
+  StackEntry entry = { g_strdup (label), -1, 0, NULL, 0 };
+
+  g_array_append_val (self->stack, entry);
+}
+
+static int
+module_index (PerfmonHangReport *self,
+              const char        *debug_name,
+              const char        *breakpad_id)
+{
+  guint n = self->module_names->len / 2;
+
+  for (guint i = 0; i < n; i++)
+    if (g_str_equal (g_ptr_array_index (self->module_names, 2 * i), debug_name) &&
+        g_str_equal (g_ptr_array_index (self->module_names, 2 * i + 1), breakpad_id))
+      return (int) i;
+
+  g_ptr_array_add (self->module_names, g_strdup (debug_name));
+  g_ptr_array_add (self->module_names, g_strdup (breakpad_id));
+  return (int) n;
+}
+
+void
+_perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
+                                       const char        *debug_name,
+                                       const char        *breakpad_id,
+                                       guint64            offset,
+                                       const char        *symbol,
+                                       guint64            symbol_offset)
+{
+  StackEntry entry = { NULL, -1, offset, g_strdup (symbol), symbol_offset };
+
+  if (debug_name != NULL)
+    entry.module = module_index (self, debug_name, breakpad_id != NULL ? breakpad_id : "");
+  g_array_append_val (self->stack, entry);
+}
+
+void
+_perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
+                                            const char        *reason)
+{
+  g_free (self->stack_unavailable);
+  self->stack_unavailable = g_strdup (reason);
+}
+
+/**
+ * perfmon_hang_report_get_duration:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: how long the busy stretch lasted, in milliseconds; for a hang
+ *   still going on when the process ended (annotated `Unrecovered`), how
+ *   long it had lasted when it was last recorded
+ */
+double
+perfmon_hang_report_get_duration (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, 0.0);
+
+  return self->duration_ms;
+}
+
+/**
+ * perfmon_hang_report_get_thread:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: the name of the thread that hung
+ */
+const char *
+perfmon_hang_report_get_thread (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->thread;
+}
+
+/**
+ * perfmon_hang_report_get_runnable_name:
+ * @self: a #PerfmonHangReport
+ *
+ * The runnable of the seed is the #GSource being dispatched.
+ *
+ * Returns: (nullable): the name (g_source_get_name()) of the source the
+ *   thread was dispatching when the hang was caught, "" for a source without
+ *   a name, or %NULL if it was not dispatching one or it could not be told
+ */
+const char *
+perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->runnable_name;
+}
+
+/**
+ * perfmon_hang_report_get_process_type:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: the process type, such as "default", "tab" or "gpu"
+ */
+const char *
+perfmon_hang_report_get_process_type (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->process_type;
+}
+
+/**
+ * perfmon_hang_report_get_remote_type:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: (nullable): the remote type; always %NULL unless the process
+ *   type is "tab"
+ */
+const char *
+perfmon_hang_report_get_remote_type (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->remote_type;
+}
+
+/**
+ * perfmon_hang_report_get_annotation:
+ * @self: a #PerfmonHangReport
+ * @key: an annotation's name, such as "Unrecovered"
+ *
+ * Returns: (nullable): the value of the annotation @key, or %NULL
+ */
+const char *
+perfmon_hang_report_get_annotation (PerfmonHangReport *self,
+                                    const char        *key)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+  g_return_val_if_fail (key != NULL, NULL);
+
+  return g_hash_table_lookup (self->annotations, key);
+}
+
+/**
+ * perfmon_hang_report_dup_annotation_keys:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: (transfer full) (array zero-terminated=1): the names of the
+ *   report's annotations, in the order they were made
+ */
+char **
+perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self)
+{
+  GStrvBuilder *builder;
+  char **keys;
+
+  g_return_val_if_fail (self != NULL, NULL);
+
+  builder = g_strv_builder_new ();
+  for (guint i = 0; i < self->annotation_keys->len; i++)
+    g_strv_builder_add (builder, g_ptr_array_index (self->annotation_keys, i));
+  keys = g_strv_builder_end (builder);
+  g_strv_builder_unref (builder);
+  return keys;
+}
+
+/**
+ * perfmon_hang_report_get_pseudo_stack:
+ * @self: a #PerfmonHangReport
+ *
+ * The label stack of the hung thread (see perfmon_label_push()), outermost
+ * label first, each "label" or "label dynamic".
+ *
+ * Returns: (transfer none) (array zero-terminated=1): the label stack
+ */
+const char * const *
+perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return (const char * const *) self->pseudo_stack->pdata;
+}
+
+/**
+ * perfmon_hang_report_dup_stack:
+ * @self: a #PerfmonHangReport
+ *
+ * The interleaved stack of the hung thread, outermost frame first, for
+ * people: a label frame as its text; a native frame as
+ * "module+0xoffset (function+offset)", the function only where the module
+ * exports a symbol for it, or "0xpc" outside every module. The machine form
+ * (module indices and hex offsets) is in [method@HangReport.to_json].
+ *
+ * Returns: (transfer full) (array zero-terminated=1): the stack
+ */
+char **
+perfmon_hang_report_dup_stack (PerfmonHangReport *self)
+{
+  GStrvBuilder *builder;
+  char **lines;
+
+  g_return_val_if_fail (self != NULL, NULL);
+
+  builder = g_strv_builder_new ();
+  for (guint i = 0; i < self->stack->len; i++)
+    {
+      const StackEntry *entry = &g_array_index (self->stack, StackEntry, i);
+      g_autofree char *line = NULL;
+
+      if (entry->label != NULL)
+        line = g_strdup (entry->label);
+      else if (entry->module < 0)
+        line = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", entry->offset);
+      else
+        line = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x",
+                                (const char *) g_ptr_array_index (self->module_names, 2 * entry->module),
+                                entry->offset);
+      if (entry->symbol != NULL)
+        {
+          char *with_symbol = g_strdup_printf ("%s (%s+%" G_GUINT64_FORMAT ")", line,
+                                               entry->symbol, entry->symbol_offset);
+          g_free (line);
+          line = with_symbol;
+        }
+      g_strv_builder_add (builder, line);
+    }
+  lines = g_strv_builder_end (builder);
+  g_strv_builder_unref (builder);
+  return lines;
+}
+
+/**
+ * perfmon_hang_report_get_stack_unavailable_reason:
+ * @self: a #PerfmonHangReport
+ *
+ * Returns: (nullable): why the report has no native frames (for example
+ *   the thread did not answer the signal, with its kernel wait channel), or
+ *   %NULL if it has them
+ */
+const char *
+perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->stack_unavailable;
+}
+
+static JsonArray *
+string_pair (const char *first,
+             const char *second)
+{
+  JsonArray *pair = json_array_sized_new (2);
+
+  json_array_add_string_element (pair, first);
+  json_array_add_string_element (pair, second);
+  return pair;
+}
+
+JsonObject *
+_perfmon_hang_report_to_json_object (PerfmonHangReport *self)
+{
+  JsonObject *object = json_object_new ();
+  JsonArray *annotations = json_array_new ();
+  JsonArray *pseudo_stack = json_array_new ();
+  JsonArray *stack = json_array_new ();
+  JsonArray *symbols = json_array_new ();
+  JsonArray *modules = json_array_new ();
+
+  json_object_set_double_member (object, "duration", self->duration_ms);
+  json_object_set_string_member (object, "thread", self->thread);
+  /* The ping's schema wants a string: "(unknown)" when there is no name to
+   * give. */
+  json_object_set_string_member (object, "runnableName",
+                                 self->runnable_name != NULL ? self->runnable_name : "(unknown)");
+  json_object_set_string_member (object, "process", self->process_type);
+  if (self->remote_type != NULL)
+    json_object_set_string_member (object, "remoteType", self->remote_type);
+  else
+    json_object_set_null_member (object, "remoteType");
+
+  for (guint i = 0; i < self->annotation_keys->len; i++)
+    {
+      const char *key = g_ptr_array_index (self->annotation_keys, i);
+
+      json_array_add_array_element (annotations,
+                                    string_pair (key, g_hash_table_lookup (self->annotations, key)));
+    }
+  json_object_set_array_member (object, "annotations", annotations);
+
+  for (guint i = 0; i + 1 < self->pseudo_stack->len; i++)
+    json_array_add_string_element (pseudo_stack, g_ptr_array_index (self->pseudo_stack, i));
+  json_object_set_array_member (object, "pseudoStack", pseudo_stack);
+
+  for (guint i = 0; i < self->stack->len; i++)
+    {
+      const StackEntry *entry = &g_array_index (self->stack, StackEntry, i);
+
+      if (entry->label != NULL)
+        json_array_add_string_element (stack, entry->label);
+      else
+        {
+          JsonArray *frame = json_array_sized_new (2);
+          g_autofree char *hex = g_strdup_printf ("%" G_GINT64_MODIFIER "x", entry->offset);
+
+          json_array_add_int_element (frame, entry->module);
+          json_array_add_string_element (frame, hex);
+          json_array_add_array_element (stack, frame);
+        }
+
+      if (entry->symbol != NULL)
+        {
+          g_autofree char *symbol = g_strdup_printf ("%s+%" G_GUINT64_FORMAT,
+                                                     entry->symbol, entry->symbol_offset);
+          json_array_add_string_element (symbols, symbol);
+        }
+      else
+        json_array_add_null_element (symbols);
+    }
+  json_object_set_array_member (object, "stack", stack);
+  json_object_set_array_member (object, "symbols", symbols);
+
+  for (guint i = 0; i + 1 < self->module_names->len; i += 2)
+    json_array_add_array_element (modules,
+                                  string_pair (g_ptr_array_index (self->module_names, i),
+                                               g_ptr_array_index (self->module_names, i + 1)));
+  json_object_set_array_member (object, "modules", modules);
+
+  if (self->stack_unavailable != NULL)
+    json_object_set_string_member (object, "stackUnavailable", self->stack_unavailable);
+
+  return object;
+}
+
+/**
+ * perfmon_hang_report_to_json:
+ * @self: a #PerfmonHangReport
+ *
+ * The report as JSON: the fields of a hang in the Background Hang Monitor
+ * ping ("duration", "thread", "runnableName", "process", "remoteType",
+ * "annotations", "pseudoStack", "stack"), with the native frames of
+ * "stack" as `[module index, "hex offset"]` into the report's own
+ * "modules" list of `[debug file name, breakpad id]`; plus "symbols", the
+ * function name and offset of each "stack" entry or null, and, when there
+ * are no native frames, "stackUnavailable" saying why.
+ *
+ * Returns: (transfer full): the report as a JSON object
+ */
+char *
+perfmon_hang_report_to_json (PerfmonHangReport *self)
+{
+  g_autoptr(JsonNode) node = NULL;
+
+  g_return_val_if_fail (self != NULL, NULL);
+
+  node = json_node_init_object (json_node_alloc (), _perfmon_hang_report_to_json_object (self));
+  /* init_object took its own reference. */
+  json_object_unref (json_node_get_object (node));
+  return json_to_string (node, FALSE);
+}

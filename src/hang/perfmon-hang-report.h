@@ -1,0 +1,54 @@
+/* perfmon-hang-report.h: one hang of a watched thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#if !defined(PERFMON_INSIDE) && !defined(PERFMON_COMPILATION)
+#error "Only <perfmon.h> can be included directly."
+#endif
+
+#include <glib-object.h>
+
+#include "perfmon-version-macros.h"
+
+G_BEGIN_DECLS
+
+#define PERFMON_TYPE_HANG_REPORT (perfmon_hang_report_get_type ())
+
+typedef struct _PerfmonHangReport PerfmonHangReport;
+
+PERFMON_AVAILABLE_IN_ALL
+GType               perfmon_hang_report_get_type         (void) G_GNUC_CONST;
+PERFMON_AVAILABLE_IN_ALL
+PerfmonHangReport  *perfmon_hang_report_ref              (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+void                perfmon_hang_report_unref            (PerfmonHangReport *self);
+
+PERFMON_AVAILABLE_IN_ALL
+double              perfmon_hang_report_get_duration     (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_thread       (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_runnable_name (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_process_type (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_remote_type  (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_annotation   (PerfmonHangReport *self,
+                                                          const char        *key);
+PERFMON_AVAILABLE_IN_ALL
+char              **perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char * const *perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+char              **perfmon_hang_report_dup_stack        (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+char               *perfmon_hang_report_to_json          (PerfmonHangReport *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonHangReport, perfmon_hang_report_unref)
+
+G_END_DECLS

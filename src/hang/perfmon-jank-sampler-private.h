@@ -1,0 +1,51 @@
+/* perfmon-jank-sampler-private.h: the MAIN_THREAD_JANK checker of a watchdog
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "perfmon-jank-config-private.h"
+#include "perfmon-loop-activity-private.h"
+
+G_BEGIN_DECLS
+
+typedef struct _PerfmonJankSampler PerfmonJankSampler;
+
+/* Where the sampler writes and what it puts in the event. */
+typedef struct
+{
+  const char *log_dir;
+  guint64     log_dir_limit;
+  gboolean    developer_mode;
+  const char *bundle_name;
+  const char *bundle_version;
+} PerfmonJankSetup;
+
+/* The checker of the loop whose busy stretches @activity publishes, for a
+ * process (the checks' start-up window) that started at @start_time_us
+ * (wall clock, g_get_real_time()). Used by the watchdog thread only. */
+PerfmonJankSampler *_perfmon_jank_sampler_new  (PerfmonLoopActivity *activity,
+                                                gint64               start_time_us);
+void                _perfmon_jank_sampler_free (PerfmonJankSampler  *sampler);
+
+/* Called by the watchdog whenever it wakes while the loop is busy (or a
+ * sampling session runs): @stretch_start_us is the monotonic start of the
+ * current busy stretch, or 0 when the loop is not busy. Does what is due by
+ * @now_us (start a session, check, take a stack sample, write the log) and
+ * returns the monotonic time of the next thing to do, or G_MAXINT64 if
+ * nothing is pending. When a session reported, stores in @event_out the
+ * event's params (an a{sv} GVariant, floating reference sunk, owned by the
+ * caller). */
+gint64 _perfmon_jank_sampler_tick (PerfmonJankSampler     *sampler,
+                                   const PerfmonJankConfig *config,
+                                   const PerfmonJankSetup  *setup,
+                                   gint64                   stretch_start_us,
+                                   gint64                   now_us,
+                                   GVariant               **event_out);
+
+/* For tests: samples taken by the sessions so far. */
+guint  _perfmon_jank_sampler_count_samples (PerfmonJankSampler *sampler);
+
+G_END_DECLS

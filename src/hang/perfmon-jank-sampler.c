@@ -1,0 +1,376 @@
+/* perfmon-jank-sampler.c: the MAIN_THREAD_JANK checker of a watchdog
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "perfmon-clock-private.h"
+#include "perfmon-jank-policy-private.h"
+#include "perfmon-jank-sampler-private.h"
+#include "perfmon-log-dir-private.h"
+#include "perfmon-modules-private.h"
+#include "perfmon-stack-capture-private.h"
+#include "perfmon-stack-tree-private.h"
+
+/* The checker follows the seed's timing (see perfmon-jank-policy.c for the
+ * schedule): a busy stretch that passes the stack threshold (150 ms, or
+ * sample_interval with log_type 1) starts a stack session; one that passes
+ * 450 ms starts a trace session instead (log_type 0 and 2). A session's
+ * check "sees the jank again" when the loop is then in a busy stretch at
+ * least as long as the threshold that started the session. Stack samples
+ * are taken whatever the loop does, as the seed's sampler does; the
+ * report, and the rate limits, come at the end. */
+
+#define STACK_CAPTURE_TIMEOUT_MS 100
+
+struct _PerfmonJankSampler
+{
+  PerfmonLoopActivity *activity;
+  PerfmonJankLimiter   limiter;
+
+  /* The session, if any. */
+  PerfmonJankAction    action;
+  gint64               session_start_us;   /* monotonic: the detection */
+  gint64               trigger_us;         /* the threshold that started it */
+  gint64               janky_stretch_start_us;
+  guint                checks_done;
+  guint                jank_at_check;      /* 0 until a check saw it */
+  guint                samples_done;
+  PerfmonJankPlan      plan;
+  PerfmonStackTree    *tree;
+  PerfmonModules      *modules;
+  /* The stretches that started the latest sessions of each kind: one
+   * stretch starts at most one of each. */
+  guint64              stack_stretch;
+  guint64              trace_stretch;
+
+  guint                n_samples_total;
+};
+
+PerfmonJankSampler *
+_perfmon_jank_sampler_new (PerfmonLoopActivity *activity,
+                           gint64               start_time_us)
+{
+  PerfmonJankSampler *sampler = g_new0 (PerfmonJankSampler, 1);
+
+  sampler->activity = activity;
+  sampler->stack_stretch = G_MAXUINT64;
+  sampler->trace_stretch = G_MAXUINT64;
+  _perfmon_jank_limiter_init (&sampler->limiter, start_time_us);
+  return sampler;
+}
+
+static void
+end_session (PerfmonJankSampler *sampler)
+{
+  sampler->action = PERFMON_JANK_ACTION_NONE;
+  g_clear_pointer (&sampler->tree, _perfmon_stack_tree_free);
+  g_clear_pointer (&sampler->modules, _perfmon_modules_unref);
+}
+
+void
+_perfmon_jank_sampler_free (PerfmonJankSampler *sampler)
+{
+  if (sampler == NULL)
+    return;
+  end_session (sampler);
+  g_free (sampler);
+}
+
+guint
+_perfmon_jank_sampler_count_samples (PerfmonJankSampler *sampler)
+{
+  return sampler->n_samples_total;
+}
+
+static gint64
+stack_threshold_ms (const PerfmonJankConfig *config)
+{
+  return config->log_type == PERFMON_JANK_LOG_TYPE_STACK ? config->sample_interval_ms
+                                                         : PERFMON_JANK_STACK_THRESHOLD_MS;
+}
+
+static void
+take_sample (PerfmonJankSampler *sampler)
+{
+  g_autofree PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
+  g_autofree PerfmonStackFrame *frames = NULL;
+  g_autofree PerfmonPcInfo *infos = NULL;
+  gint64 tid = __atomic_load_n (&sampler->activity->thread_id, __ATOMIC_ACQUIRE);
+
+  sampler->samples_done++;
+  sampler->n_samples_total++;
+  if (tid == 0 || !_perfmon_stack_capture (tid, STACK_CAPTURE_TIMEOUT_MS, captured, NULL))
+    {
+      /* The sample counts, with no frames: the tree's counts stay honest
+       * about how many samples had no stack. */
+      _perfmon_stack_tree_add_sample (sampler->tree, NULL, 0);
+      return;
+    }
+
+  frames = g_new0 (PerfmonStackFrame, captured->n_frames);
+  infos = g_new0 (PerfmonPcInfo, captured->n_frames);
+  /* The tree wants the outermost frame first. */
+  for (guint i = 0; i < captured->n_frames; i++)
+    {
+      guint inner = captured->n_frames - 1 - i;
+      PerfmonPcInfo *info = &infos[i];
+
+      _perfmon_modules_describe_pc (sampler->modules, captured->pcs[inner], inner > 0, info);
+      frames[i].pc = info->pc;
+      frames[i].module_index = info->module_index;
+      frames[i].offset = info->offset;
+      frames[i].symbol = info->symbol;
+      frames[i].symbol_offset = info->symbol_offset;
+      if (info->module_index >= 0)
+        {
+          frames[i].path = _perfmon_modules_get_path (sampler->modules, info->module_index);
+          frames[i].build_id = _perfmon_modules_get_build_id (sampler->modules, info->module_index);
+        }
+    }
+  _perfmon_stack_tree_add_sample (sampler->tree, frames, captured->n_frames);
+  for (guint i = 0; i < captured->n_frames; i++)
+    g_free (infos[i].symbol);
+}
+
+static gint64
+monotonic_to_real_ms (gint64 monotonic_us)
+{
+  return (g_get_real_time () - (g_get_monotonic_time () - monotonic_us)) / 1000;
+}
+
+/* A Chrome trace of the loop's recent busy stretches: until task tracing
+ * records tasks, the iterations are what there is to see. */
+static char *
+recent_stretches_trace (PerfmonLoopActivity *activity)
+{
+  GString *trace = g_string_new ("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
+  guint64 last = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+  guint64 first = last >= PERFMON_LOOP_RECENT_STRETCHES - 1 ? last - (PERFMON_LOOP_RECENT_STRETCHES - 2) : 1;
+  double us_per_cycle = 1.0 / perfmon_clock_cycles_per_us ();
+  guint64 now_cycles = perfmon_clock_cycles ();
+  gint64 now_us = g_get_monotonic_time ();
+  gint64 tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
+  gboolean first_event = TRUE;
+
+  /* The newest ring slots are rewritten while we read, the oldest may be
+   * overwritten: skip any stretch whose times are not in order. */
+  for (guint64 index = first; index <= last; index++)
+    {
+      PerfmonLoopStretch *stretch = _perfmon_loop_activity_stretch (activity, index);
+      guint64 begin = __atomic_load_n (&stretch->begin, __ATOMIC_RELAXED);
+      guint64 end = __atomic_load_n (&stretch->end, __ATOMIC_RELAXED);
+      gint64 begin_us;
+
+      if (begin == 0 || begin > now_cycles)
+        continue;
+      if (end < begin)
+        end = now_cycles;   /* still busy */
+      begin_us = now_us - (gint64) ((double) (now_cycles - begin) * us_per_cycle);
+      g_string_append_printf (trace,
+                              "%s{\"name\":\"main loop iteration\",\"cat\":\"perfmon\",\"ph\":\"X\","
+                              "\"ts\":%" G_GINT64_FORMAT ",\"dur\":%.1f,\"pid\":%d,\"tid\":%" G_GINT64_FORMAT "}",
+                              first_event ? "" : ",", begin_us, (double) (end - begin) * us_per_cycle,
+                              (int) getpid (), tid);
+      first_event = FALSE;
+    }
+  g_string_append (trace, "]}\n");
+  return g_string_free (trace, FALSE);
+}
+
+/* Writes the session's log and builds the event. NULL if the rate limits
+ * say no. */
+static GVariant *
+report (PerfmonJankSampler     *sampler,
+        const PerfmonJankConfig *config,
+        const PerfmonJankSetup  *setup,
+        gint64                   now_us)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDateTime) when = g_date_time_new_now_local ();
+  g_autofree char *contents = NULL;
+  g_autofree char *heaviest = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *path = NULL;
+  const char *own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, NULL };
+  GVariantBuilder builder;
+  GVariantBuilder logs;
+  gboolean over_limit = FALSE;
+  gboolean written = FALSE;
+  gint64 real_now_us = g_get_real_time ();
+  gboolean is_trace = sampler->action == PERFMON_JANK_ACTION_TRACE;
+
+  if (is_trace ? !_perfmon_jank_limiter_allow_trace (&sampler->limiter, real_now_us)
+               : !_perfmon_jank_limiter_allow_stack (&sampler->limiter, config,
+                                                     setup->developer_mode, real_now_us))
+    return NULL;
+
+  if (is_trace)
+    {
+      contents = recent_stretches_trace (sampler->activity);
+      heaviest = g_strdup ("");
+    }
+  else
+    {
+      g_autofree char *tree = _perfmon_stack_tree_to_text (sampler->tree);
+
+      heaviest = _perfmon_stack_tree_heaviest_stack (sampler->tree);
+      contents = g_strdup (tree);
+    }
+
+  name = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, when, (guint) getpid (),
+                                     is_trace ? PERFMON_LOG_DIR_TRACE_SUFFIX : PERFMON_LOG_DIR_STACK_SUFFIX);
+  path = g_build_filename (setup->log_dir, name, NULL);
+  if (!_perfmon_log_dir_make_room (setup->log_dir, own_prefixes, setup->log_dir_limit,
+                                   strlen (contents), &over_limit, &error))
+    g_warning ("Could not age the jank logs in %s: %s", setup->log_dir, error->message);
+  else if (strlen (contents) > setup->log_dir_limit)
+    over_limit = TRUE;
+  else if (!_perfmon_log_dir_write_atomically (setup->log_dir, name, contents, strlen (contents), &error))
+    g_warning ("Could not write the jank log %s: %s", path, error->message);
+  else
+    written = TRUE;
+
+  g_variant_builder_init (&logs, G_VARIANT_TYPE_STRING_ARRAY);
+  if (written)
+    g_variant_builder_add (&logs, "s", path);
+
+  g_variant_builder_init (&builder, G_VARIANT_TYPE_VARDICT);
+  g_variant_builder_add (&builder, "{sv}", "time", g_variant_new_int64 (real_now_us / 1000));
+  g_variant_builder_add (&builder, "{sv}", "bundle_name",
+                         g_variant_new_string (setup->bundle_name != NULL ? setup->bundle_name : ""));
+  g_variant_builder_add (&builder, "{sv}", "bundle_version",
+                         g_variant_new_string (setup->bundle_version != NULL ? setup->bundle_version : ""));
+  g_variant_builder_add (&builder, "{sv}", "pid", g_variant_new_int32 ((gint32) getpid ()));
+  g_variant_builder_add (&builder, "{sv}", "uid", g_variant_new_uint32 ((guint32) getuid ()));
+  g_variant_builder_add (&builder, "{sv}", "begin_time",
+                         g_variant_new_int64 (monotonic_to_real_ms (sampler->janky_stretch_start_us)));
+  g_variant_builder_add (&builder, "{sv}", "end_time", g_variant_new_int64 (monotonic_to_real_ms (now_us)));
+  g_variant_builder_add (&builder, "{sv}", "external_log", g_variant_builder_end (&logs));
+  g_variant_builder_add (&builder, "{sv}", "log_over_limit", g_variant_new_boolean (over_limit));
+  /* Jiffies since boot (CLOCK_MONOTONIC in clock ticks) at the task's start. */
+  g_variant_builder_add (&builder, "{sv}", "app_start_jiffies_time",
+                         g_variant_new_int64 (sampler->janky_stretch_start_us * sysconf (_SC_CLK_TCK) /
+                                              G_USEC_PER_SEC));
+  g_variant_builder_add (&builder, "{sv}", "heaviest_stack", g_variant_new_string (heaviest));
+  g_variant_builder_add (&builder, "{sv}", "log_type", g_variant_new_string (is_trace ? "trace" : "stack"));
+  if (!is_trace)
+    g_variant_builder_add (&builder, "{sv}", "sample_count",
+                           g_variant_new_uint32 (_perfmon_stack_tree_get_n_samples (sampler->tree)));
+  return g_variant_ref_sink (g_variant_builder_end (&builder));
+}
+
+static void
+begin_session (PerfmonJankSampler      *sampler,
+               const PerfmonJankConfig *config,
+               PerfmonJankAction        action,
+               gint64                   stretch_start_us,
+               gint64                   now_us)
+{
+  end_session (sampler);
+  sampler->action = action;
+  sampler->session_start_us = now_us;
+  sampler->trigger_us = (action == PERFMON_JANK_ACTION_TRACE ? PERFMON_JANK_TRACE_THRESHOLD_MS
+                                                             : stack_threshold_ms (config)) * 1000;
+  sampler->janky_stretch_start_us = stretch_start_us;
+  sampler->checks_done = 0;
+  sampler->jank_at_check = 0;
+  sampler->samples_done = 0;
+  _perfmon_jank_sampling_plan (config, action, 0, &sampler->plan);
+  if (action == PERFMON_JANK_ACTION_STACK_SAMPLING)
+    {
+      sampler->tree = _perfmon_stack_tree_new ();
+      sampler->modules = _perfmon_modules_new ();
+    }
+}
+
+gint64
+_perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
+                            const PerfmonJankConfig *config,
+                            const PerfmonJankSetup  *setup,
+                            gint64                   stretch_start_us,
+                            gint64                   now_us,
+                            GVariant               **event_out)
+{
+  guint64 index = __atomic_load_n (&sampler->activity->n_stretches, __ATOMIC_ACQUIRE);
+  gboolean busy = stretch_start_us != 0;
+  gint64 busy_us = busy ? now_us - stretch_start_us : 0;
+  gint64 next = G_MAXINT64;
+
+  *event_out = NULL;
+
+  if (_perfmon_jank_limiter_in_startup (&sampler->limiter, config, g_get_real_time ()))
+    return busy ? now_us + (gint64) config->ignore_startup_time_s * G_USEC_PER_SEC : G_MAXINT64;
+
+  /* A stretch past 450 ms starts a trace session, replacing a stack
+   * session it started (log_type 0). */
+  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_STACK &&
+      busy_us > PERFMON_JANK_TRACE_THRESHOLD_MS * 1000 &&
+      sampler->trace_stretch != index && sampler->action != PERFMON_JANK_ACTION_TRACE)
+    {
+      begin_session (sampler, config, PERFMON_JANK_ACTION_TRACE, stretch_start_us, now_us);
+      sampler->trace_stretch = index;
+      sampler->stack_stretch = index;
+    }
+  else if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_TRACE &&
+           busy_us > stack_threshold_ms (config) * 1000 &&
+           sampler->stack_stretch != index && sampler->action == PERFMON_JANK_ACTION_NONE)
+    {
+      begin_session (sampler, config, PERFMON_JANK_ACTION_STACK_SAMPLING, stretch_start_us, now_us);
+      sampler->stack_stretch = index;
+    }
+
+  if (sampler->action != PERFMON_JANK_ACTION_NONE)
+    {
+      gint64 elapsed_ms = (now_us - sampler->session_start_us) / 1000;
+
+      /* Checks that are due. */
+      while (sampler->checks_done < sampler->plan.n_checks &&
+             (gint64) sampler->plan.check_ms[sampler->checks_done] <= elapsed_ms)
+        {
+          sampler->checks_done++;
+          if (sampler->jank_at_check == 0 && busy && busy_us >= sampler->trigger_us)
+            {
+              sampler->jank_at_check = sampler->checks_done;
+              /* The plan changes once the jank is seen: samples follow. */
+              _perfmon_jank_sampling_plan (config, sampler->action, sampler->jank_at_check, &sampler->plan);
+            }
+        }
+
+      /* Samples that are due. */
+      while (sampler->samples_done < sampler->plan.n_samples &&
+             (gint64) sampler->plan.sample_ms[sampler->samples_done] <= elapsed_ms)
+        take_sample (sampler);
+
+      if ((gint64) sampler->plan.end_ms <= elapsed_ms)
+        {
+          if (sampler->plan.report)
+            *event_out = report (sampler, config, setup, now_us);
+          end_session (sampler);
+        }
+      else
+        {
+          guint64 due_ms = sampler->plan.end_ms;
+
+          if (sampler->checks_done < sampler->plan.n_checks)
+            due_ms = MIN (due_ms, sampler->plan.check_ms[sampler->checks_done]);
+          if (sampler->samples_done < sampler->plan.n_samples)
+            due_ms = MIN (due_ms, sampler->plan.sample_ms[sampler->samples_done]);
+          next = sampler->session_start_us + (gint64) due_ms * 1000;
+        }
+    }
+
+  /* The next threshold the busy stretch may pass. */
+  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_TRACE && sampler->stack_stretch != index &&
+      sampler->action == PERFMON_JANK_ACTION_NONE)
+    next = MIN (next, stretch_start_us + stack_threshold_ms (config) * 1000 + 1);
+  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_STACK && sampler->trace_stretch != index &&
+      sampler->action != PERFMON_JANK_ACTION_TRACE)
+    next = MIN (next, stretch_start_us + PERFMON_JANK_TRACE_THRESHOLD_MS * 1000 + 1);
+
+  return next;
+}

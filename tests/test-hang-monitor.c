@@ -1,0 +1,750 @@
+/* test-hang-monitor.c: the watchdog, hang reports and pings
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+
+#include "config.h"
+
+#include <json-glib/json-glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "perfmon.h"
+#include "perfmon-hang-monitor-private.h"
+
+typedef struct
+{
+  char               *dir;
+  char               *pings_dir;
+  GMainContext       *context;
+  GMainLoop          *loop;
+  PerfmonMonitor     *monitor;
+  PerfmonHangMonitor *hang_monitor;
+  GPtrArray          *reports;
+  GPtrArray          *pings;
+} Fixture;
+
+static void
+on_hang (PerfmonHangMonitor *hang_monitor,
+         PerfmonHangReport  *report,
+         Fixture            *fixture)
+{
+  g_ptr_array_add (fixture->reports, perfmon_hang_report_ref (report));
+  g_main_loop_quit (fixture->loop);
+}
+
+static void
+on_ping (PerfmonHangMonitor *hang_monitor,
+         const char         *path,
+         Fixture            *fixture)
+{
+  g_ptr_array_add (fixture->pings, g_strdup (path));
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->pings_dir = g_build_filename (fixture->dir, "pings", NULL);
+  fixture->context = g_main_context_new ();
+  g_main_context_push_thread_default (fixture->context);
+  fixture->loop = g_main_loop_new (fixture->context, FALSE);
+  fixture->monitor = perfmon_monitor_new (fixture->context);
+  fixture->hang_monitor = perfmon_hang_monitor_new (fixture->monitor);
+  g_object_set (fixture->hang_monitor,
+                "pings-dir", fixture->pings_dir,
+                "log-dir", fixture->dir,
+                NULL);
+  fixture->reports = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
+  fixture->pings = g_ptr_array_new_with_free_func (g_free);
+  g_signal_connect (fixture->hang_monitor, "hang", G_CALLBACK (on_hang), fixture);
+  g_signal_connect (fixture->hang_monitor, "ping", G_CALLBACK (on_ping), fixture);
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  if (dir != NULL)
+    while ((name = g_dir_read_name (dir)) != NULL)
+      {
+        g_autofree char *child = g_build_filename (path, name, NULL);
+        remove_tree (child);
+      }
+  g_remove (path);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+  g_clear_object (&fixture->hang_monitor);
+  g_clear_object (&fixture->monitor);
+  g_main_loop_unref (fixture->loop);
+  g_main_context_pop_thread_default (fixture->context);
+  g_main_context_unref (fixture->context);
+  g_ptr_array_unref (fixture->reports);
+  g_ptr_array_unref (fixture->pings);
+  remove_tree (fixture->dir);
+  g_free (fixture->dir);
+  g_free (fixture->pings_dir);
+}
+
+static void
+spin_ms (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    ;
+}
+
+/* Global, so that -rdynamic puts it in the dynamic symbol table, where
+ * dladdr() finds it. */
+G_GNUC_NO_INLINE void hang_in_labelled_function (guint ms);
+
+G_GNUC_NO_INLINE void
+hang_in_labelled_function (guint ms)
+{
+  PERFMON_AUTO_LABEL_DYNAMIC ("spell check", "en_GB");
+
+  spin_ms (ms);
+  /* Keep the call above from becoming a tail call, which would take this
+   * function's frame off the stack. */
+  __asm__ __volatile__ ("" ::: "memory");
+}
+
+static gboolean
+hang_once (gpointer data)
+{
+  hang_in_labelled_function (GPOINTER_TO_UINT (data));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+add_named_source (GMainContext *context,
+                  const char   *name,
+                  GSourceFunc   func,
+                  gpointer      data,
+                  guint         delay_ms)
+{
+  g_autoptr(GSource) source = delay_ms > 0 ? g_timeout_source_new (delay_ms) : g_idle_source_new ();
+
+  g_source_set_name (source, name);
+  g_source_set_callback (source, func, data, NULL);
+  g_source_attach (source, context);
+}
+
+static gboolean
+fail_on_timeout (gpointer data)
+{
+  g_error ("timed out: %s", (const char *) data);
+  return G_SOURCE_REMOVE;
+}
+
+static guint
+add_watchdog_timeout (GMainContext *context,
+                      guint         seconds,
+                      const char   *what)
+{
+  g_autoptr(GSource) source = g_timeout_source_new_seconds (seconds);
+
+  g_source_set_callback (source, fail_on_timeout, (gpointer) what, NULL);
+  return g_source_attach (source, context);
+}
+
+static JsonNode *
+parse_json (const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  JsonNode *node = json_from_string (text, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (node);
+  return node;
+}
+
+/* Every native frame of @stack refers to a module of @modules, or to none
+ * (-1), with a hex offset. */
+static void
+assert_frames_valid (JsonArray *stack,
+                     JsonArray *modules)
+{
+  for (guint i = 0; i < json_array_get_length (stack); i++)
+    {
+      JsonNode *entry = json_array_get_element (stack, i);
+
+      if (JSON_NODE_HOLDS_ARRAY (entry))
+        {
+          JsonArray *frame = json_node_get_array (entry);
+          gint64 index = json_array_get_int_element (frame, 0);
+          const char *offset = json_array_get_string_element (frame, 1);
+
+          g_assert_cmpuint (json_array_get_length (frame), ==, 2);
+          g_assert_true (index == -1 || (index >= 0 && index < json_array_get_length (modules)));
+          g_assert_true (offset[0] != '\0');
+          for (const char *c = offset; *c != '\0'; c++)
+            g_assert_true (g_ascii_isxdigit (*c));
+        }
+      else
+        g_assert_true (JSON_NODE_HOLDS_VALUE (entry));
+    }
+}
+
+static void
+test_hang_report (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) node = NULL;
+  g_autofree char *json = NULL;
+  g_auto(GStrv) stack = NULL;
+  PerfmonHangReport *report;
+  const char * const *pseudo;
+  JsonObject *object;
+  gboolean found_function = FALSE;
+  gint label_position = -1;
+  gint function_position = -1;
+
+  perfmon_annotate ("UserInteracting", "true");
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  g_assert_no_error (error);
+
+  add_named_source (fixture->context, "spell-check-idle", hang_once, GUINT_TO_POINTER (300), 50);
+  add_watchdog_timeout (fixture->context, 10, "no hang report");
+  g_main_loop_run (fixture->loop);
+  perfmon_annotate ("UserInteracting", NULL);
+
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  report = g_ptr_array_index (fixture->reports, 0);
+  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 295.0);
+  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), <, 2000.0);
+  g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "spell-check-idle");
+  g_assert_cmpstr (perfmon_hang_report_get_process_type (report), ==, "default");
+  g_assert_null (perfmon_hang_report_get_remote_type (report));
+  g_assert_cmpstr (perfmon_hang_report_get_annotation (report, "UserInteracting"), ==, "true");
+  g_assert_null (perfmon_hang_report_get_stack_unavailable_reason (report));
+
+  pseudo = perfmon_hang_report_get_pseudo_stack (report);
+  g_assert_nonnull (pseudo);
+  g_assert_cmpstr (pseudo[0], ==, "spell check en_GB");
+  g_assert_null (pseudo[1]);
+
+  /* The interleaved stack names the function, and the label comes right
+   * after the function that pushed it. */
+  stack = perfmon_hang_report_dup_stack (report);
+  for (guint i = 0; stack[i] != NULL; i++)
+    {
+      if (g_str_equal (stack[i], "spell check en_GB"))
+        label_position = (gint) i;
+      if (strstr (stack[i], "(hang_in_labelled_function+") != NULL)
+        {
+          found_function = TRUE;
+          function_position = (gint) i;
+        }
+    }
+  if (!found_function || label_position != function_position + 1)
+    for (guint i = 0; stack[i] != NULL; i++)
+      g_test_message ("stack[%u] = %s", i, stack[i]);
+  g_assert_true (found_function);
+  g_assert_cmpint (label_position, ==, function_position + 1);
+
+  json = perfmon_hang_report_to_json (report);
+  node = parse_json (json);
+  object = json_node_get_object (node);
+  g_assert_cmpstr (json_object_get_string_member (object, "runnableName"), ==, "spell-check-idle");
+  g_assert_true (json_object_get_null_member (object, "remoteType"));
+  assert_frames_valid (json_object_get_array_member (object, "stack"),
+                       json_object_get_array_member (object, "modules"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (object, "modules")), >, 0);
+
+  /* Caught within the threshold and a margin for a loaded machine. */
+  g_assert_cmpint (_perfmon_hang_monitor_get_last_detection_latency_us (fixture->hang_monitor), >=, 100000);
+  g_assert_cmpint (_perfmon_hang_monitor_get_last_detection_latency_us (fixture->hang_monitor), <, 1000000);
+}
+
+static gboolean
+quit_loop (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+work_20_ms_30_times (gpointer data)
+{
+  static guint runs;
+
+  spin_ms (20);
+  if (++runs < 30)
+    return G_SOURCE_CONTINUE;
+  runs = 0;
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_short_stretches_are_not_hangs (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_object_set (fixture->hang_monitor, "threshold", 200, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  /* Many iterations of 20 ms each (one source, dispatched once per
+   * iteration) add up to far more than the threshold, but none of them is
+   * a hang. */
+  add_named_source (fixture->context, "short", work_20_ms_30_times, fixture->loop, 0);
+  g_main_loop_run (fixture->loop);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 300);
+  g_main_loop_run (fixture->loop);
+
+  g_assert_cmpuint (fixture->reports->len, ==, 0);
+  g_assert_cmpuint (_perfmon_hang_monitor_count_hangs (fixture->hang_monitor), ==, 0);
+}
+
+static gboolean
+deliberate_wait (gpointer data)
+{
+  PERFMON_AUTO_DELIBERATE_WAIT ();
+
+  g_usleep (400 * 1000);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_deliberate_wait (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  add_named_source (fixture->context, "modal wait", deliberate_wait, NULL, 20);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 700);
+  g_main_loop_run (fixture->loop);
+
+  g_assert_cmpuint (fixture->reports->len, ==, 0);
+
+  /* And a real hang after it is still caught. */
+  add_named_source (fixture->context, "after the wait", hang_once, GUINT_TO_POINTER (250), 10);
+  add_watchdog_timeout (fixture->context, 10, "no hang after the deliberate wait");
+  g_main_loop_run (fixture->loop);
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  g_assert_cmpstr (perfmon_hang_report_get_runnable_name (g_ptr_array_index (fixture->reports, 0)),
+                   ==, "after the wait");
+}
+
+static void
+test_idle_wakeups (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  guint64 before;
+
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  /* One short busy stretch, then two idle seconds. */
+  add_named_source (fixture->context, "work", hang_once, GUINT_TO_POINTER (5), 10);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 100);
+  g_main_loop_run (fixture->loop);
+
+  before = _perfmon_hang_monitor_count_wakeups (fixture->hang_monitor);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 2000);
+  g_main_loop_run (fixture->loop);
+
+  /* The loop slept in one poll: the watchdog woke when it returned, and
+   * at most once more for the short stretch that followed. */
+  g_assert_cmpuint (_perfmon_hang_monitor_count_wakeups (fixture->hang_monitor) - before, <=, 2);
+}
+
+static void
+test_start_errors (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(PerfmonMonitor) detached = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (context);
+  g_autoptr(PerfmonHangMonitor) first = perfmon_hang_monitor_new (monitor);
+  g_autoptr(PerfmonHangMonitor) second = perfmon_hang_monitor_new (monitor);
+  g_autoptr(PerfmonHangMonitor) without_context = perfmon_hang_monitor_new (detached);
+  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+
+  g_object_set (first, "pings-dir", pings, NULL);
+  g_object_set (second, "pings-dir", pings, NULL);
+
+  g_assert_false (perfmon_hang_monitor_start (without_context, &error));
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "GMainContext"));
+  g_clear_error (&error);
+
+  g_assert_true (perfmon_hang_monitor_start (first, &error));
+  g_assert_no_error (error);
+  g_assert_false (perfmon_hang_monitor_start (second, &error));
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+  perfmon_hang_monitor_stop (first);
+
+  /* Once the first stopped, the second may watch. */
+  g_assert_true (perfmon_hang_monitor_start (second, &error));
+  g_assert_no_error (error);
+  perfmon_hang_monitor_stop (second);
+  remove_tree (dir);
+}
+
+static void
+test_event_config (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", "40");
+  g_assert_false (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
+                                                         params, &error));
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+  g_assert_nonnull (strstr (error->message, "sample_interval"));
+  g_assert_nonnull (strstr (error->message, "50"));
+  g_assert_nonnull (strstr (error->message, "500"));
+  g_clear_error (&error);
+
+  g_assert_false (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "APP_FREEZE",
+                                                         NULL, &error));
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_UNKNOWN_EVENT);
+  g_clear_error (&error);
+
+  g_hash_table_insert (params, "sample_interval", "100");
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", "21");
+  g_hash_table_insert (params, "report_times_per_app", "3");
+  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
+                                                        params, &error));
+  g_assert_no_error (error);
+}
+
+static JsonObject *
+load_json_object (const char *path,
+                  JsonParser *parser)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (json_parser_load_from_file (parser, path, &error));
+  g_assert_no_error (error);
+  return json_node_get_object (json_parser_get_root (parser));
+}
+
+static void
+assert_no_temporary_files (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  if (dir == NULL)
+    return;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      g_assert_false (g_str_has_prefix (name, "."));
+      g_assert_false (g_str_has_suffix (name, ".tmp"));
+      if (g_file_test (child, G_FILE_TEST_IS_DIR))
+        assert_no_temporary_files (child);
+    }
+}
+
+static void
+test_ping_batching (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  JsonObject *ping;
+  JsonObject *payload;
+  JsonArray *hangs;
+
+  g_object_set (fixture->hang_monitor, "threshold", 60, "hangs-per-ping", 2, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  add_named_source (fixture->context, "first", hang_once, GUINT_TO_POINTER (150), 10);
+  add_watchdog_timeout (fixture->context, 10, "first hang");
+  g_main_loop_run (fixture->loop);
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  g_assert_cmpuint (fixture->pings->len, ==, 0);
+
+  add_named_source (fixture->context, "second", hang_once, GUINT_TO_POINTER (150), 10);
+  add_watchdog_timeout (fixture->context, 10, "second hang");
+  g_main_loop_run (fixture->loop);
+  g_assert_cmpuint (fixture->reports->len, ==, 2);
+  /* The ping is queued right after the hang that completed it. */
+  while (fixture->pings->len == 0 && g_main_context_iteration (fixture->context, TRUE))
+    ;
+  g_assert_cmpuint (fixture->pings->len, ==, 1);
+
+  ping = load_json_object (g_ptr_array_index (fixture->pings, 0), parser);
+  g_assert_cmpstr (json_object_get_string_member (ping, "type"), ==, "bhr");
+  g_assert_cmpint (json_object_get_int_member (ping, "version"), ==, 4);
+  payload = json_object_get_object_member (ping, "payload");
+  hangs = json_object_get_array_member (payload, "hangs");
+  g_assert_cmpuint (json_array_get_length (hangs), ==, 2);
+  g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (hangs, 0), "runnableName"),
+                   ==, "first");
+  g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (hangs, 1), "runnableName"),
+                   ==, "second");
+  for (guint i = 0; i < 2; i++)
+    assert_frames_valid (json_object_get_array_member (json_array_get_object_element (hangs, i), "stack"),
+                         json_object_get_array_member (payload, "modules"));
+  assert_no_temporary_files (fixture->pings_dir);
+
+  /* Nothing pending: stop writes no ping. */
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+  g_assert_cmpuint (fixture->pings->len, ==, 1);
+}
+
+static void
+test_flush_ping (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *empty = NULL;
+
+  g_object_set (fixture->hang_monitor, "threshold", 60, NULL);
+  empty = perfmon_hang_monitor_flush_ping (fixture->hang_monitor, &error);
+  g_assert_null (empty);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  empty = perfmon_hang_monitor_flush_ping (fixture->hang_monitor, &error);
+  g_assert_no_error (error);
+  g_assert_null (empty);
+
+  add_named_source (fixture->context, "flushed", hang_once, GUINT_TO_POINTER (150), 10);
+  add_watchdog_timeout (fixture->context, 10, "hang to flush");
+  g_main_loop_run (fixture->loop);
+
+  path = perfmon_hang_monitor_flush_ping (fixture->hang_monitor, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (path);
+  g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+  g_assert_cmpuint (fixture->pings->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (fixture->pings, 0), ==, path);
+}
+
+/* The child of the permahang test: hangs for ever in its main loop, and
+ * is killed by a thread of its own once the permahang was saved. */
+static gboolean
+hang_for_ever (gpointer data)
+{
+  PERFMON_AUTO_LABEL ("never ends");
+
+  for (;;)
+    spin_ms (10);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+kill_once_saved (gpointer data)
+{
+  const char *pending = data;
+
+  for (guint i = 0; i < 2000; i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open (pending, 0, NULL);
+      const char *instance;
+
+      while (dir != NULL && (instance = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = g_build_filename (pending, instance, NULL);
+          g_autoptr(GDir) records = g_dir_open (path, 0, NULL);
+          const char *name;
+
+          while (records != NULL && (name = g_dir_read_name (records)) != NULL)
+            if (g_str_has_suffix (name, ".json"))
+              raise (SIGKILL);
+        }
+      g_usleep (10000);
+    }
+  _exit (3);
+}
+
+static void
+test_permahang_unrecovered (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+  g_autofree char *pending = g_build_filename (pings, "pending", NULL);
+  g_autoptr(GError) error = NULL;
+  pid_t child;
+  int status;
+
+  child = fork ();
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    {
+      GMainContext *context = g_main_context_new ();
+      PerfmonMonitor *monitor = perfmon_monitor_new (context);
+      PerfmonHangMonitor *hang_monitor = perfmon_hang_monitor_new (monitor);
+
+      g_object_set (hang_monitor, "pings-dir", pings, "threshold", 50,
+                    "permahang-threshold", 300, NULL);
+      if (!perfmon_hang_monitor_start (hang_monitor, NULL))
+        _exit (2);
+      g_thread_unref (g_thread_new ("killer", kill_once_saved, pending));
+      add_named_source (context, "stuck", hang_for_ever, NULL, 10);
+      for (;;)
+        g_main_context_iteration (context, TRUE);
+    }
+
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFSIGNALED (status));
+  g_assert_cmpint (WTERMSIG (status), ==, SIGKILL);
+
+  /* The next start sends the hang the dead process left, marked
+   * Unrecovered. */
+  {
+    g_autoptr(GMainContext) context = g_main_context_new ();
+    g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (context);
+    g_autoptr(PerfmonHangMonitor) hang_monitor = perfmon_hang_monitor_new (monitor);
+    g_autoptr(JsonParser) parser = json_parser_new ();
+    g_autoptr(GPtrArray) pings_seen = g_ptr_array_new_with_free_func (g_free);
+    g_autoptr(GDir) listing = NULL;
+    const char *name;
+    JsonObject *hang;
+    JsonArray *annotations;
+    gboolean unrecovered = FALSE;
+
+    g_main_context_push_thread_default (context);
+    g_object_set (hang_monitor, "pings-dir", pings, NULL);
+    g_signal_connect_swapped (hang_monitor, "ping", G_CALLBACK (g_ptr_array_add), pings_seen);
+    g_assert_true (perfmon_hang_monitor_start (hang_monitor, &error));
+    g_assert_no_error (error);
+    while (g_main_context_iteration (context, FALSE))
+      ;
+    perfmon_hang_monitor_stop (hang_monitor);
+    g_main_context_pop_thread_default (context);
+
+    listing = g_dir_open (pings, 0, &error);
+    g_assert_no_error (error);
+    while ((name = g_dir_read_name (listing)) != NULL)
+      if (g_str_has_suffix (name, ".json"))
+        {
+          g_autofree char *path = g_build_filename (pings, name, NULL);
+          JsonObject *ping = load_json_object (path, parser);
+          JsonArray *hangs = json_object_get_array_member (json_object_get_object_member (ping, "payload"),
+                                                          "hangs");
+
+          g_assert_cmpuint (json_array_get_length (hangs), ==, 1);
+          hang = json_array_get_object_element (hangs, 0);
+          g_assert_cmpstr (json_object_get_string_member (hang, "runnableName"), ==, "stuck");
+          g_assert_cmpfloat (json_object_get_double_member (hang, "duration"), >=, 300.0);
+          annotations = json_object_get_array_member (hang, "annotations");
+          for (guint i = 0; i < json_array_get_length (annotations); i++)
+            {
+              JsonArray *pair = json_array_get_array_element (annotations, i);
+
+              if (g_str_equal (json_array_get_string_element (pair, 0), "Unrecovered"))
+                unrecovered = g_str_equal (json_array_get_string_element (pair, 1), "true");
+            }
+        }
+    g_assert_true (unrecovered);
+    g_assert_cmpuint (pings_seen->len, ==, 1);
+    g_ptr_array_set_free_func (pings_seen, NULL);
+  }
+  remove_tree (dir);
+}
+
+/* The child of the SIGSTOP test: a loop of short busy stretches under a
+ * 100 ms threshold; exits with the number of hangs reported. */
+static void
+run_short_stretches_child (const char *pings,
+                           int         ready_fd)
+{
+  GMainContext *context = g_main_context_new ();
+  PerfmonMonitor *monitor = perfmon_monitor_new (context);
+  PerfmonHangMonitor *hang_monitor = perfmon_hang_monitor_new (monitor);
+  gint64 end;
+
+  g_main_context_push_thread_default (context);
+  g_object_set (hang_monitor, "pings-dir", pings, "threshold", 100, NULL);
+  if (!perfmon_hang_monitor_start (hang_monitor, NULL))
+    _exit (100);
+  g_assert_cmpint (write (ready_fd, "r", 1), ==, 1);
+
+  end = g_get_monotonic_time () + 4 * G_USEC_PER_SEC;
+  while (g_get_monotonic_time () < end)
+    {
+      add_named_source (context, "tick", hang_once, GUINT_TO_POINTER (30), 5);
+      g_main_context_iteration (context, TRUE);
+    }
+  _exit ((int) MIN (_perfmon_hang_monitor_count_hangs (hang_monitor), 99));
+}
+
+static void
+test_no_false_hang_when_stopped (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+  int ready[2];
+  char byte;
+  pid_t child;
+  int status;
+
+  g_assert_cmpint (pipe (ready), ==, 0);
+  child = fork ();
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    {
+      close (ready[0]);
+      run_short_stretches_child (pings, ready[1]);
+    }
+  close (ready[1]);
+  g_assert_cmpint (read (ready[0], &byte, 1), ==, 1);
+  close (ready[0]);
+
+  g_usleep (500 * 1000);
+  g_assert_cmpint (kill (child, SIGSTOP), ==, 0);
+  g_usleep (2 * G_USEC_PER_SEC);
+  g_assert_cmpint (kill (child, SIGCONT), ==, 0);
+
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+  remove_tree (dir);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(path, func) \
+  g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+
+  ADD ("/hang-monitor/report", test_hang_report);
+  ADD ("/hang-monitor/short-stretches", test_short_stretches_are_not_hangs);
+  ADD ("/hang-monitor/deliberate-wait", test_deliberate_wait);
+  ADD ("/hang-monitor/idle-wakeups", test_idle_wakeups);
+  ADD ("/hang-monitor/event-config", test_event_config);
+  ADD ("/hang-monitor/ping-batching", test_ping_batching);
+  ADD ("/hang-monitor/flush-ping", test_flush_ping);
+  g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
+  g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
+  g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);
+
+  return g_test_run ();
+}
