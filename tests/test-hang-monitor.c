@@ -14,6 +14,8 @@
 #include "perfmon.h"
 #include "perfmon-hang-monitor-private.h"
 
+#define PERFMON_LABEL_MAX_TEST_DEPTH 200
+
 typedef struct
 {
   char               *dir;
@@ -544,6 +546,195 @@ test_flush_ping (Fixture       *fixture,
   g_assert_cmpstr (g_ptr_array_index (fixture->pings, 0), ==, path);
 }
 
+typedef struct
+{
+  GMainLoop *loop;
+  GVariant  *params;
+} JankWait;
+
+static void
+on_jank (PerfmonHangMonitor *hang_monitor,
+         const char         *name,
+         GVariant           *params,
+         JankWait           *wait)
+{
+  g_assert_cmpstr (name, ==, "MAIN_THREAD_JANK");
+  g_assert_null (wait->params);
+  wait->params = g_variant_ref (params);
+  g_main_loop_quit (wait->loop);
+}
+
+static char *
+read_single_log (GVariant *params)
+{
+  g_autoptr(GVariant) logs = g_variant_lookup_value (params, "external_log", G_VARIANT_TYPE_STRING_ARRAY);
+  g_autoptr(GError) error = NULL;
+  const char *path;
+  char *contents = NULL;
+
+  g_assert_nonnull (logs);
+  g_assert_cmpuint (g_variant_n_children (logs), ==, 1);
+  g_variant_get_child (logs, 0, "&s", &path);
+  g_assert_true (g_file_get_contents (path, &contents, NULL, &error));
+  g_assert_no_error (error);
+  return contents;
+}
+
+/* Each line of the seed's tree: indentation of 4 spaces per level, the
+ * count, #depth and the frame; the counts of a node's children add up to
+ * at most its count, those of the roots to at most the samples. */
+static void
+assert_tree_well_formed (const char *tree,
+                         guint       n_samples)
+{
+  g_auto(GStrv) lines = g_strsplit (tree, "\n", -1);
+  guint sums[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
+  guint counts[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
+  g_autoptr(GRegex) format = g_regex_new ("^( *)([0-9]+) #([0-9]{2,}) pc [0-9a-f]{8,} \\S.*$", 0, 0, NULL);
+  guint n_lines = 0;
+
+  counts[0] = n_samples;
+  for (guint i = 0; lines[i] != NULL && lines[i][0] != '\0'; i++)
+    {
+      g_autoptr(GMatchInfo) match = NULL;
+      g_autofree char *indent = NULL;
+      g_autofree char *count_text = NULL;
+      g_autofree char *depth_text = NULL;
+      guint depth, count;
+
+      if (!g_regex_match (format, lines[i], 0, &match))
+        g_error ("not a tree line: '%s'", lines[i]);
+      indent = g_match_info_fetch (match, 1);
+      count_text = g_match_info_fetch (match, 2);
+      depth_text = g_match_info_fetch (match, 3);
+      depth = (guint) g_ascii_strtoull (depth_text, NULL, 10);
+      count = (guint) g_ascii_strtoull (count_text, NULL, 10);
+      g_assert_cmpuint (strlen (indent), ==, 4 * depth);
+      g_assert_cmpuint (depth + 1, <, PERFMON_LABEL_MAX_TEST_DEPTH);
+      /* A new node at this depth closes the siblings' subtrees below. */
+      for (guint d = depth + 1; d < PERFMON_LABEL_MAX_TEST_DEPTH; d++)
+        sums[d] = 0;
+      sums[depth] += count;
+      g_assert_cmpuint (sums[depth], <=, counts[depth]);
+      counts[depth + 1] = count;
+      n_lines++;
+    }
+  g_assert_cmpuint (n_lines, >, 0);
+}
+
+static void
+test_jank_stack_sampling (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tree = NULL;
+  JankWait wait = { fixture->loop, NULL };
+  const char *heaviest;
+  guint32 sample_count;
+  gboolean over_limit;
+
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", "50");
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", "6");
+  g_hash_table_insert (params, "report_times_per_app", "1");
+  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
+                                                        params, &error));
+  g_assert_no_error (error);
+  /* Hangs are not what this test looks at. */
+  g_object_set (fixture->hang_monitor, "threshold", 5000, NULL);
+  g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  /* A jank inside the start-up window is not checked. */
+  add_named_source (fixture->context, "early jank", hang_once, GUINT_TO_POINTER (300), 100);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 3200);
+  g_main_loop_run (fixture->loop);
+  g_assert_null (wait.params);
+
+  /* Detected after 50 ms, seen again at the first check, 6 samples every
+   * 50 ms, the report an interval later: 400 ms into the task. */
+  add_named_source (fixture->context, "jank", hang_once, GUINT_TO_POINTER (800), 10);
+  add_watchdog_timeout (fixture->context, 10, "no jank event");
+  g_main_loop_run (fixture->loop);
+
+  g_assert_nonnull (wait.params);
+  g_assert_true (g_variant_lookup (wait.params, "sample_count", "u", &sample_count));
+  g_assert_cmpuint (sample_count, ==, 6);
+  g_assert_true (g_variant_lookup (wait.params, "log_over_limit", "b", &over_limit));
+  g_assert_false (over_limit);
+  g_assert_true (g_variant_lookup (wait.params, "heaviest_stack", "&s", &heaviest));
+  g_assert_nonnull (strstr (heaviest, "(hang_in_labelled_function+"));
+  for (const char *key = "time"; key != NULL; key = NULL)
+    g_assert_true (g_variant_lookup_value (wait.params, key, NULL) != NULL);
+  g_assert_true (g_variant_lookup_value (wait.params, "begin_time", G_VARIANT_TYPE_INT64) != NULL);
+  g_assert_true (g_variant_lookup_value (wait.params, "end_time", G_VARIANT_TYPE_INT64) != NULL);
+  g_assert_true (g_variant_lookup_value (wait.params, "pid", G_VARIANT_TYPE_INT32) != NULL);
+  g_assert_true (g_variant_lookup_value (wait.params, "uid", G_VARIANT_TYPE_UINT32) != NULL);
+
+  tree = read_single_log (wait.params);
+  assert_tree_well_formed (tree, sample_count);
+  g_assert_nonnull (strstr (tree, "(hang_in_labelled_function+"));
+  g_clear_pointer (&wait.params, g_variant_unref);
+
+  /* report_times_per_app 1, developer mode off: once a day. */
+  add_named_source (fixture->context, "second jank", hang_once, GUINT_TO_POINTER (800), 10);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 1500);
+  g_main_loop_run (fixture->loop);
+  g_assert_null (wait.params);
+}
+
+static void
+test_jank_trace (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) trace = NULL;
+  g_autofree char *contents = NULL;
+  JankWait wait = { fixture->loop, NULL };
+  const char *log_type;
+  JsonArray *events;
+  gint64 begin_time, end_time;
+
+  g_hash_table_insert (params, "log_type", "2");
+  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
+                                                        params, &error));
+  g_object_set (fixture->hang_monitor, "threshold", 5000, NULL);
+  g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  /* The start-up window is 10 s by default. */
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 10100);
+  g_main_loop_run (fixture->loop);
+
+  /* Over 450 ms and still janky at the 150 ms checks: the trace is stored
+   * 3 s after the capture started. */
+  add_named_source (fixture->context, "long jank", hang_once, GUINT_TO_POINTER (900), 10);
+  add_watchdog_timeout (fixture->context, 10, "no trace event");
+  g_main_loop_run (fixture->loop);
+
+  g_assert_nonnull (wait.params);
+  g_assert_true (g_variant_lookup (wait.params, "log_type", "&s", &log_type));
+  g_assert_cmpstr (log_type, ==, "trace");
+  g_assert_true (g_variant_lookup (wait.params, "begin_time", "x", &begin_time));
+  g_assert_true (g_variant_lookup (wait.params, "end_time", "x", &end_time));
+  g_assert_cmpint (end_time - begin_time, >=, 3000);
+  contents = read_single_log (wait.params);
+  trace = parse_json (contents);
+  events = json_object_get_array_member (json_node_get_object (trace), "traceEvents");
+  g_assert_cmpuint (json_array_get_length (events), >, 0);
+  for (guint i = 0; i < json_array_get_length (events); i++)
+    {
+      JsonObject *event = json_array_get_object_element (events, i);
+
+      g_assert_cmpstr (json_object_get_string_member (event, "ph"), ==, "X");
+      g_assert_cmpfloat (json_object_get_double_member (event, "dur"), >=, 0.0);
+    }
+  g_clear_pointer (&wait.params, g_variant_unref);
+}
+
 /* The child of the permahang test: hangs for ever in its main loop, and
  * is killed by a thread of its own once the permahang was saved. */
 static gboolean
@@ -742,6 +933,8 @@ main (int    argc,
   ADD ("/hang-monitor/event-config", test_event_config);
   ADD ("/hang-monitor/ping-batching", test_ping_batching);
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
+  ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);
+  ADD ("/hang-monitor/jank-trace", test_jank_trace);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
   g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
   g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);
