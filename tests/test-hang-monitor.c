@@ -8,6 +8,7 @@
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -858,6 +859,56 @@ test_permahang_unrecovered (void)
   remove_tree (dir);
 }
 
+static void
+on_hang_exit (PerfmonHangMonitor *hang_monitor,
+              PerfmonHangReport  *report,
+              gpointer            data)
+{
+  /* Leave without stop(): the ping must be written at exit. */
+  exit (0);
+}
+
+static void
+test_ping_at_exit (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+  g_autoptr(GDir) listing = NULL;
+  const char *name;
+  guint n_pings = 0;
+  pid_t child;
+  int status;
+
+  child = fork ();
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    {
+      GMainContext *context = g_main_context_new ();
+      PerfmonMonitor *monitor = perfmon_monitor_new (context);
+      PerfmonHangMonitor *hang_monitor = perfmon_hang_monitor_new (monitor);
+
+      g_main_context_push_thread_default (context);
+      g_object_set (hang_monitor, "pings-dir", pings, "threshold", 50, NULL);
+      g_signal_connect (hang_monitor, "hang", G_CALLBACK (on_hang_exit), NULL);
+      if (!perfmon_hang_monitor_start (hang_monitor, NULL))
+        _exit (2);
+      add_named_source (context, "before exit", hang_once, GUINT_TO_POINTER (120), 10);
+      for (;;)
+        g_main_context_iteration (context, TRUE);
+    }
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+
+  listing = g_dir_open (pings, 0, NULL);
+  g_assert_nonnull (listing);
+  while ((name = g_dir_read_name (listing)) != NULL)
+    if (g_str_has_suffix (name, ".json"))
+      n_pings++;
+  g_assert_cmpuint (n_pings, ==, 1);
+  remove_tree (dir);
+}
+
 /* The child of the SIGSTOP test: a loop of short busy stretches under a
  * 100 ms threshold; exits with the number of hangs reported. */
 static void
@@ -938,6 +989,7 @@ main (int    argc,
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
   g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
   g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);
+  g_test_add_func ("/hang-monitor/ping-at-exit", test_ping_at_exit);
 
   return g_test_run ();
 }
