@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
 
 #define PERFMON_LABEL_MAX_TEST_DEPTH 200
@@ -50,10 +51,7 @@ static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
 {
-  g_autoptr(GError) error = NULL;
-
-  fixture->dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", &error);
-  g_assert_no_error (error);
+  fixture->dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
   fixture->pings_dir = g_build_filename (fixture->dir, "pings", NULL);
   fixture->context = g_main_context_new ();
   g_main_context_push_thread_default (fixture->context);
@@ -71,21 +69,6 @@ fixture_set_up (Fixture       *fixture,
 }
 
 static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  if (dir != NULL)
-    while ((name = g_dir_read_name (dir)) != NULL)
-      {
-        g_autofree char *child = g_build_filename (path, name, NULL);
-        remove_tree (child);
-      }
-  g_remove (path);
-}
-
-static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
@@ -97,7 +80,7 @@ fixture_tear_down (Fixture       *fixture,
   g_main_context_unref (fixture->context);
   g_ptr_array_unref (fixture->reports);
   g_ptr_array_unref (fixture->pings);
-  remove_tree (fixture->dir);
+  test_remove_tree (fixture->dir);
   g_free (fixture->dir);
   g_free (fixture->pings_dir);
 }
@@ -382,7 +365,7 @@ test_start_errors (void)
   g_autoptr(PerfmonHangMonitor) first = perfmon_hang_monitor_new (monitor);
   g_autoptr(PerfmonHangMonitor) second = perfmon_hang_monitor_new (monitor);
   g_autoptr(PerfmonHangMonitor) without_context = perfmon_hang_monitor_new (detached);
-  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
   g_autofree char *pings = g_build_filename (dir, "pings", NULL);
 
   g_object_set (first, "pings-dir", pings, NULL);
@@ -404,7 +387,7 @@ test_start_errors (void)
   g_assert_true (perfmon_hang_monitor_start (second, &error));
   g_assert_no_error (error);
   perfmon_hang_monitor_stop (second);
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 static void
@@ -776,7 +759,7 @@ kill_once_saved (gpointer data)
 static void
 test_permahang_unrecovered (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
   g_autofree char *pings = g_build_filename (dir, "pings", NULL);
   g_autofree char *pending = g_build_filename (pings, "pending", NULL);
   g_autoptr(GError) error = NULL;
@@ -856,7 +839,7 @@ test_permahang_unrecovered (void)
     g_assert_cmpuint (pings_seen->len, ==, 1);
     g_ptr_array_set_free_func (pings_seen, NULL);
   }
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 static void
@@ -871,7 +854,7 @@ on_hang_exit (PerfmonHangMonitor *hang_monitor,
 static void
 test_ping_at_exit (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
   g_autofree char *pings = g_build_filename (dir, "pings", NULL);
   g_autoptr(GDir) listing = NULL;
   const char *name;
@@ -906,7 +889,7 @@ test_ping_at_exit (void)
     if (g_str_has_suffix (name, ".json"))
       n_pings++;
   g_assert_cmpuint (n_pings, ==, 1);
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 /* The child of the SIGSTOP test: a loop of short busy stretches under a
@@ -938,7 +921,7 @@ run_short_stretches_child (const char *pings,
 static void
 test_no_false_hang_when_stopped (void)
 {
-  g_autofree char *dir = g_dir_make_tmp ("perfmon-hang-XXXXXX", NULL);
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
   g_autofree char *pings = g_build_filename (dir, "pings", NULL);
   int ready[2];
   char byte;
@@ -965,7 +948,7 @@ test_no_false_hang_when_stopped (void)
   g_assert_cmpint (waitpid (child, &status, 0), ==, child);
   g_assert_true (WIFEXITED (status));
   g_assert_cmpint (WEXITSTATUS (status), ==, 0);
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 int

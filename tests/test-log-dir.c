@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 
 #include "perfmon.h"
+#include "perfmon-test-dirs.h"
 #include "perfmon-log-dir-private.h"
 
 static const char * const own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, NULL };
@@ -25,42 +26,14 @@ static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
 {
-  g_autoptr(GError) error = NULL;
-
-  fixture->dir = g_dir_make_tmp ("perfmon-log-dir-XXXXXX", &error);
-  g_assert_no_error (error);
-}
-
-/* Removes @path, and what it holds if it is a directory (not through
- * symlinks). */
-static void
-remove_tree (const char *path)
-{
-  GStatBuf st;
-
-  if (g_lstat (path, &st) != 0)
-    return;
-  if (S_ISDIR (st.st_mode))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_assert_cmpint (g_rmdir (path), ==, 0);
-    }
-  else
-    g_assert_cmpint (g_unlink (path), ==, 0);
+  fixture->dir = test_make_tmp_dir ("perfmon-log-dir-XXXXXX");
 }
 
 static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  remove_tree (fixture->dir);
+  test_remove_tree (fixture->dir);
   g_free (fixture->dir);
 }
 

@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 
 #include "perfmon.h"
+#include "perfmon-test-dirs.h"
 #include "perfmon-ping-store-private.h"
 
 #define DIR_ENV "PERFMON_TEST_PINGS_DIR"
@@ -49,41 +50,14 @@ static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
 {
-  g_autoptr(GError) error = NULL;
-
-  fixture->dir = g_dir_make_tmp ("perfmon-ping-store-XXXXXX", &error);
-  g_assert_no_error (error);
-}
-
-/* Removes @path, and what it holds if it is a directory. */
-static void
-remove_tree (const char *path)
-{
-  GStatBuf st;
-
-  if (g_lstat (path, &st) != 0)
-    return;
-  if (S_ISDIR (st.st_mode))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_assert_cmpint (g_rmdir (path), ==, 0);
-    }
-  else
-    g_assert_cmpint (g_unlink (path), ==, 0);
+  fixture->dir = test_make_tmp_dir ("perfmon-ping-store-XXXXXX");
 }
 
 static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  remove_tree (fixture->dir);
+  test_remove_tree (fixture->dir);
   g_free (fixture->dir);
 }
 
@@ -572,7 +546,7 @@ test_crash_recovery (void)
                                                   "runnableName"), ==, "spell-check");
 
   g_clear_pointer (&store, _perfmon_ping_store_close);
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 /* A live store's records are its own, even within one process. */
@@ -884,7 +858,7 @@ test_open_error (void)
   g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOTDIR);
   g_assert_nonnull (strstr (error->message, under_file));
 
-  remove_tree (dir);
+  test_remove_tree (dir);
 }
 
 #define ADD(path, func) \
