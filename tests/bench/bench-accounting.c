@@ -25,6 +25,7 @@
 #include "perfmon.h"
 #include "perfmon-clock-private.h"
 #include "bench-common.h"
+#include "bench-dispatch.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-no-syscalls.h"
 
@@ -144,49 +145,12 @@ bench_enter_leave (void)
 #define N_DISPATCHES 1000000
 #define DISPATCH_ROUNDS 11
 
-typedef struct
-{
-  GMainLoop    *loop;
-  PerfmonGroup *compartment;
-  guint         remaining;
-} IdleRun;
-
-static gboolean
-idle_plain (gpointer data)
-{
-  IdleRun *run = data;
-
-  if (--run->remaining > 0)
-    return G_SOURCE_CONTINUE;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-idle_in_compartment (gpointer data)
-{
-  IdleRun *run = data;
-  gboolean more;
-
-  perfmon_group_enter (run->compartment);
-  more = --run->remaining > 0;
-  perfmon_group_leave (run->compartment);
-
-  if (more)
-    return G_SOURCE_CONTINUE;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_REMOVE;
-}
-
 static double
 seconds_for_dispatches (gboolean monitored,
                         guint64 *cpu_clock_reads)
 {
-  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autoptr(PerfmonMonitor) monitor = NULL;
   g_autoptr(PerfmonGroup) compartment = NULL;
-  IdleRun run = { loop, NULL, N_DISPATCHES };
-  gint64 start;
   double seconds;
 
   if (monitored)
@@ -194,13 +158,9 @@ seconds_for_dispatches (gboolean monitored,
       monitor = perfmon_monitor_new (g_main_context_default ());
       compartment = perfmon_monitor_create_compartment (monitor, "idle", 1, "addon");
       perfmon_group_set_active (compartment, TRUE);
-      run.compartment = compartment;
     }
 
-  g_idle_add (monitored ? idle_in_compartment : idle_plain, &run);
-  start = bench_now_ns ();
-  g_main_loop_run (loop);
-  seconds = (double) (bench_now_ns () - start) / 1e9;
+  seconds = bench_seconds_for_idle_dispatches (N_DISPATCHES, compartment);
 
   if (monitored)
     *cpu_clock_reads = _perfmon_monitor_count_cpu_clock_reads (monitor);

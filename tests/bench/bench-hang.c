@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "bench/bench-common.h"
+#include "bench/bench-dispatch.h"
 #include "perfmon.h"
 #include "perfmon-hang-monitor-private.h"
 
@@ -176,51 +177,14 @@ bench_detection_latency (void)
 #define N_DISPATCHES 1000000
 #define DISPATCH_ROUNDS 11
 
-typedef struct
-{
-  GMainLoop    *loop;
-  PerfmonGroup *compartment;
-  guint         remaining;
-} IdleRun;
-
-static gboolean
-idle_plain (gpointer data)
-{
-  IdleRun *run = data;
-
-  if (--run->remaining > 0)
-    return G_SOURCE_CONTINUE;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_REMOVE;
-}
-
-static gboolean
-idle_in_compartment (gpointer data)
-{
-  IdleRun *run = data;
-  gboolean more;
-
-  perfmon_group_enter (run->compartment);
-  more = --run->remaining > 0;
-  perfmon_group_leave (run->compartment);
-
-  if (more)
-    return G_SOURCE_CONTINUE;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_REMOVE;
-}
-
 typedef enum { PLAIN, MONITORED, MONITORED_AND_WATCHED } Setup;
 
 static double
 seconds_for_dispatches (Setup setup)
 {
-  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autoptr(PerfmonMonitor) monitor = NULL;
   g_autoptr(PerfmonGroup) compartment = NULL;
   g_autoptr(PerfmonHangMonitor) hang_monitor = NULL;
-  IdleRun run = { loop, NULL, N_DISPATCHES };
-  gint64 start;
   double seconds;
 
   if (setup != PLAIN)
@@ -228,15 +192,11 @@ seconds_for_dispatches (Setup setup)
       monitor = perfmon_monitor_new (g_main_context_default ());
       compartment = perfmon_monitor_create_compartment (monitor, "idle", 1, "addon");
       perfmon_group_set_active (compartment, TRUE);
-      run.compartment = compartment;
     }
   if (setup == MONITORED_AND_WATCHED)
     hang_monitor = start_hang_monitor (monitor, PERFMON_HANG_DEFAULT_THRESHOLD_MS);
 
-  g_idle_add (setup != PLAIN ? idle_in_compartment : idle_plain, &run);
-  start = bench_now_ns ();
-  g_main_loop_run (loop);
-  seconds = (double) (bench_now_ns () - start) / 1e9;
+  seconds = bench_seconds_for_idle_dispatches (N_DISPATCHES, compartment);
 
   if (hang_monitor != NULL)
     perfmon_hang_monitor_stop (hang_monitor);
