@@ -44,6 +44,13 @@ perfmon_clock_us_to_cycles (gint64 us)
   return (guint64) ((double) us * perfmon_clock_cycles_per_us ());
 }
 
+/* The CLOCK_MONOTONIC time, in µs, of the cycle-counter reading @cycles,
+ * which another thread may have taken: this assumes the counter is the
+ * same on every core (an invariant TSC, as on every x86-64 CPU for years
+ * and on KVM). A reading from the future is taken as now. Not for a hot
+ * path: it reads both clocks. */
+gint64  perfmon_clock_cycles_to_monotonic_us (guint64 cycles);
+
 /* CPU time consumed by the calling thread, in µs. A real system call
  * (about 1.3 µs on a VM): never call it on a hot path. */
 gint64  perfmon_clock_thread_cpu_us (void);

@@ -65,3 +65,14 @@ perfmon_clock_thread_cpu_us (void)
 
   return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
 }
+
+gint64
+perfmon_clock_cycles_to_monotonic_us (guint64 cycles)
+{
+  guint64 now_cycles = perfmon_clock_cycles ();
+  gint64 now_us = g_get_monotonic_time ();
+
+  if (cycles >= now_cycles)
+    return now_us;
+  return now_us - (gint64) ((double) (now_cycles - cycles) / perfmon_clock_cycles_per_us ());
+}

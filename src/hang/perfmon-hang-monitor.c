@@ -57,9 +57,6 @@
  * monitor's.
  */
 
-/* How long the watchdog waits for the hung thread to answer the stack
- * signal before it reports why it got no stack. */
-#define STACK_CAPTURE_TIMEOUT_MS 100
 /* Once a hang is caught, how often the watchdog looks whether it ended:
  * the thread does not wake the watchdog when a stretch ends (that would
  * cost it a system call per iteration), and the report's duration comes
@@ -366,21 +363,6 @@ stretch_clear (Stretch *stretch)
   memset (stretch, 0, sizeof *stretch);
 }
 
-/* Monotonic µs of a cycle-counter reading of the watched thread. It
- * relies on the counter being the same across cores (an invariant TSC, as
- * on every x86-64 CPU for years and on KVM); a reading that seems to come
- * from the future is taken as now. */
-static gint64
-cycles_to_monotonic_us (guint64 cycles)
-{
-  guint64 now_cycles = perfmon_clock_cycles ();
-  gint64 now_us = g_get_monotonic_time ();
-
-  if (cycles >= now_cycles)
-    return now_us;
-  return now_us - (gint64) ((double) (now_cycles - cycles) / perfmon_clock_cycles_per_us ());
-}
-
 static double
 cycles_to_ms (guint64 cycles)
 {
@@ -450,7 +432,7 @@ build_report (PerfmonHangMonitor *self,
   guint n_dropped = 0;
   guint next_label = 0;
 
-  have_stack = _perfmon_stack_capture (tid, STACK_CAPTURE_TIMEOUT_MS, captured, &error);
+  have_stack = _perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error);
   if (have_stack &&
       __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
     {
@@ -664,7 +646,7 @@ watchdog_main (gpointer data)
           stretch.index = index;
           stretch.begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin,
                                                   __ATOMIC_RELAXED);
-          stretch.start_us = MAX (cycles_to_monotonic_us (stretch.begin_cycles), resumed_us);
+          stretch.start_us = MAX (perfmon_clock_cycles_to_monotonic_us (stretch.begin_cycles), resumed_us);
           /* Read back: if the thread moved on meanwhile, begin belongs to a
            * later stretch. Start over. */
           if (__atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) != index)

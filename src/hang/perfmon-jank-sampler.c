@@ -25,8 +25,6 @@
  * are taken whatever the loop does, as the seed's sampler does; the
  * report, and the rate limits, come at the end. */
 
-#define STACK_CAPTURE_TIMEOUT_MS 100
-
 struct _PerfmonJankSampler
 {
   PerfmonLoopActivity *activity;
@@ -104,7 +102,7 @@ take_sample (PerfmonJankSampler *sampler)
 
   sampler->samples_done++;
   sampler->n_samples_total++;
-  if (tid == 0 || !_perfmon_stack_capture (tid, STACK_CAPTURE_TIMEOUT_MS, captured, NULL))
+  if (tid == 0 || !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, NULL))
     {
       /* The sample counts, with no frames: the tree's counts stay honest
        * about how many samples had no stack. */
@@ -153,7 +151,6 @@ recent_stretches_trace (PerfmonLoopActivity *activity)
   guint64 first = last >= PERFMON_LOOP_RECENT_STRETCHES - 1 ? last - (PERFMON_LOOP_RECENT_STRETCHES - 2) : 1;
   double us_per_cycle = 1.0 / perfmon_clock_cycles_per_us ();
   guint64 now_cycles = perfmon_clock_cycles ();
-  gint64 now_us = g_get_monotonic_time ();
   gint64 tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
   gboolean first_event = TRUE;
 
@@ -164,17 +161,14 @@ recent_stretches_trace (PerfmonLoopActivity *activity)
       PerfmonLoopStretch *stretch = _perfmon_loop_activity_stretch (activity, index);
       guint64 begin = __atomic_load_n (&stretch->begin, __ATOMIC_RELAXED);
       guint64 end = __atomic_load_n (&stretch->end, __ATOMIC_RELAXED);
-      gint64 begin_us;
-
       if (begin == 0 || begin > now_cycles)
         continue;
       if (end < begin)
         end = now_cycles;   /* still busy */
-      begin_us = now_us - (gint64) ((double) (now_cycles - begin) * us_per_cycle);
       g_string_append_printf (trace,
                               "%s{\"name\":\"main loop iteration\",\"cat\":\"perfmon\",\"ph\":\"X\","
                               "\"ts\":%" G_GINT64_FORMAT ",\"dur\":%.1f,\"pid\":%d,\"tid\":%" G_GINT64_FORMAT "}",
-                              first_event ? "" : ",", begin_us, (double) (end - begin) * us_per_cycle,
+                              first_event ? "" : ",", perfmon_clock_cycles_to_monotonic_us (begin), (double) (end - begin) * us_per_cycle,
                               (int) getpid (), tid);
       first_event = FALSE;
     }

@@ -13,6 +13,9 @@ G_BEGIN_DECLS
 #define PERFMON_STACK_CAPTURE_MAX_FRAMES 128
 /* Bytes of the runnable name kept, without the terminating NUL. */
 #define PERFMON_RUNNABLE_NAME_MAX 127
+/* How long the watchdog waits for a thread to answer the capture signal
+ * before it reports why it got no stack. */
+#define PERFMON_STACK_CAPTURE_TIMEOUT_MS 100
 
 typedef struct
 {
