@@ -525,8 +525,7 @@ perfmon_hang_report_to_json (PerfmonHangReport *self)
 
   g_return_val_if_fail (self != NULL, NULL);
 
-  node = json_node_init_object (json_node_alloc (), _perfmon_hang_report_to_json_object (self));
-  /* init_object took its own reference. */
-  json_object_unref (json_node_get_object (node));
+  node = json_node_new (JSON_NODE_OBJECT);
+  json_node_take_object (node, _perfmon_hang_report_to_json_object (self));
   return json_to_string (node, FALSE);
 }

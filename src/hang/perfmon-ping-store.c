@@ -89,7 +89,7 @@ is_valid_id (const char *id)
 }
 
 /* A hang file is "<id>.json"; the temporary files of an atomic write
- * ("<id>.json.XXXXXX") are not. */
+ * ("<id>.json." and six random characters, from g_mkstemp()) are not. */
 static gboolean
 is_hang_file_name (const char *name)
 {
