@@ -15,6 +15,7 @@
 #include "perfmon-label.h"
 #include "perfmon-hang-report.h"
 #include "perfmon-hang-monitor.h"
+#include "perfmon-source-event.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE
