@@ -16,6 +16,8 @@
 #include "perfmon-hang-report.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"
+#include "perfmon-timer.h"
+#include "perfmon-thread-watcher.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

@@ -40,6 +40,8 @@ G_BEGIN_DECLS
  *   be taken; the message says why (the thread has exited, or did not
  *   handle the capture signal in time, with its state and kernel wait
  *   channel).
+ * @PERFMON_ERROR_LIMIT_REACHED: a fixed limit of live objects (such as the
+ *   128 task timers) is reached; the message names the limit.
  *
  * Error codes in the %PERFMON_ERROR domain.
  */
@@ -52,6 +54,7 @@ typedef enum
   PERFMON_ERROR_INVALID_ARGUMENT,
   PERFMON_ERROR_UNKNOWN_EVENT,
   PERFMON_ERROR_STACK_UNAVAILABLE,
+  PERFMON_ERROR_LIMIT_REACHED,
 } PerfmonError;
 
 PERFMON_AVAILABLE_IN_ALL

@@ -19,9 +19,10 @@ void    _perfmon_monitor_bury_record  (PerfmonMonitor     *self,
  * while `watched` is set (see perfmon-loop-activity-private.h). Lives as
  * long as the monitor. */
 PerfmonLoopActivity *_perfmon_monitor_get_loop_activity (PerfmonMonitor *self);
-/* TRUE if the monitor wraps its context's poll function, so that it sees
- * the loop's iterations (FALSE for a monitor without a context, or past the
- * trampolines). */
+/* TRUE if the monitor publishes its thread's busy stretches: it wraps its
+ * context's poll function (FALSE past the trampolines), or it has no
+ * context and the thread marks its units of work with
+ * perfmon_monitor_work_begin()/end(). */
 gboolean             _perfmon_monitor_is_attached       (PerfmonMonitor *self);
 
 /* For tests and benchmarks: the number of records not yet freed, dead or

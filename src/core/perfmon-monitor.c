@@ -30,12 +30,15 @@
  * A monitor attached to a #GMainContext sees the iterations of that context
  * by itself (it wraps the context's poll function). A monitor without a
  * context relies on the embedder to call
- * [method@Perfmon.Monitor.iteration_done] at the end of each iteration.
+ * [method@Perfmon.Monitor.iteration_done] at the end of each iteration;
+ * if its thread runs units of work rather than a loop, marking them with
+ * [method@Perfmon.Monitor.work_begin] and [method@Perfmon.Monitor.work_end]
+ * lets a [class@Perfmon.HangMonitor] watch it.
  *
  * Threads: everything except the group lookups and
  * [method@Perfmon.Monitor.get_enabled] must be called on the monitor's
- * thread: the first thread that enters a compartment, ends an iteration or
- * iterates the monitor's context. Group lookups
+ * thread: the first thread that enters a compartment, ends an iteration,
+ * begins a unit of work or iterates the monitor's context. Group lookups
  * ([method@Perfmon.Monitor.get_window_group] and friends) may be called from
  * any thread.
  */
@@ -144,6 +147,8 @@ struct _PerfmonMonitor
   char               *thread_name;          /* construct-only */
   int                 poll_slot;
   PerfmonLoopActivity activity;             /* see perfmon-loop-activity-private.h */
+  guint               work_depth;           /* nested work units (no context) */
+  gboolean            work_published;       /* the outermost one is published */
 
   /* Any thread. */
   PerfmonGroupRecord *dead;                 /* lock-free stack */
@@ -940,7 +945,19 @@ _perfmon_monitor_is_attached (PerfmonMonitor *self)
 {
   g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
 
-  return self->poll_slot >= 0;
+  /* Without a context the busy stretches are the work units. */
+  return self->poll_slot >= 0 || self->context == NULL;
+}
+
+/* The first busy stretch a watchdog sees on the monitor's thread: lets it
+ * prepare the thread and learn its id. Once per watched thread. */
+static G_GNUC_NO_INLINE void
+adopt_watched_thread (PerfmonMonitor *self)
+{
+  current_activity = &self->activity;
+  if (self->activity.prepare_thread != NULL)
+    self->activity.prepare_thread ();
+  __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
 }
 
 /* --- the poll function wrapper ----------------------------------------- */
@@ -992,12 +1009,7 @@ monitor_poll (PollSlot *slot,
 
   watched = g_atomic_int_get (&self->activity.watched);
   if (G_UNLIKELY (watched && self->activity.thread_id == 0))
-    {
-      current_activity = &self->activity;
-      if (self->activity.prepare_thread != NULL)
-        self->activity.prepare_thread ();
-      __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
-    }
+    adopt_watched_thread (self);
 
   if (!self->enabled)
     {
@@ -1669,6 +1681,90 @@ perfmon_monitor_blocked_end (PerfmonMonitor *self)
 
   if (--self->blocked_depth == 0)
     self->blocked_us += (guint64) MAX (0, g_get_monotonic_time () - self->blocked_since);
+}
+
+/* Work units are what a poll wrapper sees of a loop, for threads without
+ * one: begin is the poll's return (a busy stretch starts), end the next
+ * poll's entry (it ends). So a hang monitor watches them unchanged. */
+static inline gboolean
+check_work_unit_call (PerfmonMonitor *self,
+                      const char     *function)
+{
+  if (G_UNLIKELY (self->context != NULL))
+    {
+      g_critical ("%s: the monitor has a main context, whose loop already marks its busy "
+                  "stretches; work units are for monitors made without one", function);
+      return FALSE;
+    }
+  return check_thread (self, function);
+}
+
+/**
+ * perfmon_monitor_work_begin:
+ * @self: a monitor made without a main context
+ *
+ * Starts a unit of work on a thread that runs no #GMainContext (a worker
+ * pulling jobs from a queue, say): until the matching
+ * [method@Perfmon.Monitor.work_end] the thread counts as busy, the way a
+ * loop is busy from the return of one poll to the next. A
+ * [class@Perfmon.HangMonitor] on @self then reports units of work that run
+ * longer than its threshold, with the same thresholds, stacks, jank logs
+ * and pings as for a main loop; time between units counts as idle.
+ *
+ * Call it on the monitor's thread. Units nest: only the outermost counts.
+ * Work units do not end accounting iterations: call
+ * [method@Perfmon.Monitor.iteration_done] for that.
+ *
+ * Like the poll wrapper it takes no lock, makes no system call and
+ * allocates nothing, except to wake a watchdog that slept through the idle
+ * time before the unit (and once per thread, the first time a watchdog
+ * sees it).
+ */
+void
+perfmon_monitor_work_begin (PerfmonMonitor *self)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!check_work_unit_call (self, "perfmon_monitor_work_begin") ||
+      self->work_depth++ > 0)
+    return;
+
+  /* Whether this unit is published decides whether its end is: a watchdog
+   * that starts in the middle of a unit sees the next one. */
+  self->work_published = g_atomic_int_get (&self->activity.watched);
+  if (!self->work_published)
+    return;
+  if (G_UNLIKELY (self->activity.thread_id == 0))
+    adopt_watched_thread (self);
+  _perfmon_loop_activity_poll_return (&self->activity, perfmon_clock_cycles ());
+}
+
+/**
+ * perfmon_monitor_work_end:
+ * @self: a monitor made without a main context
+ *
+ * Ends the unit of work started by [method@Perfmon.Monitor.work_begin]:
+ * the thread is idle until the next one. No lock, no system call, no
+ * allocation.
+ */
+void
+perfmon_monitor_work_end (PerfmonMonitor *self)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!check_work_unit_call (self, "perfmon_monitor_work_end"))
+    return;
+
+  if (self->work_depth == 0)
+    {
+      g_critical ("perfmon_monitor_work_end: no matching perfmon_monitor_work_begin()");
+      return;
+    }
+  if (--self->work_depth > 0 || !self->work_published)
+    return;
+
+  self->work_published = FALSE;
+  _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
 }
 
 static const char *

@@ -61,6 +61,10 @@ PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_blocked_begin       (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_blocked_end         (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_work_begin          (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_work_end            (PerfmonMonitor *self);
 
 PERFMON_AVAILABLE_IN_ALL
 PerfmonSnapshot *perfmon_monitor_snapshot            (PerfmonMonitor *self);

@@ -819,8 +819,9 @@ perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
  * @error: return location for a #GError
  *
  * Starts the watchdog thread. The monitor must be attached to a
- * #GMainContext (perfmon_monitor_new() with a context), and no other hang
- * monitor may watch it. Opens the ping store in
+ * #GMainContext (perfmon_monitor_new() with a context), or have none and
+ * have its thread mark its units of work (perfmon_monitor_work_begin()),
+ * and no other hang monitor may watch it. Opens the ping store in
  * [property@HangMonitor:pings-dir]; hangs that an earlier process left there
  * (a permahang it died in, hangs it had no time to send) go out in a ping
  * right away.
