@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "perfmon.h"
+#include "perfmon-monitor-private.h"
+#include "perfmon-no-syscalls.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-timeout-watchdog-private.h"
 
@@ -450,6 +452,71 @@ test_work_units_misuse_context (void)
   g_test_trap_assert_stderr ("*has a main context*");
 }
 
+/* --- the hot paths: no system call, no allocation ------------------------- */
+
+#define N_HOT 100000
+
+static void
+report_many (gpointer data)
+{
+  for (guint i = 0; i < N_HOT; i++)
+    perfmon_thread_watcher_report ();
+}
+
+static void
+test_report_no_syscalls (void)
+{
+  if (g_test_subprocess ())
+    {
+      PerfmonThreadWatcher *watcher = perfmon_thread_watcher_new ();
+
+      if (!perfmon_thread_watcher_register (watcher, "hot", 0, NULL))
+        g_error ("could not register");
+      perfmon_thread_watcher_report ();   /* warm-up */
+      /* The watchdog thread started with the registration: let it get
+       * past its start-up, which allocates, before the heap is compared.
+       * With nothing due its rounds allocate nothing. */
+      for (guint i = 0; i < 10000 && _perfmon_timeout_count_rounds () == 0; i++)
+        g_usleep (1000);
+      run_without_system_calls (report_many, NULL);
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+static void
+work_units_many (gpointer data)
+{
+  PerfmonMonitor *monitor = data;
+
+  for (guint i = 0; i < N_HOT; i++)
+    {
+      perfmon_monitor_work_begin (monitor);
+      perfmon_monitor_work_end (monitor);
+    }
+}
+
+static void
+test_work_units_no_syscalls (void)
+{
+  if (g_test_subprocess ())
+    {
+      PerfmonMonitor *monitor = perfmon_monitor_new (NULL);
+      PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (monitor);
+
+      /* Published as for a watchdog, with none to wake: a watchdog that
+       * slept through the idle time before a unit is woken by a system
+       * call, by design. */
+      g_atomic_int_set (&activity->watched, TRUE);
+      perfmon_monitor_work_begin (monitor);   /* warm-up: learns the thread id */
+      perfmon_monitor_work_end (monitor);
+      g_assert_cmpint (activity->thread_id, !=, 0);
+      run_without_system_calls (work_units_many, monitor);
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -467,6 +534,8 @@ main (int   argc,
   g_test_add_func ("/work-units/short", test_work_units_short);
   g_test_add_func ("/work-units/misuse/unbalanced", test_work_units_misuse);
   g_test_add_func ("/work-units/misuse/context", test_work_units_misuse_context);
+  g_test_add_func ("/hot-path/report-no-syscalls", test_report_no_syscalls);
+  g_test_add_func ("/hot-path/work-units-no-syscalls", test_work_units_no_syscalls);
 
   return g_test_run ();
 }
