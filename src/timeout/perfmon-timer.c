@@ -153,8 +153,7 @@ perfmon_timer_set (const char            *name,
   Timer timer = { 0, };
   guint slot;
 
-  if (error != NULL && *error != NULL)
-    g_critical ("perfmon_timer_set: *error must be NULL");
+  g_return_val_if_fail (error == NULL || *error == NULL, 0);
 
   if (!check_arguments (name, timeout_ms, flags, callback, error))
     {
