@@ -102,12 +102,17 @@ thread_watch_unref (ThreadWatch *watch)
 static void
 end_registration (ThreadWatch *watch)
 {
+  gboolean listed;
+
   _perfmon_timeout_lock ();
-  if (g_ptr_array_remove_fast (watches, watch))
-    thread_watch_unref (watch);
+  listed = g_ptr_array_remove_fast (watches, watch);
   _perfmon_timeout_unlock ();
 
+  /* Outside the lock: the last reference may finalize the watcher, and
+   * whatever that runs may set timers. */
   current_watch = NULL;
+  if (listed)
+    thread_watch_unref (watch);
   thread_watch_unref (watch);   /* the thread's */
 }
 
