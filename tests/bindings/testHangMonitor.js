@@ -139,18 +139,40 @@ const tests = {
         });
     },
 
-    testStartWithoutContext() {
-        const hangMonitor = Perfmon.HangMonitor.new(Perfmon.Monitor.new(null));
-        let error = null;
-        try {
-            hangMonitor.start();
-        } catch (e) {
-            error = e;
-        }
-        assert(error instanceof GLib.Error, `expected a GLib.Error, got ${error}`);
-        assert(error.matches(Perfmon.error_quark(), Perfmon.Error.INVALID_ARGUMENT),
-            `unexpected error ${error.domain} ${error.code}: ${error.message}`);
-        assert(!hangMonitor.is_running(), 'running after a failed start()');
+    testWorkUnitsWithoutContext() {
+        // A monitor without a context is watched through its work units.
+        withHangMonitor(({context, hangMonitor: unused, loop}) => {
+            const monitor = Perfmon.Monitor.new(null);
+            const detached = Perfmon.HangMonitor.new(monitor);
+            const dir = GLib.dir_make_tmp('perfmon-gjs-units-XXXXXX');
+            const reports = [];
+            try {
+                detached.pings_dir = GLib.build_filenamev([dir, 'pings']);
+                detached.log_dir = dir;
+                detached.threshold = THRESHOLD_MS;
+                detached.connect('hang', (m, report) => {
+                    reports.push(report);
+                    loop.quit();
+                });
+                assert(detached.start(), 'start() on a monitor without a context');
+                assert(detached.is_running(), 'not running after start()');
+                monitor.work_begin();
+                spin(HANG_MS);
+                monitor.work_end();
+                const safety = GLib.timeout_source_new_seconds(SAFETY_TIMEOUT_S);
+                safety.set_callback(() => {
+                    loop.quit();
+                    return GLib.SOURCE_REMOVE;
+                });
+                safety.attach(context);
+                loop.run();
+                safety.destroy();
+                assertEqual(reports.length, 1, 'hang reports of a long work unit');
+            } finally {
+                detached.stop();
+                removeTree(Gio.File.new_for_path(dir));
+            }
+        });
     },
 
     testEventConfigError() {

@@ -239,13 +239,29 @@ class TestHangMonitor(HangMonitorTestCase):
             self.hang_monitor.flush_ping()
         self.assertPerfmonError(cm, Perfmon.Error.INVALID_ARGUMENT)
 
-    def test_start_without_context(self):
-        detached = Perfmon.HangMonitor.new(Perfmon.Monitor.new(None))
+    def test_work_units_without_context(self):
+        """A monitor without a context is watched through its work units."""
+        monitor = Perfmon.Monitor.new(None)
+        detached = Perfmon.HangMonitor.new(monitor)
+        self.addCleanup(detached.stop)
         detached.props.pings_dir = self.pings_dir
-        with self.assertRaises(GLib.Error) as cm:
-            detached.start()
-        self.assertPerfmonError(cm, Perfmon.Error.INVALID_ARGUMENT, 'GMainContext')
-        self.assertFalse(detached.is_running())
+        detached.props.log_dir = self.dir
+        detached.props.threshold = THRESHOLD_MS
+        reports = []
+
+        def on_hang(hang_monitor, report):
+            reports.append(report)
+            self.loop.quit()
+
+        detached.connect('hang', on_hang)
+        self.assertTrue(detached.start())
+        self.assertTrue(detached.is_running())
+        monitor.work_begin()
+        spin(HANG_MS / 1000)
+        monitor.work_end()
+        self.run_until(lambda: reports, 'the hang signal')
+        self.assertEqual(len(reports), 1)
+        self.assertGreaterEqual(reports[0].get_duration(), THRESHOLD_MS)
 
     def test_second_hang_monitor_of_one_monitor(self):
         second = Perfmon.HangMonitor.new(self.monitor)
