@@ -1685,7 +1685,8 @@ perfmon_monitor_blocked_end (PerfmonMonitor *self)
 
 /* Work units are what a poll wrapper sees of a loop, for threads without
  * one: begin is the poll's return (a busy stretch starts), end the next
- * poll's entry (it ends). So a hang monitor watches them unchanged. */
+ * poll's entry (it ends). A watchdog of the loop activity cannot tell
+ * them from a loop's iterations. */
 static inline gboolean
 check_work_unit_call (PerfmonMonitor *self,
                       const char     *function)
