@@ -480,6 +480,70 @@ test_idle (Fixture       *fixture,
   calls_clear (&calls);
 }
 
+static gpointer
+set_timer_and_exit (gpointer data)
+{
+  g_autoptr(GError) error = NULL;
+
+  perfmon_timer_set ("test setter exited", 20, PERFMON_TIMER_FLAG_LOG, NULL, NULL, NULL, &error);
+  g_assert_no_error (error);
+  return NULL;
+}
+
+/* The thread that set the timer is gone when it expires: the log says
+ * why it has no stack, and nothing crashes. */
+static void
+test_setter_exited (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autofree char *contents = NULL;
+
+  g_thread_join (g_thread_new ("short-lived", set_timer_and_exit, NULL));
+  g_assert_true (wait_for_logs (fixture->dir, 1));
+  contents = read_only_log (fixture->dir);
+  g_test_message ("%s", contents);
+  g_assert_nonnull (strstr (contents, "Task timeout: test setter exited\n"));
+  g_assert_nonnull (strstr (contents, "Stack of that thread unavailable: "));
+}
+
+static void
+set_another_timer (guint       id,
+                   const char *name,
+                   gpointer    user_data)
+{
+  g_autoptr(GError) error = NULL;
+  Calls *calls = user_data;
+
+  /* Set on the watchdog, which is awake: it must look again before it
+   * sleeps, or this one would wait for some later wake-up. */
+  perfmon_timer_set ("test nested inner", 10,
+                     PERFMON_TIMER_FLAG_CALLBACK | PERFMON_TIMER_FLAG_LOG,
+                     on_timer, calls, on_destroy, &error);
+  g_assert_no_error (error);
+}
+
+static void
+test_set_from_callback (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *contents = NULL;
+  Calls calls;
+
+  calls_init (&calls);
+  perfmon_timer_set ("test nested outer", 10, PERFMON_TIMER_FLAG_CALLBACK, set_another_timer,
+                     &calls, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (wait_for_destroys (&calls, 1));
+  g_assert_cmpuint (calls.n_calls, ==, 1);
+  g_assert_cmpstr (calls.name, ==, "test nested inner");
+
+  /* Its LOG could not take the watchdog's own stack, and says so. */
+  contents = read_only_log (fixture->dir);
+  g_assert_nonnull (strstr (contents, "Stack of that thread unavailable: "));
+  calls_clear (&calls);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -494,6 +558,10 @@ main (int   argc,
               fixture_tear_down);
   g_test_add ("/timer/rate-limit", Fixture, NULL, fixture_set_up, test_rate_limit, fixture_tear_down);
   g_test_add ("/timer/idle", Fixture, NULL, fixture_set_up, test_idle, fixture_tear_down);
+  g_test_add ("/timer/setter-exited", Fixture, NULL, fixture_set_up, test_setter_exited,
+              fixture_tear_down);
+  g_test_add ("/timer/set-from-callback", Fixture, NULL, fixture_set_up, test_set_from_callback,
+              fixture_tear_down);
   g_test_add_func ("/timer/recovery", test_recovery);
 
   return g_test_run ();
