@@ -98,6 +98,11 @@ struct _PerfmonHangMonitor
   guint64              n_wakeups;               /* atomic */
   guint64              n_hangs;                 /* atomic */
   gint64               last_detection_latency_us;   /* atomic */
+
+  /* Signal emissions queued for the owner's context, oldest first: stop()
+   * delivers these and nothing else of that context. */
+  GMutex               emissions_lock;
+  GQueue               emissions;
 };
 
 enum {
@@ -259,6 +264,7 @@ flush_pings_at_exit (void)
 typedef struct
 {
   PerfmonHangMonitor *self;
+  GSource            *source;
   char               *path;
   PerfmonHangReport  *report;
   GVariant           *jank;
@@ -276,18 +282,55 @@ emission_free (gpointer data)
   g_free (emission);
 }
 
-static gboolean
-emit_in_owner_context (gpointer data)
+static void
+emit (Emission *emission)
 {
-  Emission *emission = data;
-
   if (emission->report != NULL)
     g_signal_emit (emission->self, signals[SIGNAL_HANG], 0, emission->report);
   if (emission->path != NULL)
     g_signal_emit (emission->self, signals[SIGNAL_PING], 0, emission->path);
   if (emission->jank != NULL)
     g_signal_emit (emission->self, signals[SIGNAL_JANK], 0, PERFMON_JANK_EVENT_NAME, emission->jank);
+}
+
+static gboolean
+emit_in_owner_context (gpointer data)
+{
+  Emission *emission = data;
+  PerfmonHangMonitor *self = emission->self;
+
+  g_mutex_lock (&self->emissions_lock);
+  g_queue_remove (&self->emissions, emission);
+  g_mutex_unlock (&self->emissions_lock);
+  emit (emission);
   return G_SOURCE_REMOVE;
+}
+
+/* Owner's thread, in stop(): the emissions still queued are delivered now,
+ * in order, so that they come before the ping that carries their hangs.
+ * Only these: dispatching the rest of the owner's context from here would
+ * run the program's sources at a moment it did not choose (and, in a
+ * binding's teardown, sources of a runtime already gone). */
+static void
+deliver_queued_emissions (PerfmonHangMonitor *self)
+{
+  Emission *emission;
+
+  /* Another thread runs the owner's context: it delivers them. */
+  if (!g_main_context_acquire (self->owner_context))
+    return;
+
+  for (;;)
+    {
+      g_mutex_lock (&self->emissions_lock);
+      emission = g_queue_pop_head (&self->emissions);
+      g_mutex_unlock (&self->emissions_lock);
+      if (emission == NULL)
+        break;
+      emit (emission);
+      g_source_destroy (emission->source);   /* frees @emission */
+    }
+  g_main_context_release (self->owner_context);
 }
 
 /* Watchdog thread: queues a signal emission on the owner's context. */
@@ -307,7 +350,11 @@ queue_emission_full (PerfmonHangMonitor *self,
   g_source_set_name (source, "[perfmon] hang monitor signal");
   g_source_set_priority (source, G_PRIORITY_DEFAULT);
   g_source_set_callback (source, emit_in_owner_context, emission, emission_free);
+  emission->source = source;
+  g_mutex_lock (&self->emissions_lock);
+  g_queue_push_tail (&self->emissions, emission);
   g_source_attach (source, self->owner_context);
+  g_mutex_unlock (&self->emissions_lock);
 }
 
 static void
@@ -944,14 +991,7 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
   if (error != NULL)
     g_warning ("Could not write the hang ping: %s", error->message);
 
-  /* Hangs the watchdog finished last are still queued: deliver them, in
-   * order, before the ping that carries them. */
-  while (g_main_context_pending (self->owner_context) &&
-         g_main_context_acquire (self->owner_context))
-    {
-      g_main_context_iteration (self->owner_context, FALSE);
-      g_main_context_release (self->owner_context);
-    }
+  deliver_queued_emissions (self);
 
   if (path != NULL)
     g_signal_emit (self, signals[SIGNAL_PING], 0, path);
@@ -1157,6 +1197,7 @@ perfmon_hang_monitor_finalize (GObject *object)
   g_free (self->remote_type);
   g_free (self->thread_name);
   g_mutex_clear (&self->state_lock);
+  g_mutex_clear (&self->emissions_lock);
 
   G_OBJECT_CLASS (perfmon_hang_monitor_parent_class)->finalize (object);
 }
@@ -1438,6 +1479,8 @@ static void
 perfmon_hang_monitor_init (PerfmonHangMonitor *self)
 {
   g_mutex_init (&self->state_lock);
+  g_mutex_init (&self->emissions_lock);
+  g_queue_init (&self->emissions);
   self->threshold_ms = PERFMON_HANG_DEFAULT_THRESHOLD_MS;
   self->permahang_threshold_ms = PERFMON_HANG_DEFAULT_PERMAHANG_THRESHOLD_MS;
   self->hangs_per_ping = PERFMON_HANG_DEFAULT_HANGS_PER_PING;
