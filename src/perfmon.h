@@ -18,6 +18,7 @@
 #include "perfmon-source-event.h"
 #include "perfmon-timer.h"
 #include "perfmon-thread-watcher.h"
+#include "perfmon-export.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE
