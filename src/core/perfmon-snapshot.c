@@ -1397,18 +1397,20 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 
   g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), NULL);
 
-  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustmstttat)"));
+  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustastttat)"));
 
   for (guint i = 0; i < self->groups->len; i++)
     {
       const PerfmonGroupStats *stats = g_ptr_array_index (self->groups, i);
 
-      g_variant_builder_add (&groups, "(tustmsttt@at)",
+      const char *addon_ids[] = { stats->addon_id };
+
+      g_variant_builder_add (&groups, "(tust@asttt@at)",
                              stats->id,
                              (guint32) stats->kind,
                              stats->name,
                              stats->window_id,
-                             stats->addon_id,
+                             g_variant_new_strv (addon_ids, stats->addon_id != NULL ? 1 : 0),
                              stats->cpu_time,
                              stats->blocked_time,
                              stats->ticks,
@@ -1418,7 +1420,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
                                                         sizeof (guint64)));
     }
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@a(tustmstttat))",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@a(tustastttat))",
                                             (guint32) PERFMON_SNAPSHOT_FORMAT_VERSION,
                                             self->timestamp,
                                             self->interval,
@@ -1468,7 +1470,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
       return NULL;
     }
 
-  g_variant_get (variant, "(uxxu&stt@a(tustmstttat))",
+  g_variant_get (variant, "(uxxu&stt@a(tustastttat))",
                  &version,
                  &fields.timestamp,
                  &fields.interval,
@@ -1490,17 +1492,31 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   for (guint i = 0; ; i++)
     {
       g_autoptr(GVariant) durations = NULL;
+      g_autoptr(GVariant) addon_ids = NULL;
       g_autoptr(PerfmonGroupStats) stats = NULL;
-      const char *name, *addon_id;
+      const char *name, *addon_id = NULL;
       const guint64 *buckets;
       guint64 id, window_id, cpu_time, blocked_time, ticks;
       guint32 kind;
       gsize n_buckets;
 
-      if (!g_variant_iter_next (&iter, "(tu&stm&sttt@at)",
-                                &id, &kind, &name, &window_id, &addon_id,
+      if (!g_variant_iter_next (&iter, "(tu&st@asttt@at)",
+                                &id, &kind, &name, &window_id, &addon_ids,
                                 &cpu_time, &blocked_time, &ticks, &durations))
         break;
+
+      if (g_variant_n_children (addon_ids) > 1)
+        {
+          char prefix[32];
+
+          g_snprintf (prefix, sizeof prefix, "groups[%u]", i);
+          set_field_error (error, prefix, "addon_id",
+                           "expected at most one add-on id, got %" G_GSIZE_FORMAT,
+                           g_variant_n_children (addon_ids));
+          return NULL;
+        }
+      if (g_variant_n_children (addon_ids) == 1)
+        g_variant_get_child (addon_ids, 0, "&s", &addon_id);
 
       stats = _perfmon_group_stats_new (id, (PerfmonGroupKind) kind, name, window_id, addon_id);
       stats->cpu_time = cpu_time;
