@@ -13,6 +13,9 @@
  *   PERFMON_RUN_THRESHOLD_MS  hang threshold (ms)
  *   PERFMON_RUN_PERMAHANG_MS  permahang threshold (ms)
  *   PERFMON_RUN_SUMMARY       write the summary as JSON to this file
+ *   PERFMON_RUN_NO_EXPORT     "1": do not serve the monitor on the session
+ *                             bus (by default it is, and registers with
+ *                             perfmond, when a session bus exists)
  *   PERFMON_RUN_PID           only this process prints a summary: children
  *                             inherit LD_PRELOAD and are monitored, but
  *                             the summary is the command's own
@@ -49,6 +52,7 @@ static struct
   pid_t               main_tid;
   char               *summary_path;
   gboolean            print_summary;
+  GDBusConnection    *bus;            /* exported on */
 } preload;
 
 static void
@@ -95,6 +99,49 @@ on_hang (PerfmonHangMonitor *hang_monitor,
   preload.n_hangs++;
   if (preload.hangs->len < MAX_KEPT_HANGS)
     g_ptr_array_add (preload.hangs, perfmon_hang_report_ref (report));
+}
+
+static void
+on_bus (GObject      *source,
+        GAsyncResult *result,
+        gpointer      data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusConnection) bus = g_bus_get_finish (result, &error);
+
+  if (bus == NULL ||
+      !perfmon_monitor_export_full (preload.monitor, preload.hang_monitor, bus,
+                                    PERFMON_EXPORT_FLAGS_NONE, &error))
+    {
+      if (preload.print_summary)
+        preload_message ("not exported on the session bus: %s", error->message);
+      return;
+    }
+  preload.bus = g_steal_pointer (&bus);
+}
+
+/* On the loop's first iteration, not in the constructor: connecting to the
+ * bus must never hold up the program's start, and the connection is made
+ * by GDBus's own thread while the loop goes on. */
+static gboolean
+export_on_first_iteration (gpointer data)
+{
+  g_bus_get (G_BUS_TYPE_SESSION, NULL, on_bus, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+session_bus_exists (void)
+{
+  const char *address = g_getenv ("DBUS_SESSION_BUS_ADDRESS");
+  g_autofree char *socket = NULL;
+
+  if (address != NULL && *address != '\0')
+    return TRUE;
+  /* Without an address GDBus would try X11 autolaunch: only the
+   * systemd-style socket counts. */
+  socket = g_build_filename (g_get_user_runtime_dir (), "bus", NULL);
+  return g_file_test (socket, G_FILE_TEST_EXISTS);
 }
 
 static PerfmonGroupStats *
@@ -258,6 +305,9 @@ perfmon_preload_at_exit (void)
         print_text_summary (snapshot, seconds);
     }
 
+  if (preload.bus != NULL)
+    perfmon_monitor_unexport (preload.monitor, preload.bus);
+  g_clear_object (&preload.bus);
   g_clear_pointer (&preload.hangs, g_ptr_array_unref);
   g_clear_object (&preload.hang_monitor);
   g_clear_pointer (&preload.summary_path, g_free);
@@ -295,6 +345,9 @@ perfmon_preload_init (void)
       preload_message ("no hang detection in this process: %s", error->message);
       g_clear_error (&error);
     }
+
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_EXPORT"), "1") != 0 && session_bus_exists ())
+    g_idle_add_full (G_PRIORITY_DEFAULT, export_on_first_iteration, NULL, NULL);
 
   /* After the hang monitor's own exit handler, so that this one runs first
    * (atexit is last in, first out) and sees every hang. */

@@ -18,11 +18,11 @@
 
 G_BEGIN_DECLS
 
-#define PERFMON_DAEMON_BUS_NAME   "org.perfmon.Daemon1"
-#define PERFMON_DAEMON_PATH       "/org/perfmon/Daemon1"
-#define PERFMON_DAEMON_INTERFACE  "org.perfmon.Daemon1"
-#define PERFMON_MONITOR_PATH      "/org/perfmon/Monitor1"
-#define PERFMON_MONITOR_INTERFACE "org.perfmon.Monitor1"
+#define PERFMON_TOOL_DAEMON_NAME   "org.perfmon.Daemon1"
+#define PERFMON_TOOL_DAEMON_PATH       "/org/perfmon/Daemon1"
+#define PERFMON_TOOL_DAEMON_INTERFACE  "org.perfmon.Daemon1"
+#define PERFMON_TOOL_MONITOR_PATH      "/org/perfmon/Monitor1"
+#define PERFMON_TOOL_MONITOR_INTERFACE "org.perfmon.Monitor1"
 
 /* How long the tool waits for one D-Bus reply: a hung daemon must not hang
  * the tool for D-Bus's default 25 s. */

@@ -54,11 +54,14 @@ perfmon_tool_run (int    argc,
   gint64 threshold = G_MININT64;
   gint64 permahang = G_MININT64;
   g_autofree char *summary = NULL;
+  gboolean no_export = FALSE;
   const GOptionEntry entries[] = {
     { "threshold", 't', 0, G_OPTION_ARG_INT64, &threshold,
       "A main-loop iteration this long is a hang (default 128)", "MS" },
     { "permahang", 0, 0, G_OPTION_ARG_INT64, &permahang,
       "A hang this long is saved while it lasts (default 8192)", "MS" },
+    { "no-export", 0, 0, G_OPTION_ARG_NONE, &no_export,
+      "Do not serve the monitor on the session bus nor register with perfmond", NULL },
     { "summary", 's', 0, G_OPTION_ARG_FILENAME, &summary,
       "Write the summary as JSON to FILE instead of standard error", "FILE" },
     { NULL }
@@ -73,9 +76,11 @@ perfmon_tool_run (int    argc,
 
   g_option_context_set_summary (context,
                                 "Runs an unmodified GLib program with perfmon watching its main loop:\n"
-                                "accounting and hang detection on the default main context. At exit\n"
-                                "the program prints a summary (iterations, CPU, the jank histogram,\n"
-                                "hangs with their stacks) to standard error, or to --summary FILE.\n"
+                                "accounting and hang detection on the default main context, served on\n"
+                                "the session bus (when there is one) for perfmond and 'perfmon top'.\n"
+                                "At exit the program prints a summary (iterations, CPU, the jank\n"
+                                "histogram, hangs with their stacks) to standard error, or to\n"
+                                "--summary FILE as JSON.\n"
                                 "\n"
                                 "The exit status is the command's; 126 if it cannot be executed, 127\n"
                                 "if it is not found, 2 for a wrong perfmon command line.");
@@ -116,6 +121,9 @@ perfmon_tool_run (int    argc,
   env = g_environ_unsetenv (env, "PERFMON_RUN_THRESHOLD_MS");
   env = g_environ_unsetenv (env, "PERFMON_RUN_PERMAHANG_MS");
   env = g_environ_unsetenv (env, "PERFMON_RUN_SUMMARY");
+  env = g_environ_unsetenv (env, "PERFMON_RUN_NO_EXPORT");
+  if (no_export)
+    env = g_environ_setenv (env, "PERFMON_RUN_NO_EXPORT", "1", TRUE);
   if (threshold != G_MININT64)
     {
       g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT, threshold);

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 
 TOOL = os.environ['PERFMON_TOOL']
@@ -37,3 +38,54 @@ class CliTestCase(unittest.TestCase):
         self.assertEqual(result.returncode, status,
                          'exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s'
                          % (result.returncode, status, result.stdout, result.stderr))
+
+
+class BusTestCase(CliTestCase):
+    """A private session bus per test, and perfmond on it when asked."""
+
+    def setUp(self):
+        super().setUp()
+        if shutil.which('dbus-daemon') is None:
+            self.skipTest('dbus-daemon missing')
+        bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+        self.addCleanup(self.stop, bus)
+        address = bus.stdout.readline().strip()
+        self.assertTrue(address, 'dbus-daemon gave no address')
+        self.env['DBUS_SESSION_BUS_ADDRESS'] = address
+        # Nothing of the user's session leaks in: no runtime dir with a
+        # bus socket or a perfmond lock file.
+        self.env['XDG_RUNTIME_DIR'] = self.path('runtime')
+        os.makedirs(self.env['XDG_RUNTIME_DIR'], mode=0o700)
+
+    def stop(self, process):
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def start(self, argv, **kwargs):
+        process = subprocess.Popen(argv, env=self.env, **kwargs)
+        self.addCleanup(self.stop, process)
+        return process
+
+    def start_daemon(self):
+        return self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
+                           '--pidfile', self.path('perfmond.pid')])
+
+    def eventually(self, check, what, timeout=20):
+        """Calls check() until it returns something true; fails after timeout s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                self.fail('gave up waiting for ' + what)
+            time.sleep(0.1)

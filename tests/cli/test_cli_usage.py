@@ -8,7 +8,7 @@ import unittest
 
 from clitest import CliTestCase
 
-SUBCOMMANDS = ['top', 'snapshot', 'diff', 'hangs', 'run']
+SUBCOMMANDS = ['top', 'snapshot', 'diff', 'hangs', 'run', 'demo']
 
 
 class UsageTest(CliTestCase):
@@ -55,7 +55,7 @@ class UsageTest(CliTestCase):
                      ['top', '--pid', '-4'], ['snapshot', '--pid', '-1'],
                      ['snapshot', 'extra'], ['hangs', 'forget'], ['hangs', 'show'],
                      ['diff', 'only-one.json'], ['run', '--threshold', '0', '--', 'true'],
-                     ['run']):
+                     ['run'], ['demo', '--refreshes', '0'], ['demo', 'extra']):
             with self.subTest(args=args):
                 result = self.perfmon(*args)
                 self.assertExit(result, 2)
