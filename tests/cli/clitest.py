@@ -26,6 +26,17 @@ class CliTestCase(unittest.TestCase):
         # directory, never in the user's state directory.
         self.env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
 
+    def foreign_env(self, env=None):
+        """The environment for a program not built with this build's
+        sanitizers, run with the preload module: under AddressSanitizer its
+        runtime must come first, and the program's own leaks are not ours."""
+        env = dict(env or self.env)
+        runtime = os.environ.get('PERFMON_TEST_ASAN_RUNTIME')
+        if runtime:
+            env['LD_PRELOAD'] = runtime
+            env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0:verify_asan_link_order=0'
+        return env
+
     def path(self, name):
         return os.path.join(self.tmp, name)
 
@@ -70,8 +81,8 @@ class BusTestCase(CliTestCase):
             if pipe is not None:
                 pipe.close()
 
-    def start(self, argv, **kwargs):
-        process = subprocess.Popen(argv, env=self.env, **kwargs)
+    def start(self, argv, env=None, **kwargs):
+        process = subprocess.Popen(argv, env=env or self.env, **kwargs)
         self.addCleanup(self.stop, process)
         return process
 

@@ -121,7 +121,7 @@ class DaemonCliTest(BusTestCase):
         self.start_daemon()
         waiter = self.start([os.environ['PERFMON_TOOL'], 'run', '--summary', self.path('s.json'),
                              '--', 'gdbus', 'wait', '--session', '--timeout', '30',
-                             'org.example.Nothing'])
+                             'org.example.Nothing'], env=self.foreign_env())
         self.eventually(lambda: self.perfmon('snapshot', '--pid', str(waiter.pid)).returncode == 0,
                         'gdbus under perfmon run to register')
         data = self.snapshot_json(waiter.pid)

@@ -58,13 +58,14 @@ class RunTest(CliTestCase):
     def test_existing_ld_preload_is_kept(self):
         # A module already preloaded stays, first; ours is appended.
         summary = self.path('summary.json')
-        env = dict(self.env)
-        env['LD_PRELOAD'] = os.environ['PERFMON_PRELOAD_PATH']
+        module = os.environ['PERFMON_PRELOAD_PATH']
+        env = self.foreign_env()
+        first = env['LD_PRELOAD'] + ':' + module if 'LD_PRELOAD' in env else module
+        env['LD_PRELOAD'] = first
         result = self.perfmon('run', '--summary', summary, '--', '/bin/sh', '-c',
                               'echo "$LD_PRELOAD"', env=env)
         self.assertExit(result, 0)
-        module = os.environ['PERFMON_PRELOAD_PATH']
-        self.assertEqual(result.stdout.strip(), module + ':' + module)
+        self.assertEqual(result.stdout.strip(), first + ':' + module)
 
     def test_command_not_found(self):
         result = self.perfmon('run', '--', self.path('no-such-program'))
@@ -77,7 +78,7 @@ class RunTest(CliTestCase):
         result = self.perfmon('run', '--summary', summary, '--',
                               'gdbus', 'wait', '--session', '--timeout', '1',
                               'org.example.Nothing',
-                              prefix=['dbus-run-session', '--'])
+                              prefix=['dbus-run-session', '--'], env=self.foreign_env())
         # gdbus wait fails when the name never appears: that status is
         # gdbus's, passed on.
         self.assertNotEqual(result.returncode, 2, result.stderr)
