@@ -26,15 +26,17 @@ class CliTestCase(unittest.TestCase):
         # directory, never in the user's state directory.
         self.env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
 
-    def foreign_env(self, env=None):
-        """The environment for a program not built with this build's
-        sanitizers, run with the preload module: under AddressSanitizer its
-        runtime must come first, and the program's own leaks are not ours."""
+    def foreign_env(self, env=None, own=False):
+        """The environment for a program run with the preload module: under
+        AddressSanitizer the runtime must come first in the list of loaded
+        libraries, and LD_PRELOAD goes before the program's own; the leaks
+        of programs not built here are not ours to find."""
         env = dict(env or self.env)
         runtime = os.environ.get('PERFMON_TEST_ASAN_RUNTIME')
         if runtime:
             env['LD_PRELOAD'] = runtime
-            env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0:verify_asan_link_order=0'
+            if not own:
+                env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
         return env
 
     def path(self, name):

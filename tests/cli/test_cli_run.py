@@ -21,7 +21,7 @@ class RunTest(CliTestCase):
     def test_uninstrumented_summary_json(self):
         summary = self.path('summary.json')
         result = self.perfmon('run', '--threshold', '100', '--summary', summary,
-                              '--', UNINSTRUMENTED)
+                              '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
         # The command's own exit status comes back.
         self.assertExit(result, 3)
         self.assertIn('uninstrumented-loop: done', result.stdout)
@@ -41,7 +41,7 @@ class RunTest(CliTestCase):
         self.assertIn('thread', kinds)
 
     def test_uninstrumented_summary_text(self):
-        result = self.perfmon('run', '--', UNINSTRUMENTED)
+        result = self.perfmon('run', '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
         self.assertExit(result, 3)
         self.assertIn('perfmon: summary of uninstrumented-loop', result.stderr)
         self.assertIn('hangs: 1 (threshold 128 ms)', result.stderr)
@@ -50,7 +50,7 @@ class RunTest(CliTestCase):
     def test_high_threshold_no_hang(self):
         summary = self.path('summary.json')
         result = self.perfmon('run', '--threshold', '5000', '--summary', summary,
-                              '--', UNINSTRUMENTED)
+                              '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
         self.assertExit(result, 3)
         with open(summary) as f:
             self.assertEqual(json.load(f)['hang_count'], 0)
