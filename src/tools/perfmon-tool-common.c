@@ -220,18 +220,6 @@ perfmon_tool_kind_label (PerfmonGroupKind kind)
     }
 }
 
-const char *
-perfmon_tool_kind_nick (PerfmonGroupKind kind)
-{
-  GEnumClass *klass = g_type_class_ref (PERFMON_TYPE_GROUP_KIND);
-  GEnumValue *value = g_enum_get_value (klass, kind);
-  const char *nick = value != NULL ? value->value_nick : "unknown";
-
-  /* Enum classes are never freed once made: the nick stays valid. */
-  g_type_class_unref (klass);
-  return nick;
-}
-
 static int
 compare_cpu (gconstpointer a,
              gconstpointer b)

@@ -71,7 +71,6 @@ gboolean         perfmon_tool_write_output   (const char *path,
                                               GError    **error);
 
 const char      *perfmon_tool_kind_label     (PerfmonGroupKind kind);
-const char      *perfmon_tool_kind_nick      (PerfmonGroupKind kind);
 
 typedef enum
 {

@@ -26,18 +26,45 @@ json_string_or (JsonObject *object,
   return json_node_get_string (node);
 }
 
+/* The report's array @member, or NULL: reports come from other processes
+ * and may lack any field. */
 static JsonArray *
-json_array_or_empty (JsonObject *object,
-                     const char *member)
+get_array (JsonObject *object,
+           const char *member)
 {
-  static JsonArray *empty;
   JsonNode *node = json_object_get_member (object, member);
 
-  if (node != NULL && JSON_NODE_HOLDS_ARRAY (node))
-    return json_node_get_array (node);
-  if (empty == NULL)
-    empty = json_array_new ();
-  return empty;
+  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+}
+
+static guint
+array_length (JsonArray *array)
+{
+  return array != NULL ? json_array_get_length (array) : 0;
+}
+
+/* Element @index of @array as a string, or NULL if it is none. */
+static const char *
+element_string (JsonArray *array,
+                guint      index)
+{
+  JsonNode *node = index < array_length (array) ? json_array_get_element (array, index) : NULL;
+
+  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (node);
+}
+
+/* Element @index of @array as a pair (a 2-element array), or NULL. */
+static JsonArray *
+element_pair (JsonArray *array,
+              guint      index)
+{
+  JsonNode *node = index < array_length (array) ? json_array_get_element (array, index) : NULL;
+
+  if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node) || json_array_get_length (json_node_get_array (node)) != 2)
+    return NULL;
+  return json_node_get_array (node);
 }
 
 /* A frame of the report's "stack" as a person reads it: a label, a symbol
@@ -46,36 +73,36 @@ static char *
 frame_text (JsonObject *report,
             guint       index)
 {
-  JsonArray *stack = json_array_or_empty (report, "stack");
-  JsonArray *symbols = json_array_or_empty (report, "symbols");
-  JsonArray *modules = json_array_or_empty (report, "modules");
-  JsonNode *frame = json_array_get_element (stack, index);
-  JsonNode *symbol = index < json_array_get_length (symbols) ? json_array_get_element (symbols, index) : NULL;
+  JsonArray *stack = get_array (report, "stack");
+  JsonArray *symbols = get_array (report, "symbols");
+  JsonArray *modules = get_array (report, "modules");
+  const char *symbol = element_string (symbols, index);
   const char *module = "?";
   const char *offset = "?";
 
-  if (JSON_NODE_HOLDS_VALUE (frame) && json_node_get_value_type (frame) == G_TYPE_STRING)
-    return g_strdup_printf ("[label] %s", json_node_get_string (frame));
+  if (element_string (stack, index) != NULL)
+    return g_strdup_printf ("[label] %s", element_string (stack, index));
 
-  if (JSON_NODE_HOLDS_ARRAY (frame) && json_array_get_length (json_node_get_array (frame)) == 2)
+  if (element_pair (stack, index) != NULL)
     {
-      JsonArray *pair = json_node_get_array (frame);
-      gint64 module_index = json_array_get_int_element (pair, 0);
-      JsonNode *offset_node = json_array_get_element (pair, 1);
+      JsonArray *pair = element_pair (stack, index);
+      JsonNode *index_node = json_array_get_element (pair, 0);
 
-      if (module_index >= 0 && module_index < json_array_get_length (modules))
+      if (JSON_NODE_HOLDS_VALUE (index_node) && json_node_get_value_type (index_node) == G_TYPE_INT64)
         {
-          JsonNode *entry = json_array_get_element (modules, module_index);
+          gint64 module_index = json_node_get_int (index_node);
+          JsonArray *entry = module_index >= 0 && module_index < array_length (modules)
+            ? element_pair (modules, (guint) module_index) : NULL;
 
-          if (JSON_NODE_HOLDS_ARRAY (entry) && json_array_get_length (json_node_get_array (entry)) > 0)
-            module = json_array_get_string_element (json_node_get_array (entry), 0);
+          if (entry != NULL && element_string (entry, 0) != NULL)
+            module = element_string (entry, 0);
         }
-      if (JSON_NODE_HOLDS_VALUE (offset_node) && json_node_get_value_type (offset_node) == G_TYPE_STRING)
-        offset = json_node_get_string (offset_node);
+      if (element_string (pair, 1) != NULL)
+        offset = element_string (pair, 1);
     }
 
-  if (symbol != NULL && JSON_NODE_HOLDS_VALUE (symbol) && json_node_get_value_type (symbol) == G_TYPE_STRING)
-    return g_strdup_printf ("%s (%s)", json_node_get_string (symbol), module);
+  if (symbol != NULL)
+    return g_strdup_printf ("%s (%s)", symbol, module);
   return g_strdup_printf ("%s+0x%s", module, offset);
 }
 
@@ -145,7 +172,7 @@ static void
 tree_add (Node       *root,
           JsonObject *report)
 {
-  guint n = json_array_get_length (json_array_or_empty (report, "stack"));
+  guint n = array_length (get_array (report, "stack"));
   Node *node = root;
 
   root->count++;
@@ -177,19 +204,23 @@ compare_nodes (gconstpointer a,
   return na->count < nb->count ? 1 : na->count > nb->count ? -1 : 0;
 }
 
-/* A chain without branches stays at one indentation, so deep stacks stay
- * narrow; only where stacks part ways does the tree indent. */
+/* A chain without branches stays at one indentation, so that deep stacks
+ * stay narrow; where stacks part ways, each branch starts with "- " one
+ * level in, and what follows it is one level further. */
 static void
 tree_print (Node *node,
             guint depth)
 {
+  gboolean branches = node->children->len > 1;
+
   g_ptr_array_sort (node->children, compare_nodes);
   for (guint c = 0; c < node->children->len; c++)
     {
       Node *child = g_ptr_array_index (node->children, c);
 
-      g_print ("%*s%4u  %s\n", (int) depth * 2, "", child->count, child->frame);
-      tree_print (child, node->children->len > 1 ? depth + 1 : depth);
+      g_print ("  %*s%s%u  %s\n", (int) (depth + branches) * 2, "", branches ? "- " : "",
+               child->count, child->frame);
+      tree_print (child, branches ? depth + 2 : depth);
     }
 }
 
@@ -260,12 +291,12 @@ static void
 print_report (const char *id,
               JsonObject *report)
 {
-  JsonArray *annotations = json_array_or_empty (report, "annotations");
-  JsonArray *pseudo_stack = json_array_or_empty (report, "pseudoStack");
-  guint n_frames = json_array_get_length (json_array_or_empty (report, "stack"));
+  JsonArray *annotations = get_array (report, "annotations");
+  JsonArray *pseudo_stack = get_array (report, "pseudoStack");
+  guint n_frames = array_length (get_array (report, "stack"));
   JsonNode *duration = json_object_get_member (report, "duration");
 
-  g_print ("Hang %s: %.0f ms on thread %s, running %s\n", id,
+  g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id,
            duration != NULL && JSON_NODE_HOLDS_VALUE (duration) ? json_node_get_double (duration) : 0.0,
            json_string_or (report, "thread", "?"), json_string_or (report, "runnableName", "(unknown)"));
   g_print ("Process type: %s", json_string_or (report, "process", "?"));
@@ -273,28 +304,25 @@ print_report (const char *id,
     g_print (" (%s)", json_string_or (report, "remoteType", NULL));
   g_print ("\n");
 
-  if (json_array_get_length (annotations) > 0)
+  if (array_length (annotations) > 0)
     {
       g_print ("\nAnnotations:\n");
-      for (guint i = 0; i < json_array_get_length (annotations); i++)
+      for (guint i = 0; i < array_length (annotations); i++)
         {
-          JsonNode *pair = json_array_get_element (annotations, i);
+          JsonArray *pair = element_pair (annotations, i);
 
-          if (JSON_NODE_HOLDS_ARRAY (pair) && json_array_get_length (json_node_get_array (pair)) == 2)
-            g_print ("  %s = %s\n", json_array_get_string_element (json_node_get_array (pair), 0),
-                     json_array_get_string_element (json_node_get_array (pair), 1));
+          if (pair != NULL && element_string (pair, 0) != NULL && element_string (pair, 1) != NULL)
+            g_print ("  %s = %s\n", element_string (pair, 0), element_string (pair, 1));
         }
     }
 
-  if (json_array_get_length (pseudo_stack) > 0)
+  if (array_length (pseudo_stack) > 0)
     {
       g_print ("\nLabels (outermost first):\n");
-      for (guint i = 0; i < json_array_get_length (pseudo_stack); i++)
+      for (guint i = 0; i < array_length (pseudo_stack); i++)
         {
-          JsonNode *label = json_array_get_element (pseudo_stack, i);
-
-          if (JSON_NODE_HOLDS_VALUE (label) && json_node_get_value_type (label) == G_TYPE_STRING)
-            g_print ("  %s\n", json_node_get_string (label));
+          if (element_string (pseudo_stack, i) != NULL)
+            g_print ("  %s\n", element_string (pseudo_stack, i));
         }
     }
 
@@ -387,7 +415,7 @@ show_hang (GDBusConnection *bus,
 
   g_print ("\nStack tree of the %u hang%s of pid %u in %s (count, frame; outermost first):\n",
            root->count, root->count == 1 ? "" : "s", my_pid, my_runnable);
-  tree_print (root, 1);
+  tree_print (root, 0);
   node_free (root);
   return PERFMON_TOOL_EXIT_OK;
 }
