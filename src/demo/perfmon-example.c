@@ -261,7 +261,8 @@ main (int   argc,
         tasks[i].compartment = perfmon_monitor_create_compartment (monitor, tasks[i].name,
                                                                    tasks[i].window_id, tasks[i].addon_id);
         perfmon_group_set_active (tasks[i].compartment, TRUE);
-        g_timeout_add (tasks[i].interval_ms, run_task, &tasks[i]);
+        /* The name is the hang report's runnableName. */
+        g_source_set_name_by_id (g_timeout_add (tasks[i].interval_ms, run_task, &tasks[i]), tasks[i].name);
       }
 
     g_print ("perfmon-example: 2 windows, 3 add-ons, running for %d s (alerts at %" G_GUINT64_FORMAT " ms)\n",

@@ -145,14 +145,38 @@ perfmon_tool_call_daemon (GDBusConnection    *bus,
 }
 
 PerfmonSnapshot *
+perfmon_tool_snapshot_from_reply (GVariant   *reply,
+                                  const char *sender,
+                                  GError    **error)
+{
+  g_autoptr(GVariant) inner = NULL;
+  g_autoptr(GError) local_error = NULL;
+  PerfmonSnapshot *snapshot;
+
+  g_variant_get (reply, "(v)", &inner);
+  /* The snapshot variant may hold a maybe type, which D-Bus cannot carry:
+   * perfmond sends its serialized data as a byte array. */
+  if (g_variant_is_of_type (inner, G_VARIANT_TYPE_BYTESTRING))
+    {
+      g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (inner);
+
+      g_clear_pointer (&inner, g_variant_unref);
+      inner = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
+                                                            bytes, FALSE));
+    }
+  snapshot = perfmon_snapshot_new_from_variant (inner, &local_error);
+  if (snapshot == NULL)
+    g_set_error (error, local_error->domain, local_error->code,
+                 "%s sent a snapshot this tool cannot read: %s", sender, local_error->message);
+  return snapshot;
+}
+
+PerfmonSnapshot *
 perfmon_tool_fetch_snapshot (GDBusConnection *bus,
                              guint            pid,
                              GError         **error)
 {
   g_autoptr(GVariant) reply = NULL;
-  g_autoptr(GVariant) inner = NULL;
-  g_autoptr(GError) local_error = NULL;
-  PerfmonSnapshot *snapshot;
 
   if (pid == 0)
     reply = perfmon_tool_call_daemon (bus, "GetAggregate", NULL, G_VARIANT_TYPE ("(v)"), error);
@@ -161,13 +185,7 @@ perfmon_tool_fetch_snapshot (GDBusConnection *bus,
                                       G_VARIANT_TYPE ("(v)"), error);
   if (reply == NULL)
     return NULL;
-
-  g_variant_get (reply, "(v)", &inner);
-  snapshot = perfmon_snapshot_new_from_variant (inner, &local_error);
-  if (snapshot == NULL)
-    g_set_error (error, local_error->domain, local_error->code,
-                 "the daemon sent a snapshot this tool cannot read: %s", local_error->message);
-  return snapshot;
+  return perfmon_tool_snapshot_from_reply (reply, "perfmond", error);
 }
 
 PerfmonSnapshot *

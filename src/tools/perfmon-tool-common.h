@@ -52,6 +52,10 @@ gboolean         perfmon_tool_parse_seconds  (const char *option,
 
 GDBusConnection *perfmon_tool_session_bus    (GError **error);
 
+/* The snapshot of a "(v)" reply of perfmond or of a monitored process. */
+PerfmonSnapshot *perfmon_tool_snapshot_from_reply (GVariant   *reply,
+                                                   const char *sender,
+                                                   GError    **error);
 /* pid 0: the daemon's aggregate of every process. */
 PerfmonSnapshot *perfmon_tool_fetch_snapshot (GDBusConnection *bus,
                                               guint            pid,

@@ -213,7 +213,8 @@ connect_bus (Demo    *demo,
     }
 
   say ("Starting a private session bus (dbus-daemon)");
-  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  /* Its complaints about limits it may not raise only confuse. */
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
   demo->bus_daemon = spawn (launcher, argv, error);
   if (demo->bus_daemon == NULL)
     return FALSE;
@@ -343,8 +344,9 @@ start_program (Demo    *demo,
   if (program == NULL)
     return FALSE;
 
-  say ("Starting the demo program: two windows, three add-ons (a calm clock, a CPU-hungry\n"
-       "    spell checker, a sync agent that stalls the loop 200 to 600 ms now and then)");
+  say ("Starting the demo program: two windows, three add-ons (a calm clock,\n"
+       "    a CPU-hungry spell checker, a sync agent that now and then stalls\n"
+       "    the loop for 200 to 600 ms)");
   /* Its table and alerts would interleave with ours; its errors still
    * show. */
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE);

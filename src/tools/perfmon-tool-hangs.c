@@ -106,6 +106,13 @@ frame_text (JsonObject *report,
   return g_strdup_printf ("%s+0x%s", module, offset);
 }
 
+/* GSources without a name have an empty runnable name. */
+static const char *
+runnable_or_unknown (const char *runnable)
+{
+  return runnable != NULL && *runnable != '\0' ? runnable : "(unnamed source)";
+}
+
 static JsonObject *
 parse_report (const char *text,
               const char *id,
@@ -280,7 +287,7 @@ list_hangs (GDBusConnection *bus,
     {
       if (n++ == 0)
         g_print ("%-20s %7s %-16s %9s  %s\n", "ID", "PID", "PROCESS", "DURATION", "RUNNABLE");
-      g_print ("%-20s %7u %-16.16s %7.0fms  %s\n", id, pid, name, duration, runnable);
+      g_print ("%-20s %7u %-16.16s %7.0fms  %s\n", id, pid, name, duration, runnable_or_unknown (runnable));
     }
   if (n == 0)
     g_print ("No hangs collected.\n");
@@ -298,7 +305,7 @@ print_report (const char *id,
 
   g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id,
            duration != NULL && JSON_NODE_HOLDS_VALUE (duration) ? json_node_get_double (duration) : 0.0,
-           json_string_or (report, "thread", "?"), json_string_or (report, "runnableName", "(unknown)"));
+           json_string_or (report, "thread", "?"), runnable_or_unknown (json_string_or (report, "runnableName", NULL)));
   g_print ("Process type: %s", json_string_or (report, "process", "?"));
   if (json_string_or (report, "remoteType", NULL) != NULL)
     g_print (" (%s)", json_string_or (report, "remoteType", NULL));
@@ -413,8 +420,8 @@ show_hang (GDBusConnection *bus,
       merged++;
     }
 
-  g_print ("\nStack tree of the %u hang%s of pid %u in %s (count, frame; outermost first):\n",
-           root->count, root->count == 1 ? "" : "s", my_pid, my_runnable);
+  g_print ("\nStack tree of %u hang%s of pid %u in %s (count, frame, outermost first):\n",
+           root->count, root->count == 1 ? "" : "s", my_pid, runnable_or_unknown (my_runnable));
   tree_print (root, 0);
   node_free (root);
   return PERFMON_TOOL_EXIT_OK;

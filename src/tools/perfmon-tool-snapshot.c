@@ -14,9 +14,7 @@ fetch_from_process (GDBusConnection *bus,
                     GError         **error)
 {
   g_autoptr(GVariant) reply = NULL;
-  g_autoptr(GVariant) inner = NULL;
   g_autoptr(GError) local_error = NULL;
-  PerfmonSnapshot *snapshot;
 
   reply = g_dbus_connection_call_sync (bus, bus_name, PERFMON_TOOL_MONITOR_PATH, PERFMON_TOOL_MONITOR_INTERFACE,
                                        "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
@@ -30,12 +28,7 @@ fetch_from_process (GDBusConnection *bus,
       return NULL;
     }
 
-  g_variant_get (reply, "(v)", &inner);
-  snapshot = perfmon_snapshot_new_from_variant (inner, &local_error);
-  if (snapshot == NULL)
-    g_set_error (error, local_error->domain, local_error->code,
-                 "%s sent a snapshot this tool cannot read: %s", bus_name, local_error->message);
-  return snapshot;
+  return perfmon_tool_snapshot_from_reply (reply, bus_name, error);
 }
 
 int
@@ -101,8 +94,8 @@ perfmon_tool_snapshot (int    argc,
     }
 
   g_print ("%s (pid %u): process CPU user %.2f s, system %.2f s\n\n",
-           perfmon_snapshot_get_pid (snapshot) != 0
-             ? perfmon_snapshot_get_process_name (snapshot) : "all processes",
+           pid != 0 || bus_name != NULL
+             ? perfmon_snapshot_get_process_name (snapshot) : "all processes, merged",
            perfmon_snapshot_get_pid (snapshot),
            (double) perfmon_snapshot_get_user_time (snapshot) / G_USEC_PER_SEC,
            (double) perfmon_snapshot_get_system_time (snapshot) / G_USEC_PER_SEC);

@@ -26,7 +26,8 @@ class DemoTest(CliTestCase):
         self.assertIn('Spell checker', out)
         self.assertIn('perfmon hangs show', out)
         self.assertIn('The loop stalled in add-on sync@example.org', out)
-        for line in out.splitlines():
+        # The tables fit 80 columns (stack frames are as long as symbols).
+        for line in out[:out.index('perfmon hangs show')].splitlines():
             self.assertLessEqual(len(line), 80, line)
 
 
