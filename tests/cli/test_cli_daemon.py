@@ -102,16 +102,22 @@ class DaemonCliTest(BusTestCase):
         self.start_daemon()
         example = self.start_example()
 
-        def hang_of_example():
+        # A stall of the sync agent: it sleeps at least 200 ms in it. On a
+        # busy machine other runs may pass the threshold too. The example
+        # names its sources after its tasks.
+        def stall_of_example():
             result = self.perfmon('hangs', 'list', '--json')
             self.assertExit(result, 0)
-            return [h for h in json.loads(result.stdout) if h['pid'] == example.pid]
-        hangs = self.eventually(hang_of_example, 'a hang of the example', timeout=30)
+            return [h for h in json.loads(result.stdout)
+                    if h['pid'] == example.pid and h['runnable_name'] == 'sync-agent'
+                    and h['duration'] >= 200]
+        hangs = self.eventually(stall_of_example, 'a stall of the example', timeout=30)
 
         result = self.perfmon('hangs', 'show', hangs[0]['id'])
         self.assertExit(result, 0)
-        self.assertIn('sync@example.org', result.stdout)
-        self.assertIn('Stack tree of ', result.stdout)
+        self.assertIn('StallingAddon = sync@example.org', result.stdout)
+        self.assertIn('add-on sync@example.org', result.stdout)
+        self.assertRegex(result.stdout, r'Stack tree of \d+ hangs? of pid %d in sync-agent' % example.pid)
         result = self.perfmon('hangs', 'list')
         self.assertExit(result, 0)
         self.assertIn(hangs[0]['id'], result.stdout)
