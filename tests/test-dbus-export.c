@@ -1118,6 +1118,62 @@ test_peer_same_uid (Fixture       *fixture,
   peer_server_free (peer_server);
 }
 
+static void
+on_closed (GDBusConnection *connection,
+           gboolean         remote_peer_vanished,
+           GError          *error,
+           gpointer         user_data)
+{
+  *(gboolean *) user_data = TRUE;
+}
+
+/* A peer that goes away takes its export with it: nothing is left to
+ * unexport, and the monitor is no longer held. */
+static void
+test_peer_closes (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  PeerServer *peer_server = peer_server_new (fixture->monitor);
+  g_autoptr(GDBusConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  GDBusConnection *server_side;
+  gboolean closed = FALSE;
+  guint monitor_refs = G_OBJECT (fixture->monitor)->ref_count;
+
+  g_dbus_connection_new_for_address (g_dbus_server_get_client_address (peer_server->server),
+                                     G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, NULL, NULL,
+                                     connected, &connection);
+  while (connection == NULL)
+    g_main_context_iteration (fixture->context, TRUE);
+  reply = call (connection, NULL, "GetSnapshot", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (peer_server->connections->len, ==, 1);
+  server_side = g_ptr_array_index (peer_server->connections, 0);
+  g_signal_connect (server_side, "closed", G_CALLBACK (on_closed), &closed);
+
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  /* GDBusServer makes its connections on a thread of its own, whose
+   * context is the global default one: ::closed is emitted there. */
+  {
+    gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+    while (!closed && g_get_monotonic_time () < deadline)
+      {
+        g_main_context_iteration (NULL, FALSE);
+        g_main_context_iteration (fixture->context, FALSE);
+        g_usleep (1000);
+      }
+    g_assert_true (closed);
+  }
+  iterate_for (20);
+  g_assert_false (perfmon_monitor_unexport (fixture->monitor, server_side));
+  /* The export let go of the monitor. */
+  g_assert_cmpuint (G_OBJECT (fixture->monitor)->ref_count, ==, monitor_refs);
+
+  peer_server_free (peer_server);
+}
+
 /* The child of test_peer_other_uid, already running as nobody: calls the
  * monitor at @address and prints each call's outcome on a line. */
 static int
@@ -1275,6 +1331,7 @@ main (int   argc,
   ADD ("register-opt-out", test_register_opt_out, NOT_EXPORTED);
   ADD ("peer-same-uid", test_peer_same_uid, NOT_EXPORTED);
   ADD ("peer-other-uid", test_peer_other_uid, NOT_EXPORTED);
+  ADD ("peer-closes", test_peer_closes, NOT_EXPORTED);
 
   status = g_test_run ();
   g_test_dbus_down (test_bus);
