@@ -7,19 +7,31 @@
  * hang at any threshold under that) and quits it from inside the same
  * dispatch. Exits with status 3, so that the tests see "perfmon run" pass
  * the command's status on.
+ *
+ * With an argument N, the loop sleeps N seconds after the block instead,
+ * with nothing to do: the hang must reach perfmon while the loop sleeps.
  */
+#include <stdlib.h>
+
 #include <glib.h>
 
 #define BLOCK_MS 300
 #define EXIT_STATUS 3
 
 static guint ticks;
+static guint linger_s;
 
 static gboolean
 tick (gpointer data)
 {
-  ticks++;
-  return G_SOURCE_CONTINUE;
+  return ++ticks < 5 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+static gboolean
+quit (gpointer data)
+{
+  g_main_loop_quit (data);
+  return G_SOURCE_REMOVE;
 }
 
 static gboolean
@@ -32,7 +44,10 @@ block_then_quit (gpointer data)
       return G_SOURCE_CONTINUE;
     }
   g_usleep (BLOCK_MS * 1000);
-  g_main_loop_quit (data);
+  if (linger_s > 0)
+    g_timeout_add_seconds (linger_s, quit, data);
+  else
+    g_main_loop_quit (data);
   return G_SOURCE_REMOVE;
 }
 
@@ -42,6 +57,8 @@ main (int   argc,
 {
   GMainLoop *loop = g_main_loop_new (NULL, FALSE);
 
+  if (argc > 1)
+    linger_s = (guint) atoi (argv[1]);
   g_set_prgname ("uninstrumented-loop");
   g_timeout_add (2, tick, NULL);
   g_idle_add (block_then_quit, loop);

@@ -509,7 +509,7 @@ perfmon_tool_demo (int    argc,
                                 "three add-ons (one calm, one CPU-hungry, one that stalls the loop now\n"
                                 "and then) under perfmond, on a private session bus when none runs,\n"
                                 "prints 'perfmon top' a few times, then a hang report that names the\n"
-                                "guilty add-on. Stops everything it started. Takes about 20 s.");
+                                "guilty add-on. Stops everything it started. Takes about 10 s.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;

@@ -136,6 +136,24 @@ class DaemonCliTest(BusTestCase):
         data = self.snapshot_json(waiter.pid)
         self.assertIn('thread', {g['kind'] for g in data['groups']})
 
+    def test_run_forwards_hangs_while_the_program_sleeps(self):
+        # The preload module queues the hang monitor's signals on a private
+        # context; the program's loop, asleep after its hang, must still
+        # wake to pass the hang on to perfmond.
+        self.start_daemon()
+        program = self.start([os.environ['PERFMON_TOOL'], 'run', '--threshold', '100',
+                              '--summary', self.path('s.json'), '--',
+                              os.environ['PERFMON_UNINSTRUMENTED'], '30'],
+                             env=self.foreign_env(own=True), stdout=subprocess.DEVNULL)
+
+        def hang_of_program():
+            result = self.perfmon('hangs', 'list', '--json')
+            self.assertExit(result, 0)
+            return [h for h in json.loads(result.stdout) if h['pid'] == program.pid]
+        hangs = self.eventually(hang_of_program, 'the hang of the program under perfmon run')
+        self.assertEqual(hangs[0]['process_name'], 'uninstrumented-loop')
+        self.assertIsNone(program.poll(), 'the program should still be running')
+
     def test_unknown_pid(self):
         self.start_daemon()
         result = self.perfmon('snapshot', '--pid', '999999999')
