@@ -89,6 +89,14 @@ perfmon_tool_parse_seconds (const char *option,
   return TRUE;
 }
 
+gboolean
+perfmon_tool_running_uninstalled (void)
+{
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+
+  return exe != NULL && g_str_has_prefix (exe, PERFMON_BUILD_ROOT "/");
+}
+
 GDBusConnection *
 perfmon_tool_session_bus (GError **error)
 {

@@ -50,6 +50,10 @@ gboolean         perfmon_tool_parse_seconds  (const char *option,
                                               double      max,
                                               double     *out);
 
+/* Whether this perfmon is the build tree's: then it runs the build tree's
+ * perfmond, demo program and preload module. */
+gboolean         perfmon_tool_running_uninstalled (void);
+
 GDBusConnection *perfmon_tool_session_bus    (GError **error);
 
 /* The snapshot of a "(v)" reply of perfmond or of a monitored process. */

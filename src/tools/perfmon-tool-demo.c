@@ -58,14 +58,6 @@ say (const char *format,
   g_print ("\n==> %s\n", message);
 }
 
-static gboolean
-running_uninstalled (void)
-{
-  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
-
-  return exe != NULL && g_str_has_prefix (exe, PERFMON_BUILD_ROOT "/");
-}
-
 static char *
 find_binary (const char *env_name,
              const char *build_path,
@@ -77,7 +69,7 @@ find_binary (const char *env_name,
 
   if (from_env != NULL && *from_env != '\0')
     path = g_strdup (from_env);
-  else if (running_uninstalled ())
+  else if (perfmon_tool_running_uninstalled ())
     path = g_build_filename (PERFMON_BUILD_ROOT, build_path, NULL);
   else
     path = g_strdup (installed_path);

@@ -20,16 +20,19 @@
 #define EXIT_CANNOT_EXECUTE 126
 #define EXIT_NOT_FOUND      127
 
-/* Where the module is: PERFMON_PRELOAD_PATH (the build tree's, set by the
- * tests and 'perfmon demo' when uninstalled), else where it is installed. */
-const char *perfmon_tool_preload_path (void);
-
-const char *
-perfmon_tool_preload_path (void)
+/* Where the module is: PERFMON_PRELOAD_PATH if set (the tests set it),
+ * else the build tree's when this perfmon is the build tree's, else where
+ * it is installed. */
+static const char *
+preload_path (void)
 {
   const char *path = g_getenv ("PERFMON_PRELOAD_PATH");
 
-  return path != NULL && *path != '\0' ? path : PERFMON_PRELOAD_INSTALLED_PATH;
+  if (path != NULL && *path != '\0')
+    return path;
+  if (perfmon_tool_running_uninstalled ())
+    return PERFMON_BUILD_ROOT "/src/preload/libperfmon-preload.so";
+  return PERFMON_PRELOAD_INSTALLED_PATH;
 }
 
 static gboolean
@@ -70,7 +73,7 @@ perfmon_tool_run (int    argc,
   g_auto(GStrv) env = NULL;
   g_autofree char *pid_text = NULL;
   g_autofree char *preload_value = NULL;
-  const char *module = perfmon_tool_preload_path ();
+  const char *module = preload_path ();
   const char *old_preload;
   int first;
 
