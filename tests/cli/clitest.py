@@ -89,8 +89,11 @@ class BusTestCase(CliTestCase):
         return process
 
     def start_daemon(self):
-        return self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
-                           '--pidfile', self.path('perfmond.pid')])
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
+                             '--pidfile', self.path('perfmond.pid')])
+        self.eventually(lambda: self.perfmon('hangs', 'list').returncode == 0,
+                        'perfmond to own its name')
+        return daemon
 
     def eventually(self, check, what, timeout=20):
         """Calls check() until it returns something true; fails after timeout s."""
