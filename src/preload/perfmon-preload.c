@@ -49,6 +49,7 @@ static struct
   GPtrArray          *hangs;          /* of PerfmonHangReport */
   guint               n_hangs;
   gint64              start_us;       /* monotonic */
+  pid_t               pid;
   pid_t               main_tid;
   char               *summary_path;
   gboolean            print_summary;
@@ -342,6 +343,10 @@ perfmon_preload_at_exit (void)
 
   if (preload.monitor == NULL)
     return;
+  /* A child forked without exec: the watchdog thread did not come along,
+   * and the summary is its parent's to print. */
+  if (getpid () != preload.pid)
+    return;
   if (gettid () != preload.main_tid)
     {
       if (preload.print_summary)
@@ -391,6 +396,7 @@ perfmon_preload_init (void)
   guint permahang_ms = env_ms ("PERFMON_RUN_PERMAHANG_MS");
 
   preload.start_us = g_get_monotonic_time ();
+  preload.pid = getpid ();
   preload.main_tid = gettid ();
   preload.print_summary = summary_pid == NULL || atoi (summary_pid) == getpid ();
   if (preload.print_summary && g_getenv ("PERFMON_RUN_SUMMARY") != NULL && *g_getenv ("PERFMON_RUN_SUMMARY") != '\0')
