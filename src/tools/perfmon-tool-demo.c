@@ -18,6 +18,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <glib/gstdio.h>
 
@@ -107,12 +109,28 @@ on_child_exit (GObject      *source,
   g_subprocess_wait_finish (G_SUBPROCESS (source), result, NULL);
 }
 
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void
+die_with_parent (gpointer data)
+{
+  pid_t parent = GPOINTER_TO_INT (data);
+
+  /* Killed with SIGINT or SIGTERM, 'perfmon demo' cannot stop what it
+   * started: the kernel then does. */
+  prctl (PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid () != parent)
+    _exit (1);
+}
+
 static GSubprocess *
 spawn (GSubprocessLauncher *launcher,
        const char * const  *argv,
        GError             **error)
 {
-  GSubprocess *process = g_subprocess_launcher_spawnv (launcher, argv, error);
+  GSubprocess *process;
+
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, GINT_TO_POINTER (getpid ()), NULL);
+  process = g_subprocess_launcher_spawnv (launcher, argv, error);
 
   if (process != NULL)
     g_subprocess_wait_async (process, NULL, on_child_exit, NULL);
