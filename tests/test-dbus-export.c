@@ -1012,6 +1012,115 @@ test_register_opt_out (Fixture       *fixture,
   fake_daemon_free (daemon);
 }
 
+/* The daemon as D-Bus activation starts it: this program run with
+ * --fake-daemon XML LOG. It serves Register and Unregister, appending the
+ * caller's name to LOG, until the bus goes away. */
+static void
+activated_daemon_method_call (GDBusConnection       *connection,
+                              const char            *sender,
+                              const char            *object_path,
+                              const char            *interface_name,
+                              const char            *method_name,
+                              GVariant              *parameters,
+                              GDBusMethodInvocation *invocation,
+                              gpointer               user_data)
+{
+  const char *log_path = user_data;
+  g_autofree char *old = NULL;
+  g_autofree char *new = NULL;
+
+  g_file_get_contents (log_path, &old, NULL, NULL);
+  new = g_strdup_printf ("%s%s %s\n", old != NULL ? old : "", method_name, sender);
+  g_file_set_contents (log_path, new, -1, NULL);
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
+static int
+run_fake_daemon (const char *xml_path,
+                 const char *log_path)
+{
+  static const GDBusInterfaceVTable vtable = { .method_call = activated_daemon_method_call };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusConnection) bus = NULL;
+  g_autoptr(GDBusNodeInfo) node = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *xml = NULL;
+
+  if (!g_file_get_contents (xml_path, &xml, NULL, &error) ||
+      (node = g_dbus_node_info_new_for_xml (xml, &error)) == NULL ||
+      (bus = g_bus_get_sync (G_BUS_TYPE_STARTER, NULL, &error)) == NULL ||
+      g_dbus_connection_register_object (bus, PERFMON_DAEMON_OBJECT_PATH,
+                                         g_dbus_node_info_lookup_interface (node, PERFMON_DAEMON_INTERFACE),
+                                         &vtable, (gpointer) log_path, NULL, &error) == 0)
+    {
+      g_printerr ("fake daemon: %s\n", error->message);
+      return 1;
+    }
+  /* Exits when the bus closes (exit-on-close). */
+  g_bus_own_name_on_connection (bus, PERFMON_DAEMON_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_NONE,
+                                NULL, NULL, NULL, NULL);
+  g_main_loop_run (loop);
+  return 0;
+}
+
+/* Exporting starts the daemon through D-Bus activation, and registers
+ * once. A bus of its own: the other tests need a bus without the
+ * daemon's activation file. */
+static void
+test_register_activates_daemon (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GDBusConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *self_path = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *services = g_build_filename (fixture->dir, "services", NULL);
+  g_autofree char *service = g_build_filename (services, "org.perfmon.Daemon1.service", NULL);
+  g_autofree char *log_path = g_build_filename (fixture->dir, "daemon.log", NULL);
+  g_autofree char *xml_path = g_test_build_filename (G_TEST_DIST, "..", "data", "org.perfmon.Daemon1.xml", NULL);
+  g_autofree char *service_text = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *expected = NULL;
+  gint64 deadline;
+
+  g_assert_cmpint (g_mkdir (services, 0700), ==, 0);
+  service_text = g_strdup_printf ("[D-BUS Service]\nName=%s\nExec=%s --fake-daemon %s %s\n",
+                                  PERFMON_DAEMON_BUS_NAME, self_path, xml_path, log_path);
+  g_file_set_contents (service, service_text, -1, &error);
+  g_assert_no_error (error);
+  g_test_dbus_add_service_dir (bus, services);
+  g_test_dbus_up (bus);
+
+  connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
+                                                       G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                       G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                       NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (perfmon_monitor_export (fixture->monitor, connection, &error));
+  g_assert_no_error (error);
+
+  expected = g_strdup_printf ("Register %s\n", g_dbus_connection_get_unique_name (connection));
+  deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  while ((log == NULL || !g_str_has_prefix (log, expected)) && g_get_monotonic_time () < deadline)
+    {
+      g_clear_pointer (&log, g_free);
+      iterate_for (10);
+      g_file_get_contents (log_path, &log, NULL, NULL);
+    }
+  g_assert_cmpstr (log, ==, expected);
+
+  /* Once only, though the name appeared while Register was on its way. */
+  iterate_for (200);
+  g_clear_pointer (&log, g_free);
+  g_file_get_contents (log_path, &log, NULL, NULL);
+  g_assert_cmpstr (log, ==, expected);
+
+  perfmon_monitor_unexport (fixture->monitor, connection);
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  g_clear_object (&connection);
+  g_test_dbus_down (bus);
+}
+
 /* --- peer-to-peer and access control ------------------------------------- */
 
 typedef struct
@@ -1304,6 +1413,8 @@ main (int   argc,
 
   if (argc == 3 && g_str_equal (argv[1], "--peer-client"))
     return run_peer_client (argv[2]);
+  if (argc == 4 && g_str_equal (argv[1], "--fake-daemon"))
+    return run_fake_daemon (argv[2], argv[3]);
 
   g_test_init (&argc, &argv, NULL);
   g_set_prgname ("test-dbus-export");
@@ -1329,6 +1440,7 @@ main (int   argc,
   ADD ("register", test_register, NOT_EXPORTED);
   ADD ("register-late-daemon", test_register_late_daemon, NOT_EXPORTED);
   ADD ("register-opt-out", test_register_opt_out, NOT_EXPORTED);
+  ADD ("register-activates-daemon", test_register_activates_daemon, NOT_EXPORTED);
   ADD ("peer-same-uid", test_peer_same_uid, NOT_EXPORTED);
   ADD ("peer-other-uid", test_peer_other_uid, NOT_EXPORTED);
   ADD ("peer-closes", test_peer_closes, NOT_EXPORTED);
