@@ -1,0 +1,221 @@
+/* perfmond-aggregate.c: the e10s merge of the seed, across processes
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Firefox's PerformanceStats.jsm showed one add-on or one web page as one
+ * line even when its code ran in several content processes. Here: a window
+ * group (same window id) or an add-on group (same add-on id) in several
+ * processes is one group of the merged snapshot, whose counters are the
+ * sums. Thread and compartment groups belong to one process and stay
+ * apart; their names gain the process's name and pid so that a reader can
+ * tell them apart.
+ *
+ * The merged groups need ids unique in the merged snapshot and, so that two
+ * aggregates can be subtracted, stable from one merge to the next. Ids are
+ * handed out from a counter and remembered per key ("w:WINDOW",
+ * "a:ADDON", "t:PID:ID"); a key that a merge no longer sees is forgotten,
+ * which keeps the map as small as the last merge.
+ */
+#include "perfmond-aggregate.h"
+
+struct _PerfmondAggregator
+{
+  GHashTable *ids;     /* key (owned char *) → guint64 id in a pointer-size box */
+  guint64     next_id;
+};
+
+typedef struct
+{
+  guint64           id;
+  PerfmonGroupKind  kind;
+  char             *name;
+  guint64           window_id;
+  char             *addon_id;
+  guint64           cpu_time;
+  guint64           blocked_time;
+  guint64           ticks;
+  guint64           durations[PERFMON_N_DURATIONS];
+} MergedGroup;
+
+static void
+merged_group_free (MergedGroup *group)
+{
+  g_free (group->name);
+  g_free (group->addon_id);
+  g_free (group);
+}
+
+/* Counters of long-lived processes are large; a sum that would wrap around
+ * would break the histogram's invariants that readers check. */
+static inline guint64
+add_saturated (guint64 a,
+               guint64 b)
+{
+  guint64 sum;
+
+  return g_uint64_checked_add (&sum, a, b) ? sum : G_MAXUINT64;
+}
+
+PerfmondAggregator *
+perfmond_aggregator_new (void)
+{
+  PerfmondAggregator *self = g_new0 (PerfmondAggregator, 1);
+
+  self->ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->next_id = 1;
+  return self;
+}
+
+void
+perfmond_aggregator_free (PerfmondAggregator *self)
+{
+  if (self == NULL)
+    return;
+  g_hash_table_unref (self->ids);
+  g_free (self);
+}
+
+static guint64
+lookup_id (PerfmondAggregator *self,
+           GHashTable         *new_ids,
+           const char         *key)
+{
+  guint64 *old = g_hash_table_lookup (self->ids, key);
+  guint64 id = old != NULL ? *old : self->next_id++;
+
+  g_hash_table_insert (new_ids, g_strdup (key), g_memdup2 (&id, sizeof id));
+  return id;
+}
+
+/**
+ * perfmond_aggregator_merge:
+ * @snapshots: (array length=n_snapshots): the newest snapshot of each process
+ * @pids: (array length=n_snapshots): the pid the daemon knows each process by
+ * @own_pid: the pid the merged snapshot carries (the daemon's: a valid
+ *   snapshot has a pid, and aggregates are only comparable with each other)
+ * @timestamp: monotonic µs, the merged snapshot's timestamp
+ *
+ * Returns: (transfer full): a non-floating variant of type
+ *   %PERFMON_SNAPSHOT_VARIANT_TYPE, which perfmon_snapshot_new_from_variant()
+ *   reads
+ */
+GVariant *
+perfmond_aggregator_merge (PerfmondAggregator  *self,
+                           PerfmonSnapshot    **snapshots,
+                           const guint         *pids,
+                           guint                n_snapshots,
+                           guint                own_pid,
+                           gint64               timestamp)
+{
+  g_autoptr(GHashTable) new_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) merged = g_ptr_array_new_with_free_func ((GDestroyNotify) merged_group_free);
+  GVariantBuilder groups;
+  guint64 user_time = 0, system_time = 0;
+
+  g_return_val_if_fail (own_pid > 0, NULL);
+
+  for (guint i = 0; i < n_snapshots; i++)
+    {
+      GPtrArray *stats = perfmon_snapshot_get_groups (snapshots[i]);
+      const char *process_name = perfmon_snapshot_get_process_name (snapshots[i]);
+
+      user_time = add_saturated (user_time, perfmon_snapshot_get_user_time (snapshots[i]));
+      system_time = add_saturated (system_time, perfmon_snapshot_get_system_time (snapshots[i]));
+
+      for (guint j = 0; j < stats->len; j++)
+        {
+          const PerfmonGroupStats *s = g_ptr_array_index (stats, j);
+          PerfmonGroupKind kind = perfmon_group_stats_get_kind (s);
+          const guint64 *durations = perfmon_group_stats_get_durations (s, NULL);
+          g_autofree char *key = NULL;
+          MergedGroup *group;
+
+          if (kind == PERFMON_GROUP_KIND_WINDOW)
+            key = g_strdup_printf ("w:%" G_GUINT64_FORMAT, perfmon_group_stats_get_window_id (s));
+          else if (kind == PERFMON_GROUP_KIND_ADDON && perfmon_group_stats_get_addon_id (s) != NULL)
+            key = g_strdup_printf ("a:%s", perfmon_group_stats_get_addon_id (s));
+          else
+            key = g_strdup_printf ("t:%u:%" G_GUINT64_FORMAT, pids[i], perfmon_group_stats_get_id (s));
+
+          group = g_hash_table_lookup (by_key, key);
+          if (group == NULL)
+            {
+              group = g_new0 (MergedGroup, 1);
+              group->id = lookup_id (self, new_ids, key);
+              group->kind = kind;
+              if (key[0] == 't')
+                group->name = g_strdup_printf ("%s (%s, pid %u)", perfmon_group_stats_get_name (s),
+                                               process_name, pids[i]);
+              else
+                group->name = g_strdup (perfmon_group_stats_get_name (s));
+              group->window_id = perfmon_group_stats_get_window_id (s);
+              group->addon_id = g_strdup (perfmon_group_stats_get_addon_id (s));
+              g_ptr_array_add (merged, group);
+              g_hash_table_insert (by_key, g_steal_pointer (&key), group);
+            }
+          else if (group->name[0] == '\0')
+            {
+              /* Another process may know the window's title. */
+              g_free (group->name);
+              group->name = g_strdup (perfmon_group_stats_get_name (s));
+            }
+
+          group->cpu_time = add_saturated (group->cpu_time, perfmon_group_stats_get_cpu_time (s));
+          group->blocked_time = add_saturated (group->blocked_time, perfmon_group_stats_get_blocked_time (s));
+          group->ticks = add_saturated (group->ticks, perfmon_group_stats_get_ticks (s));
+          for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
+            group->durations[k] = add_saturated (group->durations[k], durations[k]);
+        }
+    }
+
+  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustmstttat)"));
+  for (guint i = 0; i < merged->len; i++)
+    {
+      const MergedGroup *group = g_ptr_array_index (merged, i);
+
+      g_variant_builder_add (&groups, "(tustmsttt@at)",
+                             group->id,
+                             (guint32) group->kind,
+                             group->name,
+                             group->window_id,
+                             group->addon_id,
+                             group->cpu_time,
+                             group->blocked_time,
+                             group->ticks,
+                             g_variant_new_fixed_array (G_VARIANT_TYPE_UINT64,
+                                                        group->durations,
+                                                        PERFMON_N_DURATIONS,
+                                                        sizeof (guint64)));
+    }
+
+  g_hash_table_unref (self->ids);
+  self->ids = g_steal_pointer (&new_ids);
+
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@a(tustmstttat))",
+                                            (guint32) 1, /* the snapshot format version */
+                                            timestamp,
+                                            (gint64) 0,
+                                            (guint32) own_pid,
+                                            PERFMOND_AGGREGATE_PROCESS_NAME,
+                                            user_time,
+                                            system_time,
+                                            g_variant_builder_end (&groups)));
+}
+
+/* Returns: (transfer full): a non-floating "ay" holding @variant's data */
+GVariant *
+perfmond_variant_to_wire (GVariant *variant)
+{
+  g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (variant);
+
+  return g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, bytes, TRUE));
+}
+
+GVariant *
+perfmond_snapshot_to_wire (PerfmonSnapshot *snapshot)
+{
+  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
+
+  return perfmond_variant_to_wire (variant);
+}

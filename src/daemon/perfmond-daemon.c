@@ -1,0 +1,1123 @@
+/* perfmond-daemon.c: the org.perfmon.Daemon1 service
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The daemon talks to the monitored processes with plain
+ * g_dbus_connection_call()s to their unique names, never auto-starting
+ * anything, each with a time-out: a hung process costs one outstanding call
+ * and a skipped poll now and then, and never delays the others. Everything
+ * a process sends is checked and bounded before it is kept (groups per
+ * snapshot, size of a hang report, signals per second, history per process
+ * and in total), so that a buggy or hostile process can waste its own share
+ * and nothing more.
+ *
+ * A Process is reference-counted because D-Bus callbacks may still arrive
+ * after it is gone (a reply in flight, a queued signal); they check
+ * `removed` and touch nothing else then.
+ */
+#include "perfmond-daemon.h"
+
+#include <json-glib/json-glib.h>
+#include <perfmon.h>
+#include <unistd.h>
+
+#include "perfmon-dbus-daemon.h"
+#include "perfmond-aggregate.h"
+
+#define DAEMON_PATH "/org/perfmon/Daemon1"
+#define MONITOR_PATH "/org/perfmon/Monitor1"
+#define MONITOR_IFACE "org.perfmon.Monitor1"
+
+/* A hang report of the library is a few KiB (at most a few hundred frames
+ * and modules); anything much bigger is not one. */
+#define MAX_HANG_REPORT_BYTES (256 * 1024)
+/* Clients waiting for a process's first snapshot (GetSnapshot right after
+ * Register). */
+#define MAX_WAITERS 16
+/* GetHistory replies stay well below the bus's message size limit. */
+#define MAX_HISTORY_REPLY_BYTES (64 * 1024 * 1024)
+/* Snapshots in JSON longer than this per group are rejected unparsed. */
+#define MAX_JSON_BYTES_PER_GROUP 2048
+/* Hang reports asked of a process when it registers. */
+#define MAX_INITIAL_HANGS 100
+
+typedef struct
+{
+  gint64    timestamp;
+  GVariant *variant;
+  gsize     size;
+} HistoryEntry;
+
+typedef struct
+{
+  char   *id;
+  guint   pid;
+  char   *process_name;
+  double  duration_ms;
+  char   *runnable_name;
+  char   *json;
+} Hang;
+
+typedef struct
+{
+  PerfmondDaemon  *daemon;        /* unowned, valid while !removed */
+  gboolean         removed;
+  guint            pid;
+  char            *bus_name;
+  char            *process_name;
+  char            *process_type;
+  gint64           registered_at;
+  guint            watch_id;
+  guint            signal_id;
+  GCancellable    *cancellable;
+  gboolean         poll_pending;
+  PerfmonSnapshot *latest;
+  GQueue           history;       /* HistoryEntry *, oldest first */
+  gsize            history_bytes;
+  GPtrArray       *waiters;       /* GDBusMethodInvocation * for GetSnapshot */
+  guint            n_hangs;       /* the last hang id's number */
+  guint64          polls;
+  guint64          poll_failures;
+  guint64          rejected;
+  gint64           window_start;  /* signal rate limit */
+  guint            window_signals;
+  guint64          signals_dropped;
+  gint64           drop_logged_at;
+} Process;
+
+struct _PerfmondDaemon
+{
+  GObject             parent_instance;
+
+  PerfmondConfig      config;
+  GDBusConnection    *connection;
+  PerfmonDBusDaemon1 *skeleton;
+  GHashTable         *by_pid;     /* pid → Process * (a reference) */
+  GHashTable         *by_name;    /* unique name (the Process's) → Process * */
+  guint               poll_source;
+  gsize               history_bytes;
+  GQueue              hangs;      /* Hang *, newest first */
+  PerfmondAggregator *aggregator;
+};
+
+G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
+
+static void poll_process (PerfmondDaemon *self, Process *process);
+
+static void
+history_entry_free (HistoryEntry *entry)
+{
+  g_variant_unref (entry->variant);
+  g_free (entry);
+}
+
+static void
+hang_free (Hang *hang)
+{
+  g_free (hang->id);
+  g_free (hang->process_name);
+  g_free (hang->runnable_name);
+  g_free (hang->json);
+  g_free (hang);
+}
+
+static void
+process_clear (Process *process)
+{
+  g_assert (process->watch_id == 0 && process->signal_id == 0);
+  g_assert (process->waiters->len == 0);
+  g_free (process->bus_name);
+  g_free (process->process_name);
+  g_free (process->process_type);
+  g_clear_object (&process->cancellable);
+  g_clear_object (&process->latest);
+  g_queue_clear_full (&process->history, (GDestroyNotify) history_entry_free);
+  g_ptr_array_unref (process->waiters);
+}
+
+static Process *
+process_ref (Process *process)
+{
+  return g_rc_box_acquire (process);
+}
+
+static void
+process_unref (Process *process)
+{
+  g_rc_box_release_full (process, (GDestroyNotify) process_clear);
+}
+
+/* At most config.max_signals Hang and Alert signals of one process are
+ * taken per second; the rest are dropped, and said at most once a minute
+ * so that the flood does not move on to the journal. */
+static gboolean
+process_signal_allowed (PerfmondDaemon *self,
+                        Process        *process)
+{
+  gint64 now = g_get_monotonic_time ();
+
+  if (now - process->window_start >= G_USEC_PER_SEC)
+    {
+      process->window_start = now;
+      process->window_signals = 0;
+    }
+
+  if (process->window_signals < self->config.max_signals)
+    {
+      process->window_signals++;
+      return TRUE;
+    }
+
+  process->signals_dropped++;
+  if (process->drop_logged_at == 0 || now - process->drop_logged_at >= 60 * G_USEC_PER_SEC)
+    {
+      g_message ("pid %u (%s): dropping its signals over %u a second (--max-signals), %"
+                 G_GUINT64_FORMAT " so far", process->pid, process->bus_name,
+                 self->config.max_signals, process->signals_dropped);
+      process->drop_logged_at = now;
+    }
+  return FALSE;
+}
+
+/* Rejections are logged for the first few, then for every 100th, so that a
+ * process sending garbage every second does not fill the journal. */
+static void
+process_reject (Process    *process,
+                const char *what,
+                const char *why)
+{
+  process->rejected++;
+  if (process->rejected <= 3 || process->rejected % 100 == 0)
+    g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
+               process->pid, process->bus_name, what, process->rejected, why);
+}
+
+static void
+return_invalid_args (GDBusMethodInvocation *invocation,
+                     const char            *format,
+                     ...) G_GNUC_PRINTF (2, 3);
+
+static void
+return_invalid_args (GDBusMethodInvocation *invocation,
+                     const char            *format,
+                     ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR,
+                                                 G_DBUS_ERROR_INVALID_ARGS, message);
+}
+
+/* The newest snapshot, as a "v" for a reply: the tail of the history,
+ * which always keeps the newest one. */
+static GVariant *
+latest_variant (Process *process)
+{
+  HistoryEntry *newest = g_queue_peek_tail (&process->history);
+
+  return g_variant_new_variant (newest->variant);
+}
+
+static void
+answer_waiters (Process    *process,
+                const char *failure)
+{
+  for (guint i = 0; i < process->waiters->len; i++)
+    {
+      GDBusMethodInvocation *invocation = g_ptr_array_index (process->waiters, i);
+
+      if (process->latest != NULL && failure == NULL)
+        g_dbus_method_invocation_return_value (invocation,
+                                               g_variant_new ("(@v)", latest_variant (process)));
+      else
+        g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                               "pid %u has no snapshot: %s",
+                                               process->pid, failure ? failure : "not polled yet");
+    }
+  /* return_* took the references. */
+  g_ptr_array_set_size (process->waiters, 0);
+}
+
+static void
+history_pop_oldest (PerfmondDaemon *self,
+                    Process        *process)
+{
+  HistoryEntry *entry = g_queue_pop_head (&process->history);
+
+  process->history_bytes -= entry->size;
+  self->history_bytes -= entry->size;
+  history_entry_free (entry);
+}
+
+static void
+remove_process (PerfmondDaemon *self,
+                Process        *process,
+                const char     *why)
+{
+  guint pid = process->pid;
+
+  g_message ("pid %u (%s, %s) unregistered: %s", pid, process->bus_name,
+             process->process_name, why);
+
+  process->removed = TRUE;
+  g_cancellable_cancel (process->cancellable);
+  g_clear_handle_id (&process->watch_id, g_bus_unwatch_name);
+  if (process->signal_id != 0)
+    {
+      g_dbus_connection_signal_unsubscribe (self->connection, process->signal_id);
+      process->signal_id = 0;
+    }
+  answer_waiters (process, "it left the bus");
+  while (!g_queue_is_empty (&process->history))
+    history_pop_oldest (self, process);
+
+  g_hash_table_remove (self->by_name, process->bus_name);
+  g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
+
+  if (self->skeleton != NULL)
+    perfmon_dbus_daemon1_emit_process_removed (self->skeleton, pid);
+}
+
+static void
+add_history (PerfmondDaemon  *self,
+             Process         *process,
+             PerfmonSnapshot *snapshot)
+{
+  HistoryEntry *entry = g_new0 (HistoryEntry, 1);
+  gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
+  guint max_count = self->config.history_s * 1000u / self->config.poll_interval_ms + 1;
+  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
+  HistoryEntry *newest;
+
+  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
+  entry->variant = perfmond_snapshot_to_wire (snapshot);
+  entry->size = g_variant_get_size (entry->variant) + sizeof *entry + sizeof (GList);
+  g_queue_push_tail (&process->history, entry);
+  process->history_bytes += entry->size;
+  self->history_bytes += entry->size;
+
+  newest = entry;
+  while (process->history.length > 1)
+    {
+      HistoryEntry *oldest = g_queue_peek_head (&process->history);
+
+      if (process->history.length <= max_count && newest->timestamp - oldest->timestamp <= max_age)
+        break;
+      history_pop_oldest (self, process);
+    }
+
+  /* Over the total budget, the process holding the most history gives up
+   * its oldest snapshot: a process with huge snapshots shortens its own
+   * history before anyone else's. Everyone keeps their newest one. */
+  while (self->history_bytes > budget)
+    {
+      Process *victim = NULL;
+      GHashTableIter iter;
+      gpointer value;
+
+      g_hash_table_iter_init (&iter, self->by_pid);
+      while (g_hash_table_iter_next (&iter, NULL, &value))
+        {
+          Process *candidate = value;
+
+          if (candidate->history.length > 1 &&
+              (victim == NULL || candidate->history_bytes > victim->history_bytes))
+            victim = candidate;
+        }
+      if (victim == NULL)
+        break;
+      history_pop_oldest (self, victim);
+    }
+}
+
+static void
+poll_done (GObject      *source,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  Process *process = user_data;
+  PerfmondDaemon *self = process->daemon;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  const char *json;
+  gsize length;
+
+  reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  if (process->removed)
+    goto out;
+
+  process->poll_pending = FALSE;
+  process->polls++;
+
+  if (reply == NULL)
+    {
+      process->poll_failures++;
+      /* A process that crashed is about to vanish from the bus, and a hung
+       * one reports its hang itself: a debug message is enough. */
+      g_debug ("pid %u (%s): GetSnapshotJson failed: %s", process->pid, process->bus_name, error->message);
+      answer_waiters (process, error->message);
+      goto out;
+    }
+
+  g_variant_get (reply, "(&s)", &json);
+  length = strlen (json);
+  /* Bound the parse before parsing: a group takes a few hundred bytes of
+   * JSON, names included. */
+  if (length > (gsize) self->config.max_groups * MAX_JSON_BYTES_PER_GROUP + 4096)
+    {
+      g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes of JSON, too many for %u groups (--max-groups)",
+                                              length, self->config.max_groups);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
+
+  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  if (snapshot == NULL)
+    {
+      process_reject (process, "a snapshot", error->message);
+      answer_waiters (process, error->message);
+      goto out;
+    }
+
+  if (perfmon_snapshot_get_groups (snapshot)->len > self->config.max_groups)
+    {
+      g_autofree char *why = g_strdup_printf ("%u groups, more than the %u allowed (--max-groups)",
+                                              perfmon_snapshot_get_groups (snapshot)->len,
+                                              self->config.max_groups);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
+
+  if (process->process_name[0] == '\0')
+    {
+      g_free (process->process_name);
+      process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
+    }
+
+  add_history (self, process, snapshot);
+  g_set_object (&process->latest, snapshot);
+  answer_waiters (process, NULL);
+
+out:
+  process_unref (process);
+}
+
+static void
+poll_process (PerfmondDaemon *self,
+              Process        *process)
+{
+  /* One call at a time per process: a process that does not answer within
+   * the interval skips ticks instead of piling calls up. */
+  if (process->poll_pending)
+    return;
+
+  process->poll_pending = TRUE;
+  g_dbus_connection_call (self->connection, process->bus_name, MONITOR_PATH, MONITOR_IFACE,
+                          "GetSnapshotJson", NULL, G_VARIANT_TYPE ("(s)"),
+                          G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                          (int) self->config.call_timeout_ms,
+                          process->cancellable, poll_done, process_ref (process));
+}
+
+static gboolean
+poll_tick (gpointer user_data)
+{
+  PerfmondDaemon *self = user_data;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->by_pid);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    poll_process (self, value);
+
+  return G_SOURCE_CONTINUE;
+}
+
+/* Takes a hang report (JSON, from a signal or GetHangReports) of @process:
+ * checks it, keeps it under a new id and says so with the Hang signal. */
+static void
+add_hang (PerfmondDaemon *self,
+          Process        *process,
+          const char     *json)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+  JsonObject *object;
+  JsonNode *root, *duration;
+  Hang *hang;
+  gsize length = strlen (json);
+
+  if (length > MAX_HANG_REPORT_BYTES)
+    {
+      g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes, more than the %d allowed",
+                                              length, MAX_HANG_REPORT_BYTES);
+      process_reject (process, "a hang report", why);
+      return;
+    }
+
+  if (!json_parser_load_from_data (parser, json, (gssize) length, &error))
+    {
+      process_reject (process, "a hang report", error->message);
+      return;
+    }
+
+  root = json_parser_get_root (parser);
+  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    {
+      process_reject (process, "a hang report", "expected a JSON object");
+      return;
+    }
+  object = json_node_get_object (root);
+  duration = json_object_get_member (object, "duration");
+  if (duration == NULL || !JSON_NODE_HOLDS_VALUE (duration) ||
+      (json_node_get_value_type (duration) != G_TYPE_DOUBLE &&
+       json_node_get_value_type (duration) != G_TYPE_INT64) ||
+      json_node_get_double (duration) < 0)
+    {
+      process_reject (process, "a hang report", "duration: expected a non-negative number of ms");
+      return;
+    }
+
+  /* A hang that arrives both as a signal and in the GetHangReports reply
+   * of the registration is kept once. */
+  for (GList *l = self->hangs.head; l != NULL; l = l->next)
+    {
+      Hang *other = l->data;
+
+      if (other->pid == process->pid && strcmp (other->json, json) == 0)
+        return;
+    }
+
+  hang = g_new0 (Hang, 1);
+  hang->id = g_strdup_printf ("%u-%u", process->pid, ++process->n_hangs);
+  hang->pid = process->pid;
+  hang->process_name = g_strdup (process->process_name);
+  hang->duration_ms = json_node_get_double (duration);
+  hang->runnable_name = g_strdup (json_object_has_member (object, "runnableName") &&
+                                  JSON_NODE_HOLDS_VALUE (json_object_get_member (object, "runnableName")) &&
+                                  json_node_get_value_type (json_object_get_member (object, "runnableName")) == G_TYPE_STRING
+                                  ? json_object_get_string_member (object, "runnableName") : "");
+  hang->json = g_strdup (json);
+
+  g_message ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
+             hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unlabelled)");
+
+  if (self->config.max_hangs > 0)
+    {
+      g_queue_push_head (&self->hangs, hang);
+      while (self->hangs.length > self->config.max_hangs)
+        hang_free (g_queue_pop_tail (&self->hangs));
+      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+    }
+  else
+    {
+      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+      hang_free (hang);
+    }
+}
+
+static void
+on_monitor_signal (GDBusConnection *connection,
+                   const char      *sender,
+                   const char      *object_path,
+                   const char      *interface_name,
+                   const char      *signal_name,
+                   GVariant        *parameters,
+                   gpointer         user_data)
+{
+  Process *process = user_data;
+  PerfmondDaemon *self = process->daemon;
+
+  if (process->removed)
+    return;
+
+  if (strcmp (signal_name, "Hang") == 0)
+    {
+      const char *json;
+
+      if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
+        {
+          process_reject (process, "a Hang signal", "expected arguments of type (s)");
+          return;
+        }
+      if (!process_signal_allowed (self, process))
+        return;
+      g_variant_get (parameters, "(&s)", &json);
+      add_hang (self, process, json);
+    }
+  else if (strcmp (signal_name, "Alert") == 0)
+    {
+      const char *group_name;
+      guint64 group_id, duration_us;
+
+      if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(tst)")))
+        {
+          process_reject (process, "an Alert signal", "expected arguments of type (tst)");
+          return;
+        }
+      if (!process_signal_allowed (self, process))
+        return;
+      g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
+      perfmon_dbus_daemon1_emit_alert (self->skeleton, process->pid, group_id, group_name, duration_us);
+    }
+}
+
+static void
+on_name_vanished (GDBusConnection *connection,
+                  const char      *name,
+                  gpointer         user_data)
+{
+  Process *process = user_data;
+
+  if (!process->removed)
+    remove_process (process->daemon, process, "it left the bus");
+}
+
+static void
+get_properties_done (GObject      *source,
+                     GAsyncResult *result,
+                     gpointer      user_data)
+{
+  Process *process = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) properties = NULL;
+  const char *value;
+
+  reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  if (process->removed)
+    goto out;
+  if (reply == NULL)
+    {
+      g_debug ("pid %u (%s): no Monitor1 properties: %s", process->pid, process->bus_name, error->message);
+      goto out;
+    }
+
+  g_variant_get (reply, "(@a{sv})", &properties);
+  if (g_variant_lookup (properties, "ProcessName", "&s", &value))
+    {
+      g_free (process->process_name);
+      process->process_name = g_strdup (value);
+    }
+  if (g_variant_lookup (properties, "ProcessType", "&s", &value))
+    {
+      g_free (process->process_type);
+      process->process_type = g_strdup (value);
+    }
+
+out:
+  process_unref (process);
+}
+
+static void
+get_hang_reports_done (GObject      *source,
+                       GAsyncResult *result,
+                       gpointer      user_data)
+{
+  Process *process = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) reports = NULL;
+
+  reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  if (process->removed)
+    goto out;
+  if (reply == NULL)
+    {
+      g_debug ("pid %u (%s): no hang reports: %s", process->pid, process->bus_name, error->message);
+      goto out;
+    }
+
+  g_variant_get (reply, "(@as)", &reports);
+  /* Newest first in the reply; oldest first here, so that hang ids grow
+   * with time. The reply may hold more than asked: only so many are read. */
+  for (gsize n = MIN (g_variant_n_children (reports), MAX_INITIAL_HANGS); n > 0; n--)
+    {
+      g_autoptr(GVariant) report = g_variant_get_child_value (reports, n - 1);
+
+      add_hang (process->daemon, process, g_variant_get_string (report, NULL));
+    }
+
+out:
+  process_unref (process);
+}
+
+static Process *
+add_process (PerfmondDaemon *self,
+             guint           pid,
+             const char     *bus_name)
+{
+  Process *process = g_rc_box_new0 (Process);
+
+  process->daemon = self;
+  process->pid = pid;
+  process->bus_name = g_strdup (bus_name);
+  process->process_name = g_strdup ("");
+  process->process_type = g_strdup ("");
+  process->registered_at = g_get_monotonic_time ();
+  process->cancellable = g_cancellable_new ();
+  process->waiters = g_ptr_array_new ();
+  g_queue_init (&process->history);
+
+  g_hash_table_insert (self->by_pid, GUINT_TO_POINTER (pid), process);
+  g_hash_table_insert (self->by_name, process->bus_name, process);
+
+  /* Subscribed before GetHangReports, so that no hang falls in between;
+   * add_hang() drops the ones seen twice. */
+  process->signal_id = g_dbus_connection_signal_subscribe (self->connection, bus_name,
+                                                           MONITOR_IFACE, NULL, MONITOR_PATH, NULL,
+                                                           G_DBUS_SIGNAL_FLAGS_NONE,
+                                                           on_monitor_signal, process_ref (process),
+                                                           (GDestroyNotify) process_unref);
+  process->watch_id = g_bus_watch_name_on_connection (self->connection, bus_name,
+                                                      G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                                      NULL, on_name_vanished,
+                                                      process_ref (process),
+                                                      (GDestroyNotify) process_unref);
+
+  g_dbus_connection_call (self->connection, bus_name, MONITOR_PATH, "org.freedesktop.DBus.Properties",
+                          "GetAll", g_variant_new ("(s)", MONITOR_IFACE), G_VARIANT_TYPE ("(a{sv})"),
+                          G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
+                          process->cancellable, get_properties_done, process_ref (process));
+  if (self->config.max_hangs > 0)
+    g_dbus_connection_call (self->connection, bus_name, MONITOR_PATH, MONITOR_IFACE,
+                            "GetHangReports",
+                            g_variant_new ("(u)", MIN (self->config.max_hangs, MAX_INITIAL_HANGS)),
+                            G_VARIANT_TYPE ("(as)"),
+                            G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
+                            process->cancellable, get_hang_reports_done, process_ref (process));
+
+  g_message ("pid %u (%s) registered", pid, bus_name);
+  perfmon_dbus_daemon1_emit_process_added (self->skeleton, pid, bus_name);
+
+  /* The first snapshot now, not an interval later. */
+  poll_process (self, process);
+
+  return process;
+}
+
+typedef struct
+{
+  PerfmondDaemon        *daemon;
+  GDBusMethodInvocation *invocation;
+} RegisterCall;
+
+static void
+get_pid_done (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  RegisterCall *call = user_data;
+  PerfmondDaemon *self = call->daemon;
+  GDBusMethodInvocation *invocation = call->invocation;
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  Process *old;
+  guint32 pid;
+
+  g_free (call);
+
+  reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
+  if (reply == NULL)
+    {
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                             "cannot find the process id of %s: %s",
+                                             sender, error->message);
+      goto out;
+    }
+  g_variant_get (reply, "(u)", &pid);
+
+  if (self->skeleton == NULL)
+    {
+      g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                                     "perfmond is stopping");
+      goto out;
+    }
+
+  if (g_hash_table_contains (self->by_name, sender))
+    {
+      perfmon_dbus_daemon1_complete_register (self->skeleton, invocation);
+      goto out;
+    }
+
+  old = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
+  if (old == NULL && g_hash_table_size (self->by_pid) >= self->config.max_processes)
+    {
+      g_warning ("refused to register pid %u (%s): already monitoring %u processes (--max-processes)",
+                 pid, sender, self->config.max_processes);
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             "perfmond already monitors %u processes, the most it "
+                                             "allows (perfmond --max-processes)",
+                                             self->config.max_processes);
+      goto out;
+    }
+
+  /* One process, one entry: the newest connection of a pid replaces the
+   * older one (a process that reconnected to the bus). */
+  if (old != NULL)
+    remove_process (self, old, "registered again from another connection");
+
+  add_process (self, pid, sender);
+  perfmon_dbus_daemon1_complete_register (self->skeleton, invocation);
+
+out:
+  g_object_unref (self);
+}
+
+static gboolean
+handle_register (PerfmonDBusDaemon1    *skeleton,
+                 GDBusMethodInvocation *invocation,
+                 PerfmondDaemon        *self)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  RegisterCall *call;
+
+  if (g_hash_table_contains (self->by_name, sender))
+    {
+      perfmon_dbus_daemon1_complete_register (skeleton, invocation);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+
+  call = g_new0 (RegisterCall, 1);
+  call->daemon = g_object_ref (self);
+  call->invocation = invocation;
+  g_dbus_connection_call (self->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                          "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                          g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(u)"),
+                          G_DBUS_CALL_FLAGS_NONE, -1, NULL, get_pid_done, call);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_unregister (PerfmonDBusDaemon1    *skeleton,
+                   GDBusMethodInvocation *invocation,
+                   PerfmondDaemon        *self)
+{
+  Process *process = g_hash_table_lookup (self->by_name, g_dbus_method_invocation_get_sender (invocation));
+
+  /* Like Register, idempotent. */
+  if (process != NULL)
+    remove_process (self, process, "it asked to");
+  perfmon_dbus_daemon1_complete_unregister (skeleton, invocation);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static int
+compare_pids (gconstpointer a,
+              gconstpointer b)
+{
+  guint pa = (*(Process * const *) a)->pid, pb = (*(Process * const *) b)->pid;
+
+  return pa < pb ? -1 : pa > pb;
+}
+
+/* g_hash_table_get_values_as_ptr_array() is GLib 2.76. */
+static GPtrArray *
+all_processes (PerfmondDaemon *self)
+{
+  GPtrArray *processes = g_ptr_array_sized_new (g_hash_table_size (self->by_pid));
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->by_pid);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    g_ptr_array_add (processes, value);
+  return processes;
+}
+
+static GPtrArray *
+processes_by_pid (PerfmondDaemon *self)
+{
+  GPtrArray *processes = all_processes (self);
+
+  g_ptr_array_sort (processes, compare_pids);
+  return processes;
+}
+
+static gboolean
+handle_list_processes (PerfmonDBusDaemon1    *skeleton,
+                       GDBusMethodInvocation *invocation,
+                       PerfmondDaemon        *self)
+{
+  g_autoptr(GPtrArray) processes = processes_by_pid (self);
+  GVariantBuilder builder;
+
+  g_variant_builder_init (&builder, G_VARIANT_TYPE ("a(usssx)"));
+  for (guint i = 0; i < processes->len; i++)
+    {
+      Process *process = g_ptr_array_index (processes, i);
+
+      g_variant_builder_add (&builder, "(usssx)", process->pid, process->bus_name,
+                             process->process_name, process->process_type,
+                             process->registered_at);
+    }
+  perfmon_dbus_daemon1_complete_list_processes (skeleton, invocation, g_variant_builder_end (&builder));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static Process *
+lookup_pid_or_return_error (PerfmondDaemon        *self,
+                            GDBusMethodInvocation *invocation,
+                            guint                  pid)
+{
+  Process *process = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
+
+  if (process == NULL)
+    return_invalid_args (invocation, "pid: no registered process has pid %u (see ListProcesses())", pid);
+  return process;
+}
+
+static gboolean
+handle_get_snapshot (PerfmonDBusDaemon1    *skeleton,
+                     GDBusMethodInvocation *invocation,
+                     guint                  pid,
+                     PerfmondDaemon        *self)
+{
+  Process *process = lookup_pid_or_return_error (self, invocation, pid);
+
+  if (process == NULL)
+    return G_DBUS_METHOD_INVOCATION_HANDLED;
+
+  if (process->latest != NULL)
+    {
+      perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, latest_variant (process));
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+
+  /* Registered a moment ago: answer with the first poll. */
+  if (process->waiters->len >= MAX_WAITERS)
+    {
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             "pid %u has not answered a poll yet, and %d calls "
+                                             "already wait for it", pid, MAX_WAITERS);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  g_ptr_array_add (process->waiters, invocation);
+  poll_process (self, process);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
+                      GDBusMethodInvocation *invocation,
+                      PerfmondDaemon        *self)
+{
+  g_autoptr(GPtrArray) processes = processes_by_pid (self);
+  g_autoptr(GPtrArray) snapshots = g_ptr_array_new ();
+  g_autoptr(GArray) pids = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GVariant) merged = NULL;
+  g_autoptr(GVariant) wire = NULL;
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      Process *process = g_ptr_array_index (processes, i);
+
+      if (process->latest == NULL)
+        continue;
+      g_ptr_array_add (snapshots, process->latest);
+      g_array_append_val (pids, process->pid);
+    }
+
+  merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
+                                      (const guint *) (gpointer) pids->data, snapshots->len,
+                                      (guint) getpid (), g_get_monotonic_time ());
+  wire = perfmond_variant_to_wire (merged);
+  perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (wire));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_history (PerfmonDBusDaemon1    *skeleton,
+                    GDBusMethodInvocation *invocation,
+                    guint                  pid,
+                    gint64                 since_us,
+                    PerfmondDaemon        *self)
+{
+  Process *process = lookup_pid_or_return_error (self, invocation, pid);
+  GVariantBuilder builder;
+  GList *first = NULL;
+  gsize bytes = 0;
+
+  if (process == NULL)
+    return G_DBUS_METHOD_INVOCATION_HANDLED;
+
+  if (since_us < 0)
+    {
+      return_invalid_args (invocation, "since_us: expected a monotonic time in µs >= 0, got %"
+                           G_GINT64_FORMAT, since_us);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+
+  /* The newest snapshots after since_us that fit in one reply. */
+  for (GList *l = process->history.tail; l != NULL; l = l->prev)
+    {
+      HistoryEntry *entry = l->data;
+
+      if (entry->timestamp <= since_us || bytes + entry->size > MAX_HISTORY_REPLY_BYTES)
+        break;
+      bytes += entry->size;
+      first = l;
+    }
+
+  g_variant_builder_init (&builder, G_VARIANT_TYPE ("av"));
+  for (GList *l = first; l != NULL; l = l->next)
+    g_variant_builder_add (&builder, "v", ((HistoryEntry *) l->data)->variant);
+  perfmon_dbus_daemon1_complete_get_history (skeleton, invocation, g_variant_builder_end (&builder));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_list_hangs (PerfmonDBusDaemon1    *skeleton,
+                   GDBusMethodInvocation *invocation,
+                   PerfmondDaemon        *self)
+{
+  GVariantBuilder builder;
+
+  g_variant_builder_init (&builder, G_VARIANT_TYPE ("a(susds)"));
+  for (GList *l = self->hangs.head; l != NULL; l = l->next)
+    {
+      Hang *hang = l->data;
+
+      g_variant_builder_add (&builder, "(susds)", hang->id, hang->pid, hang->process_name,
+                             hang->duration_ms, hang->runnable_name);
+    }
+  perfmon_dbus_daemon1_complete_list_hangs (skeleton, invocation, g_variant_builder_end (&builder));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_get_hang (PerfmonDBusDaemon1    *skeleton,
+                 GDBusMethodInvocation *invocation,
+                 const char            *id,
+                 PerfmondDaemon        *self)
+{
+  for (GList *l = self->hangs.head; l != NULL; l = l->next)
+    {
+      Hang *hang = l->data;
+
+      if (strcmp (hang->id, id) == 0)
+        {
+          perfmon_dbus_daemon1_complete_get_hang (skeleton, invocation, hang->json);
+          return G_DBUS_METHOD_INVOCATION_HANDLED;
+        }
+    }
+
+  return_invalid_args (invocation, "id: no hang has the id \"%s\" (see ListHangs(); "
+                       "only the newest %u hangs are kept)", id, self->config.max_hangs);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static void
+perfmond_daemon_dispose (GObject *object)
+{
+  PerfmondDaemon *self = PERFMOND_DAEMON (object);
+
+  perfmond_daemon_unexport (self);
+
+  G_OBJECT_CLASS (perfmond_daemon_parent_class)->dispose (object);
+}
+
+static void
+perfmond_daemon_finalize (GObject *object)
+{
+  PerfmondDaemon *self = PERFMOND_DAEMON (object);
+
+  g_hash_table_unref (self->by_name);
+  g_hash_table_unref (self->by_pid);
+  g_queue_clear_full (&self->hangs, (GDestroyNotify) hang_free);
+  perfmond_aggregator_free (self->aggregator);
+
+  G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
+}
+
+static void
+perfmond_daemon_class_init (PerfmondDaemonClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->dispose = perfmond_daemon_dispose;
+  object_class->finalize = perfmond_daemon_finalize;
+}
+
+static void
+perfmond_daemon_init (PerfmondDaemon *self)
+{
+  self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) process_unref);
+  self->by_name = g_hash_table_new (g_str_hash, g_str_equal);
+  g_queue_init (&self->hangs);
+  self->aggregator = perfmond_aggregator_new ();
+}
+
+/* @config must have been checked (perfmond.c does it). */
+PerfmondDaemon *
+perfmond_daemon_new (const PerfmondConfig *config)
+{
+  PerfmondDaemon *self = g_object_new (PERFMOND_TYPE_DAEMON, NULL);
+
+  g_return_val_if_fail (config->poll_interval_ms > 0, NULL);
+  self->config = *config;
+  return self;
+}
+
+gboolean
+perfmond_daemon_export (PerfmondDaemon   *self,
+                        GDBusConnection  *connection,
+                        GError          **error)
+{
+  g_autoptr(PerfmonDBusDaemon1) skeleton = perfmon_dbus_daemon1_skeleton_new ();
+
+  g_return_val_if_fail (PERFMOND_IS_DAEMON (self), FALSE);
+  g_return_val_if_fail (self->connection == NULL, FALSE);
+
+  perfmon_dbus_daemon1_set_poll_interval (skeleton, self->config.poll_interval_ms);
+  perfmon_dbus_daemon1_set_history_duration (skeleton, self->config.history_s);
+  perfmon_dbus_daemon1_set_version (skeleton, PERFMOND_VERSION);
+
+  g_signal_connect (skeleton, "handle-register", G_CALLBACK (handle_register), self);
+  g_signal_connect (skeleton, "handle-unregister", G_CALLBACK (handle_unregister), self);
+  g_signal_connect (skeleton, "handle-list-processes", G_CALLBACK (handle_list_processes), self);
+  g_signal_connect (skeleton, "handle-get-snapshot", G_CALLBACK (handle_get_snapshot), self);
+  g_signal_connect (skeleton, "handle-get-aggregate", G_CALLBACK (handle_get_aggregate), self);
+  g_signal_connect (skeleton, "handle-get-history", G_CALLBACK (handle_get_history), self);
+  g_signal_connect (skeleton, "handle-list-hangs", G_CALLBACK (handle_list_hangs), self);
+  g_signal_connect (skeleton, "handle-get-hang", G_CALLBACK (handle_get_hang), self);
+
+  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (skeleton), connection,
+                                         DAEMON_PATH, error))
+    return FALSE;
+
+  self->connection = g_object_ref (connection);
+  self->skeleton = g_steal_pointer (&skeleton);
+  self->poll_source = g_timeout_add (self->config.poll_interval_ms, poll_tick, self);
+  return TRUE;
+}
+
+/* Forgets every process (without telling them) and leaves the bus object. */
+void
+perfmond_daemon_unexport (PerfmondDaemon *self)
+{
+  g_autoptr(GPtrArray) processes = NULL;
+
+  g_return_if_fail (PERFMOND_IS_DAEMON (self));
+
+  if (self->skeleton == NULL)
+    return;
+
+  processes = all_processes (self);
+  for (guint i = 0; i < processes->len; i++)
+    remove_process (self, g_ptr_array_index (processes, i), "perfmond is stopping");
+
+  g_clear_handle_id (&self->poll_source, g_source_remove);
+  g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (self->skeleton));
+  g_signal_handlers_disconnect_by_data (self->skeleton, self);
+  g_clear_object (&self->skeleton);
+  g_clear_object (&self->connection);
+}

@@ -1,0 +1,38 @@
+/* perfmond-daemon.h: the org.perfmon.Daemon1 service
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Everything runs in the thread-default main context of the thread that
+ * created the daemon (perfmond's main thread): D-Bus method calls, polls,
+ * signals from the monitored processes.
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+G_BEGIN_DECLS
+
+/* The limits of perfmond, from its command line. */
+typedef struct
+{
+  guint poll_interval_ms;   /* between two GetSnapshot calls to one process */
+  guint call_timeout_ms;    /* of each call to a monitored process */
+  guint history_s;          /* seconds of snapshots kept per process */
+  guint max_history_mib;    /* all processes' history together */
+  guint max_processes;
+  guint max_groups;         /* per snapshot; bigger snapshots are rejected */
+  guint max_hangs;          /* kept, across all processes */
+  guint max_signals;        /* Hang + Alert per process per second */
+} PerfmondConfig;
+
+#define PERFMOND_TYPE_DAEMON (perfmond_daemon_get_type ())
+
+G_DECLARE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, PERFMOND, DAEMON, GObject)
+
+PerfmondDaemon *perfmond_daemon_new    (const PerfmondConfig  *config);
+gboolean        perfmond_daemon_export (PerfmondDaemon        *self,
+                                        GDBusConnection       *connection,
+                                        GError               **error);
+void            perfmond_daemon_unexport (PerfmondDaemon      *self);
+
+G_END_DECLS

@@ -1,0 +1,379 @@
+/* perfmon-tool-common.c: what the perfmon tool's subcommands share
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfmon-tool.h"
+#include "perfmon-tool-common.h"
+
+void
+perfmon_tool_error (const char *format,
+                    ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_printerr ("perfmon: %s\n", message);
+}
+
+/* The dispatcher sets the program name to "perfmon CMD". */
+static const char *
+subcommand_name (void)
+{
+  const char *prgname = g_get_prgname ();
+
+  if (prgname != NULL && g_str_has_prefix (prgname, "perfmon "))
+    return prgname + strlen ("perfmon ");
+  return prgname != NULL ? prgname : "perfmon";
+}
+
+int
+perfmon_tool_usage_error (const char *format,
+                          ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_printerr ("perfmon: %s: %s\n", subcommand_name (), message);
+  g_printerr ("Try 'perfmon %s --help' for more information.\n", subcommand_name ());
+  return PERFMON_TOOL_EXIT_USAGE;
+}
+
+gboolean
+perfmon_tool_parse_options (GOptionContext *context,
+                            int            *argc,
+                            char         ***argv)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!g_option_context_parse (context, argc, argv, &error))
+    {
+      perfmon_tool_usage_error ("%s", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+perfmon_tool_parse_seconds (const char *option,
+                            const char *text,
+                            double      min,
+                            double      max,
+                            double     *out)
+{
+  char *end = NULL;
+  double value;
+
+  errno = 0;
+  value = g_ascii_strtod (text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(value >= min && value <= max))
+    {
+      perfmon_tool_usage_error ("%s must be a number of seconds in [%g, %g], got '%s'",
+                                option, min, max, text);
+      return FALSE;
+    }
+  *out = value;
+  return TRUE;
+}
+
+gboolean
+perfmon_tool_running_uninstalled (void)
+{
+  g_autofree char *exe = g_file_read_link ("/proc/self/exe", NULL);
+
+  return exe != NULL && g_str_has_prefix (exe, PERFMON_BUILD_ROOT "/");
+}
+
+GDBusConnection *
+perfmon_tool_session_bus (GError **error)
+{
+  g_autoptr(GError) local_error = NULL;
+  GDBusConnection *bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &local_error);
+
+  if (bus == NULL)
+    g_set_error (error, G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED,
+                 "cannot connect to the session bus (is DBUS_SESSION_BUS_ADDRESS set?): %s",
+                 local_error->message);
+  return bus;
+}
+
+/* Turns the errors a client meets most into advice. */
+static void
+explain_daemon_error (GError **error)
+{
+  g_autofree char *remote = NULL;
+
+  if (*error == NULL || !g_dbus_error_is_remote_error (*error))
+    return;
+
+  remote = g_dbus_error_get_remote_error (*error);
+  if (g_strcmp0 (remote, "org.freedesktop.DBus.Error.ServiceUnknown") == 0 ||
+      g_strcmp0 (remote, "org.freedesktop.DBus.Error.NameHasNoOwner") == 0)
+    {
+      g_clear_error (error);
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+                           "the perfmond daemon (" PERFMON_TOOL_DAEMON_NAME
+                           ") is not running on the session bus, and cannot be activated: "
+                           "start perfmond, or use 'perfmon demo'");
+      return;
+    }
+  /* The remote error name is for programs; people want the message. */
+  g_dbus_error_strip_remote_error (*error);
+}
+
+GVariant *
+perfmon_tool_call_daemon (GDBusConnection    *bus,
+                          const char         *method,
+                          GVariant           *parameters,
+                          const GVariantType *reply_type,
+                          GError            **error)
+{
+  GVariant *reply;
+
+  reply = g_dbus_connection_call_sync (bus, PERFMON_TOOL_DAEMON_NAME, PERFMON_TOOL_DAEMON_PATH,
+                                       PERFMON_TOOL_DAEMON_INTERFACE, method, parameters, reply_type,
+                                       G_DBUS_CALL_FLAGS_NONE, PERFMON_TOOL_CALL_TIMEOUT_MS,
+                                       NULL, error);
+  if (reply == NULL)
+    explain_daemon_error (error);
+  return reply;
+}
+
+PerfmonSnapshot *
+perfmon_tool_snapshot_from_reply (GVariant   *reply,
+                                  const char *sender,
+                                  GError    **error)
+{
+  g_autoptr(GVariant) inner = NULL;
+  g_autoptr(GError) local_error = NULL;
+  PerfmonSnapshot *snapshot;
+
+  g_variant_get (reply, "(v)", &inner);
+  /* The snapshot variant may hold a maybe type, which D-Bus cannot carry:
+   * perfmond sends its serialized data as a byte array. */
+  if (g_variant_is_of_type (inner, G_VARIANT_TYPE_BYTESTRING))
+    {
+      g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (inner);
+
+      g_clear_pointer (&inner, g_variant_unref);
+      inner = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
+                                                            bytes, FALSE));
+    }
+  snapshot = perfmon_snapshot_new_from_variant (inner, &local_error);
+  if (snapshot == NULL)
+    g_set_error (error, local_error->domain, local_error->code,
+                 "%s sent a snapshot this tool cannot read: %s", sender, local_error->message);
+  return snapshot;
+}
+
+PerfmonSnapshot *
+perfmon_tool_fetch_snapshot (GDBusConnection *bus,
+                             guint            pid,
+                             GError         **error)
+{
+  g_autoptr(GVariant) reply = NULL;
+
+  if (pid == 0)
+    reply = perfmon_tool_call_daemon (bus, "GetAggregate", NULL, G_VARIANT_TYPE ("(v)"), error);
+  else
+    reply = perfmon_tool_call_daemon (bus, "GetSnapshot", g_variant_new ("(u)", pid),
+                                      G_VARIANT_TYPE ("(v)"), error);
+  if (reply == NULL)
+    return NULL;
+  return perfmon_tool_snapshot_from_reply (reply, "perfmond", error);
+}
+
+PerfmonSnapshot *
+perfmon_tool_load_snapshot (const char *path,
+                            GError    **error)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local_error = NULL;
+  PerfmonSnapshot *snapshot;
+
+  if (!g_file_get_contents (path, &text, NULL, &local_error))
+    {
+      /* GLib's message names the file already. */
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return NULL;
+    }
+
+  snapshot = perfmon_snapshot_new_from_json (text, &local_error);
+  if (snapshot == NULL)
+    g_set_error (error, local_error->domain, local_error->code,
+                 "%s: not a perfmon snapshot: %s", path, local_error->message);
+  return snapshot;
+}
+
+gboolean
+perfmon_tool_write_output (const char *path,
+                           const char *text,
+                           GError    **error)
+{
+  g_autofree char *with_newline = g_strconcat (text, "\n", NULL);
+
+  if (path == NULL)
+    {
+      g_print ("%s", with_newline);
+      return TRUE;
+    }
+  return g_file_set_contents (path, with_newline, -1, error);
+}
+
+const char *
+perfmon_tool_kind_label (PerfmonGroupKind kind)
+{
+  switch (kind)
+    {
+    case PERFMON_GROUP_KIND_THREAD: return "thread";
+    case PERFMON_GROUP_KIND_WINDOW: return "window";
+    case PERFMON_GROUP_KIND_ADDON: return "add-on";
+    case PERFMON_GROUP_KIND_COMPARTMENT: return "compt";
+    default: return "?";
+    }
+}
+
+static int
+compare_cpu (gconstpointer a,
+             gconstpointer b)
+{
+  const PerfmonGroupStats *sa = *(PerfmonGroupStats * const *) a;
+  const PerfmonGroupStats *sb = *(PerfmonGroupStats * const *) b;
+  guint64 ca = perfmon_group_stats_get_cpu_time (sa);
+  guint64 cb = perfmon_group_stats_get_cpu_time (sb);
+
+  if (ca != cb)
+    return ca < cb ? 1 : -1;
+  /* Ties (idle groups) in a stable order: by kind, then id. */
+  if (perfmon_group_stats_get_kind (sa) != perfmon_group_stats_get_kind (sb))
+    return (int) perfmon_group_stats_get_kind (sa) - (int) perfmon_group_stats_get_kind (sb);
+  return perfmon_group_stats_get_id (sa) < perfmon_group_stats_get_id (sb) ? -1 : 1;
+}
+
+GPtrArray *
+perfmon_tool_sorted_groups (PerfmonSnapshot *snapshot)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+  GPtrArray *sorted = g_ptr_array_new_full (groups->len, (GDestroyNotify) perfmon_group_stats_unref);
+
+  for (guint i = 0; i < groups->len; i++)
+    g_ptr_array_add (sorted, perfmon_group_stats_ref (g_ptr_array_index (groups, i)));
+  g_ptr_array_sort (sorted, compare_cpu);
+  return sorted;
+}
+
+/* One histogram cell, 4 columns wide: "   ." for zero, counts up to 999,
+ * then thousands and millions; the JSON output has the exact numbers. */
+static void
+append_count (GString *out,
+              guint64  count)
+{
+  if (count == 0)
+    g_string_append (out, "   .");
+  else if (count < 1000)
+    g_string_append_printf (out, " %3" G_GUINT64_FORMAT, count);
+  else if (count < 100000)
+    g_string_append_printf (out, " %2" G_GUINT64_FORMAT "k", count / 1000);
+  else if (count < 1000000)
+    g_string_append_printf (out, " .%" G_GUINT64_FORMAT "M", count / 100000);
+  else if (count < 100000000)
+    g_string_append_printf (out, " %2" G_GUINT64_FORMAT "M", count / 1000000);
+  else
+    g_string_append (out, " ++M");
+}
+
+#define NAME_WIDTH 18
+
+void
+perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
+                          PerfmonToolTableMode mode,
+                          guint                max_rows)
+{
+  g_autoptr(GPtrArray) groups = perfmon_tool_sorted_groups (snapshot);
+  double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
+  gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
+  guint rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+
+  g_print ("%*s  jank: iterations over N ms\n", NAME_WIDTH + 1 + 6 + 1 + 6 + 1 + 6, "");
+  g_print ("%-*s %-6s %6s %6s   1   2   4   8  16  32  64 128 256 512\n",
+           NAME_WIDTH, "GROUP", "KIND",
+           percent ? "CPU%" : "CPU s",
+           percent ? "BLK%" : "BLK s");
+
+  for (guint i = 0; i < rows; i++)
+    {
+      PerfmonGroupStats *stats = g_ptr_array_index (groups, i);
+      const guint64 *durations = perfmon_group_stats_get_durations (stats, NULL);
+      g_autoptr(GString) line = g_string_new (NULL);
+      const char *name = perfmon_group_stats_get_name (stats);
+      double cpu = (double) perfmon_group_stats_get_cpu_time (stats);
+      double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
+      g_autofree char *shown_name = NULL;
+
+      if (g_utf8_strlen (name, -1) > NAME_WIDTH)
+        {
+          shown_name = g_utf8_substring (name, 0, NAME_WIDTH - 1);
+          shown_name = g_realloc (shown_name, strlen (shown_name) + 2);
+          strcat (shown_name, "~");
+        }
+      else
+        shown_name = g_strdup (name);
+
+      /* Padded by characters, not bytes: names are UTF-8. */
+      g_string_append (line, shown_name);
+      for (glong pad = g_utf8_strlen (shown_name, -1); pad < NAME_WIDTH; pad++)
+        g_string_append_c (line, ' ');
+      g_string_append_printf (line, " %-6s ", perfmon_tool_kind_label (perfmon_group_stats_get_kind (stats)));
+      if (percent)
+        g_string_append_printf (line, "%6.1f %6.1f", 100.0 * cpu / interval_us, 100.0 * blocked / interval_us);
+      else
+        g_string_append_printf (line, "%6.2f %6.2f", cpu / G_USEC_PER_SEC, blocked / G_USEC_PER_SEC);
+      for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
+        append_count (line, durations[d]);
+      g_print ("%s\n", line->str);
+    }
+  if (rows < groups->len)
+    g_print ("(%u more groups)\n", groups->len - rows);
+}
+
+JsonNode *
+perfmon_tool_table_to_json (PerfmonSnapshot *snapshot,
+                            gboolean         with_percent)
+{
+  g_autofree char *text = perfmon_snapshot_to_json (snapshot);
+  g_autoptr(GError) error = NULL;
+  JsonNode *root = json_from_string (text, &error);
+  double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
+  JsonArray *groups;
+
+  /* The library wrote it: it parses. */
+  g_assert_no_error (error);
+
+  if (!with_percent || interval_us <= 0)
+    return root;
+
+  groups = json_object_get_array_member (json_node_get_object (root), "groups");
+  for (guint i = 0; i < json_array_get_length (groups); i++)
+    {
+      JsonObject *group = json_array_get_object_element (groups, i);
+      double cpu = (double) json_object_get_int_member (group, "cpu_time");
+      double blocked = (double) json_object_get_int_member (group, "blocked_time");
+
+      json_object_set_double_member (group, "cpu_percent", 100.0 * cpu / interval_us);
+      json_object_set_double_member (group, "blocked_percent", 100.0 * blocked / interval_us);
+    }
+  return root;
+}

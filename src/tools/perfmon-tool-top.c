@@ -1,0 +1,164 @@
+/* perfmon-tool-top.c: perfmon top, a live table after about:performance
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <unistd.h>
+
+#include "perfmon-tool.h"
+#include "perfmon-tool-common.h"
+
+/* The daemon hands out the snapshot of its last poll: when two refreshes
+ * see the same one, wait for the next poll this long at most (beyond the
+ * refresh interval) before calling the daemon stuck. */
+#define NEWER_SNAPSHOT_GRACE_US (5 * G_USEC_PER_SEC)
+#define RETRY_US (100 * 1000)
+
+static PerfmonSnapshot *
+fetch_newer (GDBusConnection *bus,
+             guint            pid,
+             PerfmonSnapshot *previous,
+             GError         **error)
+{
+  gint64 give_up = g_get_monotonic_time () + NEWER_SNAPSHOT_GRACE_US;
+
+  for (;;)
+    {
+      g_autoptr(PerfmonSnapshot) snapshot = perfmon_tool_fetch_snapshot (bus, pid, error);
+
+      if (snapshot == NULL)
+        return NULL;
+      if (previous == NULL ||
+          perfmon_snapshot_get_timestamp (snapshot) > perfmon_snapshot_get_timestamp (previous))
+        return g_steal_pointer (&snapshot);
+      if (g_get_monotonic_time () > give_up)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                       "perfmond has taken no new snapshot of %s for %d s: is it polling?",
+                       pid != 0 ? "this process" : "any process",
+                       (int) (NEWER_SNAPSHOT_GRACE_US / G_USEC_PER_SEC));
+          return NULL;
+        }
+      g_usleep (RETRY_US);
+    }
+}
+
+static void
+print_refresh (PerfmonSnapshot *delta,
+               guint            pid,
+               gboolean         json,
+               gboolean         clear)
+{
+  if (json)
+    {
+      g_autoptr(JsonNode) node = perfmon_tool_table_to_json (delta, TRUE);
+      g_autofree char *text = json_to_string (node, FALSE);
+
+      /* One object per line, so that a reader can follow the stream. */
+      g_print ("%s\n", text);
+      return;
+    }
+
+  if (clear)
+    g_print ("\033[H\033[2J");
+  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n\n",
+           pid != 0 ? perfmon_snapshot_get_process_name (delta) : "all processes, merged",
+           (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
+           100.0 * (double) perfmon_snapshot_get_user_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1),
+           100.0 * (double) perfmon_snapshot_get_system_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1));
+  /* A terminal of 24 lines keeps the header and the busiest groups. */
+  perfmon_tool_print_table (delta, PERFMON_TOOL_TABLE_PERCENT, clear ? 18 : 0);
+  if (!clear)
+    g_print ("\n");
+}
+
+int
+perfmon_tool_top (int    argc,
+                  char **argv)
+{
+  gint64 pid = 0;
+  gboolean once = FALSE;
+  gboolean json = FALSE;
+  g_autofree char *interval_text = NULL;
+  int count = 0;
+  const GOptionEntry entries[] = {
+    { "pid", 'p', 0, G_OPTION_ARG_INT64, &pid, "Show one process (default: all, aggregated)", "PID" },
+    { "once", '1', 0, G_OPTION_ARG_NONE, &once, "Print one table, after one interval, and exit", NULL },
+    { "count", 'n', 0, G_OPTION_ARG_INT, &count, "Print N tables and exit (default: until interrupted)", "N" },
+    { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval_text, "Seconds between refreshes (default 1)", "S" },
+    { "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per refresh, one per line", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new (NULL);
+  g_autoptr(GDBusConnection) bus = NULL;
+  g_autoptr(PerfmonSnapshot) previous = NULL;
+  g_autoptr(GError) error = NULL;
+  double interval = 1.0;
+  gboolean clear;
+
+  g_option_context_set_summary (context,
+                                "A live table of the performance groups of every monitored process\n"
+                                "(merged by window and add-on by perfmond) or of one (--pid): the CPU\n"
+                                "and the blocked time of each group as a share of the last interval,\n"
+                                "and its jank: how many iterations it ran over 1, 2, 4 … 512 ms.\n"
+                                "Sorted by CPU.");
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!perfmon_tool_parse_options (context, &argc, &argv))
+    return PERFMON_TOOL_EXIT_USAGE;
+  if (argc != 1)
+    return perfmon_tool_usage_error ("unexpected argument '%s'", argv[1]);
+  if (pid < 0 || pid > G_MAXUINT32)
+    return perfmon_tool_usage_error ("--pid must be a process id in [1, %u], got %" G_GINT64_FORMAT,
+                                     G_MAXUINT32, pid);
+  if (count < 0 || count > 1000000)
+    return perfmon_tool_usage_error ("--count must be in [1, 1000000], got %d", count);
+  if (once && count > 1)
+    return perfmon_tool_usage_error ("--once and --count %d disagree: give one", count);
+  if (interval_text != NULL &&
+      !perfmon_tool_parse_seconds ("--interval", interval_text, 0.1, 3600, &interval))
+    return PERFMON_TOOL_EXIT_USAGE;
+  if (once)
+    count = 1;
+  /* Redraw in place only for a person at a terminal; logs get every
+   * table. */
+  clear = !json && count != 1 && isatty (STDOUT_FILENO);
+
+  bus = perfmon_tool_session_bus (&error);
+  if (bus != NULL)
+    previous = perfmon_tool_fetch_snapshot (bus, (guint) pid, &error);
+  if (previous == NULL)
+    {
+      perfmon_tool_error ("%s", error->message);
+      return PERFMON_TOOL_EXIT_FAILED;
+    }
+
+  for (int shown = 0; count == 0 || shown < count; )
+    {
+      g_autoptr(PerfmonSnapshot) current = NULL;
+      g_autoptr(PerfmonSnapshot) delta = NULL;
+
+      g_usleep ((gulong) (interval * G_USEC_PER_SEC));
+      current = fetch_newer (bus, (guint) pid, previous, &error);
+      if (current == NULL)
+        {
+          perfmon_tool_error ("%s", error->message);
+          return PERFMON_TOOL_EXIT_FAILED;
+        }
+
+      delta = perfmon_snapshot_subtract (current, previous, &error);
+      g_set_object (&previous, current);
+      if (delta == NULL)
+        {
+          /* The process restarted with the same pid, or the daemon did:
+           * start counting again from this snapshot. */
+          g_clear_error (&error);
+          continue;
+        }
+
+      print_refresh (delta, (guint) pid, json, clear);
+      shown++;
+    }
+
+  return PERFMON_TOOL_EXIT_OK;
+}

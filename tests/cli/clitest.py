@@ -1,0 +1,107 @@
+# clitest.py: what the perfmon command-line tests share
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# The tests get the build's paths from the environment that
+# tests/cli/meson.build sets: PERFMON_TOOL (the perfmon binary),
+# PERFMON_PRELOAD_PATH (the uninstalled preload module) and
+# PERFMON_UNINSTRUMENTED (tests/uninstrumented-loop).
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+TOOL = os.environ['PERFMON_TOOL']
+
+
+class CliTestCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='perfmon-cli-')
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.env = dict(os.environ)
+        # Hang pings and jank logs of monitored programs stay in the test's
+        # directory, never in the user's state directory.
+        self.env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
+
+    def foreign_env(self, env=None, own=False):
+        """The environment for a program run with the preload module: under
+        AddressSanitizer the runtime must come first in the list of loaded
+        libraries, and LD_PRELOAD goes before the program's own; the leaks
+        of programs not built here are not ours to find."""
+        env = dict(env or self.env)
+        runtime = os.environ.get('PERFMON_TEST_ASAN_RUNTIME')
+        if runtime:
+            env['LD_PRELOAD'] = runtime
+            if not own:
+                env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
+        return env
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def perfmon(self, *args, timeout=60, env=None, prefix=()):
+        return subprocess.run(list(prefix) + [TOOL] + list(args), env=env or self.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=timeout)
+
+    def assertExit(self, result, status):
+        self.assertEqual(result.returncode, status,
+                         'exit status %d, expected %d\nstdout:\n%s\nstderr:\n%s'
+                         % (result.returncode, status, result.stdout, result.stderr))
+
+
+class BusTestCase(CliTestCase):
+    """A private session bus per test, and perfmond on it when asked."""
+
+    def setUp(self):
+        super().setUp()
+        if shutil.which('dbus-daemon') is None:
+            self.skipTest('dbus-daemon missing')
+        bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+        self.addCleanup(self.stop, bus)
+        address = bus.stdout.readline().strip()
+        self.assertTrue(address, 'dbus-daemon gave no address')
+        self.env['DBUS_SESSION_BUS_ADDRESS'] = address
+        # Nothing of the user's session leaks in: no runtime dir with a
+        # bus socket or a perfmond lock file.
+        self.env['XDG_RUNTIME_DIR'] = self.path('runtime')
+        os.makedirs(self.env['XDG_RUNTIME_DIR'], mode=0o700)
+
+    def stop(self, process):
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+
+    def start(self, argv, env=None, **kwargs):
+        process = subprocess.Popen(argv, env=env or self.env, **kwargs)
+        self.addCleanup(self.stop, process)
+        return process
+
+    def start_daemon(self):
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
+                             '--pidfile', self.path('perfmond.pid')])
+        self.eventually(lambda: self.perfmon('hangs', 'list').returncode == 0,
+                        'perfmond to own its name')
+        return daemon
+
+    def eventually(self, check, what, timeout=20):
+        """Calls check() until it returns something true; fails after timeout s."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                self.fail('gave up waiting for ' + what)
+            time.sleep(0.1)

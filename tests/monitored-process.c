@@ -1,0 +1,354 @@
+/* monitored-process.c: a process for perfmond's tests and benchmark
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Serves org.perfmon.Monitor1 on the session bus and registers with
+ * org.perfmon.Daemon1, with window and add-on groups, CPU burned in one of
+ * them, and, on request, a hang. Its --mode makes it misbehave the ways
+ * perfmond must survive:
+ *   normal     answers like a well-behaved process
+ *   stall      blocks its main loop for an hour inside GetSnapshotJson
+ *   exit       dies (SIGKILL) inside GetSnapshotJson
+ *   flood      answers with more groups than perfmond allows, and sends
+ *              Alert signals as fast as it can
+ *   garbage    answers GetSnapshotJson with text that is not a snapshot
+ *
+ * It prints "READY <pid>" on stdout once registered, and runs until
+ * killed or for --seconds.
+ *
+ * The org.perfmon.Monitor1 object here is a small one of the test's own
+ * (GetSnapshotJson, GetHangReports, Hang and Alert signals, properties), so
+ * that it can misbehave on purpose.
+ */
+#include <gio/gio.h>
+#include <perfmon.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char monitor_xml[] =
+  "<node>"
+  "  <interface name='org.perfmon.Monitor1'>"
+  "    <method name='GetSnapshotJson'><arg name='json' type='s' direction='out'/></method>"
+  "    <method name='GetHangReports'>"
+  "      <arg name='max_reports' type='u' direction='in'/>"
+  "      <arg name='reports' type='as' direction='out'/>"
+  "    </method>"
+  "    <signal name='Hang'><arg name='report' type='s'/></signal>"
+  "    <signal name='Alert'>"
+  "      <arg name='group_id' type='t'/><arg name='group_name' type='s'/>"
+  "      <arg name='duration_us' type='t'/>"
+  "    </signal>"
+  "    <property name='Pid' type='u' access='read'/>"
+  "    <property name='ProcessName' type='s' access='read'/>"
+  "    <property name='ProcessType' type='s' access='read'/>"
+  "  </interface>"
+  "</node>";
+
+static char *mode = NULL;
+static int n_windows = 2;
+static guint64 window_base = 1;
+static char **addons = NULL;
+static int n_compartments = 0;
+static int burn_ms = 2;
+static int hang_threshold_ms = 0;
+static int stall_after_ms = 0;
+static int stall_ms = 0;
+static int seconds = 0;
+static gboolean no_register = FALSE;
+static int register_delay_ms = 0;
+
+static GDBusConnection *connection;
+static GPtrArray *compartments;   /* PerfmonGroup * */
+static GPtrArray *hang_reports;   /* char * JSON, newest last */
+
+static volatile guint64 burn_sink;
+
+static gint64
+thread_cpu_us (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+static void
+burn_cpu_ms (int ms)
+{
+  gint64 end = thread_cpu_us () + (gint64) ms * 1000;
+
+  while (thread_cpu_us () < end)
+    for (guint i = 0; i < 1000; i++)
+      burn_sink += i;
+}
+
+static gboolean
+work (gpointer data)
+{
+  /* All the CPU goes to the first compartment (first window, first
+   * add-on); the others run empty. */
+  for (guint i = 0; i < compartments->len; i++)
+    {
+      PERFMON_AUTO_ENTER (g_ptr_array_index (compartments, i));
+      if (i == 0)
+        burn_cpu_ms (burn_ms);
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+stall_once (gpointer data)
+{
+  g_usleep ((gulong) stall_ms * 1000);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+flood_alerts (gpointer data)
+{
+  for (int i = 0; i < 100; i++)
+    g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
+                                   "org.perfmon.Monitor1", "Alert",
+                                   g_variant_new ("(tst)", (guint64) 1, "flood", (guint64) 1000),
+                                   NULL);
+  return G_SOURCE_CONTINUE;
+}
+
+static char *
+flood_json (void)
+{
+  GString *json = g_string_new (NULL);
+
+  g_string_append_printf (json, "{\"version\":1,\"timestamp\":%" G_GINT64_FORMAT ",\"interval\":0,"
+                          "\"pid\":%d,\"process_name\":\"flood\",\"user_time\":0,\"system_time\":0,"
+                          "\"groups\":[", g_get_monotonic_time (), (int) getpid ());
+  for (int i = 1; i <= 20000; i++)
+    g_string_append_printf (json, "%s{\"id\":%d,\"kind\":\"compartment\",\"name\":\"c\",\"window_id\":0,"
+                            "\"addon_id\":null,\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
+                            "\"durations\":[0,0,0,0,0,0,0,0,0,0]}", i > 1 ? "," : "", i);
+  g_string_append (json, "]}");
+  return g_string_free (json, FALSE);
+}
+
+static void
+on_method_call (GDBusConnection       *conn,
+                const char            *sender,
+                const char            *object_path,
+                const char            *interface_name,
+                const char            *method_name,
+                GVariant              *parameters,
+                GDBusMethodInvocation *invocation,
+                gpointer               user_data)
+{
+  if (g_str_equal (method_name, "GetSnapshotJson"))
+    {
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+      g_autofree char *json = NULL;
+
+      if (g_str_equal (mode, "stall"))
+        g_usleep (3600ul * G_USEC_PER_SEC);
+      else if (g_str_equal (mode, "exit"))
+        kill (getpid (), SIGKILL);
+      else if (g_str_equal (mode, "flood"))
+        json = flood_json ();
+      else if (g_str_equal (mode, "garbage"))
+        json = g_strdup ("{\"version\": 1, \"groups\": 42}");
+      else
+        {
+          snapshot = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
+          json = perfmon_snapshot_to_json (snapshot);
+        }
+      g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
+    }
+  else if (g_str_equal (method_name, "GetHangReports"))
+    {
+      GVariantBuilder builder;
+      guint max;
+
+      g_variant_get (parameters, "(u)", &max);
+      g_variant_builder_init (&builder, G_VARIANT_TYPE ("as"));
+      for (guint i = hang_reports->len; i > 0 && (max == 0 || hang_reports->len - i < max); i--)
+        g_variant_builder_add (&builder, "s", g_ptr_array_index (hang_reports, i - 1));
+      g_dbus_method_invocation_return_value (invocation, g_variant_new ("(as)", &builder));
+    }
+}
+
+static GVariant *
+on_get_property (GDBusConnection  *conn,
+                 const char       *sender,
+                 const char       *object_path,
+                 const char       *interface_name,
+                 const char       *property_name,
+                 GError          **error,
+                 gpointer          user_data)
+{
+  if (g_str_equal (property_name, "Pid"))
+    return g_variant_new_uint32 ((guint32) getpid ());
+  if (g_str_equal (property_name, "ProcessName"))
+    return g_variant_new_string (g_get_prgname ());
+  return g_variant_new_string ("test");
+}
+
+static void
+on_hang (PerfmonHangMonitor *hang_monitor,
+         PerfmonHangReport  *report,
+         gpointer            data)
+{
+  char *json = perfmon_hang_report_to_json (report);
+
+  g_ptr_array_add (hang_reports, json);
+  g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
+                                 "org.perfmon.Monitor1", "Hang",
+                                 g_variant_new ("(s)", json), NULL);
+}
+
+static gboolean
+register_now (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.perfmon.Daemon1",
+                                                           "/org/perfmon/Daemon1",
+                                                           "org.perfmon.Daemon1", "Register",
+                                                           NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
+                                                           10000, NULL, &error);
+
+  if (reply == NULL)
+    {
+      g_printerr ("monitored-process: Register: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+register_later (gpointer data)
+{
+  if (!register_now ())
+    exit (1);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+quit (gpointer loop)
+{
+  g_main_loop_quit (loop);
+  return G_SOURCE_REMOVE;
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GOptionContext) context = g_option_context_new (NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusNodeInfo) info = NULL;
+  g_autoptr(GMainLoop) loop = NULL;
+  g_autoptr(PerfmonHangMonitor) hang_monitor = NULL;
+  PerfmonMonitor *monitor;
+  const GDBusInterfaceVTable vtable = { on_method_call, on_get_property, NULL, { 0 } };
+  const GOptionEntry entries[] = {
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "normal, stall, exit, flood or garbage", "MODE" },
+    { "windows", 0, 0, G_OPTION_ARG_INT, &n_windows, "Window groups", "N" },
+    { "window-base", 0, 0, G_OPTION_ARG_INT64, &window_base, "The first window id", "ID" },
+    { "addon", 0, 0, G_OPTION_ARG_STRING_ARRAY, &addons, "An add-on id (repeatable)", "ID" },
+    { "compartments", 0, 0, G_OPTION_ARG_INT, &n_compartments, "Extra compartments", "N" },
+    { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every 10 ms in the first window", "MS" },
+    { "hang-threshold", 0, 0, G_OPTION_ARG_INT, &hang_threshold_ms, "Start a hang monitor", "MS" },
+    { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
+    { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
+    { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "Exit after this long (0: never)", "S" },
+    { "no-register", 0, 0, G_OPTION_ARG_NONE, &no_register, "Do not call Register()", NULL },
+    { "register-delay", 0, 0, G_OPTION_ARG_INT, &register_delay_ms, "Call Register() after MS", "MS" },
+    { NULL }
+  };
+
+  /* Never outlive the test that started us, even when it aborts. */
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    {
+      g_printerr ("monitored-process: %s\n", error->message);
+      return 2;
+    }
+  if (mode == NULL)
+    mode = g_strdup ("normal");
+  g_set_prgname ("monitored-process");
+
+  monitor = perfmon_monitor_get_default ();
+  compartments = g_ptr_array_new_with_free_func (g_object_unref);
+  hang_reports = g_ptr_array_new_with_free_func (g_free);
+  for (int i = 0; i < n_windows; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("window %d", i + 1);
+      const char *addon = addons != NULL && i < (int) g_strv_length (addons) ? addons[i] : NULL;
+
+      perfmon_monitor_get_window_group (monitor, window_base + (guint64) i, name);
+      if (addon != NULL)
+        perfmon_monitor_get_addon_group (monitor, addon, addon);
+      g_ptr_array_add (compartments,
+                       perfmon_monitor_create_compartment (monitor, name, window_base + (guint64) i, addon));
+    }
+  for (int i = 0; i < n_compartments; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("compartment %d", i + 1);
+      PerfmonGroup *group = perfmon_monitor_create_compartment (monitor, name, 0, NULL);
+
+      perfmon_group_set_active (group, TRUE);
+      g_ptr_array_add (compartments, group);
+    }
+
+  if (hang_threshold_ms > 0)
+    {
+      hang_monitor = perfmon_hang_monitor_new (monitor);
+      perfmon_hang_monitor_set_threshold (hang_monitor, (guint) hang_threshold_ms);
+      g_signal_connect (hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
+      if (!perfmon_hang_monitor_start (hang_monitor, &error))
+        {
+          g_printerr ("monitored-process: %s\n", error->message);
+          return 1;
+        }
+    }
+
+  connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  if (connection == NULL)
+    {
+      g_printerr ("monitored-process: %s\n", error->message);
+      return 1;
+    }
+  info = g_dbus_node_info_new_for_xml (monitor_xml, &error);
+  g_assert_no_error (error);
+  if (g_dbus_connection_register_object (connection, "/org/perfmon/Monitor1", info->interfaces[0],
+                                         &vtable, NULL, NULL, &error) == 0)
+    {
+      g_printerr ("monitored-process: %s\n", error->message);
+      return 1;
+    }
+
+  if (!no_register && register_delay_ms == 0 && !register_now ())
+    return 1;
+
+  loop = g_main_loop_new (NULL, FALSE);
+  g_timeout_add (10, work, NULL);
+  if (stall_ms > 0)
+    g_timeout_add ((guint) stall_after_ms, stall_once, NULL);
+  if (g_str_equal (mode, "flood"))
+    g_timeout_add (10, flood_alerts, NULL);
+  if (!no_register && register_delay_ms > 0)
+    g_timeout_add ((guint) register_delay_ms, register_later, NULL);
+  if (seconds > 0)
+    g_timeout_add_seconds ((guint) seconds, quit, loop);
+
+  printf ("READY %d\n", (int) getpid ());
+  fflush (stdout);
+
+  g_main_loop_run (loop);
+
+  if (hang_monitor != NULL)
+    perfmon_hang_monitor_stop (hang_monitor);
+  return 0;
+}

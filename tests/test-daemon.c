@@ -1,0 +1,889 @@
+/* test-daemon.c: perfmond on a bus of its own, with monitored processes
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Each test starts a GTestDBus session bus, perfmond (PERFMOND) with the
+ * options it needs, and monitored processes (MONITORED_PROCESS, see
+ * monitored-process.c), and talks to perfmond as a client would: through
+ * its D-Bus interface only. Waits have generous deadlines and assert what
+ * happened, not how fast.
+ */
+#include <gio/gio.h>
+#include <perfmon.h>
+#include <json-glib/json-glib.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "perfmon-test-dirs.h"
+
+#define DAEMON_NAME "org.perfmon.Daemon1"
+#define DAEMON_PATH "/org/perfmon/Daemon1"
+#define DEADLINE_S 30
+
+typedef struct
+{
+  GTestDBus       *bus;
+  char            *tmp_dir;
+  GDBusConnection *connection;
+  GSubprocess     *daemon;
+  GPtrArray       *children;    /* GSubprocess * */
+  GPtrArray       *signals;     /* GVariant * (signal name, parameters) */
+  guint            signal_id;
+} Fixture;
+
+static void
+on_daemon_signal (GDBusConnection *connection,
+                  const char      *sender,
+                  const char      *path,
+                  const char      *interface,
+                  const char      *name,
+                  GVariant        *parameters,
+                  gpointer         user_data)
+{
+  Fixture *fixture = user_data;
+
+  g_ptr_array_add (fixture->signals, g_variant_ref_sink (g_variant_new ("(s@*)", name, parameters)));
+}
+
+static guint
+count_signals (Fixture    *fixture,
+               const char *name)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < fixture->signals->len; i++)
+    {
+      const char *signal_name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &signal_name);
+      n += g_str_equal (signal_name, name);
+    }
+  return n;
+}
+
+typedef gboolean (*Condition) (Fixture *fixture, gpointer data);
+
+/* Runs the main context until @condition holds; fails the test after
+ * DEADLINE_S seconds. */
+static void
+wait_until (Fixture   *fixture,
+            Condition  condition,
+            gpointer   data,
+            const char *what)
+{
+  gint64 deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+
+  while (!condition (fixture, data))
+    {
+      if (g_get_monotonic_time () > deadline)
+        g_error ("gave up waiting for %s", what);
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      g_usleep (20 * 1000);
+    }
+}
+
+static GVariant *
+call (Fixture     *fixture,
+      const char  *method,
+      GVariant    *parameters,
+      GError     **error)
+{
+  return g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH,
+                                      DAEMON_NAME, method, parameters, NULL,
+                                      G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, error);
+}
+
+static gboolean
+name_has_owner (Fixture  *fixture,
+                gpointer  data)
+{
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (fixture->connection, "org.freedesktop.DBus",
+                                                           "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                           "NameHasOwner", g_variant_new ("(s)", DAEMON_NAME),
+                                                           G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
+                                                           -1, NULL, NULL);
+  gboolean has_owner = FALSE;
+
+  if (reply != NULL)
+    g_variant_get (reply, "(b)", &has_owner);
+  return has_owner == GPOINTER_TO_INT (data);
+}
+
+/* Starts perfmond with @options (NULL-terminated) plus a pid file in the
+ * test's directory, and waits until it owns its name. */
+static GSubprocess *
+start_daemon_full (Fixture            *fixture,
+                   GSubprocessFlags    flags,
+                   const char * const *options)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  GSubprocess *daemon;
+
+  g_ptr_array_add (argv, g_strdup (g_getenv ("PERFMOND")));
+  g_ptr_array_add (argv, g_strdup_printf ("--pidfile=%s/perfmond.pid", fixture->tmp_dir));
+  for (guint i = 0; options != NULL && options[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (options[i]));
+  g_ptr_array_add (argv, NULL);
+
+  /* perfmond's messages on stderr help when a test fails; its stdout
+   * would break TAP. */
+  daemon = g_subprocess_newv ((const char * const *) argv->pdata,
+                              flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
+  g_assert_no_error (error);
+  return daemon;
+}
+
+static void
+start_daemon (Fixture            *fixture,
+              const char * const *options)
+{
+  g_assert_null (fixture->daemon);
+  fixture->daemon = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, options);
+  wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "perfmond to own its name");
+}
+
+static void
+stop_daemon (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_send_signal (fixture->daemon, SIGTERM);
+  g_subprocess_wait (fixture->daemon, NULL, &error);
+  g_assert_no_error (error);
+  /* Stopped on request: a clean exit, not a crash. */
+  g_assert_true (g_subprocess_get_if_exited (fixture->daemon));
+  g_assert_cmpint (g_subprocess_get_exit_status (fixture->daemon), ==, 0);
+  g_clear_object (&fixture->daemon);
+}
+
+/* Starts monitored-process with @options (NULL-terminated) and waits for
+ * its "READY <pid>". Returns the pid; the process is the fixture's. */
+static guint
+start_child_full (Fixture            *fixture,
+                  const char * const *options,
+                  GSubprocess       **out_child)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autofree char *line = NULL;
+  GSubprocess *child;
+  guint64 pid;
+
+  g_ptr_array_add (argv, g_strdup (g_getenv ("MONITORED_PROCESS")));
+  for (guint i = 0; options != NULL && options[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (options[i]));
+  g_ptr_array_add (argv, NULL);
+
+  child = g_subprocess_newv ((const char * const *) argv->pdata, G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error);
+  g_assert_no_error (error);
+  g_ptr_array_add (fixture->children, child);
+  if (out_child != NULL)
+    *out_child = child;
+
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child));
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (line);
+  g_assert_true (g_str_has_prefix (line, "READY "));
+  g_assert_true (g_ascii_string_to_unsigned (line + 6, 10, 1, G_MAXUINT, &pid, NULL));
+  g_assert_cmpuint (pid, ==, g_ascii_strtoull (g_subprocess_get_identifier (child), NULL, 10));
+  return (guint) pid;
+}
+
+static guint
+start_child (Fixture            *fixture,
+             const char * const *options)
+{
+  return start_child_full (fixture, options, NULL);
+}
+
+static gboolean
+is_registered (Fixture  *fixture,
+               gpointer  data)
+{
+  g_autoptr(GVariant) reply = call (fixture, "ListProcesses", NULL, NULL);
+  g_autoptr(GVariantIter) iter = NULL;
+  guint pid;
+
+  g_assert_nonnull (reply);
+  g_variant_get (reply, "(a(usssx))", &iter);
+  while (g_variant_iter_next (iter, "(u&s&s&sx)", &pid, NULL, NULL, NULL, NULL))
+    if (pid == GPOINTER_TO_UINT (data))
+      return TRUE;
+  return FALSE;
+}
+
+static gboolean
+is_not_registered (Fixture  *fixture,
+                   gpointer  data)
+{
+  return !is_registered (fixture, data);
+}
+
+/* The daemon's "ay" wire form of a snapshot, read as a client must. */
+static PerfmonSnapshot *
+decode_wire (GVariant *wire)
+{
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonSnapshot *snapshot;
+
+  g_assert_cmpstr (g_variant_get_type_string (wire), ==, "ay");
+  bytes = g_variant_get_data_as_bytes (wire);
+  variant = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
+                                                          bytes, FALSE));
+  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  return snapshot;
+}
+
+static PerfmonSnapshot *
+get_snapshot (Fixture *fixture,
+              guint    pid)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", pid), &error);
+  g_autoptr(GVariant) wire = NULL;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(v)", &wire);
+  return decode_wire (wire);
+}
+
+static PerfmonSnapshot *
+get_aggregate (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call (fixture, "GetAggregate", NULL, &error);
+  g_autoptr(GVariant) wire = NULL;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(v)", &wire);
+  return decode_wire (wire);
+}
+
+static GPtrArray *
+get_history (Fixture *fixture,
+             guint    pid,
+             gint64   since)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call (fixture, "GetHistory", g_variant_new ("(ux)", pid, since), &error);
+  g_autoptr(GVariantIter) iter = NULL;
+  GPtrArray *snapshots = g_ptr_array_new_with_free_func (g_object_unref);
+  GVariant *wire;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(av)", &iter);
+  while (g_variant_iter_next (iter, "v", &wire))
+    {
+      g_ptr_array_add (snapshots, decode_wire (wire));
+      g_variant_unref (wire);
+    }
+  return snapshots;
+}
+
+static PerfmonGroupStats *
+find_group (PerfmonSnapshot  *snapshot,
+            PerfmonGroupKind  kind,
+            guint64           window_id,
+            const char       *addon_id,
+            guint            *n_found)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+  PerfmonGroupStats *found = NULL;
+
+  *n_found = 0;
+  for (guint i = 0; i < groups->len; i++)
+    {
+      PerfmonGroupStats *stats = g_ptr_array_index (groups, i);
+
+      if (perfmon_group_stats_get_kind (stats) != kind)
+        continue;
+      if (kind == PERFMON_GROUP_KIND_WINDOW && perfmon_group_stats_get_window_id (stats) != window_id)
+        continue;
+      if (kind == PERFMON_GROUP_KIND_ADDON && g_strcmp0 (perfmon_group_stats_get_addon_id (stats), addon_id) != 0)
+        continue;
+      found = stats;
+      (*n_found)++;
+    }
+  return found;
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  const char *address;
+
+  fixture->tmp_dir = test_make_tmp_dir ("perfmon-test-daemon-XXXXXX");
+
+  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_test_dbus_up (fixture->bus);
+  address = g_test_dbus_get_bus_address (fixture->bus);
+  fixture->connection = g_dbus_connection_new_for_address_sync (address,
+                                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                                NULL, NULL, &error);
+  g_assert_no_error (error);
+  fixture->children = g_ptr_array_new_with_free_func (g_object_unref);
+  fixture->signals = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+  fixture->signal_id = g_dbus_connection_signal_subscribe (fixture->connection, NULL, DAEMON_NAME, NULL,
+                                                           DAEMON_PATH, NULL, G_DBUS_SIGNAL_FLAGS_NONE,
+                                                           on_daemon_signal, fixture, NULL);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  for (guint i = 0; i < fixture->children->len; i++)
+    {
+      GSubprocess *child = g_ptr_array_index (fixture->children, i);
+
+      g_subprocess_force_exit (child);
+      g_subprocess_wait (child, NULL, NULL);
+    }
+  if (fixture->daemon != NULL)
+    stop_daemon (fixture);
+
+  g_dbus_connection_signal_unsubscribe (fixture->connection, fixture->signal_id);
+  g_dbus_connection_close_sync (fixture->connection, NULL, NULL);
+  g_clear_object (&fixture->connection);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_test_dbus_down (fixture->bus);
+  g_clear_object (&fixture->bus);
+  g_ptr_array_unref (fixture->children);
+  g_ptr_array_unref (fixture->signals);
+  test_remove_tree (fixture->tmp_dir);
+  g_free (fixture->tmp_dir);
+}
+
+static const char * const fast_daemon[] = { "--poll-interval=100", NULL };
+
+static gboolean
+has_snapshot_with_cpu (Fixture  *fixture,
+                       gpointer  data)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = get_snapshot (fixture, GPOINTER_TO_UINT (data));
+  PerfmonGroupStats *window;
+  guint n;
+
+  window = find_group (snapshot, PERFMON_GROUP_KIND_WINDOW, 1, NULL, &n);
+  return n == 1 && perfmon_group_stats_get_cpu_time (window) > 0;
+}
+
+static void
+test_register (Fixture       *fixture,
+               gconstpointer  data)
+{
+  const char * const options[] = { "--windows=2", NULL };
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) again = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariantIter) iter = NULL;
+  const char *bus_name, *process_name, *process_type;
+  gint64 registered_at;
+  guint pid, child_pid;
+  GSubprocess *child;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child_full (fixture, options, &child);
+
+  /* Register() returned in the child before READY: it is listed. */
+  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (child_pid)));
+  reply = call (fixture, "ListProcesses", NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(a(usssx))", &iter);
+  g_assert_true (g_variant_iter_next (iter, "(u&s&s&sx)", &pid, &bus_name, &process_name,
+                                      &process_type, &registered_at));
+  g_assert_cmpuint (pid, ==, child_pid);
+  g_assert_true (g_dbus_is_unique_name (bus_name));
+  g_assert_cmpint (registered_at, >, 0);
+  g_assert_cmpuint (count_signals (fixture, "ProcessAdded"), <=, 1);
+
+  /* Registering twice (here: the test itself, twice) is not an error. */
+  again = call (fixture, "Register", NULL, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&again, g_variant_unref);
+  again = call (fixture, "Register", NULL, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&again, g_variant_unref);
+  again = call (fixture, "Unregister", NULL, &error);
+  g_assert_no_error (error);
+
+  /* Leaving the bus unregisters. */
+  g_subprocess_force_exit (child);
+  wait_until (fixture, is_not_registered, GUINT_TO_POINTER (child_pid), "the child to be unregistered");
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (count_signals (fixture, "ProcessRemoved"), >=, 1);
+}
+
+static void
+test_poll (Fixture       *fixture,
+           gconstpointer  data)
+{
+  const char * const options[] = { "--windows=2", "--addon=calm@test", "--burn=3", NULL };
+  g_autoptr(PerfmonSnapshot) first = NULL;
+  g_autoptr(PerfmonSnapshot) later = NULL;
+  PerfmonGroupStats *window;
+  guint child_pid, n;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child (fixture, options);
+
+  /* Right after Register() the first poll may still be on its way:
+   * GetSnapshot waits for it. */
+  first = get_snapshot (fixture, child_pid);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (first), ==, child_pid);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (first), ==, "monitored-process");
+  find_group (first, PERFMON_GROUP_KIND_THREAD, 0, NULL, &n);
+  g_assert_cmpuint (n, ==, 1);
+  find_group (first, PERFMON_GROUP_KIND_WINDOW, 2, NULL, &n);
+  g_assert_cmpuint (n, ==, 1);
+  find_group (first, PERFMON_GROUP_KIND_ADDON, 0, "calm@test", &n);
+  g_assert_cmpuint (n, ==, 1);
+
+  /* Polled again and again: the CPU burned in window 1 shows up. */
+  wait_until (fixture, has_snapshot_with_cpu, GUINT_TO_POINTER (child_pid), "CPU time in window 1");
+  later = get_snapshot (fixture, child_pid);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (later), >, perfmon_snapshot_get_timestamp (first));
+  window = find_group (later, PERFMON_GROUP_KIND_WINDOW, 1, NULL, &n);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (window), >, 0);
+}
+
+static void
+test_aggregate (Fixture       *fixture,
+                gconstpointer  data)
+{
+  /* Window 1 and "shared@test" in both processes; window 2 only in the
+   * first, window 3 only in the second. */
+  const char * const first_options[] = { "--windows=2", "--window-base=1", "--addon=shared@test", NULL };
+  const char * const second_options[] = { "--windows=2", "--window-base=2", "--addon=shared@test",
+                                          "--addon=own@test", NULL };
+  g_autoptr(PerfmonSnapshot) a = NULL;
+  g_autoptr(PerfmonSnapshot) b = NULL;
+  g_autoptr(PerfmonSnapshot) aggregate = NULL;
+  g_autoptr(PerfmonSnapshot) aggregate_again = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonGroupStats *merged, *in_a, *in_b;
+  guint pid_a, pid_b, n;
+
+  start_daemon (fixture, fast_daemon);
+  pid_a = start_child (fixture, first_options);
+  pid_b = start_child (fixture, second_options);
+  wait_until (fixture, has_snapshot_with_cpu, GUINT_TO_POINTER (pid_a), "CPU time in window 1 of a");
+
+  a = get_snapshot (fixture, pid_a);
+  b = get_snapshot (fixture, pid_b);
+  aggregate = get_aggregate (fixture);
+
+  /* The daemon's own pid and name: a valid snapshot of nobody. */
+  g_assert_cmpuint (perfmon_snapshot_get_pid (aggregate), !=, pid_a);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (aggregate), !=, pid_b);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (aggregate), ==, "perfmond aggregate");
+
+  /* One thread group per process. */
+  find_group (aggregate, PERFMON_GROUP_KIND_THREAD, 0, NULL, &n);
+  g_assert_cmpuint (n, ==, 2);
+
+  /* Window 2 is in both processes (the first's second window, the
+   * second's first): one merged group. Windows 1 and 3 are single. */
+  merged = find_group (aggregate, PERFMON_GROUP_KIND_WINDOW, 2, NULL, &n);
+  g_assert_cmpuint (n, ==, 1);
+  in_a = find_group (a, PERFMON_GROUP_KIND_WINDOW, 2, NULL, &n);
+  in_b = find_group (b, PERFMON_GROUP_KIND_WINDOW, 2, NULL, &n);
+  /* Counters only grow, and the aggregate was taken last. */
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (merged), >=,
+                    perfmon_group_stats_get_ticks (in_a) + perfmon_group_stats_get_ticks (in_b));
+  find_group (aggregate, PERFMON_GROUP_KIND_WINDOW, 1, NULL, &n);
+  g_assert_cmpuint (n, ==, 1);
+  find_group (aggregate, PERFMON_GROUP_KIND_WINDOW, 3, NULL, &n);
+  g_assert_cmpuint (n, ==, 1);
+
+  merged = find_group (aggregate, PERFMON_GROUP_KIND_ADDON, 0, "shared@test", &n);
+  g_assert_cmpuint (n, ==, 1);
+  in_a = find_group (a, PERFMON_GROUP_KIND_ADDON, 0, "shared@test", &n);
+  in_b = find_group (b, PERFMON_GROUP_KIND_ADDON, 0, "shared@test", &n);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (merged), >=,
+                    perfmon_group_stats_get_cpu_time (in_a) + perfmon_group_stats_get_cpu_time (in_b));
+  find_group (aggregate, PERFMON_GROUP_KIND_ADDON, 0, "own@test", &n);
+  g_assert_cmpuint (n, ==, 1);
+
+  /* Ids are stable: a later aggregate subtracts from an earlier one. */
+  aggregate_again = get_aggregate (fixture);
+  delta = perfmon_snapshot_subtract (aggregate_again, aggregate, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (delta)->len, ==,
+                    perfmon_snapshot_get_groups (aggregate)->len);
+}
+
+static gboolean
+has_hang_signal (Fixture  *fixture,
+                 gpointer  data)
+{
+  return count_signals (fixture, "Hang") > 0;
+}
+
+static void
+check_hang_listed (Fixture *fixture,
+                   guint    pid)
+{
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) report = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariantIter) iter = NULL;
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autofree char *expected_id = g_strdup_printf ("%u-1", pid);
+  const char *id, *process_name, *runnable, *json;
+  double duration;
+  guint hang_pid;
+
+  reply = call (fixture, "ListHangs", NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(a(susds))", &iter);
+  g_assert_true (g_variant_iter_next (iter, "(&su&sd&s)", &id, &hang_pid, &process_name, &duration, &runnable));
+  g_assert_cmpstr (id, ==, expected_id);
+  g_assert_cmpuint (hang_pid, ==, pid);
+  g_assert_cmpfloat (duration, >=, 100);
+
+  report = call (fixture, "GetHang", g_variant_new ("(s)", id), &error);
+  g_assert_no_error (error);
+  g_variant_get (report, "(&s)", &json);
+  json_parser_load_from_data (parser, json, -1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (json_object_get_double_member (json_node_get_object (json_parser_get_root (parser)),
+                                                    "duration"), ==, duration);
+}
+
+static gboolean
+has_hang_listed (Fixture  *fixture,
+                 gpointer  data)
+{
+  g_autoptr(GVariant) reply = call (fixture, "ListHangs", NULL, NULL);
+  g_autoptr(GVariant) hangs = g_variant_get_child_value (reply, 0);
+
+  return g_variant_n_children (hangs) > 0;
+}
+
+static void
+test_hang (Fixture       *fixture,
+           gconstpointer  data)
+{
+  const char * const options[] = { "--hang-threshold=100", "--stall-after=300", "--stall=600", NULL };
+  g_autoptr(GVariant) hang = NULL;
+  const char *id, *report;
+  guint pid, child_pid;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child (fixture, options);
+
+  wait_until (fixture, has_hang_signal, NULL, "a Hang signal");
+  for (guint i = 0; i < fixture->signals->len; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Hang"))
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(sus)", &hang);
+    }
+  g_variant_get (hang, "(&su&s)", &id, &pid, &report);
+  g_assert_cmpuint (pid, ==, child_pid);
+  g_assert_true (g_str_has_prefix (report, "{"));
+  check_hang_listed (fixture, child_pid);
+}
+
+/* A hang before the daemon knew the process: fetched at registration
+ * (GetHangReports), not missed. */
+static void
+test_hang_before_register (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  const char * const options[] = { "--hang-threshold=100", "--stall-after=0", "--stall=500",
+                                   "--register-delay=1500", NULL };
+  guint child_pid;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child (fixture, options);
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (child_pid), "the late registration");
+  wait_until (fixture, has_hang_listed, NULL, "the early hang to be listed");
+  check_hang_listed (fixture, child_pid);
+}
+
+static void
+test_history (Fixture       *fixture,
+              gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--history=1", NULL };
+  g_autoptr(GPtrArray) all = NULL;
+  g_autoptr(GPtrArray) recent = NULL;
+  g_autoptr(GPtrArray) bounded = NULL;
+  gint64 middle;
+  guint child_pid;
+
+  start_daemon (fixture, options);
+  child_pid = start_child (fixture, NULL);
+
+  /* A bit more than the second of history kept. */
+  g_usleep (2500 * 1000);
+
+  all = get_history (fixture, child_pid, 0);
+  g_assert_cmpuint (all->len, >=, 3);
+  /* At most one second at one poll per 100 ms. */
+  g_assert_cmpuint (all->len, <=, 11);
+  for (guint i = 1; i < all->len; i++)
+    {
+      g_assert_cmpuint (perfmon_snapshot_get_pid (g_ptr_array_index (all, i)), ==, child_pid);
+      g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (all, i)), >,
+                       perfmon_snapshot_get_timestamp (g_ptr_array_index (all, i - 1)));
+    }
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (all, all->len - 1)) -
+                   perfmon_snapshot_get_timestamp (g_ptr_array_index (all, 0)), <=, G_USEC_PER_SEC);
+
+  /* Only the snapshots taken after `since`. */
+  middle = perfmon_snapshot_get_timestamp (g_ptr_array_index (all, all->len / 2));
+  recent = get_history (fixture, child_pid, middle);
+  g_assert_cmpuint (recent->len, >=, 1);
+  for (guint i = 0; i < recent->len; i++)
+    g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (recent, i)), >, middle);
+
+  bounded = get_history (fixture, child_pid, G_MAXINT64);
+  g_assert_cmpuint (bounded->len, ==, 0);
+}
+
+static gboolean
+history_grows (Fixture  *fixture,
+               gpointer  data)
+{
+  g_autoptr(GPtrArray) history = get_history (fixture, GPOINTER_TO_UINT (data), 0);
+
+  return history->len >= 10;
+}
+
+static void
+test_crash_mid_poll (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--call-timeout=300", NULL };
+  const char * const exit_options[] = { "--mode=exit", NULL };
+  const char * const stall_options[] = { "--mode=stall", NULL };
+  guint crasher, staller, healthy;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  start_daemon (fixture, options);
+
+  /* Dies inside the first GetSnapshotJson: the daemon just forgets it. */
+  crasher = start_child (fixture, exit_options);
+  wait_until (fixture, is_not_registered, GUINT_TO_POINTER (crasher), "the crashed child to go");
+
+  /* Never answers: its polls time out while the others go on. */
+  staller = start_child (fixture, stall_options);
+  healthy = start_child (fixture, NULL);
+  wait_until (fixture, history_grows, GUINT_TO_POINTER (healthy), "the healthy child's history");
+  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (staller)));
+
+  reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", staller), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "has no snapshot"));
+}
+
+static void
+test_single_instance (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GSubprocess) second = NULL;
+  g_autoptr(GSubprocess) third = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *err = NULL;
+  g_autofree char *other_pidfile = g_strdup_printf ("--pidfile=%s/other.pid", fixture->tmp_dir);
+  const char * const other_options[] = { other_pidfile, NULL };
+
+  start_daemon (fixture, NULL);
+
+  /* Same pid file: refused before touching the bus. */
+  second = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL);
+  g_subprocess_communicate_utf8 (second, NULL, NULL, NULL, &err, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (second));
+  g_assert_cmpint (g_subprocess_get_exit_status (second), ==, 3);
+  g_assert_nonnull (strstr (err, "already running"));
+  g_clear_pointer (&err, g_free);
+
+  /* Another pid file, same bus: the name is taken. */
+  third = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, other_options);
+  g_subprocess_communicate_utf8 (third, NULL, NULL, NULL, &err, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_subprocess_get_exit_status (third), ==, 3);
+  g_assert_nonnull (strstr (err, "already owns org.perfmon.Daemon1"));
+
+  /* The first one is unharmed. */
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+}
+
+static void
+test_bad_options (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=5", NULL };
+  g_autoptr(GSubprocess) daemon = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, options);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *err = NULL;
+
+  g_subprocess_communicate_utf8 (daemon, NULL, NULL, NULL, &err, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_subprocess_get_exit_status (daemon), ==, 2);
+  g_assert_nonnull (strstr (err, "--poll-interval: expected an integer in [100, 3600000] ms"));
+}
+
+static void
+test_malformed_calls (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  guint child_pid;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child (fixture, NULL);
+
+  reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", 0u), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_assert_nonnull (strstr (error->message, "no registered process has pid 0"));
+  g_clear_error (&error);
+
+  reply = call (fixture, "GetHistory", g_variant_new ("(ux)", child_pid, (gint64) -1), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_assert_nonnull (strstr (error->message, "since_us"));
+  g_clear_error (&error);
+
+  reply = call (fixture, "GetHistory", g_variant_new ("(ux)", 1u, (gint64) 0), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_clear_error (&error);
+
+  reply = call (fixture, "GetHang", g_variant_new ("(s)", "1-1"), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_assert_nonnull (strstr (error->message, "no hang has the id"));
+  g_clear_error (&error);
+
+  /* Wrong argument types: GDBus checks them against the interface. */
+  reply = call (fixture, "GetSnapshot", g_variant_new ("(s)", "1"), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_clear_error (&error);
+
+  reply = call (fixture, "NoSuchMethod", NULL, &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD);
+  g_clear_error (&error);
+
+  /* And the daemon still works. */
+  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (child_pid)));
+}
+
+/* Processes that send too much or nonsense are refused, each with a
+ * message that says why, and do not get in the others' way. */
+static void
+test_bad_processes (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--max-groups=1000", "--max-signals=5", NULL };
+  const char * const flood_options[] = { "--mode=flood", NULL };
+  const char * const garbage_options[] = { "--mode=garbage", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  guint flood, garbage, healthy, n_alerts;
+
+  start_daemon (fixture, options);
+  flood = start_child (fixture, flood_options);
+  garbage = start_child (fixture, garbage_options);
+  healthy = start_child (fixture, NULL);
+
+  reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", flood), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "--max-groups"));
+  g_clear_error (&error);
+
+  reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", garbage), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
+  g_assert_nonnull (strstr (error->message, "timestamp: missing required member"));
+  g_clear_error (&error);
+
+  wait_until (fixture, history_grows, GUINT_TO_POINTER (healthy), "the healthy child's history");
+  snapshot = get_snapshot (fixture, healthy);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, healthy);
+
+  /* The flood child sends 10,000 alerts a second; 5 a second get through
+   * (the test has run for more than a second, and less than a minute). */
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  n_alerts = count_signals (fixture, "Alert");
+  g_assert_cmpuint (n_alerts, >, 0);
+  g_assert_cmpuint (n_alerts, <=, 5 * (DEADLINE_S * 2 + 2));
+}
+
+static void
+test_process_cap (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  const char * const options[] = { "--max-processes=1", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  start_daemon (fixture, options);
+  start_child (fixture, NULL);
+
+  /* The test's own connection would be the second process. */
+  reply = call (fixture, "Register", NULL, &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED);
+  g_assert_nonnull (strstr (error->message, "--max-processes"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autofree char *home = test_make_tmp_dir ("perfmon-test-daemon-home-XXXXXX");
+  g_autofree char *state = g_build_filename (home, "state", NULL);
+  int status;
+
+  /* Before any thread: the hang monitors of the children write their pings
+   * under XDG_STATE_HOME, and perfmond's default pid file would be under
+   * XDG_RUNTIME_DIR (the tests give it --pidfile). */
+  g_setenv ("XDG_STATE_HOME", state, TRUE);
+  g_setenv ("XDG_RUNTIME_DIR", home, TRUE);
+
+  g_test_init (&argc, &argv, NULL);
+
+  if (g_getenv ("PERFMOND") == NULL || g_getenv ("MONITORED_PROCESS") == NULL)
+    {
+      g_test_skip ("PERFMOND and MONITORED_PROCESS must name the programs (meson sets them)");
+      return g_test_run ();
+    }
+
+#define ADD(path, func) g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+  ADD ("/daemon/register", test_register);
+  ADD ("/daemon/poll", test_poll);
+  ADD ("/daemon/aggregate", test_aggregate);
+  ADD ("/daemon/hang", test_hang);
+  ADD ("/daemon/hang-before-register", test_hang_before_register);
+  ADD ("/daemon/history", test_history);
+  ADD ("/daemon/crash-mid-poll", test_crash_mid_poll);
+  ADD ("/daemon/single-instance", test_single_instance);
+  ADD ("/daemon/bad-options", test_bad_options);
+  ADD ("/daemon/malformed-calls", test_malformed_calls);
+  ADD ("/daemon/bad-processes", test_bad_processes);
+  ADD ("/daemon/process-cap", test_process_cap);
+#undef ADD
+
+  status = g_test_run ();
+  test_remove_tree (home);
+  return status;
+}
