@@ -16,6 +16,8 @@
 #include "perfmon-hang-report.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"
+#include "perfmon-tracer.h"
+#include "perfmon-tracer-dbus.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

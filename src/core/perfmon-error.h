@@ -40,6 +40,8 @@ G_BEGIN_DECLS
  *   be taken; the message says why (the thread has exited, or did not
  *   handle the capture signal in time, with its state and kernel wait
  *   channel).
+ * @PERFMON_ERROR_TRACING_STATE: the task tracer is not in the state the
+ *   call needs: it already records, or it does not record.
  *
  * Error codes in the %PERFMON_ERROR domain.
  */
@@ -52,6 +54,7 @@ typedef enum
   PERFMON_ERROR_INVALID_ARGUMENT,
   PERFMON_ERROR_UNKNOWN_EVENT,
   PERFMON_ERROR_STACK_UNAVAILABLE,
+  PERFMON_ERROR_TRACING_STATE,
 } PerfmonError;
 
 PERFMON_AVAILABLE_IN_ALL
