@@ -171,8 +171,12 @@ after_fork_in_child (void)
   __atomic_store_n (&cached_pid, (guint32) getpid (), __ATOMIC_RELAXED);
   tls.ids_left = 0;
   /* Buffers are the parent's; the child traces only if it starts a
-   * session of its own. */
+   * session of its own (and does not write the parent's file). The child
+   * has this one thread: no lock is needed, and none may be taken. */
   __atomic_store_n (&current_session, 0, __ATOMIC_RELAXED);
+  mode = MODE_OFF;
+  flight_is_held = FALSE;
+  session_path = NULL;
 }
 
 static void
@@ -1458,6 +1462,12 @@ serialize_locked (guint   session,
 
   ref_cycles = perfmon_clock_cycles ();
   ref_ns = monotonic_ns ();
+  /* The rate between the session's start and now, when that is long
+   * enough to measure it better than the process-wide estimate: records
+   * of a long session would otherwise drift by its error. */
+  if (session != 0 && ref_ns - session_start_ns > 100 * G_GINT64_CONSTANT (1000000) &&
+      ref_cycles > session_start_cycles)
+    per_ns = (double) (ref_cycles - session_start_cycles) / (double) (ref_ns - session_start_ns);
 
   header.version = PERFMON_TASK_FILE_VERSION;
   header.header_size = sizeof header;
