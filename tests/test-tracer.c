@@ -9,6 +9,7 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -502,6 +503,80 @@ test_flight_recorder_overwrites (Fixture       *fixture,
     }
 }
 
+typedef struct
+{
+  guint    index;
+  gboolean stop;      /* atomic */
+} Writer;
+
+static gpointer
+write_labels (gpointer data)
+{
+  Writer *writer = data;
+
+  for (guint n = 0; !g_atomic_int_get (&writer->stop); n++)
+    perfmon_task_add_label ("thread %u label %u padding to vary the chunk ends%.*s",
+                            writer->index, n, (int) (n % 13), "xxxxxxxxxxxxx");
+  return NULL;
+}
+
+/* Dumps while three threads wrap their small buffers over and over: every
+ * dump is well formed, and what it holds of each thread is a run of that
+ * thread's labels with no torn one and none missing in between. */
+static void
+test_flight_recorder_concurrent_dumps (Fixture       *fixture,
+                                       gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  Writer writers[3];
+  GThread *threads[3];
+
+  g_assert_true (perfmon_tracer_set_buffer_size (64 * 1024, &error));
+  g_assert_true (perfmon_tracer_start_flight_recorder (600, &error));
+  for (guint i = 0; i < G_N_ELEMENTS (writers); i++)
+    {
+      writers[i].index = i;
+      writers[i].stop = FALSE;
+      threads[i] = g_thread_new ("label-writer", write_labels, &writers[i]);
+    }
+
+  for (guint dump = 0; dump < 30; dump++)
+    {
+      g_autoptr(TestTaskFile) file = NULL;
+      gint64 last[G_N_ELEMENTS (writers)] = { -1, -1, -1 };
+
+      g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+      g_assert_no_error (error);
+      file = test_task_file_load (fixture->path);
+      for (guint i = 0; i < file->records->len; i++)
+        {
+          const PerfmonTaskRecordHeader *record = g_ptr_array_index (file->records, i);
+          const char *text = ((const PerfmonTaskLabelRecord *) record)->text;
+          guint thread, n;
+          g_autofree char *expected = NULL;
+
+          if (record->type != PERFMON_TASK_RECORD_LABEL)
+            continue;
+          g_assert_cmpint (sscanf (text, "thread %u label %u", &thread, &n), ==, 2);
+          g_assert_cmpuint (thread, <, G_N_ELEMENTS (writers));
+          expected = g_strdup_printf ("thread %u label %u padding to vary the chunk ends%.*s",
+                                      thread, n, (int) (n % 13), "xxxxxxxxxxxxx");
+          g_assert_cmpstr (text, ==, expected);
+          /* Records are sorted by time: a thread's come in its order. */
+          if (last[thread] >= 0)
+            g_assert_cmpint (n, ==, last[thread] + 1);
+          last[thread] = n;
+        }
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (writers); i++)
+    {
+      g_atomic_int_set (&writers[i].stop, TRUE);
+      g_thread_join (threads[i]);
+    }
+  g_assert_true (perfmon_tracer_stop (&error));
+}
+
 static void
 test_dropped_records (Fixture       *fixture,
                       gconstpointer  data)
@@ -906,6 +981,7 @@ main (int   argc,
   ADD ("/tracer/labels", test_labels);
   ADD ("/tracer/flight-recorder/window", test_flight_recorder_window);
   ADD ("/tracer/flight-recorder/overwrites", test_flight_recorder_overwrites);
+  ADD ("/tracer/flight-recorder/concurrent-dumps", test_flight_recorder_concurrent_dumps);
   ADD ("/tracer/dropped-records", test_dropped_records);
   ADD ("/tracer/errors", test_errors);
   ADD ("/tracer/dbus/one-process", test_dbus_one_process);
