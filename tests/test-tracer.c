@@ -606,7 +606,8 @@ test_errors (Fixture       *fixture,
              gconstpointer  data)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *bad_path = g_build_filename (fixture->dir, "missing", "tasks.log", NULL);
+  g_autofree char *missing_dir = g_build_filename (fixture->dir, "missing", NULL);
+  g_autofree char *bad_path = g_build_filename (missing_dir, "tasks.log", NULL);
 
   g_assert_false (perfmon_tracer_stop (&error));
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_TRACING_STATE);
@@ -627,6 +628,13 @@ test_errors (Fixture       *fixture,
   g_assert_nonnull (strstr (error->message, "buffer size"));
   g_clear_error (&error);
 
+  g_assert_false (perfmon_tracer_start (bad_path, &error));
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+  g_assert_nonnull (strstr (error->message, bad_path));
+  g_clear_error (&error);
+  g_assert_false (perfmon_tracer_is_active ());
+
+  g_assert_cmpint (g_mkdir (missing_dir, 0700), ==, 0);
   g_assert_true (perfmon_tracer_start (bad_path, &error));
   g_assert_false (perfmon_tracer_start (fixture->path, &error));
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_TRACING_STATE);
@@ -635,6 +643,7 @@ test_errors (Fixture       *fixture,
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_TRACING_STATE);
   g_clear_error (&error);
   /* The recording stops even though its file cannot be written. */
+  g_assert_cmpint (g_rmdir (missing_dir), ==, 0);
   g_assert_false (perfmon_tracer_stop (&error));
   g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT);
   g_assert_false (perfmon_tracer_is_active ());

@@ -1583,14 +1583,26 @@ cycles_seconds_ago (guint seconds)
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_TRACING_STATE if a
  *   recording started with perfmon_tracer_start() or
- *   perfmon_tracer_start_flight_recorder() runs
+ *   perfmon_tracer_start_flight_recorder() runs, or %G_FILE_ERROR_NOENT if
+ *   the directory of @path does not exist
  */
 gboolean
 perfmon_tracer_start (const char  *path,
                       GError     **error)
 {
+  g_autofree char *dir = NULL;
+
   g_return_val_if_fail (path != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  /* Better now than after a recording that cannot be written. */
+  dir = g_path_get_dirname (path);
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOENT,
+                   "Cannot write the task log %s: %s is not a directory", path, dir);
+      return FALSE;
+    }
 
   g_mutex_lock (&control_lock);
   if (user_session_running_locked ())
