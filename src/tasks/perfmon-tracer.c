@@ -1309,7 +1309,8 @@ copy_buffer (Buffer   *buffer,
       *copy_out = NULL;
       return 0;
     }
-  memmove (copy, copy + (valid_start - start), head - valid_start);
+  if (valid_start != start)
+    memmove (copy, copy + (valid_start - start), head - valid_start);
   *copy_out = copy;
   return head - valid_start;
 }
@@ -1420,12 +1421,13 @@ serialize_locked (guint   session,
   g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GArray) entries = g_array_new (FALSE, FALSE, sizeof (Entry));
   g_autoptr(GHashTable) callbacks = g_hash_table_new (NULL, NULL);
-  GByteArray *out = g_byte_array_new ();
+  GByteArray *out;
   PerfmonTaskFileHeader header = { PERFMON_TASK_FILE_MAGIC, 0, };
   guint64 ref_cycles;
   gint64 ref_ns;
   double per_ns = cycles_per_ns ();
   guint64 dropped = 0;
+  gsize total_bytes = 0;
   GHashTableIter iter;
   gpointer key;
   const char *process_name;
@@ -1455,11 +1457,21 @@ serialize_locked (guint   session,
       if (copy != NULL)
         {
           g_ptr_array_add (copies, copy);
+          total_bytes += length;
           parse_copy (copy, length, since_cycles, entries, callbacks);
         }
     }
-  g_array_sort (entries, entry_compare);
+  /* Each thread's records are in order already: with one thread, or
+   * threads that took turns, there is nothing to sort. */
+  for (guint i = 1; i < entries->len; i++)
+    if (entry_compare (&g_array_index (entries, Entry, i - 1), &g_array_index (entries, Entry, i)) > 0)
+      {
+        g_array_sort (entries, entry_compare);
+        break;
+      }
 
+  out = g_byte_array_sized_new (sizeof header + total_bytes + buffers->len * 64 +
+                                 g_hash_table_size (callbacks) * 128);
   ref_cycles = perfmon_clock_cycles ();
   ref_ns = monotonic_ns ();
   /* The rate between the session's start and now, when that is long
