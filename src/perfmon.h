@@ -19,6 +19,8 @@
 #include "perfmon-timer.h"
 #include "perfmon-thread-watcher.h"
 #include "perfmon-export.h"
+#include "perfmon-tracer.h"
+#include "perfmon-tracer-dbus.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

@@ -15,6 +15,7 @@
 #include "perfmon.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
+#include "perfmon-task-file-test.h"
 
 #define PERFMON_LABEL_MAX_TEST_DEPTH 200
 
@@ -670,18 +671,38 @@ test_jank_stack_sampling (Fixture       *fixture,
   g_assert_null (wait.params);
 }
 
+/* The jank of the trace test, as a traced task with a label. */
+static gboolean
+traced_jank (gpointer data)
+{
+  perfmon_task_add_label ("long jank of %u ms", GPOINTER_TO_UINT (data));
+  hang_in_labelled_function (GPOINTER_TO_UINT (data));
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+dispatch_traced_jank (gpointer data)
+{
+  /* This thread runs the context: the task runs now. */
+  perfmon_main_context_invoke (g_main_context_get_thread_default (), traced_jank, data);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 test_jank_trace (Fixture       *fixture,
                  gconstpointer  data)
 {
   g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonNode) trace = NULL;
-  g_autofree char *contents = NULL;
+  g_autoptr(GVariant) logs = NULL;
+  g_autoptr(TestTaskFile) trace = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *expected_name = NULL;
   JankWait wait = { fixture->loop, NULL };
   const char *log_type;
-  JsonArray *events;
-  gint64 begin_time, end_time;
+  const char *path;
+  const PerfmonTaskLabelRecord *label = NULL;
+  gint64 begin_time, end_time, time_ms;
 
   g_hash_table_insert (params, "log_type", "2");
   g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
@@ -696,7 +717,7 @@ test_jank_trace (Fixture       *fixture,
 
   /* Over 450 ms and still janky at the 150 ms checks: the trace is stored
    * 3 s after the capture started. */
-  add_named_source (fixture->context, "long jank", hang_once, GUINT_TO_POINTER (900), 10);
+  add_named_source (fixture->context, "long jank", dispatch_traced_jank, GUINT_TO_POINTER (900), 10);
   add_watchdog_timeout (fixture->context, 10, "no trace event");
   g_main_loop_run (fixture->loop);
 
@@ -706,17 +727,33 @@ test_jank_trace (Fixture       *fixture,
   g_assert_true (g_variant_lookup (wait.params, "begin_time", "x", &begin_time));
   g_assert_true (g_variant_lookup (wait.params, "end_time", "x", &end_time));
   g_assert_cmpint (end_time - begin_time, >=, 3000);
-  contents = read_single_log (wait.params);
-  trace = parse_json (contents);
-  events = json_object_get_array_member (json_node_get_object (trace), "traceEvents");
-  g_assert_cmpuint (json_array_get_length (events), >, 0);
-  for (guint i = 0; i < json_array_get_length (events); i++)
-    {
-      JsonObject *event = json_array_get_object_element (events, i);
+  g_assert_true (g_variant_lookup (wait.params, "time", "x", &time_ms));
 
-      g_assert_cmpstr (json_object_get_string_member (event, "ph"), ==, "X");
-      g_assert_cmpfloat (json_object_get_double_member (event, "dur"), >=, 0.0);
+  /* The flight recorder's task log, named MAIN_THREAD_JANK_<unix-ms>_<pid>.trace. */
+  logs = g_variant_lookup_value (wait.params, "external_log", G_VARIANT_TYPE_STRING_ARRAY);
+  g_assert_nonnull (logs);
+  g_assert_cmpuint (g_variant_n_children (logs), ==, 1);
+  g_variant_get_child (logs, 0, "&s", &path);
+  g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+  name = g_path_get_basename (path);
+  expected_name = g_strdup_printf ("MAIN_THREAD_JANK_%" G_GINT64_FORMAT "_%d.trace", time_ms, (int) getpid ());
+  g_assert_cmpstr (name, ==, expected_name);
+  trace = test_task_file_load (path);
+  g_assert_cmpuint (trace->header.pid, ==, (guint) getpid ());
+  /* The janky task is in it, labelled, begun and ended on this thread. */
+  for (guint i = 0; i < trace->records->len && label == NULL; i++)
+    {
+      const PerfmonTaskRecordHeader *record = g_ptr_array_index (trace->records, i);
+
+      if (record->type == PERFMON_TASK_RECORD_LABEL &&
+          g_strcmp0 (((const PerfmonTaskLabelRecord *) record)->text, "long jank of 900 ms") == 0)
+        label = (const PerfmonTaskLabelRecord *) record;
     }
+  g_assert_nonnull (label);
+  g_assert_cmpuint (label->task_id, !=, 0);
+  g_assert_nonnull (test_task_file_find (trace, PERFMON_TASK_RECORD_DISPATCH, label->task_id, 0));
+  g_assert_nonnull (test_task_file_find (trace, PERFMON_TASK_RECORD_BEGIN, label->task_id, 0));
+  g_assert_nonnull (test_task_file_find (trace, PERFMON_TASK_RECORD_END, label->task_id, 0));
   g_clear_pointer (&wait.params, g_variant_unref);
 }
 

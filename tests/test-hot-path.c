@@ -8,6 +8,7 @@
 
 #include "perfmon.h"
 #include "perfmon-no-syscalls.h"
+#include "perfmon-tracer-private.h"
 
 #define N_PAIRS 100000
 
@@ -56,6 +57,73 @@ test_enter_leave_no_syscalls (void)
   g_test_trap_assert_passed ();
 }
 
+/* What every traced dispatch records (DISPATCH, BEGIN, END), labels and
+ * source events, enough of them to wrap a small buffer many times. */
+static void
+record_task_events (gpointer data)
+{
+  for (guint i = 0; i < N_PAIRS; i++)
+    {
+      PerfmonTaskIds ids;
+      PerfmonTaskContext saved;
+
+      if (i % 64 == 0)
+        perfmon_source_event_begin (PERFMON_SOURCE_EVENT_KEY);
+      _perfmon_task_dispatch (&ids, record_task_events);
+      _perfmon_task_enter (&ids, &saved);
+      perfmon_task_add_label ("task %u of %s", i, "the hot path");
+      {
+        PERFMON_AUTO_TASK_LABEL ("scope %u", i);
+      }
+      _perfmon_task_leave (&saved);
+      if (i % 64 == 63)
+        perfmon_source_event_end ();
+    }
+}
+
+/* @flight: the flight recorder (overwrites), else a file recording (drops
+ * what does not fit). Either way the buffer is far smaller than what is
+ * recorded. */
+static void
+tracer_events_no_syscalls (gboolean flight)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dir = g_dir_make_tmp ("perfmon-hot-path-XXXXXX", &error);
+      g_autofree char *path = g_build_filename (dir, "tasks.log", NULL);
+
+      g_assert_true (perfmon_tracer_set_buffer_size (64 * 1024, &error));
+      if (flight)
+        g_assert_true (perfmon_tracer_start_flight_recorder (60, &error));
+      else
+        g_assert_true (perfmon_tracer_start (path, &error));
+      g_assert_no_error (error);
+      /* Warm up: the thread's first event allocates its buffer and its
+       * first ids read the pid. */
+      perfmon_task_add_label ("warm-up");
+      perfmon_source_event_begin (PERFMON_SOURCE_EVENT_KEY);
+      perfmon_source_event_end ();
+
+      run_without_system_calls (record_task_events, NULL);
+    }
+
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+static void
+test_tracer_flight_no_syscalls (void)
+{
+  tracer_events_no_syscalls (TRUE);
+}
+
+static void
+test_tracer_file_no_syscalls (void)
+{
+  tracer_events_no_syscalls (FALSE);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -63,6 +131,8 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/hot-path/enter-leave-no-syscalls", test_enter_leave_no_syscalls);
+  g_test_add_func ("/hot-path/tracer-flight-recorder-no-syscalls", test_tracer_flight_no_syscalls);
+  g_test_add_func ("/hot-path/tracer-file-no-syscalls", test_tracer_file_no_syscalls);
 
   return g_test_run ();
 }

@@ -42,6 +42,8 @@ G_BEGIN_DECLS
  *   channel).
  * @PERFMON_ERROR_LIMIT_REACHED: a fixed limit of live objects (such as the
  *   128 task timers) is reached; the message names the limit.
+ * @PERFMON_ERROR_TRACING_STATE: the task tracer is not in the state the
+ *   call needs: it already records, or it does not record.
  *
  * Error codes in the %PERFMON_ERROR domain.
  */
@@ -55,6 +57,7 @@ typedef enum
   PERFMON_ERROR_UNKNOWN_EVENT,
   PERFMON_ERROR_STACK_UNAVAILABLE,
   PERFMON_ERROR_LIMIT_REACHED,
+  PERFMON_ERROR_TRACING_STATE,
 } PerfmonError;
 
 PERFMON_AVAILABLE_IN_ALL

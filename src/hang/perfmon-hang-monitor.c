@@ -628,6 +628,11 @@ watchdog_main (gpointer data)
    * that is not counted, whichever stretch it belongs to. */
   gint64 resumed_us = 0;
 
+  /* A first tick, on an idle loop: it starts the flight recorder that
+   * jank traces are taken from (if the configuration may ask for
+   * traces), so that it holds the start of the first janky task. */
+  tick_jank (self, sampler, 0);
+
   g_mutex_lock (&activity->mutex);
   while (!self->stopping)
     {

@@ -15,6 +15,14 @@
 #include "perfmon-modules-private.h"
 #include "perfmon-stack-capture-private.h"
 #include "perfmon-stack-tree-private.h"
+#include "perfmon-tracer-private.h"
+
+/* The flight recorder the sampler keeps running while traces may be
+ * captured: long enough for the seconds before a jank, the jank itself and
+ * the 3 s of checks after it. */
+#define JANK_FLIGHT_RECORDER_SECONDS 30
+/* How much of what led up to the jank a trace shows. */
+#define JANK_TRACE_LEAD_US           (G_GINT64_CONSTANT (3) * G_USEC_PER_SEC)
 
 /* The checker follows the seed's timing (see perfmon-jank-policy.c for the
  * schedule): a busy stretch that passes the stack threshold (150 ms, or
@@ -47,6 +55,8 @@ struct _PerfmonJankSampler
   guint64              trace_stretch;
 
   guint                n_samples_total;
+  /* Whether the sampler holds the tracer's flight recorder. */
+  gboolean             holds_flight_recorder;
 };
 
 PerfmonJankSampler *
@@ -76,6 +86,8 @@ _perfmon_jank_sampler_free (PerfmonJankSampler *sampler)
   if (sampler == NULL)
     return;
   end_session (sampler);
+  if (sampler->holds_flight_recorder)
+    _perfmon_tracer_release_flight_recorder ();
   g_free (sampler);
 }
 
@@ -141,41 +153,6 @@ monotonic_to_real_ms (gint64 monotonic_us)
   return (g_get_real_time () - (g_get_monotonic_time () - monotonic_us)) / 1000;
 }
 
-/* A Chrome trace of the loop's recent busy stretches: until task tracing
- * records tasks, the iterations are what there is to see. */
-static char *
-recent_stretches_trace (PerfmonLoopActivity *activity)
-{
-  GString *trace = g_string_new ("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[");
-  guint64 last = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
-  guint64 first = last >= PERFMON_LOOP_RECENT_STRETCHES - 1 ? last - (PERFMON_LOOP_RECENT_STRETCHES - 2) : 1;
-  double us_per_cycle = 1.0 / perfmon_clock_cycles_per_us ();
-  guint64 now_cycles = perfmon_clock_cycles ();
-  gint64 tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
-  gboolean first_event = TRUE;
-
-  /* The newest ring slots are rewritten while we read, the oldest may be
-   * overwritten: skip any stretch whose times are not in order. */
-  for (guint64 index = first; index <= last; index++)
-    {
-      PerfmonLoopStretch *stretch = _perfmon_loop_activity_stretch (activity, index);
-      guint64 begin = __atomic_load_n (&stretch->begin, __ATOMIC_RELAXED);
-      guint64 end = __atomic_load_n (&stretch->end, __ATOMIC_RELAXED);
-      if (begin == 0 || begin > now_cycles)
-        continue;
-      if (end < begin)
-        end = now_cycles;   /* still busy */
-      g_string_append_printf (trace,
-                              "%s{\"name\":\"main loop iteration\",\"cat\":\"perfmon\",\"ph\":\"X\","
-                              "\"ts\":%" G_GINT64_FORMAT ",\"dur\":%.1f,\"pid\":%d,\"tid\":%" G_GINT64_FORMAT "}",
-                              first_event ? "" : ",", perfmon_clock_cycles_to_monotonic_us (begin), (double) (end - begin) * us_per_cycle,
-                              (int) getpid (), tid);
-      first_event = FALSE;
-    }
-  g_string_append (trace, "]}\n");
-  return g_string_free (trace, FALSE);
-}
-
 /* Writes the session's log and builds the event. NULL if the rate limits
  * say no. */
 static GVariant *
@@ -186,6 +163,7 @@ report (PerfmonJankSampler     *sampler,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GDateTime) when = g_date_time_new_now_local ();
+  g_autoptr(GBytes) trace = NULL;
   g_autofree char *contents = NULL;
   g_autofree char *heaviest = NULL;
   g_autofree char *name = NULL;
@@ -197,6 +175,8 @@ report (PerfmonJankSampler     *sampler,
   gboolean written = FALSE;
   gint64 real_now_us = g_get_real_time ();
   gboolean is_trace = sampler->action == PERFMON_JANK_ACTION_TRACE;
+  const char *data;
+  gsize length;
 
   if (is_trace ? !_perfmon_jank_limiter_allow_trace (&sampler->limiter, real_now_us)
                : !_perfmon_jank_limiter_allow_stack (&sampler->limiter, config,
@@ -205,26 +185,33 @@ report (PerfmonJankSampler     *sampler,
 
   if (is_trace)
     {
-      contents = recent_stretches_trace (sampler->activity);
+      /* The task log of the flight recorder (see the tasks/ tracer): the
+       * tasks that ran and waited from a little before the jank to now,
+       * the end of the seed's 3 s capture. */
+      trace = _perfmon_tracer_serialize_recent (sampler->janky_stretch_start_us - JANK_TRACE_LEAD_US);
+      data = g_bytes_get_data (trace, &length);
       heaviest = g_strdup ("");
+      /* "MAIN_THREAD_JANK_<unix-ms>_<pid>.trace" */
+      name = g_strdup_printf ("%s%" G_GINT64_FORMAT "_%u%s", PERFMON_LOG_DIR_JANK_PREFIX,
+                              real_now_us / 1000, (guint) getpid (), PERFMON_LOG_DIR_TRACE_SUFFIX);
     }
   else
     {
-      g_autofree char *tree = _perfmon_stack_tree_to_text (sampler->tree);
-
       heaviest = _perfmon_stack_tree_heaviest_stack (sampler->tree);
-      contents = g_strdup (tree);
+      contents = _perfmon_stack_tree_to_text (sampler->tree);
+      data = contents;
+      length = strlen (contents);
+      name = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, when, (guint) getpid (),
+                                         PERFMON_LOG_DIR_STACK_SUFFIX);
     }
 
-  name = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, when, (guint) getpid (),
-                                     is_trace ? PERFMON_LOG_DIR_TRACE_SUFFIX : PERFMON_LOG_DIR_STACK_SUFFIX);
   path = g_build_filename (setup->log_dir, name, NULL);
   if (!_perfmon_log_dir_make_room (setup->log_dir, own_prefixes, setup->log_dir_limit,
-                                   strlen (contents), &over_limit, &error))
+                                   length, &over_limit, &error))
     g_warning ("Could not age the jank logs in %s: %s", setup->log_dir, error->message);
-  else if (strlen (contents) > setup->log_dir_limit)
+  else if (length > setup->log_dir_limit)
     over_limit = TRUE;
-  else if (!_perfmon_log_dir_write_atomically (setup->log_dir, name, contents, strlen (contents), &error))
+  else if (!_perfmon_log_dir_write_atomically (setup->log_dir, name, data, length, &error))
     g_warning ("Could not write the jank log %s: %s", path, error->message);
   else
     written = TRUE;
@@ -296,6 +283,18 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
   gint64 next = G_MAXINT64;
 
   *event_out = NULL;
+
+  /* Traces are the flight recorder's records: keep it running whenever the
+   * configuration may ask for one (log_type 0 and 2), from the first tick
+   * on, so that it holds what led up to a jank when one comes. */
+  if ((config->log_type != PERFMON_JANK_LOG_TYPE_STACK) != sampler->holds_flight_recorder)
+    {
+      if (sampler->holds_flight_recorder)
+        _perfmon_tracer_release_flight_recorder ();
+      else
+        _perfmon_tracer_hold_flight_recorder (JANK_FLIGHT_RECORDER_SECONDS);
+      sampler->holds_flight_recorder = !sampler->holds_flight_recorder;
+    }
 
   if (_perfmon_jank_limiter_in_startup (&sampler->limiter, config, g_get_real_time ()))
     return busy ? now_us + (gint64) config->ignore_startup_time_s * G_USEC_PER_SEC : G_MAXINT64;

@@ -8,8 +8,9 @@
 
 G_BEGIN_DECLS
 
-/* Our jank logs: "MAIN_THREAD_JANK_<YYYYmmddHHMMSS>_<pid>.txt" (stacks) or
- * ".trace" (traces). */
+/* Our jank logs: "MAIN_THREAD_JANK_<YYYYmmddHHMMSS>_<pid>.txt" (stacks) and
+ * "MAIN_THREAD_JANK_<unix-ms>_<pid>.trace" (task logs of the tracer's flight
+ * recorder). */
 #define PERFMON_LOG_DIR_JANK_PREFIX   "MAIN_THREAD_JANK_"
 #define PERFMON_LOG_DIR_STACK_SUFFIX  ".txt"
 #define PERFMON_LOG_DIR_TRACE_SUFFIX  ".trace"

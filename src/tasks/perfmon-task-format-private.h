@@ -46,7 +46,7 @@ typedef struct
   char    process_name[32];    /* NUL-padded; truncated if longer */
 } PerfmonTaskFileHeader;
 
-G_STATIC_ASSERT (sizeof (PerfmonTaskFileHeader) == 88);
+G_STATIC_ASSERT (sizeof (PerfmonTaskFileHeader) == 80);
 
 typedef enum
 {

@@ -1,0 +1,137 @@
+/* perfmon-tracer.h: task tracing, the recording side
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#if !defined(PERFMON_INSIDE) && !defined(PERFMON_COMPILATION)
+#error "Only <perfmon.h> can be included directly."
+#endif
+
+#include <gio/gio.h>
+
+#include "perfmon-version-macros.h"
+#include "perfmon-source-event.h"
+
+G_BEGIN_DECLS
+
+/* Turning tracing on and off: any thread; the calls are serialised. */
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_start                 (const char  *path,
+                                                GError     **error);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_start_flight_recorder (guint        seconds,
+                                                GError     **error);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_dump                  (const char  *path,
+                                                GError     **error);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_stop                  (GError     **error);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_is_active             (void);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_tracer_set_buffer_size       (gsize        bytes,
+                                                GError     **error);
+
+/* The calling thread's state: any thread, about itself. */
+PERFMON_AVAILABLE_IN_ALL
+guint64   perfmon_source_event_begin           (PerfmonSourceEventType type);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_source_event_end             (void);
+PERFMON_AVAILABLE_IN_ALL
+guint64   perfmon_source_event_get_current     (PerfmonSourceEventType *type);
+PERFMON_AVAILABLE_IN_ALL
+guint64   perfmon_task_get_current             (void);
+
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_task_add_label               (const char  *format,
+                                                ...) G_GNUC_PRINTF (1, 2);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_task_add_label_valist        (const char  *format,
+                                                va_list      args) G_GNUC_PRINTF (1, 0);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_task_add_label_literal       (const char  *text);
+
+/* Dispatch wrappers: the GLib call of the same name, plus a task. */
+PERFMON_AVAILABLE_IN_ALL
+guint     perfmon_idle_add                     (GSourceFunc     function,
+                                                gpointer        data);
+PERFMON_AVAILABLE_IN_ALL
+guint     perfmon_idle_add_full                (int             priority,
+                                                GSourceFunc     function,
+                                                gpointer        data,
+                                                GDestroyNotify  notify);
+PERFMON_AVAILABLE_IN_ALL
+guint     perfmon_timeout_add                  (guint           interval,
+                                                GSourceFunc     function,
+                                                gpointer        data);
+PERFMON_AVAILABLE_IN_ALL
+guint     perfmon_timeout_add_full             (int             priority,
+                                                guint           interval,
+                                                GSourceFunc     function,
+                                                gpointer        data,
+                                                GDestroyNotify  notify);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_main_context_invoke          (GMainContext   *context,
+                                                GSourceFunc     function,
+                                                gpointer        data);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_main_context_invoke_full     (GMainContext   *context,
+                                                int             priority,
+                                                GSourceFunc     function,
+                                                gpointer        data,
+                                                GDestroyNotify  notify);
+PERFMON_AVAILABLE_IN_ALL
+GThreadPool *perfmon_thread_pool_new           (GFunc           func,
+                                                gpointer        user_data,
+                                                int             max_threads,
+                                                gboolean        exclusive,
+                                                GError        **error);
+PERFMON_AVAILABLE_IN_ALL
+gboolean  perfmon_thread_pool_push             (GThreadPool    *pool,
+                                                gpointer        data,
+                                                GError        **error);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_thread_pool_free             (GThreadPool    *pool,
+                                                gboolean        immediate,
+                                                gboolean        wait_);
+PERFMON_AVAILABLE_IN_ALL
+void      perfmon_task_run_in_thread           (GTask          *task,
+                                                GTaskThreadFunc task_func);
+
+/* Scope guard: PERFMON_AUTO_TASK_LABEL ("Event [%s]", name); adds the label
+ * "Begin Event [...]" now and "End Event [...]" when the enclosing block
+ * ends. The text is formatted once, into the guard (on the stack). Hidden
+ * from g-ir-scanner: bindings call perfmon_task_add_label(). */
+#ifndef __GI_SCANNER__
+typedef struct
+{
+  char text[248];
+} PerfmonTaskLabelGuard;
+
+PERFMON_AVAILABLE_IN_ALL
+void _perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
+                                      const char            *format,
+                                      ...) G_GNUC_PRINTF (2, 3);
+PERFMON_AVAILABLE_IN_ALL
+void _perfmon_task_label_guard_end   (PerfmonTaskLabelGuard *guard);
+
+#define _PERFMON_TASK_LABEL_GUARD_NAME(line) _PERFMON_TASK_LABEL_GUARD_NAME2 (line)
+#define _PERFMON_TASK_LABEL_GUARD_NAME2(line) _perfmon_task_label_guard_##line
+
+/**
+ * PERFMON_AUTO_TASK_LABEL:
+ * @...: a printf() format and its arguments
+ *
+ * Adds the label "Begin " followed by the formatted text to the current
+ * task now, and "End " followed by the same text when the enclosing scope
+ * ends, whichever way it ends (the seed's AutoScopedLabel). See
+ * perfmon_task_add_label().
+ */
+#define PERFMON_AUTO_TASK_LABEL(...) \
+  G_GNUC_UNUSED __attribute__ ((cleanup (_perfmon_task_label_guard_end))) \
+  PerfmonTaskLabelGuard _PERFMON_TASK_LABEL_GUARD_NAME (__LINE__); \
+  _perfmon_task_label_guard_begin (&_PERFMON_TASK_LABEL_GUARD_NAME (__LINE__), __VA_ARGS__)
+#endif /* __GI_SCANNER__ */
+
+G_END_DECLS
