@@ -16,6 +16,7 @@
 #include "perfmon-hang-report.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"
+#include "perfmon-export.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

@@ -968,7 +968,7 @@ test_variant_values (void)
 
   g_assert_cmpstr (text, ==,
                    "(1, 77, 5, 12, 'proc', 3, 4, "
-                   "[(6, 3, 'c', 8, 'ad', 1, 2, 9, [4, 3, 2, 1, 0, 0, 0, 0, 0, 0])])");
+                   "[(6, 3, 'c', 8, ['ad'], 1, 2, 9, [4, 3, 2, 1, 0, 0, 0, 0, 0, 0])])");
 }
 
 typedef struct
@@ -980,12 +980,12 @@ typedef struct
   const char   *also;
 } MalformedVariant;
 
-#define V_GROUP1 "(1, 0, 'main', 0, nothing, 10, 0, 5, [3, 2, 1, 0, 0, 0, 0, 0, 0, 0])"
+#define V_GROUP1 "(1, 0, 'main', 0, @as [], 10, 0, 5, [3, 2, 1, 0, 0, 0, 0, 0, 0, 0])"
 
 static const MalformedVariant malformed_variants[] = {
   { "(uu)", "(1, 2)", PERFMON_ERROR_INVALID_DATA, "(root)", "got (uu)" },
-  { "(uxxustta(tustmstttau))",
-    "(1, 0, 0, 1, 'p', 0, 0, [(1, 0, 'main', 0, nothing, 0, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])",
+  { "(uxxustta(tustastttau))",
+    "(1, 0, 0, 1, 'p', 0, 0, [(1, 0, 'main', 0, @as [], 0, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])",
     PERFMON_ERROR_INVALID_DATA, "(root)", PERFMON_SNAPSHOT_VARIANT_TYPE },
   { "s", "'hello'", PERFMON_ERROR_INVALID_DATA, "(root)", "expected a variant of type" },
   { NULL, "(0, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
@@ -993,20 +993,22 @@ static const MalformedVariant malformed_variants[] = {
   { NULL, "(1, -1, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "timestamp", NULL },
   { NULL, "(1, 0, -9223372036854775808, 1, 'p', 0, 0, [])", PERFMON_ERROR_INVALID_DATA, "interval", NULL },
   { NULL, "(1, 0, 0, 0, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "pid", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 4, 'x', 0, nothing, 0, 0, 0, "
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 4, 'x', 0, @as [], 0, 0, 0, "
     "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].kind", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 4294967295, 'x', 0, nothing, 0, 0, 0, "
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 4294967295, 'x', 0, @as [], 0, 0, 0, "
     "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].kind", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 0, [0, 0, 0])])",
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 0, [0, 0, 0])])",
     PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 3 elements" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 0, @at [])])",
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 0, @at [])])",
     PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 0 elements" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 1, 'x', 0, nothing, 0, 0, 9, "
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 1, 'x', 0, @as [], 0, 0, 9, "
     "[3, 4, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].durations", "durations[1]" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, nothing, 0, 0, 2, "
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 2, "
     "[3, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "ticks" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (7, 1, 'x', 0, nothing, 0, 0, 0, "
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (7, 1, 'x', 0, @as [], 0, 0, 0, "
     "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), " V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "groups[2].id", "groups[0]" },
+  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 2, 'x', 0, ['a@x', 'b@x'], 0, 0, 0, "
+    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].addon_id", "at most one" },
 };
 
 static void

@@ -21,10 +21,15 @@ G_BEGIN_DECLS
  * The #GVariant type string of perfmon_snapshot_to_variant(): format
  * version, timestamp, interval, pid, process name, process user and system
  * CPU time, then one tuple per group: id, kind, name, window id, add-on id
- * (nothing when the group has none), CPU time, blocked time, ticks and the
- * %PERFMON_N_DURATIONS histogram buckets. Times are in microseconds.
+ * (an array of one string, or empty when the group has none), CPU time,
+ * blocked time, ticks and the %PERFMON_N_DURATIONS histogram buckets. Times
+ * are in microseconds.
+ *
+ * The type is one D-Bus can carry (it has no maybe type), so that the
+ * variant travels as it is, for example in the `v` of
+ * `org.perfmon.Monitor1.GetSnapshot()`.
  */
-#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxustta(tustmstttat))"
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxustta(tustastttat))"
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 

@@ -169,17 +169,19 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
         }
     }
 
-  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustmstttat)"));
+  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustastttat)"));
   for (guint i = 0; i < merged->len; i++)
     {
       const MergedGroup *group = g_ptr_array_index (merged, i);
 
-      g_variant_builder_add (&groups, "(tustmsttt@at)",
+      g_variant_builder_add (&groups, "(tust@asttt@at)",
                              group->id,
                              (guint32) group->kind,
                              group->name,
                              group->window_id,
-                             group->addon_id,
+                             /* zero or one add-on id */
+                             g_variant_new_strv ((const char * const *) &group->addon_id,
+                                                 group->addon_id != NULL ? 1 : 0),
                              group->cpu_time,
                              group->blocked_time,
                              group->ticks,
@@ -192,7 +194,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   g_hash_table_unref (self->ids);
   self->ids = g_steal_pointer (&new_ids);
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@a(tustmstttat))",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@a(tustastttat))",
                                             (guint32) 1, /* the snapshot format version */
                                             timestamp,
                                             (gint64) 0,
@@ -203,19 +205,3 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
                                             g_variant_builder_end (&groups)));
 }
 
-/* Returns: (transfer full): a non-floating "ay" holding @variant's data */
-GVariant *
-perfmond_variant_to_wire (GVariant *variant)
-{
-  g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (variant);
-
-  return g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING, bytes, TRUE));
-}
-
-GVariant *
-perfmond_snapshot_to_wire (PerfmonSnapshot *snapshot)
-{
-  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
-
-  return perfmond_variant_to_wire (variant);
-}

@@ -16,7 +16,7 @@ const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
 
 const N_DURATIONS = 10;
-const VARIANT_TYPE = '(uxxustta(tustmstttat))';
+const VARIANT_TYPE = '(uxxustta(tustastttat))';
 
 class AssertionError extends Error {}
 

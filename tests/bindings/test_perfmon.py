@@ -25,7 +25,7 @@ gi.require_version('Perfmon', '1')
 from gi.repository import GLib, Perfmon  # noqa: E402
 
 N_DURATIONS = 10
-VARIANT_TYPE = '(uxxustta(tustmstttat))'
+VARIANT_TYPE = '(uxxustta(tustastttat))'
 
 
 def burn(seconds):
@@ -881,7 +881,7 @@ class TestSnapshot(PerfmonTestCase):
                 groups, newer.get_groups()):
             self.assertEqual(gid, g.get_id())
             self.assertEqual(kind, int(g.get_kind()))
-            self.assertEqual(addon_id, g.get_addon_id())
+            self.assertEqual(addon_id, [g.get_addon_id()] if g.get_addon_id() is not None else [])
             self.assertEqual(cpu, g.get_cpu_time())
             self.assertEqual(list(durations), list(g.get_durations()))
 
