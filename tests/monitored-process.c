@@ -52,6 +52,7 @@ static guint64 window_base = 1;
 static char **addons = NULL;
 static int n_compartments = 0;
 static int burn_ms = 2;
+static int tick_ms = 10;
 static int hang_threshold_ms = 0;
 static int stall_after_ms = 0;
 static int stall_ms = 0;
@@ -265,7 +266,8 @@ main (int    argc,
     { "window-base", 0, 0, G_OPTION_ARG_INT64, &window_base, "The first window id", "ID" },
     { "addon", 0, 0, G_OPTION_ARG_STRING_ARRAY, &addons, "An add-on id (repeatable)", "ID" },
     { "compartments", 0, 0, G_OPTION_ARG_INT, &n_compartments, "Extra compartments", "N" },
-    { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every 10 ms in the first window", "MS" },
+    { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every tick in the first window", "MS" },
+    { "tick", 0, 0, G_OPTION_ARG_INT, &tick_ms, "Run the compartments every MS (default 10)", "MS" },
     { "hang-threshold", 0, 0, G_OPTION_ARG_INT, &hang_threshold_ms, "Start a hang monitor", "MS" },
     { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
     { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
@@ -357,7 +359,7 @@ main (int    argc,
     }
 
   loop = g_main_loop_new (NULL, FALSE);
-  g_timeout_add (10, work, NULL);
+  g_timeout_add ((guint) MAX (tick_ms, 1), work, NULL);
   if (stall_ms > 0)
     g_timeout_add ((guint) stall_after_ms, stall_once, NULL);
   if (g_str_equal (mode, "flood"))
