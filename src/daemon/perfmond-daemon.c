@@ -269,7 +269,7 @@ remove_process (PerfmondDaemon *self,
       g_dbus_connection_signal_unsubscribe (self->connection, process->signal_id);
       process->signal_id = 0;
     }
-  answer_waiters (process, "it left the bus");
+  answer_waiters (process, why);
   while (!g_queue_is_empty (&process->history))
     history_pop_oldest (self, process);
 
