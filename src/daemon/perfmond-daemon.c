@@ -283,7 +283,8 @@ remove_process (PerfmondDaemon *self,
 static void
 add_history (PerfmondDaemon  *self,
              Process         *process,
-             PerfmonSnapshot *snapshot)
+             PerfmonSnapshot *snapshot,
+             GVariant        *variant)
 {
   HistoryEntry *entry = g_new0 (HistoryEntry, 1);
   gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
@@ -292,9 +293,12 @@ add_history (PerfmondDaemon  *self,
   HistoryEntry *newest;
 
   entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  /* Written again rather than kept as received: in normal form, and
-   * without what else the reply's buffer held. */
-  entry->variant = perfmon_snapshot_to_variant (snapshot);
+  /* The variant as received, checked by decoding it: GDBus built it as a
+   * tree of small values, which g_variant_get_data() flattens into one
+   * buffer, the compact form to keep. Cheaper than writing it again from
+   * the snapshot, and the same content. */
+  entry->variant = g_variant_ref (variant);
+  g_variant_get_data (entry->variant);
   entry->size = g_variant_get_size (entry->variant) + sizeof *entry + sizeof (GList);
   g_queue_push_tail (&process->history, entry);
   process->history_bytes += entry->size;
@@ -401,7 +405,7 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot);
+  add_history (self, process, snapshot, variant);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
