@@ -767,7 +767,7 @@ test_restart (Fixture       *fixture,
 {
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   GSubprocess *restarted;
-  guint first, second;
+  guint first, second, restarted_pid;
 
   start_daemon (fixture, fast_daemon);
   first = start_child (fixture, NULL);
@@ -779,13 +779,16 @@ test_restart (Fixture       *fixture,
    * (perfmon_monitor_export() tries that once); or this one takes the
    * name. Either way the processes must come back. */
   restarted = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, fast_daemon);
+  /* Its identifier goes when it exits. */
+  restarted_pid = g_subprocess_get_identifier (restarted) != NULL
+                  ? (guint) g_ascii_strtoull (g_subprocess_get_identifier (restarted), NULL, 10) : 0;
   wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "a daemon to own the name again");
   wait_until (fixture, is_registered, GUINT_TO_POINTER (first), "the first child to come back");
   wait_until (fixture, is_registered, GUINT_TO_POINTER (second), "the second child to come back");
   snapshot = get_snapshot (fixture, first);
   g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, first);
 
-  if (daemon_owner_pid (fixture) == g_ascii_strtoull (g_subprocess_get_identifier (restarted), NULL, 10))
+  if (daemon_owner_pid (fixture) == restarted_pid)
     fixture->daemon = restarted;
   else
     {
