@@ -1012,6 +1012,115 @@ test_register_opt_out (Fixture       *fixture,
   fake_daemon_free (daemon);
 }
 
+/* The daemon as D-Bus activation starts it: this program run with
+ * --fake-daemon XML LOG. It serves Register and Unregister, appending the
+ * caller's name to LOG, until the bus goes away. */
+static void
+activated_daemon_method_call (GDBusConnection       *connection,
+                              const char            *sender,
+                              const char            *object_path,
+                              const char            *interface_name,
+                              const char            *method_name,
+                              GVariant              *parameters,
+                              GDBusMethodInvocation *invocation,
+                              gpointer               user_data)
+{
+  const char *log_path = user_data;
+  g_autofree char *old = NULL;
+  g_autofree char *new = NULL;
+
+  g_file_get_contents (log_path, &old, NULL, NULL);
+  new = g_strdup_printf ("%s%s %s\n", old != NULL ? old : "", method_name, sender);
+  g_file_set_contents (log_path, new, -1, NULL);
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
+static int
+run_fake_daemon (const char *xml_path,
+                 const char *log_path)
+{
+  static const GDBusInterfaceVTable vtable = { .method_call = activated_daemon_method_call };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusConnection) bus = NULL;
+  g_autoptr(GDBusNodeInfo) node = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *xml = NULL;
+
+  if (!g_file_get_contents (xml_path, &xml, NULL, &error) ||
+      (node = g_dbus_node_info_new_for_xml (xml, &error)) == NULL ||
+      (bus = g_bus_get_sync (G_BUS_TYPE_STARTER, NULL, &error)) == NULL ||
+      g_dbus_connection_register_object (bus, PERFMON_DAEMON_OBJECT_PATH,
+                                         g_dbus_node_info_lookup_interface (node, PERFMON_DAEMON_INTERFACE),
+                                         &vtable, (gpointer) log_path, NULL, &error) == 0)
+    {
+      g_printerr ("fake daemon: %s\n", error->message);
+      return 1;
+    }
+  /* Exits when the bus closes (exit-on-close). */
+  g_bus_own_name_on_connection (bus, PERFMON_DAEMON_BUS_NAME, G_BUS_NAME_OWNER_FLAGS_NONE,
+                                NULL, NULL, NULL, NULL);
+  g_main_loop_run (loop);
+  return 0;
+}
+
+/* Exporting starts the daemon through D-Bus activation, and registers
+ * once. A bus of its own: the other tests need a bus without the
+ * daemon's activation file. */
+static void
+test_register_activates_daemon (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GDBusConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *self_path = g_file_read_link ("/proc/self/exe", NULL);
+  g_autofree char *services = g_build_filename (fixture->dir, "services", NULL);
+  g_autofree char *service = g_build_filename (services, "org.perfmon.Daemon1.service", NULL);
+  g_autofree char *log_path = g_build_filename (fixture->dir, "daemon.log", NULL);
+  g_autofree char *xml_path = g_test_build_filename (G_TEST_DIST, "..", "data", "org.perfmon.Daemon1.xml", NULL);
+  g_autofree char *service_text = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *expected = NULL;
+  gint64 deadline;
+
+  g_assert_cmpint (g_mkdir (services, 0700), ==, 0);
+  service_text = g_strdup_printf ("[D-BUS Service]\nName=%s\nExec=%s --fake-daemon %s %s\n",
+                                  PERFMON_DAEMON_BUS_NAME, self_path, xml_path, log_path);
+  g_file_set_contents (service, service_text, -1, &error);
+  g_assert_no_error (error);
+  g_test_dbus_add_service_dir (bus, services);
+  g_test_dbus_up (bus);
+
+  connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
+                                                       G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                       G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                       NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (perfmon_monitor_export (fixture->monitor, connection, &error));
+  g_assert_no_error (error);
+
+  expected = g_strdup_printf ("Register %s\n", g_dbus_connection_get_unique_name (connection));
+  deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  while ((log == NULL || !g_str_has_prefix (log, expected)) && g_get_monotonic_time () < deadline)
+    {
+      g_clear_pointer (&log, g_free);
+      iterate_for (10);
+      g_file_get_contents (log_path, &log, NULL, NULL);
+    }
+  g_assert_cmpstr (log, ==, expected);
+
+  /* Once only, though the name appeared while Register was on its way. */
+  iterate_for (200);
+  g_clear_pointer (&log, g_free);
+  g_file_get_contents (log_path, &log, NULL, NULL);
+  g_assert_cmpstr (log, ==, expected);
+
+  perfmon_monitor_unexport (fixture->monitor, connection);
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  g_clear_object (&connection);
+  g_test_dbus_down (bus);
+}
+
 /* --- peer-to-peer and access control ------------------------------------- */
 
 typedef struct
@@ -1115,6 +1224,62 @@ test_peer_same_uid (Fixture       *fixture,
   g_assert_cmpuint (g_variant_get_uint32 (pid), ==, (guint32) getpid ());
 
   g_dbus_connection_close_sync (connection, NULL, NULL);
+  peer_server_free (peer_server);
+}
+
+static void
+on_closed (GDBusConnection *connection,
+           gboolean         remote_peer_vanished,
+           GError          *error,
+           gpointer         user_data)
+{
+  *(gboolean *) user_data = TRUE;
+}
+
+/* A peer that goes away takes its export with it: nothing is left to
+ * unexport, and the monitor is no longer held. */
+static void
+test_peer_closes (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  PeerServer *peer_server = peer_server_new (fixture->monitor);
+  g_autoptr(GDBusConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  GDBusConnection *server_side;
+  gboolean closed = FALSE;
+  guint monitor_refs = G_OBJECT (fixture->monitor)->ref_count;
+
+  g_dbus_connection_new_for_address (g_dbus_server_get_client_address (peer_server->server),
+                                     G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, NULL, NULL,
+                                     connected, &connection);
+  while (connection == NULL)
+    g_main_context_iteration (fixture->context, TRUE);
+  reply = call (connection, NULL, "GetSnapshot", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (peer_server->connections->len, ==, 1);
+  server_side = g_ptr_array_index (peer_server->connections, 0);
+  g_signal_connect (server_side, "closed", G_CALLBACK (on_closed), &closed);
+
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  /* GDBusServer makes its connections on a thread of its own, whose
+   * context is the global default one: ::closed is emitted there. */
+  {
+    gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+
+    while (!closed && g_get_monotonic_time () < deadline)
+      {
+        g_main_context_iteration (NULL, FALSE);
+        g_main_context_iteration (fixture->context, FALSE);
+        g_usleep (1000);
+      }
+    g_assert_true (closed);
+  }
+  iterate_for (20);
+  g_assert_false (perfmon_monitor_unexport (fixture->monitor, server_side));
+  /* The export let go of the monitor. */
+  g_assert_cmpuint (G_OBJECT (fixture->monitor)->ref_count, ==, monitor_refs);
+
   peer_server_free (peer_server);
 }
 
@@ -1248,6 +1413,8 @@ main (int   argc,
 
   if (argc == 3 && g_str_equal (argv[1], "--peer-client"))
     return run_peer_client (argv[2]);
+  if (argc == 4 && g_str_equal (argv[1], "--fake-daemon"))
+    return run_fake_daemon (argv[2], argv[3]);
 
   g_test_init (&argc, &argv, NULL);
   g_set_prgname ("test-dbus-export");
@@ -1273,8 +1440,10 @@ main (int   argc,
   ADD ("register", test_register, NOT_EXPORTED);
   ADD ("register-late-daemon", test_register_late_daemon, NOT_EXPORTED);
   ADD ("register-opt-out", test_register_opt_out, NOT_EXPORTED);
+  ADD ("register-activates-daemon", test_register_activates_daemon, NOT_EXPORTED);
   ADD ("peer-same-uid", test_peer_same_uid, NOT_EXPORTED);
   ADD ("peer-other-uid", test_peer_other_uid, NOT_EXPORTED);
+  ADD ("peer-closes", test_peer_closes, NOT_EXPORTED);
 
   status = g_test_run ();
   g_test_dbus_down (test_bus);

@@ -967,8 +967,8 @@ test_variant_values (void)
   g_autofree char *text = g_variant_print (variant, FALSE);
 
   g_assert_cmpstr (text, ==,
-                   "(1, 77, 5, 12, 'proc', 3, 4, "
-                   "[(6, 3, 'c', 8, ['ad'], 1, 2, 9, [4, 3, 2, 1, 0, 0, 0, 0, 0, 0])])");
+                   "(1, 77, 5, 12, 'proc', 3, 4, [6], [3], ['c'], [8], ['ad'], [1], [1], [2], [9], "
+                   "[4, 3, 2, 1, 0, 0, 0, 0, 0, 0])");
 }
 
 typedef struct
@@ -980,35 +980,57 @@ typedef struct
   const char   *also;
 } MalformedVariant;
 
-#define V_GROUP1 "(1, 0, 'main', 0, @as [], 10, 0, 5, [3, 2, 1, 0, 0, 0, 0, 0, 0, 0])"
+/* The header of a snapshot of pid 1 ("p"), then its columns. */
+#define V_HEAD "(1, 0, 0, 1, 'p', 0, 0, "
+/* One valid group: id 1, the thread group "main". */
+#define V_GROUP1 "[1], [0], ['main'], [0], @as [], [0], [10], [0], [5], [3, 2, 1, 0, 0, 0, 0, 0, 0, 0])"
+#define V_ZEROS10 "0, 0, 0, 0, 0, 0, 0, 0, 0, 0"
 
 static const MalformedVariant malformed_variants[] = {
   { "(uu)", "(1, 2)", PERFMON_ERROR_INVALID_DATA, "(root)", "got (uu)" },
-  { "(uxxustta(tustastttau))",
+  /* The array-of-tuples form of earlier versions. */
+  { "(uxxustta(tustastttat))",
     "(1, 0, 0, 1, 'p', 0, 0, [(1, 0, 'main', 0, @as [], 0, 0, 0, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])",
     PERFMON_ERROR_INVALID_DATA, "(root)", PERFMON_SNAPSHOT_VARIANT_TYPE },
   { "s", "'hello'", PERFMON_ERROR_INVALID_DATA, "(root)", "expected a variant of type" },
-  { NULL, "(0, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
-  { NULL, "(2, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
-  { NULL, "(1, -1, 0, 1, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "timestamp", NULL },
-  { NULL, "(1, 0, -9223372036854775808, 1, 'p', 0, 0, [])", PERFMON_ERROR_INVALID_DATA, "interval", NULL },
-  { NULL, "(1, 0, 0, 0, 'p', 0, 0, [" V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "pid", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 4, 'x', 0, @as [], 0, 0, 0, "
-    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].kind", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 4294967295, 'x', 0, @as [], 0, 0, 0, "
-    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].kind", NULL },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 0, [0, 0, 0])])",
-    PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 3 elements" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 0, @at [])])",
-    PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "got 0 elements" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 1, 'x', 0, @as [], 0, 0, 9, "
-    "[3, 4, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].durations", "durations[1]" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [(2, 1, 'x', 0, @as [], 0, 0, 2, "
-    "[3, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "ticks" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (7, 1, 'x', 0, @as [], 0, 0, 0, "
-    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), " V_GROUP1 "])", PERFMON_ERROR_INVALID_DATA, "groups[2].id", "groups[0]" },
-  { NULL, "(1, 0, 0, 1, 'p', 0, 0, [" V_GROUP1 ", (2, 2, 'x', 0, ['a@x', 'b@x'], 0, 0, 0, "
-    "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0])])", PERFMON_ERROR_INVALID_DATA, "groups[1].addon_id", "at most one" },
+  { NULL, "(0, 0, 0, 1, 'p', 0, 0, " V_GROUP1, PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
+  { NULL, "(2, 0, 0, 1, 'p', 0, 0, " V_GROUP1, PERFMON_ERROR_UNSUPPORTED_VERSION, "version", NULL },
+  { NULL, "(1, -1, 0, 1, 'p', 0, 0, " V_GROUP1, PERFMON_ERROR_INVALID_DATA, "timestamp", NULL },
+  { NULL, "(1, 0, -9223372036854775808, 1, 'p', 0, 0, @at [], @au [], @as [], @at [], @as [], @au [], "
+    "@at [], @at [], @at [], @at [])", PERFMON_ERROR_INVALID_DATA, "interval", NULL },
+  { NULL, "(1, 0, 0, 0, 'p', 0, 0, " V_GROUP1, PERFMON_ERROR_INVALID_DATA, "pid", NULL },
+  { NULL, V_HEAD "[1, 2], [0, 4], ['main', 'x'], [0, 0], @as [], [0, 0], [10, 0], [0, 0], [5, 0], "
+    "[3, 2, 1, 0, 0, 0, 0, 0, 0, 0, " V_ZEROS10 "])", PERFMON_ERROR_INVALID_DATA, "groups[1].kind", NULL },
+  { NULL, V_HEAD "[2], [4294967295], ['x'], [0], @as [], [0], [0], [0], [0], [" V_ZEROS10 "])",
+    PERFMON_ERROR_INVALID_DATA, "groups[0].kind", NULL },
+  /* Columns of the wrong length. */
+  { NULL, V_HEAD "[2], [1], ['x'], [0], @as [], [0], [0], [0], [0], [0, 0, 0])",
+    PERFMON_ERROR_INVALID_DATA, "durations", "expected 10 elements" },
+  { NULL, V_HEAD "[2], [1], ['x'], [0], @as [], [0], [0], [0], [0], @at [])",
+    PERFMON_ERROR_INVALID_DATA, "durations", "got 0" },
+  { NULL, V_HEAD "[2, 3], [1], ['x', 'y'], [0, 0], @as [], [0, 0], [0, 0], [0, 0], [0, 0], "
+    "[" V_ZEROS10 ", " V_ZEROS10 "])", PERFMON_ERROR_INVALID_DATA, "kinds", "got 1" },
+  { NULL, V_HEAD "[2], [1], ['x'], [0], @as [], [0], [0], [0], @at [], [" V_ZEROS10 "])",
+    PERFMON_ERROR_INVALID_DATA, "ticks", "expected 1 elements" },
+  /* Histograms. */
+  { NULL, V_HEAD "[1, 2], [0, 1], ['main', 'x'], [0, 0], @as [], [0, 0], [10, 0], [0, 0], [5, 9], "
+    "[3, 2, 1, 0, 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0])",
+    PERFMON_ERROR_INVALID_DATA, "groups[1].durations", "durations[1]" },
+  { NULL, V_HEAD "[2], [1], ['x'], [0], @as [], [0], [0], [0], [2], [3, 0, 0, 0, 0, 0, 0, 0, 0, 0])",
+    PERFMON_ERROR_INVALID_DATA, "groups[0].durations", "ticks" },
+  { NULL, V_HEAD "[1, 7, 1], [0, 1, 0], ['main', 'x', 'main'], [0, 0, 0], @as [], [0, 0, 0], [0, 0, 0], "
+    "[0, 0, 0], [0, 0, 0], [" V_ZEROS10 ", " V_ZEROS10 ", " V_ZEROS10 "])",
+    PERFMON_ERROR_INVALID_DATA, "groups[2].id", "groups[0]" },
+  /* The add-on table: indexes in range, each entry used, first uses in
+   * table order, no entry twice. */
+  { NULL, V_HEAD "[2], [2], ['x'], [0], ['a@x'], [2], [0], [0], [0], [" V_ZEROS10 "])",
+    PERFMON_ERROR_INVALID_DATA, "groups[0].addon_id", "addon_indexes[0] = 2" },
+  { NULL, V_HEAD "[2], [2], ['x'], [0], ['a@x', 'b@x'], [1], [0], [0], [0], [" V_ZEROS10 "])",
+    PERFMON_ERROR_INVALID_DATA, "addon_ids", "2 entries, but groups use 1" },
+  { NULL, V_HEAD "[2, 3], [2, 2], ['x', 'y'], [0, 0], ['a@x', 'b@x'], [2, 1], [0, 0], [0, 0], [0, 0], "
+    "[" V_ZEROS10 ", " V_ZEROS10 "])", PERFMON_ERROR_INVALID_DATA, "groups[0].addon_id", "table order" },
+  { NULL, V_HEAD "[2, 3], [2, 2], ['x', 'y'], [0, 0], ['a@x', 'a@x'], [1, 2], [0, 0], [0, 0], [0, 0], "
+    "[" V_ZEROS10 ", " V_ZEROS10 "])", PERFMON_ERROR_INVALID_DATA, "addon_ids", "both \"a@x\"" },
 };
 
 static void

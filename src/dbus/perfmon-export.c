@@ -98,7 +98,12 @@ struct _Export
   gboolean            register_in_flight;
 };
 
-static GQuark exports_quark;
+/* The exports of a monitor, by connection, kept on the monitor. */
+static GQuark
+exports_quark (void)
+{
+  return g_quark_from_static_string ("perfmon-exports");
+}
 
 static GDBusInterfaceInfo *
 monitor_interface_info (void)
@@ -116,11 +121,14 @@ monitor_interface_info (void)
       _perfmon_dbus_register_resource ();
       xml = g_resources_lookup_data ("/org/perfmon/dbus/org.perfmon.Monitor1.xml",
                                      G_RESOURCE_LOOKUP_FLAGS_NONE, &error);
-      g_assert_no_error (error);
-      node = g_dbus_node_info_new_for_xml (g_bytes_get_data (xml, NULL), &error);
-      g_assert_no_error (error);
+      if (xml != NULL)
+        node = g_dbus_node_info_new_for_xml (g_bytes_get_data (xml, NULL), &error);
+      /* The XML is built in: failing to read it is a bug of the build. */
+      if (node == NULL)
+        g_error ("perfmon: the built-in org.perfmon.Monitor1 XML does not parse: %s", error->message);
       found = g_dbus_node_info_lookup_interface (node, PERFMON_MONITOR_INTERFACE);
-      g_assert (found != NULL);
+      if (found == NULL)
+        g_error ("perfmon: the built-in XML has no %s interface", PERFMON_MONITOR_INTERFACE);
       g_dbus_interface_info_cache_build (found);
       g_once_init_leave (&info, g_dbus_interface_info_ref (found));
     }
@@ -722,8 +730,9 @@ on_register_reply (GObject      *source,
       g_debug ("perfmon: registered with %s (%s)", PERFMON_DAEMON_BUS_NAME, sender);
       g_free (self->registered_owner);
       self->registered_owner = g_strdup (sender);
-      /* Activation: we sent before knowing the owner; this is who took it. */
-      if (self->attempted_owner == NULL && g_strcmp0 (sender, self->daemon_owner) == 0)
+      /* Activation: we sent before knowing the owner; this is who took
+       * the name (its appearance may be reported before or after). */
+      if (self->attempted_owner == NULL)
         self->attempted_owner = g_strdup (sender);
     }
 
@@ -807,14 +816,11 @@ exports_of (PerfmonMonitor *monitor,
 {
   GHashTable *exports;
 
-  if (exports_quark == 0)
-    exports_quark = g_quark_from_static_string ("perfmon-exports");
-
-  exports = g_object_get_qdata (G_OBJECT (monitor), exports_quark);
+  exports = g_object_get_qdata (G_OBJECT (monitor), exports_quark ());
   if (exports == NULL && create)
     {
       exports = g_hash_table_new (NULL, NULL);
-      g_object_set_qdata_full (G_OBJECT (monitor), exports_quark, exports,
+      g_object_set_qdata_full (G_OBJECT (monitor), exports_quark (), exports,
                                (GDestroyNotify) g_hash_table_unref);
     }
   return exports;

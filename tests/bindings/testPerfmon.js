@@ -16,7 +16,7 @@ const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
 
 const N_DURATIONS = 10;
-const VARIANT_TYPE = '(uxxustta(tustastttat))';
+const VARIANT_TYPE = '(uxxusttatauasatasauatatatat)';
 
 class AssertionError extends Error {}
 
@@ -518,10 +518,11 @@ const tests = {
         assert(Perfmon.Snapshot.new_from_variant(rebuilt).to_variant().equal(variant),
             'variant rebuilt in JS');
 
-        const [version, , , pid, , , , groups] = variant.deepUnpack();
+        const [version, , , pid, , , , ids, , names] = variant.deepUnpack();
         assertEqual(version, 1, 'variant version');
         assertEqual(pid, snapshot.get_pid(), 'variant pid');
-        assertEqual(groups.length, snapshot.get_groups().length, 'variant groups');
+        assertEqual(ids.length, snapshot.get_groups().length, 'variant groups');
+        assertEqual(names.length, ids.length, 'one name per group');
 
         assertThrowsPerfmon(() => Perfmon.Snapshot.new_from_variant(new GLib.Variant('s', 'no')),
             Perfmon.Error.INVALID_DATA);

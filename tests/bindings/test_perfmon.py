@@ -25,7 +25,7 @@ gi.require_version('Perfmon', '1')
 from gi.repository import GLib, Perfmon  # noqa: E402
 
 N_DURATIONS = 10
-VARIANT_TYPE = '(uxxustta(tustastttat))'
+VARIANT_TYPE = '(uxxusttatauasatasauatatatat)'
 
 
 def burn(seconds):
@@ -871,19 +871,27 @@ class TestSnapshot(PerfmonTestCase):
             self.assertTrue(Perfmon.Snapshot.new_from_variant(from_bytes).to_variant()
                             .equal(variant))
 
-        version, timestamp, interval, pid, name, utime, stime, groups = newer.to_variant().unpack()
+        (version, timestamp, interval, pid, name, utime, stime, ids, kinds, names, window_ids,
+         addon_ids, addon_indexes, cpu_times, blocked_times, ticks, durations) = \
+            newer.to_variant().unpack()
         self.assertEqual(version, 1)
         self.assertEqual(timestamp, newer.get_timestamp())
         self.assertEqual(pid, os.getpid())
         self.assertEqual(name, newer.get_process_name())
-        self.assertEqual(len(groups), len(newer.get_groups()))
-        for (gid, kind, gname, window_id, addon_id, cpu, blocked, ticks, durations), g in zip(
-                groups, newer.get_groups()):
-            self.assertEqual(gid, g.get_id())
-            self.assertEqual(kind, int(g.get_kind()))
-            self.assertEqual(addon_id, [g.get_addon_id()] if g.get_addon_id() is not None else [])
-            self.assertEqual(cpu, g.get_cpu_time())
-            self.assertEqual(list(durations), list(g.get_durations()))
+        groups = newer.get_groups()
+        self.assertEqual(len(ids), len(groups))
+        self.assertEqual(len(durations), 10 * len(groups))
+        for i, g in enumerate(groups):
+            self.assertEqual(ids[i], g.get_id())
+            self.assertEqual(kinds[i], int(g.get_kind()))
+            self.assertEqual(names[i], g.get_name())
+            self.assertEqual(window_ids[i], g.get_window_id())
+            addon_id = addon_ids[addon_indexes[i] - 1] if addon_indexes[i] else None
+            self.assertEqual(addon_id, g.get_addon_id())
+            self.assertEqual(cpu_times[i], g.get_cpu_time())
+            self.assertEqual(blocked_times[i], g.get_blocked_time())
+            self.assertEqual(ticks[i], g.get_ticks())
+            self.assertEqual(list(durations[10 * i:10 * i + 10]), list(g.get_durations()))
 
     def test_variant_errors(self):
         _, _, _, newer, _ = self.make_snapshots()
@@ -907,13 +915,20 @@ class TestSnapshot(PerfmonTestCase):
         self.assertIn('pid', cm.exception.message)
 
         bad = list(values)
-        group = list(bad[7][1])
-        group[8] = [0] * 3
-        bad[7] = [bad[7][0], tuple(group)] + list(bad[7][2:])
+        durations = list(bad[16])
+        durations[10 + 1] = durations[10] + 1
+        bad[16] = durations
         with self.assertRaises(GLib.Error) as cm:
             Perfmon.Snapshot.new_from_variant(GLib.Variant(VARIANT_TYPE, tuple(bad)))
         self.assertPerfmonError(cm, Perfmon.Error.INVALID_DATA)
         self.assertIn('groups[1].durations', cm.exception.message)
+
+        bad = list(values)
+        bad[8] = bad[8][:-1]
+        with self.assertRaises(GLib.Error) as cm:
+            Perfmon.Snapshot.new_from_variant(GLib.Variant(VARIANT_TYPE, tuple(bad)))
+        self.assertPerfmonError(cm, Perfmon.Error.INVALID_DATA)
+        self.assertIn('kinds', cm.exception.message)
 
 
 class TestLabels(PerfmonTestCase):
