@@ -117,37 +117,27 @@ flood_alerts (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* A snapshot of 20,000 groups, more than any perfmond should take. */
+/* A snapshot of 20,000 groups, more than any perfmond should take.
+ * Returns: (transfer full) */
 static GVariant *
 flood_snapshot (void)
 {
-  g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
-  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
-  g_autoptr(GVariant) group = NULL;
-  GVariantBuilder groups;
-  const char *name;
-  guint64 id;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+  GString *json = g_string_new (NULL);
 
-  g_variant_get_child (variant, 4, "&s", &name);
-  {
-    g_autoptr(GVariant) all = g_variant_get_child_value (variant, 7);
-    group = g_variant_get_child_value (all, 0);
-  }
-  g_variant_builder_init (&groups, G_VARIANT_TYPE ("a(tustastttat)"));
-  for (id = 1; id <= 20000; id++)
-    {
-      GVariant *members[9];
-
-      members[0] = g_variant_ref_sink (g_variant_new_uint64 (id));
-      for (guint i = 1; i < 9; i++)
-        members[i] = g_variant_get_child_value (group, i);
-      g_variant_builder_add_value (&groups, g_variant_new_tuple (members, 9));
-      for (guint i = 0; i < 9; i++)
-        g_variant_unref (members[i]);
-    }
-  return g_variant_new ("(uxxustt@a(tustastttat))", 1u, g_get_monotonic_time (), (gint64) 0,
-                        (guint32) getpid (), name, (guint64) 0, (guint64) 0,
-                        g_variant_builder_end (&groups));
+  g_string_append_printf (json, "{\"version\":1,\"timestamp\":%" G_GINT64_FORMAT ",\"interval\":0,"
+                          "\"pid\":%d,\"process_name\":\"flood\",\"user_time\":0,\"system_time\":0,"
+                          "\"groups\":[", g_get_monotonic_time (), (int) getpid ());
+  for (int i = 1; i <= 20000; i++)
+    g_string_append_printf (json, "%s{\"id\":%d,\"kind\":\"compartment\",\"name\":\"c\",\"window_id\":0,"
+                            "\"addon_id\":null,\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
+                            "\"durations\":[0,0,0,0,0,0,0,0,0,0]}", i > 1 ? "," : "", i);
+  g_string_append (json, "]}");
+  snapshot = perfmon_snapshot_new_from_json (json->str, &error);
+  g_assert_no_error (error);
+  g_string_free (json, TRUE);
+  return perfmon_snapshot_to_variant (snapshot);
 }
 
 static void
@@ -162,6 +152,7 @@ on_method_call (GDBusConnection       *conn,
 {
   if (g_str_equal (method_name, "GetSnapshot"))
     {
+      g_autoptr(GVariant) flood = NULL;
       GVariant *snapshot = NULL;
 
       if (g_str_equal (mode, "stall"))
@@ -169,7 +160,7 @@ on_method_call (GDBusConnection       *conn,
       else if (g_str_equal (mode, "exit"))
         kill (getpid (), SIGKILL);
       else if (g_str_equal (mode, "flood"))
-        snapshot = flood_snapshot ();
+        snapshot = flood = flood_snapshot ();
       else
         snapshot = g_variant_new ("(sx)", "not a snapshot", (gint64) 42);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));

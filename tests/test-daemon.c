@@ -12,6 +12,7 @@
 #include <perfmon.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "perfmon-test-dirs.h"
@@ -113,6 +114,13 @@ name_has_owner (Fixture  *fixture,
   return has_owner == GPOINTER_TO_INT (data);
 }
 
+/* A test that fails leaves no daemon behind (holding meson's stderr). */
+static void
+die_with_parent (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
 /* Starts perfmond with @options (NULL-terminated) plus a pid file in the
  * test's directory, and waits until it owns its name. */
 static GSubprocess *
@@ -121,6 +129,7 @@ start_daemon_full (Fixture            *fixture,
                    const char * const *options)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
   GSubprocess *daemon;
 
@@ -132,8 +141,9 @@ start_daemon_full (Fixture            *fixture,
 
   /* perfmond's messages on stderr help when a test fails; its stdout
    * would break TAP. */
-  daemon = g_subprocess_newv ((const char * const *) argv->pdata,
-                              flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
+  launcher = g_subprocess_launcher_new (flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  daemon = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
   g_assert_no_error (error);
   return daemon;
 }

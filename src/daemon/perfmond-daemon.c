@@ -932,7 +932,11 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
                                       (const guint *) (gpointer) pids->data, snapshots->len,
                                       (guint) getpid (), g_get_monotonic_time ());
-  perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged));
+  if (merged == NULL)
+    g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                                   "perfmond could not merge the snapshots (see its log)");
+  else
+    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
