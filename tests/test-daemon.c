@@ -697,6 +697,35 @@ test_history (Fixture       *fixture,
   g_assert_cmpuint (bounded->len, ==, 0);
 }
 
+/* The total history budget holds: with snapshots of ~0.7 MiB and 1 MiB
+ * for all, only the newest of each process is kept, however long it runs. */
+static void
+test_history_budget (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--max-history-mib=1", NULL };
+  const char * const child_options[] = { "--compartments=5000", "--tick=1000", NULL };
+  g_autoptr(GPtrArray) history = NULL;
+  g_autoptr(PerfmonSnapshot) first = NULL;
+  g_autoptr(PerfmonSnapshot) later = NULL;
+  guint child_pid;
+
+  start_daemon (fixture, options);
+  child_pid = start_child (fixture, child_options);
+  first = get_snapshot (fixture, child_pid);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (first)->len, >, 5000);
+
+  /* Polled several times since. */
+  g_usleep (1500 * 1000);
+  later = get_snapshot (fixture, child_pid);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (later), >, perfmon_snapshot_get_timestamp (first));
+  history = get_history (fixture, child_pid, 0);
+  g_assert_cmpuint (history->len, ==, 1);
+  /* The newest one (the daemon may have polled again since). */
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (history, 0)), >=,
+                   perfmon_snapshot_get_timestamp (later));
+}
+
 static gboolean
 history_grows (Fixture  *fixture,
                gpointer  data)
@@ -1007,6 +1036,7 @@ main (int    argc,
   ADD ("/daemon/hang", test_hang);
   ADD ("/daemon/hang-before-register", test_hang_before_register);
   ADD ("/daemon/history", test_history);
+  ADD ("/daemon/history-budget", test_history_budget);
   ADD ("/daemon/crash-mid-poll", test_crash_mid_poll);
   ADD ("/daemon/restart", test_restart);
   ADD ("/daemon/activation", test_activation);
