@@ -2,23 +2,21 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Serves org.perfmon.Monitor1 on the session bus and registers with
- * org.perfmon.Daemon1, with window and add-on groups, CPU burned in one of
- * them, and, on request, a hang. Its --mode makes it misbehave the ways
+ * A GLib program with window and add-on groups, CPU burned in one of them
+ * and, on request, a hang. In --mode=normal it exports its monitor with
+ * perfmon_monitor_export_full(), which registers it with perfmond (and
+ * again whenever perfmond comes back). The other modes serve a small
+ * org.perfmon.Monitor1 object of the test's own, which misbehaves the ways
  * perfmond must survive:
- *   normal     answers like a well-behaved process
- *   stall      blocks its main loop for an hour inside GetSnapshotJson
- *   exit       dies (SIGKILL) inside GetSnapshotJson
+ *   stall      blocks its main loop for an hour inside GetSnapshot
+ *   exit       dies (SIGKILL) inside GetSnapshot
  *   flood      answers with more groups than perfmond allows, and sends
  *              Alert signals as fast as it can
- *   garbage    answers GetSnapshotJson with text that is not a snapshot
+ *   garbage    answers GetSnapshot with a variant that is not a snapshot
  *
- * It prints "READY <pid>" on stdout once registered, and runs until
+ * It prints "READY <pid>" on stdout once its monitor is on the bus (in
+ * normal mode, registration may still be on its way), and runs until
  * killed or for --seconds.
- *
- * The org.perfmon.Monitor1 object here is a small one of the test's own
- * (GetSnapshotJson, GetHangReports, Hang and Alert signals, properties), so
- * that it can misbehave on purpose.
  */
 #include <gio/gio.h>
 #include <perfmon.h>
@@ -32,7 +30,7 @@
 static const char monitor_xml[] =
   "<node>"
   "  <interface name='org.perfmon.Monitor1'>"
-  "    <method name='GetSnapshotJson'><arg name='json' type='s' direction='out'/></method>"
+  "    <method name='GetSnapshot'><arg name='snapshot' type='v' direction='out'/></method>"
   "    <method name='GetHangReports'>"
   "      <arg name='max_reports' type='u' direction='in'/>"
   "      <arg name='reports' type='as' direction='out'/>"
@@ -54,6 +52,7 @@ static guint64 window_base = 1;
 static char **addons = NULL;
 static int n_compartments = 0;
 static int burn_ms = 2;
+static int tick_ms = 10;
 static int hang_threshold_ms = 0;
 static int stall_after_ms = 0;
 static int stall_ms = 0;
@@ -118,9 +117,13 @@ flood_alerts (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static char *
-flood_json (void)
+/* A snapshot of 20,000 groups, more than any perfmond should take.
+ * Returns: (transfer full) */
+static GVariant *
+flood_snapshot (void)
 {
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
   GString *json = g_string_new (NULL);
 
   g_string_append_printf (json, "{\"version\":1,\"timestamp\":%" G_GINT64_FORMAT ",\"interval\":0,"
@@ -131,7 +134,10 @@ flood_json (void)
                             "\"addon_id\":null,\"cpu_time\":0,\"blocked_time\":0,\"ticks\":0,"
                             "\"durations\":[0,0,0,0,0,0,0,0,0,0]}", i > 1 ? "," : "", i);
   g_string_append (json, "]}");
-  return g_string_free (json, FALSE);
+  snapshot = perfmon_snapshot_new_from_json (json->str, &error);
+  g_assert_no_error (error);
+  g_string_free (json, TRUE);
+  return perfmon_snapshot_to_variant (snapshot);
 }
 
 static void
@@ -144,25 +150,20 @@ on_method_call (GDBusConnection       *conn,
                 GDBusMethodInvocation *invocation,
                 gpointer               user_data)
 {
-  if (g_str_equal (method_name, "GetSnapshotJson"))
+  if (g_str_equal (method_name, "GetSnapshot"))
     {
-      g_autoptr(PerfmonSnapshot) snapshot = NULL;
-      g_autofree char *json = NULL;
+      g_autoptr(GVariant) flood = NULL;
+      GVariant *snapshot = NULL;
 
       if (g_str_equal (mode, "stall"))
         g_usleep (3600ul * G_USEC_PER_SEC);
       else if (g_str_equal (mode, "exit"))
         kill (getpid (), SIGKILL);
       else if (g_str_equal (mode, "flood"))
-        json = flood_json ();
-      else if (g_str_equal (mode, "garbage"))
-        json = g_strdup ("{\"version\": 1, \"groups\": 42}");
+        snapshot = flood = flood_snapshot ();
       else
-        {
-          snapshot = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
-          json = perfmon_snapshot_to_json (snapshot);
-        }
-      g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
+        snapshot = g_variant_new ("(sx)", "not a snapshot", (gint64) 42);
+      g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));
     }
   else if (g_str_equal (method_name, "GetHangReports"))
     {
@@ -256,7 +257,8 @@ main (int    argc,
     { "window-base", 0, 0, G_OPTION_ARG_INT64, &window_base, "The first window id", "ID" },
     { "addon", 0, 0, G_OPTION_ARG_STRING_ARRAY, &addons, "An add-on id (repeatable)", "ID" },
     { "compartments", 0, 0, G_OPTION_ARG_INT, &n_compartments, "Extra compartments", "N" },
-    { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every 10 ms in the first window", "MS" },
+    { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every tick in the first window", "MS" },
+    { "tick", 0, 0, G_OPTION_ARG_INT, &tick_ms, "Run the compartments every MS (default 10)", "MS" },
     { "hang-threshold", 0, 0, G_OPTION_ARG_INT, &hang_threshold_ms, "Start a hang monitor", "MS" },
     { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
     { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
@@ -306,7 +308,6 @@ main (int    argc,
     {
       hang_monitor = perfmon_hang_monitor_new (monitor);
       perfmon_hang_monitor_set_threshold (hang_monitor, (guint) hang_threshold_ms);
-      g_signal_connect (hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
       if (!perfmon_hang_monitor_start (hang_monitor, &error))
         {
           g_printerr ("monitored-process: %s\n", error->message);
@@ -320,20 +321,36 @@ main (int    argc,
       g_printerr ("monitored-process: %s\n", error->message);
       return 1;
     }
-  info = g_dbus_node_info_new_for_xml (monitor_xml, &error);
-  g_assert_no_error (error);
-  if (g_dbus_connection_register_object (connection, "/org/perfmon/Monitor1", info->interfaces[0],
-                                         &vtable, NULL, NULL, &error) == 0)
+  if (g_str_equal (mode, "normal"))
     {
-      g_printerr ("monitored-process: %s\n", error->message);
-      return 1;
+      /* Registering later is the test's business, not the library's. */
+      PerfmonExportFlags flags = no_register || register_delay_ms > 0
+                                 ? PERFMON_EXPORT_FLAGS_NO_REGISTER : PERFMON_EXPORT_FLAGS_NONE;
+
+      if (!perfmon_monitor_export_full (monitor, hang_monitor, connection, flags, &error))
+        {
+          g_printerr ("monitored-process: %s\n", error->message);
+          return 1;
+        }
+    }
+  else
+    {
+      info = g_dbus_node_info_new_for_xml (monitor_xml, &error);
+      g_assert_no_error (error);
+      if (g_dbus_connection_register_object (connection, "/org/perfmon/Monitor1", info->interfaces[0],
+                                             &vtable, NULL, NULL, &error) == 0)
+        {
+          g_printerr ("monitored-process: %s\n", error->message);
+          return 1;
+        }
+      if (hang_monitor != NULL)
+        g_signal_connect (hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
+      if (!no_register && register_delay_ms == 0 && !register_now ())
+        return 1;
     }
 
-  if (!no_register && register_delay_ms == 0 && !register_now ())
-    return 1;
-
   loop = g_main_loop_new (NULL, FALSE);
-  g_timeout_add (10, work, NULL);
+  g_timeout_add ((guint) MAX (tick_ms, 1), work, NULL);
   if (stall_ms > 0)
     g_timeout_add ((guint) stall_after_ms, stall_once, NULL);
   if (g_str_equal (mode, "flood"))

@@ -12,6 +12,7 @@
 #include <perfmon.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "perfmon-test-dirs.h"
@@ -19,6 +20,9 @@
 #define DAEMON_NAME "org.perfmon.Daemon1"
 #define DAEMON_PATH "/org/perfmon/Daemon1"
 #define DEADLINE_S 30
+
+/* XDG_RUNTIME_DIR of the daemons (GTestDBus unsets it in the test). */
+static char *runtime_dir;
 
 typedef struct
 {
@@ -110,6 +114,13 @@ name_has_owner (Fixture  *fixture,
   return has_owner == GPOINTER_TO_INT (data);
 }
 
+/* A test that fails leaves no daemon behind (holding meson's stderr). */
+static void
+die_with_parent (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+}
+
 /* Starts perfmond with @options (NULL-terminated) plus a pid file in the
  * test's directory, and waits until it owns its name. */
 static GSubprocess *
@@ -118,6 +129,7 @@ start_daemon_full (Fixture            *fixture,
                    const char * const *options)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
   g_autoptr(GError) error = NULL;
   GSubprocess *daemon;
 
@@ -129,8 +141,9 @@ start_daemon_full (Fixture            *fixture,
 
   /* perfmond's messages on stderr help when a test fails; its stdout
    * would break TAP. */
-  daemon = g_subprocess_newv ((const char * const *) argv->pdata,
-                              flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE, &error);
+  launcher = g_subprocess_launcher_new (flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  daemon = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
   g_assert_no_error (error);
   return daemon;
 }
@@ -158,11 +171,14 @@ stop_daemon (Fixture *fixture)
   g_clear_object (&fixture->daemon);
 }
 
+static gboolean is_registered (Fixture *fixture, gpointer data);
+
 /* Starts monitored-process with @options (NULL-terminated) and waits for
  * its "READY <pid>". Returns the pid; the process is the fixture's. */
 static guint
 start_child_full (Fixture            *fixture,
                   const char * const *options,
+                  gboolean            wait_registered,
                   GSubprocess       **out_child)
 {
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
@@ -190,6 +206,11 @@ start_child_full (Fixture            *fixture,
   g_assert_true (g_str_has_prefix (line, "READY "));
   g_assert_true (g_ascii_string_to_unsigned (line + 6, 10, 1, G_MAXUINT, &pid, NULL));
   g_assert_cmpuint (pid, ==, g_ascii_strtoull (g_subprocess_get_identifier (child), NULL, 10));
+
+  /* perfmon_monitor_export() registers asynchronously; the misbehaving
+   * modes register before READY, and --register-delay later. */
+  if (wait_registered)
+    wait_until (fixture, is_registered, GUINT_TO_POINTER ((guint) pid), "the child to register");
   return (guint) pid;
 }
 
@@ -197,7 +218,13 @@ static guint
 start_child (Fixture            *fixture,
              const char * const *options)
 {
-  return start_child_full (fixture, options, NULL);
+  gboolean normal = TRUE;
+
+  for (guint i = 0; options != NULL && options[i] != NULL; i++)
+    if (g_str_has_prefix (options[i], "--mode=") || g_str_has_prefix (options[i], "--register-delay") ||
+        g_str_equal (options[i], "--no-register"))
+      normal = FALSE;
+  return start_child_full (fixture, options, normal, NULL);
 }
 
 static gboolean
@@ -208,7 +235,9 @@ is_registered (Fixture  *fixture,
   g_autoptr(GVariantIter) iter = NULL;
   guint pid;
 
-  g_assert_nonnull (reply);
+  /* No daemon (yet, or any more): nobody is registered. */
+  if (reply == NULL)
+    return FALSE;
   g_variant_get (reply, "(a(usssx))", &iter);
   while (g_variant_iter_next (iter, "(u&s&s&sx)", &pid, NULL, NULL, NULL, NULL))
     if (pid == GPOINTER_TO_UINT (data))
@@ -223,19 +252,14 @@ is_not_registered (Fixture  *fixture,
   return !is_registered (fixture, data);
 }
 
-/* The daemon's "ay" wire form of a snapshot, read as a client must. */
+/* A snapshot from the daemon, read as a client must. */
 static PerfmonSnapshot *
-decode_wire (GVariant *wire)
+decode_wire (GVariant *variant)
 {
-  g_autoptr(GBytes) bytes = NULL;
-  g_autoptr(GVariant) variant = NULL;
   g_autoptr(GError) error = NULL;
   PerfmonSnapshot *snapshot;
 
-  g_assert_cmpstr (g_variant_get_type_string (wire), ==, "ay");
-  bytes = g_variant_get_data_as_bytes (wire);
-  variant = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
-                                                          bytes, FALSE));
+  g_assert_cmpstr (g_variant_get_type_string (variant), ==, PERFMON_SNAPSHOT_VARIANT_TYPE);
   snapshot = perfmon_snapshot_new_from_variant (variant, &error);
   g_assert_no_error (error);
   return snapshot;
@@ -319,11 +343,28 @@ fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
 {
   g_autoptr(GError) error = NULL;
+  g_autofree char *services = NULL;
+  g_autofree char *service = NULL;
+  g_autofree char *service_text = NULL;
   const char *address;
 
   fixture->tmp_dir = test_make_tmp_dir ("perfmon-test-daemon-XXXXXX");
 
+  /* perfmond is D-Bus activatable on the test bus too: with its default
+   * pid file, under XDG_RUNTIME_DIR (see main()). */
+  services = g_build_filename (fixture->tmp_dir, "services", NULL);
+  service = g_build_filename (services, "org.perfmon.Daemon1.service", NULL);
+  service_text = g_strdup_printf ("[D-BUS Service]\nName=%s\nExec=%s --poll-interval=100\n",
+                                  DAEMON_NAME, g_getenv ("PERFMOND"));
+  g_assert_cmpint (g_mkdir (services, 0700), ==, 0);
+  g_file_set_contents (service, service_text, -1, &error);
+  g_assert_no_error (error);
+
+  /* g_test_dbus_down() of the last test unset it; the bus passes it on
+   * to the daemons it activates. */
+  g_setenv ("XDG_RUNTIME_DIR", runtime_dir, TRUE);
   fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_test_dbus_add_service_dir (fixture->bus, services);
   g_test_dbus_up (fixture->bus);
   address = g_test_dbus_get_bus_address (fixture->bus);
   fixture->connection = g_dbus_connection_new_for_address_sync (address,
@@ -394,10 +435,7 @@ test_register (Fixture       *fixture,
   GSubprocess *child;
 
   start_daemon (fixture, fast_daemon);
-  child_pid = start_child_full (fixture, options, &child);
-
-  /* Register() returned in the child before READY: it is listed. */
-  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (child_pid)));
+  child_pid = start_child_full (fixture, options, TRUE, &child);
   reply = call (fixture, "ListProcesses", NULL, &error);
   g_assert_no_error (error);
   g_variant_get (reply, "(a(usssx))", &iter);
@@ -659,6 +697,35 @@ test_history (Fixture       *fixture,
   g_assert_cmpuint (bounded->len, ==, 0);
 }
 
+/* The total history budget holds: with snapshots of ~0.7 MiB and 1 MiB
+ * for all, only the newest of each process is kept, however long it runs. */
+static void
+test_history_budget (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--max-history-mib=1", NULL };
+  const char * const child_options[] = { "--compartments=5000", "--tick=1000", NULL };
+  g_autoptr(GPtrArray) history = NULL;
+  g_autoptr(PerfmonSnapshot) first = NULL;
+  g_autoptr(PerfmonSnapshot) later = NULL;
+  guint child_pid;
+
+  start_daemon (fixture, options);
+  child_pid = start_child (fixture, child_options);
+  first = get_snapshot (fixture, child_pid);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (first)->len, >, 5000);
+
+  /* Polled several times since. */
+  g_usleep (1500 * 1000);
+  later = get_snapshot (fixture, child_pid);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (later), >, perfmon_snapshot_get_timestamp (first));
+  history = get_history (fixture, child_pid, 0);
+  g_assert_cmpuint (history->len, ==, 1);
+  /* The newest one (the daemon may have polled again since). */
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (history, 0)), >=,
+                   perfmon_snapshot_get_timestamp (later));
+}
+
 static gboolean
 history_grows (Fixture  *fixture,
                gpointer  data)
@@ -694,6 +761,99 @@ test_crash_mid_poll (Fixture       *fixture,
   reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", staller), &error);
   g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
   g_assert_nonnull (strstr (error->message, "has no snapshot"));
+}
+
+static guint
+daemon_owner_pid (Fixture *fixture)
+{
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  guint pid;
+
+  reply = g_dbus_connection_call_sync (fixture->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+                                       g_variant_new ("(s)", DAEMON_NAME), G_VARIANT_TYPE ("(u)"),
+                                       G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(u)", &pid);
+  return pid;
+}
+
+static gboolean
+pidfile_gone (Fixture  *fixture,
+              gpointer  path)
+{
+  return !g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
+/* Stops a perfmond that the bus started, so that nothing of it outlives
+ * the test. */
+static void
+stop_activated_daemon (Fixture *fixture)
+{
+  g_autofree char *pidfile = g_build_filename (runtime_dir, "perfmon", "perfmond.pid", NULL);
+
+  g_assert_cmpint (kill ((pid_t) daemon_owner_pid (fixture), SIGTERM), ==, 0);
+  wait_until (fixture, pidfile_gone, pidfile, "the activated daemon to exit");
+  wait_until (fixture, name_has_owner, GINT_TO_POINTER (FALSE), "the activated daemon to leave the bus");
+}
+
+/* Restarting the daemon loses no process: they register again when the
+ * name comes back (perfmon_monitor_export() watches it). */
+static void
+test_restart (Fixture       *fixture,
+              gconstpointer  data)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  GSubprocess *restarted;
+  guint first, second, restarted_pid;
+
+  start_daemon (fixture, fast_daemon);
+  first = start_child (fixture, NULL);
+  second = start_child (fixture, NULL);
+
+  stop_daemon (fixture);
+
+  /* A process may have the bus start a new daemon at once by activation
+   * (perfmon_monitor_export() tries that once); or this one takes the
+   * name. Either way the processes must come back. */
+  restarted = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, fast_daemon);
+  /* Its identifier goes when it exits. */
+  restarted_pid = g_subprocess_get_identifier (restarted) != NULL
+                  ? (guint) g_ascii_strtoull (g_subprocess_get_identifier (restarted), NULL, 10) : 0;
+  wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "a daemon to own the name again");
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (first), "the first child to come back");
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (second), "the second child to come back");
+  snapshot = get_snapshot (fixture, first);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, first);
+
+  if (daemon_owner_pid (fixture) == restarted_pid)
+    fixture->daemon = restarted;
+  else
+    {
+      g_autoptr(GError) error = NULL;
+
+      g_subprocess_wait (restarted, NULL, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (g_subprocess_get_exit_status (restarted), ==, 3);
+      g_object_unref (restarted);
+      stop_activated_daemon (fixture);
+    }
+}
+
+/* No daemon running: the first process that registers starts it. */
+static void
+test_activation (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autofree char *pidfile = g_build_filename (runtime_dir, "perfmon", "perfmond.pid", NULL);
+  guint child_pid;
+
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (FALSE)));
+  child_pid = start_child (fixture, NULL);
+  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (child_pid)));
+  g_assert_true (g_file_test (pidfile, G_FILE_TEST_EXISTS));
+  stop_activated_daemon (fixture);
 }
 
 static void
@@ -813,7 +973,7 @@ test_bad_processes (Fixture       *fixture,
 
   reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", garbage), &error);
   g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
-  g_assert_nonnull (strstr (error->message, "timestamp: missing required member"));
+  g_assert_nonnull (strstr (error->message, "expected a snapshot of type"));
   g_clear_error (&error);
 
   wait_until (fixture, history_grows, GUINT_TO_POINTER (healthy), "the healthy child's history");
@@ -859,6 +1019,7 @@ main (int    argc,
    * XDG_RUNTIME_DIR (the tests give it --pidfile). */
   g_setenv ("XDG_STATE_HOME", state, TRUE);
   g_setenv ("XDG_RUNTIME_DIR", home, TRUE);
+  runtime_dir = home;
 
   g_test_init (&argc, &argv, NULL);
 
@@ -875,7 +1036,10 @@ main (int    argc,
   ADD ("/daemon/hang", test_hang);
   ADD ("/daemon/hang-before-register", test_hang_before_register);
   ADD ("/daemon/history", test_history);
+  ADD ("/daemon/history-budget", test_history_budget);
   ADD ("/daemon/crash-mid-poll", test_crash_mid_poll);
+  ADD ("/daemon/restart", test_restart);
+  ADD ("/daemon/activation", test_activation);
   ADD ("/daemon/single-instance", test_single_instance);
   ADD ("/daemon/bad-options", test_bad_options);
   ADD ("/daemon/malformed-calls", test_malformed_calls);

@@ -36,8 +36,6 @@
 #define MAX_WAITERS 16
 /* GetHistory replies stay well below the bus's message size limit. */
 #define MAX_HISTORY_REPLY_BYTES (64 * 1024 * 1024)
-/* Snapshots in JSON longer than this per group are rejected unparsed. */
-#define MAX_JSON_BYTES_PER_GROUP 2048
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -271,7 +269,7 @@ remove_process (PerfmondDaemon *self,
       g_dbus_connection_signal_unsubscribe (self->connection, process->signal_id);
       process->signal_id = 0;
     }
-  answer_waiters (process, "it left the bus");
+  answer_waiters (process, why);
   while (!g_queue_is_empty (&process->history))
     history_pop_oldest (self, process);
 
@@ -285,7 +283,8 @@ remove_process (PerfmondDaemon *self,
 static void
 add_history (PerfmondDaemon  *self,
              Process         *process,
-             PerfmonSnapshot *snapshot)
+             PerfmonSnapshot *snapshot,
+             GVariant        *variant)
 {
   HistoryEntry *entry = g_new0 (HistoryEntry, 1);
   gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
@@ -294,7 +293,12 @@ add_history (PerfmondDaemon  *self,
   HistoryEntry *newest;
 
   entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  entry->variant = perfmond_snapshot_to_wire (snapshot);
+  /* The variant as received, checked by decoding it: GDBus built it as a
+   * tree of small values, which g_variant_get_data() flattens into one
+   * buffer, the compact form to keep. Cheaper than writing it again from
+   * the snapshot, and the same content. */
+  entry->variant = g_variant_ref (variant);
+  g_variant_get_data (entry->variant);
   entry->size = g_variant_get_size (entry->variant) + sizeof *entry + sizeof (GList);
   g_queue_push_tail (&process->history, entry);
   process->history_bytes += entry->size;
@@ -343,9 +347,9 @@ poll_done (GObject      *source,
   PerfmondDaemon *self = process->daemon;
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(GVariant) groups = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
-  const char *json;
-  gsize length;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   if (process->removed)
@@ -359,39 +363,39 @@ poll_done (GObject      *source,
       process->poll_failures++;
       /* A process that crashed is about to vanish from the bus, and a hung
        * one reports its hang itself: a debug message is enough. */
-      g_debug ("pid %u (%s): GetSnapshotJson failed: %s", process->pid, process->bus_name, error->message);
+      g_debug ("pid %u (%s): GetSnapshot failed: %s", process->pid, process->bus_name, error->message);
       answer_waiters (process, error->message);
       goto out;
     }
 
-  g_variant_get (reply, "(&s)", &json);
-  length = strlen (json);
-  /* Bound the parse before parsing: a group takes a few hundred bytes of
-   * JSON, names included. */
-  if (length > (gsize) self->config.max_groups * MAX_JSON_BYTES_PER_GROUP + 4096)
+  g_variant_get (reply, "(v)", &variant);
+  if (!g_variant_is_of_type (variant, G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
     {
-      g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes of JSON, too many for %u groups (--max-groups)",
-                                              length, self->config.max_groups);
+      g_autofree char *why = g_strdup_printf ("expected a snapshot of type %s, got %s",
+                                              PERFMON_SNAPSHOT_VARIANT_TYPE,
+                                              g_variant_get_type_string (variant));
       process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
     }
 
-  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  /* Counted before decoding: decoding a flood of groups is the cost to
+   * avoid. */
+  groups = g_variant_get_child_value (variant, 7);
+  if (g_variant_n_children (groups) > self->config.max_groups)
+    {
+      g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " groups, more than the %u allowed (--max-groups)",
+                                              g_variant_n_children (groups), self->config.max_groups);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
+
+  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
   if (snapshot == NULL)
     {
       process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
-      goto out;
-    }
-
-  if (perfmon_snapshot_get_groups (snapshot)->len > self->config.max_groups)
-    {
-      g_autofree char *why = g_strdup_printf ("%u groups, more than the %u allowed (--max-groups)",
-                                              perfmon_snapshot_get_groups (snapshot)->len,
-                                              self->config.max_groups);
-      process_reject (process, "a snapshot", why);
-      answer_waiters (process, why);
       goto out;
     }
 
@@ -401,7 +405,7 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot);
+  add_history (self, process, snapshot, variant);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
@@ -420,7 +424,7 @@ poll_process (PerfmondDaemon *self,
 
   process->poll_pending = TRUE;
   g_dbus_connection_call (self->connection, process->bus_name, MONITOR_PATH, MONITOR_IFACE,
-                          "GetSnapshotJson", NULL, G_VARIANT_TYPE ("(s)"),
+                          "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
                           process->cancellable, poll_done, process_ref (process));
@@ -914,7 +918,6 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   g_autoptr(GPtrArray) snapshots = g_ptr_array_new ();
   g_autoptr(GArray) pids = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr(GVariant) merged = NULL;
-  g_autoptr(GVariant) wire = NULL;
 
   for (guint i = 0; i < processes->len; i++)
     {
@@ -929,8 +932,11 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
                                       (const guint *) (gpointer) pids->data, snapshots->len,
                                       (guint) getpid (), g_get_monotonic_time ());
-  wire = perfmond_variant_to_wire (merged);
-  perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (wire));
+  if (merged == NULL)
+    g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                                   "perfmond could not merge the snapshots (see its log)");
+  else
+    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged));
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

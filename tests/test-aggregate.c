@@ -1,0 +1,201 @@
+/* test-aggregate.c: perfmond's merge of the processes' snapshots
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Exact sums on hand-made snapshots; test-daemon checks the same through
+ * D-Bus with live processes, where only bounds can be asserted.
+ */
+#include <perfmon.h>
+
+#include "perfmond-aggregate.h"
+
+/* A snapshot of pid @pid with a thread group (id 1), window 7 (id 2),
+ * add-on "a@test" (id 3) and a compartment of both (id 4), each with
+ * @cpu µs of CPU, @ticks ticks and histogram @d0 ≥ @d1. */
+static PerfmonSnapshot *
+make_snapshot (guint   pid,
+               guint64 cpu,
+               guint64 ticks,
+               guint64 d0,
+               guint64 d1)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = NULL;
+  PerfmonSnapshot *snapshot;
+/* Counters as strings: the format's way to carry values above 2^63. */
+#define GROUP \
+    "{\"id\":%u,\"kind\":\"%s\",\"name\":\"%s\",\"window_id\":%u,\"addon_id\":%s," \
+    "\"cpu_time\":\"%" G_GUINT64_FORMAT "\",\"blocked_time\":1,\"ticks\":\"%" G_GUINT64_FORMAT "\"," \
+    "\"durations\":[\"%" G_GUINT64_FORMAT "\",\"%" G_GUINT64_FORMAT "\",0,0,0,0,0,0,0,0]}"
+  g_autofree char *thread = g_strdup_printf (GROUP, 1, "thread", "main", 0, "null", cpu, ticks, d0, d1);
+  g_autofree char *window = g_strdup_printf (GROUP, 2, "window", "", 7, "null", cpu, ticks, d0, d1);
+  g_autofree char *addon = g_strdup_printf (GROUP, 3, "addon", "A", 0, "\"a@test\"", cpu, ticks, d0, d1);
+  g_autofree char *compartment = g_strdup_printf (GROUP, 4, "compartment", "c", 7, "\"a@test\"", cpu, ticks, d0, d1);
+
+  json = g_strdup_printf ("{\"version\":1,\"timestamp\":1000,\"interval\":0,\"pid\":%u,"
+                          "\"process_name\":\"p%u\",\"user_time\":10,\"system_time\":5,"
+                          "\"groups\":[%s,%s,%s,%s]}", pid, pid, thread, window, addon, compartment);
+  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_no_error (error);
+  return snapshot;
+}
+
+static PerfmonSnapshot *
+merge (PerfmondAggregator  *aggregator,
+       PerfmonSnapshot    **snapshots,
+       const guint         *pids,
+       guint                n)
+{
+  g_autoptr(GVariant) variant = perfmond_aggregator_merge (aggregator, snapshots, pids, n, 4242, 5000);
+  g_autoptr(GError) error = NULL;
+  PerfmonSnapshot *merged;
+
+  g_assert_nonnull (variant);
+  merged = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  return merged;
+}
+
+static guint
+count_kind (PerfmonSnapshot  *snapshot,
+            PerfmonGroupKind  kind)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+  guint n = 0;
+
+  for (guint i = 0; i < groups->len; i++)
+    n += perfmon_group_stats_get_kind (g_ptr_array_index (groups, i)) == kind;
+  return n;
+}
+
+static PerfmonGroupStats *
+find_kind (PerfmonSnapshot  *snapshot,
+           PerfmonGroupKind  kind)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+
+  for (guint i = 0; i < groups->len; i++)
+    if (perfmon_group_stats_get_kind (g_ptr_array_index (groups, i)) == kind)
+      return g_ptr_array_index (groups, i);
+  g_assert_not_reached ();
+}
+
+static void
+test_merge (void)
+{
+  g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+  g_autoptr(PerfmonSnapshot) a = make_snapshot (100, 1000, 10, 3, 1);
+  g_autoptr(PerfmonSnapshot) b = make_snapshot (200, 500, 4, 2, 2);
+  g_autoptr(PerfmonSnapshot) merged = NULL;
+  PerfmonSnapshot *both[] = { a, b };
+  const guint pids[] = { 100, 200 };
+  PerfmonGroupStats *window, *addon;
+  const guint64 *durations;
+
+  merged = merge (aggregator, both, pids, 2);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (merged), ==, 4242);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (merged), ==, 5000);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (merged), ==, PERFMOND_AGGREGATE_PROCESS_NAME);
+  g_assert_cmpuint (perfmon_snapshot_get_user_time (merged), ==, 20);
+  g_assert_cmpuint (perfmon_snapshot_get_system_time (merged), ==, 10);
+
+  /* Threads and compartments per process; window 7 and a@test merged. */
+  g_assert_cmpuint (count_kind (merged, PERFMON_GROUP_KIND_THREAD), ==, 2);
+  g_assert_cmpuint (count_kind (merged, PERFMON_GROUP_KIND_COMPARTMENT), ==, 2);
+  g_assert_cmpuint (count_kind (merged, PERFMON_GROUP_KIND_WINDOW), ==, 1);
+  g_assert_cmpuint (count_kind (merged, PERFMON_GROUP_KIND_ADDON), ==, 1);
+
+  window = find_kind (merged, PERFMON_GROUP_KIND_WINDOW);
+  g_assert_cmpuint (perfmon_group_stats_get_window_id (window), ==, 7);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (window), ==, 1500);
+  g_assert_cmpuint (perfmon_group_stats_get_blocked_time (window), ==, 2);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (window), ==, 14);
+  durations = perfmon_group_stats_get_durations (window, NULL);
+  g_assert_cmpuint (durations[0], ==, 5);
+  g_assert_cmpuint (durations[1], ==, 3);
+
+  addon = find_kind (merged, PERFMON_GROUP_KIND_ADDON);
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (addon), ==, "a@test");
+  g_assert_cmpstr (perfmon_group_stats_get_name (addon), ==, "A");
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (addon), ==, 1500);
+
+  /* Per-process groups say whose they are. */
+  g_assert_cmpstr (perfmon_group_stats_get_name (find_kind (merged, PERFMON_GROUP_KIND_THREAD)), ==,
+                   "main (p100, pid 100)");
+}
+
+/* Ids stay with their group from one merge to the next, so that two
+ * aggregates subtract; a group no longer seen loses its id. */
+static void
+test_stable_ids (void)
+{
+  g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+  g_autoptr(PerfmonSnapshot) a = make_snapshot (100, 1000, 10, 3, 1);
+  g_autoptr(PerfmonSnapshot) a_later = make_snapshot (100, 3000, 20, 4, 1);
+  g_autoptr(PerfmonSnapshot) b = make_snapshot (200, 500, 4, 2, 2);
+  g_autoptr(PerfmonSnapshot) first = NULL;
+  g_autoptr(PerfmonSnapshot) second = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(PerfmonSnapshot) alone = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonSnapshot *both[] = { a, b };
+  PerfmonSnapshot *both_later[] = { a_later, b };
+  const guint pids[] = { 100, 200 };
+
+  first = merge (aggregator, both, pids, 2);
+  second = merge (aggregator, both_later, pids, 2);
+  delta = perfmon_snapshot_subtract (second, first, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (find_kind (delta, PERFMON_GROUP_KIND_WINDOW)), ==, 2000);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (find_kind (delta, PERFMON_GROUP_KIND_ADDON)), ==, 10);
+
+  /* Process 200 gone: its groups' ids are forgotten, the shared ones kept. */
+  alone = merge (aggregator, both_later, pids, 1);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (alone)->len, ==, 4);
+  g_assert_cmpuint (perfmon_group_stats_get_id (find_kind (alone, PERFMON_GROUP_KIND_WINDOW)), ==,
+                    perfmon_group_stats_get_id (find_kind (first, PERFMON_GROUP_KIND_WINDOW)));
+}
+
+/* Sums saturate instead of wrapping, so that the merged histogram stays
+ * valid for readers. */
+static void
+test_saturation (void)
+{
+  g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+  g_autoptr(PerfmonSnapshot) a = make_snapshot (100, G_MAXUINT64 - 1, G_MAXUINT64 - 1, G_MAXUINT64 - 1, 5);
+  g_autoptr(PerfmonSnapshot) b = make_snapshot (200, 10, 10, 10, 10);
+  g_autoptr(PerfmonSnapshot) merged = NULL;
+  PerfmonSnapshot *both[] = { a, b };
+  const guint pids[] = { 100, 200 };
+  PerfmonGroupStats *window;
+
+  merged = merge (aggregator, both, pids, 2);
+  window = find_kind (merged, PERFMON_GROUP_KIND_WINDOW);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (window), ==, G_MAXUINT64);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (window), ==, G_MAXUINT64);
+  g_assert_cmpuint (perfmon_group_stats_get_durations (window, NULL)[0], ==, G_MAXUINT64);
+  g_assert_cmpuint (perfmon_group_stats_get_durations (window, NULL)[1], ==, 15);
+}
+
+static void
+test_empty (void)
+{
+  g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+  g_autoptr(PerfmonSnapshot) merged = merge (aggregator, NULL, NULL, 0);
+
+  g_assert_cmpuint (perfmon_snapshot_get_groups (merged)->len, ==, 0);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/aggregate/merge", test_merge);
+  g_test_add_func ("/aggregate/stable-ids", test_stable_ids);
+  g_test_add_func ("/aggregate/saturation", test_saturation);
+  g_test_add_func ("/aggregate/empty", test_empty);
+
+  return g_test_run ();
+}
