@@ -774,6 +774,9 @@ on_daemon_appeared (GDBusConnection *connection,
 
   g_free (self->daemon_owner);
   self->daemon_owner = g_strdup (name_owner);
+  /* A daemon that was running and then went was stopped or crashed:
+   * starting it again is its supervisor's business, not ours. */
+  self->activation_tried = TRUE;
   maybe_register (self);
 }
 
@@ -788,9 +791,10 @@ on_daemon_vanished (GDBusConnection *connection,
   g_clear_pointer (&self->attempted_owner, g_free);
   g_clear_pointer (&self->registered_owner, g_free);
 
-  /* The first time only, and only if nobody owns the name: ask the bus to
-   * start the daemon by sending to its name. Later it is the daemon's
-   * business to come back, and we register when it does. */
+  /* Only when the name was unowned from the start (the watch's first
+   * report): ask the bus to start the daemon by sending to its name.
+   * Later it is the daemon's business to come back, and we register when
+   * it does. */
   if (!self->activation_tried && !self->register_in_flight)
     {
       self->activation_tried = TRUE;
