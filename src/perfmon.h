@@ -21,6 +21,8 @@
 #include "perfmon-export.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-dbus.h"
+#include "perfmon-task.h"
+#include "perfmon-task-log.h"
 #include "perfmon-enum-types.h"
 
 #undef PERFMON_INSIDE

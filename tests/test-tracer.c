@@ -16,6 +16,7 @@
 
 #include "perfmon.h"
 #include "perfmon-task-file-test.h"
+#include "perfmon-task-private.h"
 #include "perfmon-test-dirs.h"
 
 /* Functions whose names the SYMBOL records must carry are not static (the
@@ -965,6 +966,49 @@ test_dbus_two_processes (Fixture       *fixture,
   g_assert_cmpstr (server_file->header.process_name, ==, "test-tracer-server");
   assert_ping_linked (client_file, server_file, &client, g_dbus_connection_get_unique_name (connection),
                       line + strlen ("ready "));
+
+  /* The reader makes the two files one graph: the server's handler is the
+   * caller's child, the client's reply handler the handler's, and all of
+   * them belong to the touch that started it. */
+  {
+    const char *paths[] = { fixture->path, server_path, NULL };
+    g_autoptr(PerfmonTaskLog) log = perfmon_task_log_new_from_files (paths, &error);
+    const PerfmonTaskDBusRecord *call_sent =
+      get_dbus (client_file, PERFMON_TASK_RECORD_DBUS_SEND, client.caller_task, NULL, 0);
+    const PerfmonTaskDBusRecord *call_received =
+      get_dbus (server_file, PERFMON_TASK_RECORD_DBUS_RECV, 0, NULL, call_sent->serial);
+    PerfmonTask *handler, *reply;
+    g_autofree guint64 *ancestors = NULL;
+    g_autofree guint64 *followers = NULL;
+    gsize n_ancestors, n_followers;
+    gboolean found_handler = FALSE, found_reply = FALSE;
+
+    g_assert_no_error (error);
+    handler = perfmon_task_log_find_task (log, call_received->task_id);
+    reply = perfmon_task_log_find_task (log, client.reply_task);
+    g_assert_nonnull (handler);
+    g_assert_nonnull (reply);
+    g_assert_cmpuint (perfmon_task_get_process (handler), ==, server_file->header.pid);
+    g_assert_cmpstr (perfmon_task_get_process_name (handler), ==, "test-tracer-server");
+    g_assert_cmpuint (perfmon_task_get_parent_id (handler), ==, client.caller_task);
+    g_assert_cmpuint (perfmon_task_get_parent_id (reply), ==, handler->id);
+    g_assert_cmpuint (perfmon_task_get_source_event_id (handler), ==, client.source_event);
+    g_assert_cmpint (perfmon_task_get_source_event_type (handler), ==, PERFMON_SOURCE_EVENT_TOUCH);
+
+    ancestors = perfmon_task_log_find_ancestors (log, client.reply_task, &n_ancestors);
+    g_assert_cmpuint (n_ancestors, ==, 2);
+    g_assert_cmpuint (ancestors[0], ==, handler->id);
+    g_assert_cmpuint (ancestors[1], ==, client.caller_task);
+
+    followers = perfmon_task_log_find_followers (log, client.caller_task, &n_followers);
+    for (gsize i = 0; i < n_followers; i++)
+      {
+        found_handler |= followers[i] == handler->id;
+        found_reply |= followers[i] == client.reply_task;
+      }
+    g_assert_true (found_handler);
+    g_assert_true (found_reply);
+  }
 
   g_free (client.reply);
   g_dbus_connection_close_sync (connection, NULL, NULL);

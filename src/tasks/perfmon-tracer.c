@@ -736,12 +736,12 @@ perfmon_task_add_label_valist (const char *format,
 }
 
 /**
- * perfmon_task_add_label_literal: (rename-to perfmon_task_add_label)
+ * perfmon_task_add_label_literal:
  * @text: the label
  *
  * Adds @text, as it is, as a label of the task that runs on the calling
- * thread; see perfmon_task_add_label(). This is what bindings call
- * `task_add_label`.
+ * thread; see perfmon_task_add_label(). Bindings, which cannot call a
+ * printf-style function, call this: `Perfmon.Task.add_label_literal()`.
  */
 void
 perfmon_task_add_label_literal (const char *text)

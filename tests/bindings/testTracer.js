@@ -57,8 +57,8 @@ const tests = {
         const event = Perfmon.source_event_begin(Perfmon.SourceEventType.CUSTOM);
         assert(event !== 0, 'source event id');
         Perfmon.idle_add(GLib.PRIORITY_DEFAULT_IDLE, () => {
-            task = Perfmon.task_get_current();
-            Perfmon.task_add_label('from gjs');
+            task = Perfmon.Task.get_current();
+            Perfmon.Task.add_label_literal('from gjs');
             loop.quit();
             return GLib.SOURCE_REMOVE;
         });

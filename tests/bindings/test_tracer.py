@@ -70,9 +70,9 @@ class TracerTest(unittest.TestCase):
         seen = {}
 
         def on_idle(data):
-            seen['task'] = Perfmon.task_get_current()
+            seen['task'] = Perfmon.Task.get_current()
             seen['source_event'] = Perfmon.source_event_get_current()
-            Perfmon.task_add_label('from %s' % data)
+            Perfmon.Task.add_label_literal('from %s' % data)
             loop.quit()
             return GLib.SOURCE_REMOVE
 
@@ -107,7 +107,7 @@ class TracerTest(unittest.TestCase):
 
     def test_flight_recorder_dump(self):
         Perfmon.tracer_start_flight_recorder(5)
-        Perfmon.task_add_label('in the flight recorder')
+        Perfmon.Task.add_label_literal('in the flight recorder')
         Perfmon.tracer_dump(self.path)
         Perfmon.tracer_stop()
         _dropped, records = read_records(self.path)

@@ -1,0 +1,1014 @@
+/* perfmon-task-log.c: the tasks of one or several task log files
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The reader trusts nothing in a file: every record is bounds-checked
+ * against the file before it is copied out (with memcpy, so a file whose
+ * header size is not a multiple of 8 costs nothing but speed), and every
+ * string must end inside its record. What the tracer can legitimately
+ * leave behind (a BEGIN whose DISPATCH a flight recorder overwrote, a run
+ * the file ends in) is tolerated and counted instead.
+ */
+#include "config.h"
+
+#include <json-glib/json-glib.h>
+#include <string.h>
+
+#include "perfmon-enum-types.h"
+#include "perfmon-error.h"
+#include "perfmon-task-format-private.h"
+#include "perfmon-task-log-private.h"
+#include "perfmon-task-private.h"
+
+/**
+ * PerfmonTaskLog:
+ *
+ * The tasks recorded by the task tracer in one or several files, linked
+ * into one graph: each task's parent (the task that dispatched it, or the
+ * task that sent the D-Bus message it handles, in another process), the
+ * source event that started its chain, its dispatch, its runs and labels.
+ *
+ * The `find_*` methods answer the seed's questions: who caused a task
+ * (ancestors), what it caused (followers), and what kept it waiting in its
+ * queue (blockers). [method@TaskLog.to_chrome_trace] exports the graph for
+ * Perfetto UI or chrome://tracing.
+ *
+ * A task log is immutable: any thread may use it.
+ */
+struct _PerfmonTaskLog
+{
+  GObject     parent_instance;
+
+  GPtrArray  *tasks;              /* PerfmonTask *, by dispatch time */
+  GHashTable *by_id;              /* guint64 * (the task's id) → PerfmonTask * */
+  GHashTable *children;           /* guint64 * → GArray of guint64, built on first use */
+  GMutex      children_lock;
+  guint64     dropped_records;
+  guint64     unmatched_records;
+};
+
+G_DEFINE_FINAL_TYPE (PerfmonTaskLog, perfmon_task_log, G_TYPE_OBJECT)
+
+/* --- reading ----------------------------------------------------------- */
+
+typedef struct
+{
+  guint64 task_id;
+  gint64  time_ns;
+  guint32 pid;
+  guint32 tid;
+} DBusSend;
+
+typedef struct
+{
+  guint64 task_id;
+  char   *key;                    /* "sender serial" */
+} DBusRecv;
+
+typedef struct
+{
+  PerfmonTaskLog *log;
+  GHashTable     *sends;          /* key → DBusSend * */
+  GArray         *recvs;          /* DBusRecv */
+} Reader;
+
+static void
+dbus_recv_clear (gpointer data)
+{
+  g_free (((DBusRecv *) data)->key);
+}
+
+static gboolean
+fail (GError     **error,
+      gint         code,
+      const char  *name,
+      gsize        offset,
+      const char  *field,
+      const char  *format,
+      ...) G_GNUC_PRINTF (6, 7);
+
+static gboolean
+fail (GError     **error,
+      gint         code,
+      const char  *name,
+      gsize        offset,
+      const char  *field,
+      const char  *format,
+      ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_set_error (error, PERFMON_ERROR, code, "%s: not a valid task log: at byte %" G_GSIZE_FORMAT ", %s: %s",
+               name, offset, field, message);
+  return FALSE;
+}
+
+/* The string that fills the rest of a record after @fixed bytes; NULL if
+ * it does not end inside the record. */
+static char *
+record_string (const guint8 *record,
+               gsize         size,
+               gsize         fixed)
+{
+  const guint8 *start = record + fixed;
+  const guint8 *nul = memchr (start, '\0', size - fixed);
+
+  if (nul == NULL)
+    return NULL;
+  return g_utf8_make_valid ((const char *) start, nul - start);
+}
+
+static PerfmonTask *
+lookup (PerfmonTaskLog *self,
+        guint64         id)
+{
+  return g_hash_table_lookup (self->by_id, &id);
+}
+
+static const gsize record_min_size[] = {
+  [PERFMON_TASK_RECORD_DISPATCH]  = sizeof (PerfmonTaskDispatchRecord),
+  [PERFMON_TASK_RECORD_BEGIN]     = sizeof (PerfmonTaskIdRecord),
+  [PERFMON_TASK_RECORD_END]       = sizeof (PerfmonTaskIdRecord),
+  [PERFMON_TASK_RECORD_LABEL]     = sizeof (PerfmonTaskLabelRecord) + 1,
+  [PERFMON_TASK_RECORD_SYMBOL]    = sizeof (PerfmonTaskSymbolRecord) + 1,
+  [PERFMON_TASK_RECORD_THREAD]    = sizeof (PerfmonTaskThreadRecord) + 1,
+  [PERFMON_TASK_RECORD_DBUS_SEND] = sizeof (PerfmonTaskDBusRecord) + 1,
+  [PERFMON_TASK_RECORD_DBUS_RECV] = sizeof (PerfmonTaskDBusRecord) + 1,
+};
+
+static const char *
+record_type_name (guint type)
+{
+  static const char *names[] = {
+    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV",
+  };
+
+  return type < G_N_ELEMENTS (names) ? names[type] : "unknown";
+}
+
+static gboolean
+read_file (Reader      *reader,
+           GBytes      *bytes,
+           const char  *name,
+           GError     **error)
+{
+  PerfmonTaskLog *self = reader->log;
+  gsize len;
+  const guint8 *data = g_bytes_get_data (bytes, &len);
+  PerfmonTaskFileHeader header;
+  g_autoptr(GHashTable) symbols = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+  g_autoptr(GHashTable) thread_names = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  g_autoptr(GPtrArray) file_tasks = g_ptr_array_new ();
+  g_autofree char *process_name = NULL;
+  gsize offset;
+
+  if (len < sizeof header.magic || memcmp (data, PERFMON_TASK_FILE_MAGIC, sizeof header.magic) != 0)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, 0, "magic",
+                 "the file does not start with \"%s\"", PERFMON_TASK_FILE_MAGIC);
+  if (len < sizeof header)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, len, "header",
+                 "the file ends inside its %" G_GSIZE_FORMAT "-byte header", sizeof header);
+  memcpy (&header, data, sizeof header);
+
+  if (header.byte_order_mark != PERFMON_TASK_FILE_BYTE_ORDER_MARK)
+    {
+      if (header.byte_order_mark == GUINT32_SWAP_LE_BE (PERFMON_TASK_FILE_BYTE_ORDER_MARK))
+        return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
+                     "byte_order_mark", "written on a machine of the other byte order");
+      return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
+                   "byte_order_mark", "0x%08x, expected 0x%08x", header.byte_order_mark,
+                   PERFMON_TASK_FILE_BYTE_ORDER_MARK);
+    }
+  if (header.version != PERFMON_TASK_FILE_VERSION)
+    return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, version),
+                 "version", "%u, this reader knows version %u", header.version, PERFMON_TASK_FILE_VERSION);
+  if (header.header_size < sizeof header || header.header_size > len)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, header_size),
+                 "header_size", "%u, expected %" G_GSIZE_FORMAT " to the file's %" G_GSIZE_FORMAT " bytes",
+                 header.header_size, sizeof header, len);
+
+  process_name = g_utf8_make_valid (header.process_name,
+                                    strnlen (header.process_name, sizeof header.process_name));
+  self->dropped_records += header.dropped_records;
+
+  for (offset = header.header_size; offset < len; )
+    {
+      const guint8 *record = data + offset;
+      PerfmonTaskRecordHeader rh;
+      PerfmonTask *task;
+
+      if (len - offset < sizeof rh)
+        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "record",
+                     "the file ends inside a record header (%" G_GSIZE_FORMAT " bytes left)", len - offset);
+      memcpy (&rh, record, sizeof rh);
+      if (rh.size < sizeof rh || rh.size % 8 != 0)
+        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
+                     "%u, expected a multiple of 8 of at least %" G_GSIZE_FORMAT, rh.size, sizeof rh);
+      if (rh.size > len - offset)
+        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
+                     "%u runs past the end of the file (%" G_GSIZE_FORMAT " bytes left)", rh.size, len - offset);
+
+      /* Types this reader does not know are later versions' business. */
+      if (rh.type == 0 || rh.type >= G_N_ELEMENTS (record_min_size))
+        {
+          offset += rh.size;
+          continue;
+        }
+      if (rh.size < record_min_size[rh.type])
+        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
+                     "%u is too short for a %s record (at least %" G_GSIZE_FORMAT ")",
+                     rh.size, record_type_name (rh.type), record_min_size[rh.type]);
+
+      switch ((PerfmonTaskRecordType) rh.type)
+        {
+        case PERFMON_TASK_RECORD_DISPATCH:
+          {
+            PerfmonTaskDispatchRecord r;
+
+            memcpy (&r, record, sizeof r);
+            if (lookup (self, r.task_id) != NULL)
+              {
+                /* A second DISPATCH of one id: only a corrupt file. */
+                self->unmatched_records++;
+                break;
+              }
+            task = _perfmon_task_new (r.task_id, r.parent_id, header.pid);
+            task->source_event_id = r.source_event_id;
+            task->source_event_type = r.source_event_type <= PERFMON_SOURCE_EVENT_CUSTOM
+                                      ? r.source_event_type : PERFMON_SOURCE_EVENT_UNKNOWN;
+            task->callback = r.callback;
+            task->dispatch_ns = rh.time_ns;
+            task->dispatch_tid = rh.tid;
+            g_hash_table_insert (self->by_id, &task->id, task);
+            g_ptr_array_add (self->tasks, task);
+            g_ptr_array_add (file_tasks, task);
+          }
+          break;
+
+        case PERFMON_TASK_RECORD_BEGIN:
+        case PERFMON_TASK_RECORD_END:
+          {
+            PerfmonTaskIdRecord r;
+
+            memcpy (&r, record, sizeof r);
+            task = lookup (self, r.task_id);
+            if (task == NULL)
+              self->unmatched_records++;
+            else if (rh.type == PERFMON_TASK_RECORD_BEGIN)
+              {
+                PerfmonTaskRun run = { rh.time_ns, -1, rh.tid };
+
+                g_array_append_val (task->runs, run);
+              }
+            else if (task->runs->len > 0 &&
+                     g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns == -1)
+              g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns = MAX (rh.time_ns,
+                g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).begin_ns);
+            else
+              self->unmatched_records++;
+          }
+          break;
+
+        case PERFMON_TASK_RECORD_LABEL:
+          {
+            PerfmonTaskLabel label = { rh.time_ns, rh.tid, NULL };
+            guint64 task_id;
+
+            memcpy (&task_id, record + G_STRUCT_OFFSET (PerfmonTaskLabelRecord, task_id), sizeof task_id);
+            label.text = record_string (record, rh.size, sizeof (PerfmonTaskLabelRecord));
+            if (label.text == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "text",
+                           "the label does not end inside its record");
+            task = lookup (self, task_id);
+            if (task == NULL)
+              {
+                self->unmatched_records++;
+                g_free (label.text);
+              }
+            else
+              g_array_append_val (task->labels, label);
+          }
+          break;
+
+        case PERFMON_TASK_RECORD_SYMBOL:
+          {
+            guint64 callback;
+            char *symbol = record_string (record, rh.size, sizeof (PerfmonTaskSymbolRecord));
+
+            if (symbol == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "symbol",
+                           "the symbol does not end inside its record");
+            memcpy (&callback, record + G_STRUCT_OFFSET (PerfmonTaskSymbolRecord, callback), sizeof callback);
+            g_hash_table_replace (symbols, g_memdup2 (&callback, sizeof callback), symbol);
+          }
+          break;
+
+        case PERFMON_TASK_RECORD_THREAD:
+          {
+            char *thread_name = record_string (record, rh.size, sizeof (PerfmonTaskThreadRecord));
+
+            if (thread_name == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "name",
+                           "the thread name does not end inside its record");
+            g_hash_table_replace (thread_names, GUINT_TO_POINTER (rh.tid), thread_name);
+          }
+          break;
+
+        case PERFMON_TASK_RECORD_DBUS_SEND:
+        case PERFMON_TASK_RECORD_DBUS_RECV:
+          {
+            PerfmonTaskDBusRecord r;
+            g_autofree char *sender = record_string (record, rh.size, sizeof (PerfmonTaskDBusRecord));
+            char *key;
+
+            if (sender == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "sender",
+                           "the bus name does not end inside its record");
+            memcpy (&r, record, sizeof r);
+            key = g_strdup_printf ("%s %u", sender, r.serial);
+            if (rh.type == PERFMON_TASK_RECORD_DBUS_SEND)
+              {
+                DBusSend *send = g_new (DBusSend, 1);
+
+                *send = (DBusSend) { r.task_id, rh.time_ns, header.pid, rh.tid };
+                g_hash_table_replace (reader->sends, key, send);
+              }
+            else
+              {
+                DBusRecv recv = { r.task_id, key };
+
+                g_array_append_val (reader->recvs, recv);
+              }
+          }
+          break;
+
+        default:
+          g_assert_not_reached ();
+        }
+
+      offset += rh.size;
+    }
+
+  /* Names come from the file's own SYMBOL and THREAD records: addresses
+   * and thread ids mean nothing in another process. */
+  for (guint i = 0; i < file_tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (file_tasks, i);
+      guint32 tid = task->runs->len > 0 ? g_array_index (task->runs, PerfmonTaskRun, 0).tid : task->dispatch_tid;
+      const char *symbol = g_hash_table_lookup (symbols, &task->callback);
+      const char *thread_name = g_hash_table_lookup (thread_names, GUINT_TO_POINTER (tid));
+
+      task->name = g_strdup (symbol);
+      task->thread_name = g_strdup (thread_name);
+      task->process_name = g_strdup (process_name);
+    }
+
+  return TRUE;
+}
+
+static gint
+compare_dispatch (gconstpointer a,
+                  gconstpointer b)
+{
+  const PerfmonTask *ta = *(PerfmonTask * const *) a;
+  const PerfmonTask *tb = *(PerfmonTask * const *) b;
+
+  if (ta->dispatch_ns != tb->dispatch_ns)
+    return ta->dispatch_ns < tb->dispatch_ns ? -1 : 1;
+  return ta->id < tb->id ? -1 : ta->id > tb->id;
+}
+
+/* A task that handles a D-Bus message is the child of the task that sent
+ * it, whichever files the two are in, and its chain belongs to the sender's
+ * source event: the receiving process recorded a D-Bus source event of its
+ * own, which the link replaces in the receiver and in what it caused
+ * there. Runs on the tasks sorted by dispatch, so a parent is always
+ * settled before its children. */
+static void
+link_dbus_messages (Reader *reader)
+{
+  PerfmonTaskLog *self = reader->log;
+  g_autoptr(GHashTable) replaced = g_hash_table_new_full (g_int64_hash, g_int64_equal, NULL, g_free);
+
+  for (guint i = 0; i < reader->recvs->len; i++)
+    {
+      DBusRecv *recv = &g_array_index (reader->recvs, DBusRecv, i);
+      DBusSend *send = g_hash_table_lookup (reader->sends, recv->key);
+      PerfmonTask *receiver = lookup (self, recv->task_id);
+      PerfmonTask *sender;
+
+      if (send == NULL || receiver == NULL || (sender = lookup (self, send->task_id)) == NULL ||
+          sender == receiver)
+        {
+          self->unmatched_records++;
+          continue;
+        }
+
+      receiver->parent_id = sender->id;
+      receiver->dbus_linked = TRUE;
+      receiver->dbus_send_ns = send->time_ns;
+      receiver->dbus_send_pid = send->pid;
+      receiver->dbus_send_tid = send->tid;
+    }
+
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (self->tasks, i);
+      PerfmonTask *parent = task->parent_id != task->id ? lookup (self, task->parent_id) : NULL;
+      const guint64 *parent_old;
+
+      if (parent == NULL || parent->source_event_id == task->source_event_id)
+        continue;
+      parent_old = g_hash_table_lookup (replaced, &parent->id);
+      /* Linked over D-Bus, or dispatched in the receiving process under
+       * the source event its parent had before the link. */
+      if (task->dbus_linked || (parent_old != NULL && *parent_old == task->source_event_id))
+        {
+          g_hash_table_insert (replaced, &task->id, g_memdup2 (&task->source_event_id, sizeof (guint64)));
+          task->source_event_id = parent->source_event_id;
+          task->source_event_type = parent->source_event_type;
+        }
+    }
+}
+
+PerfmonTaskLog *
+_perfmon_task_log_new_from_bytes (GBytes * const     *files,
+                                  const char * const *names,
+                                  guint               n_files,
+                                  GError            **error)
+{
+  g_autoptr(PerfmonTaskLog) self = g_object_new (PERFMON_TYPE_TASK_LOG, NULL);
+  Reader reader = { self, NULL, NULL };
+  gboolean ok = TRUE;
+
+  reader.sends = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  reader.recvs = g_array_new (FALSE, FALSE, sizeof (DBusRecv));
+  g_array_set_clear_func (reader.recvs, dbus_recv_clear);
+
+  for (guint i = 0; ok && i < n_files; i++)
+    ok = read_file (&reader, files[i], names[i], error);
+  if (ok)
+    {
+      g_ptr_array_sort (self->tasks, compare_dispatch);
+      link_dbus_messages (&reader);
+    }
+
+  g_hash_table_unref (reader.sends);
+  g_array_unref (reader.recvs);
+  if (!ok)
+    return NULL;
+
+  for (guint i = 0; i < self->tasks->len; i++)
+    _perfmon_task_seal (g_ptr_array_index (self->tasks, i));
+
+  return g_steal_pointer (&self);
+}
+
+/**
+ * perfmon_task_log_new_from_files:
+ * @paths: (array zero-terminated=1): the task log files, one per process
+ *   (or per tracing session) of one boot
+ * @error: return location for a #GError
+ *
+ * Reads task logs written by [func@tracer_stop] or [func@tracer_dump] and
+ * links them into one graph: a task that handles a D-Bus message becomes
+ * the child of the task that sent it, in whichever file each is.
+ *
+ * A file that is truncated or corrupt fails the whole call with an error
+ * in the %PERFMON_ERROR domain naming the file, the byte offset and the
+ * field; a file of another version or byte order fails with
+ * %PERFMON_ERROR_UNSUPPORTED_VERSION.
+ *
+ * Returns: (transfer full): the task log, or %NULL with @error set
+ */
+PerfmonTaskLog *
+perfmon_task_log_new_from_files (const char * const  *paths,
+                                 GError             **error)
+{
+  g_autoptr(GPtrArray) files = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  guint n;
+
+  g_return_val_if_fail (paths != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  n = g_strv_length ((char **) paths);
+  if (n == 0)
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "paths: no task log file given");
+      return NULL;
+    }
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GMappedFile) mapped = g_mapped_file_new (paths[i], FALSE, error);
+
+      if (mapped == NULL)
+        return NULL;
+      g_ptr_array_add (files, g_mapped_file_get_bytes (mapped));
+    }
+
+  return _perfmon_task_log_new_from_bytes ((GBytes * const *) files->pdata, paths, n, error);
+}
+
+/**
+ * perfmon_task_log_new_from_file:
+ * @path: a task log file
+ * @error: return location for a #GError
+ *
+ * Reads one task log; see [ctor@TaskLog.new_from_files].
+ *
+ * Returns: (transfer full): the task log, or %NULL with @error set
+ */
+PerfmonTaskLog *
+perfmon_task_log_new_from_file (const char  *path,
+                                GError     **error)
+{
+  const char *paths[] = { path, NULL };
+
+  g_return_val_if_fail (path != NULL, NULL);
+
+  return perfmon_task_log_new_from_files (paths, error);
+}
+
+/* --- questions --------------------------------------------------------- */
+
+/**
+ * perfmon_task_log_get_tasks:
+ * @self: a task log
+ *
+ * Returns: (transfer none) (element-type PerfmonTask): every task whose
+ *   dispatch was recorded, by dispatch time
+ */
+GPtrArray *
+perfmon_task_log_get_tasks (PerfmonTaskLog *self)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+
+  return self->tasks;
+}
+
+/**
+ * perfmon_task_log_find_task:
+ * @self: a task log
+ * @id: a task id
+ *
+ * Returns: (transfer none) (nullable): the task, or %NULL if the log has no
+ *   task of that id
+ */
+PerfmonTask *
+perfmon_task_log_find_task (PerfmonTaskLog *self,
+                            guint64         id)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+
+  return lookup (self, id);
+}
+
+static guint64 *
+steal_ids (GArray *ids,
+           gsize  *n_ids)
+{
+  *n_ids = ids->len;
+  return (guint64 *) (gpointer) g_array_free (ids, FALSE);
+}
+
+/**
+ * perfmon_task_log_find_ancestors:
+ * @self: a task log
+ * @id: a task id
+ * @n_ids: (out): the number of ids returned
+ *
+ * The task's parent, its parent's parent, and so on up to the task that a
+ * source event started (its own parent) or whose dispatcher the log does
+ * not have.
+ *
+ * Returns: (array length=n_ids) (transfer full): the ancestors' ids, the
+ *   parent first; empty for an unknown @id
+ */
+guint64 *
+perfmon_task_log_find_ancestors (PerfmonTaskLog *self,
+                                 guint64         id,
+                                 gsize          *n_ids)
+{
+  GArray *ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  PerfmonTask *task;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (n_ids != NULL, NULL);
+
+  task = lookup (self, id);
+  /* A corrupt file may make a cycle: no chain is longer than the log. */
+  while (task != NULL && task->parent_id != task->id && ids->len < self->tasks->len)
+    {
+      g_array_append_val (ids, task->parent_id);
+      task = lookup (self, task->parent_id);
+    }
+  return steal_ids (ids, n_ids);
+}
+
+static void
+build_children (PerfmonTaskLog *self)
+{
+  self->children = g_hash_table_new_full (g_int64_hash, g_int64_equal, NULL, (GDestroyNotify) g_array_unref);
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (self->tasks, i);
+      PerfmonTask *parent;
+      GArray *children;
+
+      if (task->parent_id == task->id || (parent = lookup (self, task->parent_id)) == NULL)
+        continue;
+      children = g_hash_table_lookup (self->children, &parent->id);
+      if (children == NULL)
+        {
+          children = g_array_new (FALSE, FALSE, sizeof (guint64));
+          g_hash_table_insert (self->children, &parent->id, children);
+        }
+      g_array_append_val (children, task->id);
+    }
+}
+
+/**
+ * perfmon_task_log_find_followers:
+ * @self: a task log
+ * @id: a task id
+ * @n_ids: (out): the number of ids returned
+ *
+ * The tasks that the task created (dispatched, or sent a D-Bus message
+ * to), the tasks they created, and so on.
+ *
+ * Returns: (array length=n_ids) (transfer full): the followers' ids,
+ *   breadth first; empty for an unknown @id
+ */
+guint64 *
+perfmon_task_log_find_followers (PerfmonTaskLog *self,
+                                 guint64         id,
+                                 gsize          *n_ids)
+{
+  GArray *ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr(GHashTable) seen = g_hash_table_new (g_int64_hash, g_int64_equal);
+  PerfmonTask *task;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (n_ids != NULL, NULL);
+
+  g_mutex_lock (&self->children_lock);
+  if (self->children == NULL)
+    build_children (self);
+  g_mutex_unlock (&self->children_lock);
+
+  task = lookup (self, id);
+  if (task != NULL)
+    g_hash_table_add (seen, &task->id);
+  for (guint next = 0; task != NULL; task = next < ids->len ? lookup (self, g_array_index (ids, guint64, next++)) : NULL)
+    {
+      GArray *children = g_hash_table_lookup (self->children, &task->id);
+
+      for (guint i = 0; children != NULL && i < children->len; i++)
+        {
+          PerfmonTask *child = lookup (self, g_array_index (children, guint64, i));
+
+          if (g_hash_table_add (seen, &child->id))
+            g_array_append_val (ids, child->id);
+        }
+    }
+  return steal_ids (ids, n_ids);
+}
+
+/**
+ * perfmon_task_log_find_blockers:
+ * @self: a task log
+ * @id: a task id
+ * @n_ids: (out): the number of ids returned
+ *
+ * The tasks that kept the task waiting: those that ran on the thread it
+ * ran on, in its process, between its dispatch and its (first) begin. The
+ * longer a task's queueing time, the more these cost it.
+ *
+ * Returns: (array length=n_ids) (transfer full): the blockers' ids, in the
+ *   order they ran; empty for an unknown @id or one that never ran
+ */
+guint64 *
+perfmon_task_log_find_blockers (PerfmonTaskLog *self,
+                                guint64         id,
+                                gsize          *n_ids)
+{
+  GArray *ids = g_array_new (FALSE, FALSE, sizeof (guint64));
+  g_autoptr(GArray) begins = g_array_new (FALSE, FALSE, sizeof (gint64));
+  PerfmonTask *task;
+  const PerfmonTaskRun *first;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (n_ids != NULL, NULL);
+
+  task = lookup (self, id);
+  if (task == NULL || task->runs->len == 0)
+    return steal_ids (ids, n_ids);
+  first = &g_array_index (task->runs, PerfmonTaskRun, 0);
+
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *other = g_ptr_array_index (self->tasks, i);
+
+      if (other == task || other->pid != task->pid)
+        continue;
+      for (guint r = 0; r < other->runs->len; r++)
+        {
+          const PerfmonTaskRun *run = &g_array_index (other->runs, PerfmonTaskRun, r);
+          gint64 end = run->end_ns == -1 ? first->begin_ns : run->end_ns;
+
+          if (run->tid == first->tid && run->begin_ns < first->begin_ns && end > task->dispatch_ns)
+            {
+              /* Sorted by when each blocker first ran in the window. */
+              guint at = ids->len;
+
+              while (at > 0 && g_array_index (begins, gint64, at - 1) > run->begin_ns)
+                at--;
+              g_array_insert_val (ids, at, other->id);
+              g_array_insert_val (begins, at, run->begin_ns);
+              break;
+            }
+        }
+    }
+  return steal_ids (ids, n_ids);
+}
+
+/**
+ * perfmon_task_log_get_dropped_records:
+ * @self: a task log
+ *
+ * Returns: how many records the tracer could not keep (full buffers), over
+ *   all files: the graph misses what they said
+ */
+guint64
+perfmon_task_log_get_dropped_records (PerfmonTaskLog *self)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), 0);
+
+  return self->dropped_records;
+}
+
+/**
+ * perfmon_task_log_get_unmatched_records:
+ * @self: a task log
+ *
+ * Returns: how many records name a task or message the log does not have
+ *   (a BEGIN whose DISPATCH a flight recorder had overwritten, a D-Bus
+ *   message whose other side was not traced); they are ignored
+ */
+guint64
+perfmon_task_log_get_unmatched_records (PerfmonTaskLog *self)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), 0);
+
+  return self->unmatched_records;
+}
+
+/* --- Chrome trace ------------------------------------------------------ */
+
+static void
+add_id_member (JsonBuilder *builder,
+               const char  *member,
+               guint64      id)
+{
+  g_autofree char *text = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", id);
+
+  /* As strings: JSON readers hold numbers in doubles, 53 bits. */
+  json_builder_set_member_name (builder, member);
+  json_builder_add_string_value (builder, text);
+}
+
+static void
+begin_event (JsonBuilder *builder,
+             const char  *name,
+             const char  *phase,
+             gint64       time_ns,
+             guint32      pid,
+             guint32      tid)
+{
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "name");
+  json_builder_add_string_value (builder, name);
+  json_builder_set_member_name (builder, "ph");
+  json_builder_add_string_value (builder, phase);
+  json_builder_set_member_name (builder, "ts");
+  json_builder_add_double_value (builder, (double) time_ns / 1000.0);
+  json_builder_set_member_name (builder, "pid");
+  json_builder_add_int_value (builder, pid);
+  json_builder_set_member_name (builder, "tid");
+  json_builder_add_int_value (builder, tid);
+}
+
+static void
+add_metadata (JsonBuilder *builder,
+              const char  *what,
+              guint32      pid,
+              guint32      tid,
+              const char  *value)
+{
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "name");
+  json_builder_add_string_value (builder, what);
+  json_builder_set_member_name (builder, "ph");
+  json_builder_add_string_value (builder, "M");
+  json_builder_set_member_name (builder, "pid");
+  json_builder_add_int_value (builder, pid);
+  json_builder_set_member_name (builder, "tid");
+  json_builder_add_int_value (builder, tid);
+  json_builder_set_member_name (builder, "args");
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "name");
+  json_builder_add_string_value (builder, value);
+  json_builder_end_object (builder);
+  json_builder_end_object (builder);
+}
+
+static void
+add_flow (JsonBuilder *builder,
+          guint64      flow_id,
+          const char  *name,
+          gint64       from_ns,
+          guint32      from_pid,
+          guint32      from_tid,
+          const PerfmonTaskRun *to,
+          guint32      to_pid)
+{
+  begin_event (builder, name, "s", from_ns, from_pid, from_tid);
+  json_builder_set_member_name (builder, "cat");
+  json_builder_add_string_value (builder, "flow");
+  json_builder_set_member_name (builder, "id");
+  json_builder_add_int_value (builder, (gint64) flow_id);
+  json_builder_end_object (builder);
+
+  begin_event (builder, name, "f", to->begin_ns, to_pid, to->tid);
+  json_builder_set_member_name (builder, "cat");
+  json_builder_add_string_value (builder, "flow");
+  json_builder_set_member_name (builder, "id");
+  json_builder_add_int_value (builder, (gint64) flow_id);
+  /* Binds to the slice that begins here, the task's run. */
+  json_builder_set_member_name (builder, "bp");
+  json_builder_add_string_value (builder, "e");
+  json_builder_end_object (builder);
+}
+
+/**
+ * perfmon_task_log_to_chrome_trace:
+ * @self: a task log
+ *
+ * Writes the log in the Chrome Trace Event format, for Perfetto UI
+ * (ui.perfetto.dev) and chrome://tracing:
+ *
+ * - one complete ("X") slice per run of a task, named after its callback,
+ *   with its ids, source event and queueing time in `args`;
+ * - an instant ("i") event per label;
+ * - a flow ("s" at the dispatch, on the dispatching thread; "f" binding to
+ *   the run's slice) from each dispatch to the task's first run, and from
+ *   each D-Bus message to the task that handled it;
+ * - process and thread names as metadata ("M") events.
+ *
+ * Times are CLOCK_MONOTONIC microseconds; task ids are hexadecimal strings.
+ *
+ * Returns: (transfer full): the JSON text
+ */
+char *
+perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
+  g_autoptr(JsonNode) root = NULL;
+  g_autoptr(GHashTable) processes = g_hash_table_new (NULL, NULL);
+  g_autoptr(GHashTable) threads = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  guint64 next_flow_id = 1;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "displayTimeUnit");
+  json_builder_add_string_value (builder, "ms");
+  json_builder_set_member_name (builder, "traceEvents");
+  json_builder_begin_array (builder);
+
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (self->tasks, i);
+      guint64 key = ((guint64) task->pid << 32) |
+                    (task->runs->len > 0 ? g_array_index (task->runs, PerfmonTaskRun, 0).tid : task->dispatch_tid);
+
+      if (!g_hash_table_contains (processes, GUINT_TO_POINTER (task->pid)))
+        {
+          g_hash_table_add (processes, GUINT_TO_POINTER (task->pid));
+          add_metadata (builder, "process_name", task->pid, 0, task->process_name);
+        }
+      if (task->thread_name != NULL && g_hash_table_add (threads, g_memdup2 (&key, sizeof key)))
+        add_metadata (builder, "thread_name", task->pid, (guint32) key, task->thread_name);
+    }
+
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (self->tasks, i);
+      g_autoptr(GEnumClass) types = g_type_class_ref (PERFMON_TYPE_SOURCE_EVENT_TYPE);
+      GEnumValue *type = g_enum_get_value (types, task->source_event_type);
+
+      for (guint r = 0; r < task->runs->len; r++)
+        {
+          const PerfmonTaskRun *run = &g_array_index (task->runs, PerfmonTaskRun, r);
+          gint64 end_ns = run->end_ns == -1 ? run->begin_ns : run->end_ns;
+
+          begin_event (builder, task->name, "X", run->begin_ns, task->pid, run->tid);
+          json_builder_set_member_name (builder, "cat");
+          json_builder_add_string_value (builder, "task");
+          json_builder_set_member_name (builder, "dur");
+          json_builder_add_double_value (builder, (double) (end_ns - run->begin_ns) / 1000.0);
+          json_builder_set_member_name (builder, "args");
+          json_builder_begin_object (builder);
+          add_id_member (builder, "task_id", task->id);
+          add_id_member (builder, "parent_id", task->parent_id);
+          add_id_member (builder, "source_event_id", task->source_event_id);
+          json_builder_set_member_name (builder, "source_event_type");
+          json_builder_add_string_value (builder, type != NULL ? type->value_nick : "unknown");
+          json_builder_set_member_name (builder, "run");
+          json_builder_add_int_value (builder, r);
+          if (r == 0)
+            {
+              json_builder_set_member_name (builder, "queueing_us");
+              json_builder_add_double_value (builder, (double) (run->begin_ns - task->dispatch_ns) / 1000.0);
+            }
+          if (run->end_ns == -1)
+            {
+              json_builder_set_member_name (builder, "unfinished");
+              json_builder_add_boolean_value (builder, TRUE);
+            }
+          json_builder_end_object (builder);
+          json_builder_end_object (builder);
+        }
+
+      for (guint l = 0; l < task->labels->len; l++)
+        {
+          const PerfmonTaskLabel *label = &g_array_index (task->labels, PerfmonTaskLabel, l);
+
+          begin_event (builder, label->text, "i", label->time_ns, task->pid, label->tid);
+          json_builder_set_member_name (builder, "cat");
+          json_builder_add_string_value (builder, "label");
+          json_builder_set_member_name (builder, "s");
+          json_builder_add_string_value (builder, "t");
+          json_builder_set_member_name (builder, "args");
+          json_builder_begin_object (builder);
+          add_id_member (builder, "task_id", task->id);
+          json_builder_end_object (builder);
+          json_builder_end_object (builder);
+        }
+
+      if (task->runs->len > 0)
+        {
+          const PerfmonTaskRun *first = &g_array_index (task->runs, PerfmonTaskRun, 0);
+
+          add_flow (builder, next_flow_id++, "dispatch", task->dispatch_ns, task->pid, task->dispatch_tid,
+                    first, task->pid);
+          if (task->dbus_linked)
+            add_flow (builder, next_flow_id++, "D-Bus message", task->dbus_send_ns, task->dbus_send_pid,
+                      task->dbus_send_tid, first, task->pid);
+        }
+    }
+
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+
+  root = json_builder_get_root (builder);
+  json_generator_set_root (generator, root);
+  return json_generator_to_data (generator, NULL);
+}
+
+/* --- GObject ----------------------------------------------------------- */
+
+static void
+perfmon_task_log_finalize (GObject *object)
+{
+  PerfmonTaskLog *self = PERFMON_TASK_LOG (object);
+
+  g_clear_pointer (&self->children, g_hash_table_unref);
+  g_hash_table_unref (self->by_id);
+  g_ptr_array_unref (self->tasks);
+  g_mutex_clear (&self->children_lock);
+
+  G_OBJECT_CLASS (perfmon_task_log_parent_class)->finalize (object);
+}
+
+static void
+perfmon_task_log_class_init (PerfmonTaskLogClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = perfmon_task_log_finalize;
+}
+
+static void
+perfmon_task_log_init (PerfmonTaskLog *self)
+{
+  self->tasks = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_task_unref);
+  self->by_id = g_hash_table_new (g_int64_hash, g_int64_equal);
+  g_mutex_init (&self->children_lock);
+}

@@ -1,0 +1,54 @@
+/* perfmon-task-log.h: the tasks of one or several task log files
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#if !defined(PERFMON_INSIDE) && !defined(PERFMON_COMPILATION)
+#error "Only <perfmon.h> can be included directly."
+#endif
+
+#include <glib-object.h>
+
+#include "perfmon-version-macros.h"
+#include "perfmon-task.h"
+
+G_BEGIN_DECLS
+
+#define PERFMON_TYPE_TASK_LOG (perfmon_task_log_get_type ())
+
+PERFMON_AVAILABLE_IN_ALL
+G_DECLARE_FINAL_TYPE (PerfmonTaskLog, perfmon_task_log, PERFMON, TASK_LOG, GObject)
+
+PERFMON_AVAILABLE_IN_ALL
+PerfmonTaskLog *perfmon_task_log_new_from_file           (const char          *path,
+                                                          GError             **error);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonTaskLog *perfmon_task_log_new_from_files          (const char * const  *paths,
+                                                          GError             **error);
+
+PERFMON_AVAILABLE_IN_ALL
+GPtrArray      *perfmon_task_log_get_tasks               (PerfmonTaskLog      *self);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonTask    *perfmon_task_log_find_task               (PerfmonTaskLog      *self,
+                                                          guint64              id);
+PERFMON_AVAILABLE_IN_ALL
+guint64        *perfmon_task_log_find_ancestors          (PerfmonTaskLog      *self,
+                                                          guint64              id,
+                                                          gsize               *n_ids);
+PERFMON_AVAILABLE_IN_ALL
+guint64        *perfmon_task_log_find_followers          (PerfmonTaskLog      *self,
+                                                          guint64              id,
+                                                          gsize               *n_ids);
+PERFMON_AVAILABLE_IN_ALL
+guint64        *perfmon_task_log_find_blockers           (PerfmonTaskLog      *self,
+                                                          guint64              id,
+                                                          gsize               *n_ids);
+PERFMON_AVAILABLE_IN_ALL
+guint64         perfmon_task_log_get_dropped_records     (PerfmonTaskLog      *self);
+PERFMON_AVAILABLE_IN_ALL
+guint64         perfmon_task_log_get_unmatched_records   (PerfmonTaskLog      *self);
+PERFMON_AVAILABLE_IN_ALL
+char           *perfmon_task_log_to_chrome_trace         (PerfmonTaskLog      *self);
+
+G_END_DECLS
