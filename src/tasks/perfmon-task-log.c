@@ -189,7 +189,7 @@ read_file (Reader      *reader,
                  "version", "%u, this reader knows version %u", header.version, PERFMON_TASK_FILE_VERSION);
   if (header.header_size < sizeof header || header.header_size > len)
     return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, header_size),
-                 "header_size", "%u, expected %" G_GSIZE_FORMAT " to the file's %" G_GSIZE_FORMAT " bytes",
+                 "header_size", "%u, expected between %" G_GSIZE_FORMAT " and the file's %" G_GSIZE_FORMAT " bytes",
                  header.header_size, sizeof header, len);
 
   process_name = g_utf8_make_valid (header.process_name,
