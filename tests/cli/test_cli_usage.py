@@ -8,7 +8,7 @@ import unittest
 
 from clitest import CliTestCase
 
-SUBCOMMANDS = ['top', 'snapshot', 'diff', 'hangs', 'run', 'demo']
+SUBCOMMANDS = ['top', 'snapshot', 'diff', 'hangs', 'tasks', 'run', 'demo']
 
 
 class UsageTest(CliTestCase):

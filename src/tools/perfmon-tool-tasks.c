@@ -1,0 +1,184 @@
+/* perfmon-tool-tasks.c: perfmon tasks LOG… dump | ancestors ID | followers ID | blockers ID | export OUT.json
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "perfmon-tool.h"
+#include "perfmon-tool-common.h"
+
+static const char *
+source_event_nick (PerfmonSourceEventType type)
+{
+  g_autoptr(GEnumClass) types = g_type_class_ref (PERFMON_TYPE_SOURCE_EVENT_TYPE);
+  GEnumValue *value = g_enum_get_value (types, type);
+
+  return value != NULL ? value->value_nick : "unknown";
+}
+
+/* One line per task, like the seed's dumplog.py: ids in hex, as the tracer
+ * and the Chrome trace write them. */
+static void
+print_task (PerfmonTask *task,
+            gboolean     with_labels)
+{
+  const char * const *labels = perfmon_task_get_labels (task);
+  guint n_runs = perfmon_task_get_n_runs (task);
+
+  g_print ("0x%-14" G_GINT64_MODIFIER "x parent 0x%-14" G_GINT64_MODIFIER "x %-7s %7u/%-7u %-24s",
+           perfmon_task_get_id (task), perfmon_task_get_parent_id (task),
+           source_event_nick (perfmon_task_get_source_event_type (task)),
+           perfmon_task_get_process (task), perfmon_task_get_thread (task), perfmon_task_get_name (task));
+  if (n_runs == 0)
+    g_print (" never ran\n");
+  else
+    g_print (" queued %6.3f ms, ran %6.3f ms%s\n",
+             (double) perfmon_task_get_queueing_time (task) / 1000.0,
+             (double) (perfmon_task_get_end_time (task) - perfmon_task_get_begin_time (task)) / 1000.0,
+             n_runs > 1 ? " (first of several runs)" : "");
+  for (guint i = 0; with_labels && labels[i] != NULL; i++)
+    g_print ("    label: %s\n", labels[i]);
+}
+
+static gboolean
+parse_task_id (const char *text,
+               guint64    *id)
+{
+  char *end = NULL;
+
+  errno = 0;
+  *id = g_ascii_strtoull (text, &end, 0);
+  return errno == 0 && end != text && *end == '\0';
+}
+
+typedef guint64 *(*FindFunc) (PerfmonTaskLog *log, guint64 id, gsize *n_ids);
+
+static int
+print_found (PerfmonTaskLog *log,
+             const char     *what,
+             const char     *id_text,
+             FindFunc        find)
+{
+  g_autofree guint64 *ids = NULL;
+  PerfmonTask *task;
+  guint64 id;
+  gsize n_ids;
+
+  if (!parse_task_id (id_text, &id))
+    return perfmon_tool_usage_error ("“%s” is not a task id (decimal, or hexadecimal with 0x)", id_text);
+  task = perfmon_task_log_find_task (log, id);
+  if (task == NULL)
+    {
+      perfmon_tool_error ("no task 0x%" G_GINT64_MODIFIER "x in the log", id);
+      return PERFMON_TOOL_EXIT_FAILED;
+    }
+
+  g_print ("task:\n");
+  print_task (task, TRUE);
+  ids = find (log, id, &n_ids);
+  g_print ("%s (%" G_GSIZE_FORMAT "):\n", what, n_ids);
+  for (gsize i = 0; i < n_ids; i++)
+    {
+      PerfmonTask *found = perfmon_task_log_find_task (log, ids[i]);
+
+      if (found != NULL)
+        print_task (found, FALSE);
+      else
+        g_print ("0x%" G_GINT64_MODIFIER "x (not in the log)\n", ids[i]);
+    }
+  return PERFMON_TOOL_EXIT_OK;
+}
+
+int
+perfmon_tool_tasks (int    argc,
+                    char **argv)
+{
+  g_autoptr(GOptionContext) context =
+    g_option_context_new ("LOG… dump | ancestors ID | followers ID | blockers ID | export OUT.json");
+  g_autoptr(GPtrArray) paths = g_ptr_array_new ();
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *command = NULL;
+  int first_argument = 0;
+
+  g_option_context_set_summary (context,
+                                "Reads task logs written by the task tracer (several processes' logs\n"
+                                "merge into one graph, linked by their D-Bus messages) and answers:\n"
+                                "  dump           every task: ids, source event, process/thread, name,\n"
+                                "                 queueing and run time\n"
+                                "  ancestors ID   who dispatched the task, and who dispatched that, …\n"
+                                "  followers ID   what the task caused, transitively\n"
+                                "  blockers ID    the tasks that ran on its thread while it was queued\n"
+                                "  export OUT     the Chrome Trace Event JSON, for Perfetto UI or\n"
+                                "                 chrome://tracing ('-' for standard output)\n"
+                                "IDs are decimal, or hexadecimal with 0x as dump prints them.");
+  if (!perfmon_tool_parse_options (context, &argc, &argv))
+    return PERFMON_TOOL_EXIT_USAGE;
+
+  for (int i = 1; i < argc; i++)
+    {
+      if (g_str_equal (argv[i], "dump") || g_str_equal (argv[i], "ancestors") ||
+          g_str_equal (argv[i], "followers") || g_str_equal (argv[i], "blockers") ||
+          g_str_equal (argv[i], "export"))
+        {
+          command = argv[i];
+          first_argument = i + 1;
+          break;
+        }
+      g_ptr_array_add (paths, argv[i]);
+    }
+  if (paths->len == 0)
+    return perfmon_tool_usage_error ("expected at least one task log file");
+  if (command == NULL)
+    return perfmon_tool_usage_error ("expected a command after the log files: dump, ancestors, followers, "
+                                     "blockers or export");
+  if (argc - first_argument != (g_str_equal (command, "dump") ? 0 : 1))
+    return perfmon_tool_usage_error ("%s takes %s", command,
+                                     g_str_equal (command, "dump") ? "no argument" :
+                                     g_str_equal (command, "export") ? "one output file" : "one task id");
+  g_ptr_array_add (paths, NULL);
+
+  log = perfmon_task_log_new_from_files ((const char * const *) paths->pdata, &error);
+  if (log == NULL)
+    {
+      perfmon_tool_error ("%s", error->message);
+      return PERFMON_TOOL_EXIT_FAILED;
+    }
+
+  if (g_str_equal (command, "dump"))
+    {
+      GPtrArray *tasks = perfmon_task_log_get_tasks (log);
+
+      g_print ("%u tasks; %" G_GUINT64_FORMAT " records dropped by the tracer, %" G_GUINT64_FORMAT
+               " unmatched\n", tasks->len, perfmon_task_log_get_dropped_records (log),
+               perfmon_task_log_get_unmatched_records (log));
+      for (guint i = 0; i < tasks->len; i++)
+        print_task (g_ptr_array_index (tasks, i), TRUE);
+      return PERFMON_TOOL_EXIT_OK;
+    }
+  if (g_str_equal (command, "ancestors"))
+    return print_found (log, "ancestors, the parent first", argv[first_argument], perfmon_task_log_find_ancestors);
+  if (g_str_equal (command, "followers"))
+    return print_found (log, "followers", argv[first_argument], perfmon_task_log_find_followers);
+  if (g_str_equal (command, "blockers"))
+    return print_found (log, "blockers, in the order they ran", argv[first_argument],
+                        perfmon_task_log_find_blockers);
+
+  {
+    const char *out = argv[first_argument];
+    g_autofree char *json = perfmon_task_log_to_chrome_trace (log);
+
+    if (!perfmon_tool_write_output (g_str_equal (out, "-") ? NULL : out, json, &error))
+      {
+        perfmon_tool_error ("%s", error->message);
+        return PERFMON_TOOL_EXIT_FAILED;
+      }
+    if (!g_str_equal (out, "-"))
+      g_printerr ("perfmon: wrote the Chrome trace of %u tasks to %s\n",
+                  perfmon_task_log_get_tasks (log)->len, out);
+    return PERFMON_TOOL_EXIT_OK;
+  }
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+# test_cli_tasks.py: perfmon tasks on a log the real tracer wrote
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# PERFMON_WRITE_TASK_LOG (tests/write-task-log) records, under a key
+# source event, idle → thread pool → invoke back, and prints the three
+# task ids in chain order.
+
+import json
+import os
+import subprocess
+import unittest
+
+from clitest import CliTestCase
+
+WRITER = os.environ['PERFMON_WRITE_TASK_LOG']
+
+
+class TasksTest(CliTestCase):
+    def setUp(self):
+        super().setUp()
+        self.log = self.path('chain.tasks')
+        out = subprocess.run([WRITER, self.log], stdout=subprocess.PIPE, check=True,
+                             universal_newlines=True, env=self.foreign_env(own=True)).stdout
+        self.ids = out.split()
+        self.assertEqual(len(self.ids), 3)
+
+    def test_dump(self):
+        result = self.perfmon('tasks', self.log, 'dump')
+        self.assertExit(result, 0)
+        self.assertIn('3 tasks', result.stdout)
+        for task_id, name in zip(self.ids, ['writer_step_one', 'writer_step_two', 'writer_step_three']):
+            line = [l for l in result.stdout.splitlines() if l.startswith(task_id)]
+            self.assertEqual(len(line), 1, result.stdout)
+            self.assertIn(name, line[0])
+            self.assertIn('key', line[0])
+        self.assertIn('label: the chain starts', result.stdout)
+
+    def listed(self, command, task_id):
+        result = self.perfmon('tasks', self.log, command, task_id)
+        self.assertExit(result, 0)
+        section = result.stdout.split('\n', 2)[2].split('\n', 1)[1]
+        return [l.split()[0] for l in section.splitlines() if l.startswith('0x')]
+
+    def test_ancestors_and_followers(self):
+        self.assertEqual(self.listed('ancestors', self.ids[2]), [self.ids[1], self.ids[0]])
+        self.assertEqual(self.listed('followers', self.ids[0]), [self.ids[1], self.ids[2]])
+        self.assertEqual(self.listed('blockers', self.ids[1]), [])
+        # Decimal ids work too.
+        self.assertEqual(self.listed('ancestors', str(int(self.ids[1], 16))), [self.ids[0]])
+
+    def test_export(self):
+        out = self.path('trace.json')
+        result = self.perfmon('tasks', self.log, 'export', out)
+        self.assertExit(result, 0)
+        with open(out) as f:
+            events = json.load(f)['traceEvents']
+        starts = {e['id'] for e in events if e['ph'] == 's'}
+        finishes = {e['id'] for e in events if e['ph'] == 'f'}
+        self.assertEqual(starts, finishes)
+        self.assertEqual(len([e for e in events if e['ph'] == 'X']), 3)
+
+    def test_errors(self):
+        self.assertExit(self.perfmon('tasks', 'dump'), 2)
+        self.assertExit(self.perfmon('tasks', self.log), 2)
+        self.assertExit(self.perfmon('tasks', self.log, 'ancestors'), 2)
+        self.assertExit(self.perfmon('tasks', self.log, 'ancestors', 'not-an-id'), 2)
+        result = self.perfmon('tasks', self.log, 'ancestors', '0x1')
+        self.assertExit(result, 1)
+        self.assertIn('no task 0x1', result.stderr)
+        corrupt = self.path('corrupt.tasks')
+        with open(self.log, 'rb') as f:
+            data = f.read()
+        with open(corrupt, 'wb') as f:
+            f.write(data[:len(data) - 5])
+        result = self.perfmon('tasks', corrupt, 'dump')
+        self.assertExit(result, 1)
+        self.assertIn(corrupt, result.stderr)
+        self.assertIn('past the end of the file', result.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
