@@ -218,7 +218,7 @@ subscription_round_trip_done (GObject      *source,
                               GAsyncResult *result,
                               gpointer      user_data)
 {
-  g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
+  G_GNUC_UNUSED g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
   *(gboolean *) user_data = TRUE;
 }
 

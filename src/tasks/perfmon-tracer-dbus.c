@@ -339,7 +339,8 @@ void
 perfmon_dbus_method_invocation_return_value (GDBusMethodInvocation *invocation,
                                              GVariant              *parameters)
 {
-  g_autoptr(GDBusMethodInvocation) owned = invocation;
+  /* The reply takes the caller's reference, as g_dbus_method_invocation_return_*() do. */
+  G_GNUC_UNUSED g_autoptr(GDBusMethodInvocation) owned = invocation;
   g_autoptr(GDBusMessage) reply = NULL;
 
   g_return_if_fail (G_IS_DBUS_METHOD_INVOCATION (invocation));
@@ -366,7 +367,8 @@ void
 perfmon_dbus_method_invocation_return_gerror (GDBusMethodInvocation *invocation,
                                               const GError          *error)
 {
-  g_autoptr(GDBusMethodInvocation) owned = invocation;
+  /* The reply takes the caller's reference, as g_dbus_method_invocation_return_*() do. */
+  G_GNUC_UNUSED g_autoptr(GDBusMethodInvocation) owned = invocation;
   g_autoptr(GDBusMessage) reply = NULL;
   g_autofree char *name = NULL;
 

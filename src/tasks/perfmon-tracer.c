@@ -485,6 +485,11 @@ utf8_cut (const char *text,
 static inline void
 record_label (const char *prefix,
               const char *format,
+              va_list     args) G_GNUC_PRINTF (2, 0);
+
+static inline void
+record_label (const char *prefix,
+              const char *format,
               va_list     args)
 {
   Buffer *buffer = current_buffer ();
