@@ -54,6 +54,7 @@ static int n_compartments = 0;
 static int burn_ms = 2;
 static int tick_ms = 10;
 static int hang_threshold_ms = 0;
+static int hangs_per_ping = 0;
 static int stall_after_ms = 0;
 static int stall_ms = 0;
 static int seconds = 0;
@@ -260,6 +261,7 @@ main (int    argc,
     { "burn", 0, 0, G_OPTION_ARG_INT, &burn_ms, "CPU ms burned every tick in the first window", "MS" },
     { "tick", 0, 0, G_OPTION_ARG_INT, &tick_ms, "Run the compartments every MS (default 10)", "MS" },
     { "hang-threshold", 0, 0, G_OPTION_ARG_INT, &hang_threshold_ms, "Start a hang monitor", "MS" },
+    { "hangs-per-ping", 0, 0, G_OPTION_ARG_INT, &hangs_per_ping, "Its hangs-per-ping (0: default)", "N" },
     { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
     { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
     { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "Exit after this long (0: never)", "S" },
@@ -308,6 +310,8 @@ main (int    argc,
     {
       hang_monitor = perfmon_hang_monitor_new (monitor);
       perfmon_hang_monitor_set_threshold (hang_monitor, (guint) hang_threshold_ms);
+      if (hangs_per_ping > 0)
+        g_object_set (hang_monitor, "hangs-per-ping", (guint) hangs_per_ping, NULL);
       if (!perfmon_hang_monitor_start (hang_monitor, &error))
         {
           g_printerr ("monitored-process: %s\n", error->message);

@@ -639,6 +639,53 @@ test_hang (Fixture       *fixture,
   check_hang_listed (fixture, child_pid);
 }
 
+static gboolean
+has_ping_signal (Fixture  *fixture,
+                 gpointer  data)
+{
+  return count_signals (fixture, "Ping") > 0;
+}
+
+/* A process's pings (here one per hang) reach the daemon: re-emitted with
+ * the pid, and listed. */
+static void
+test_ping (Fixture       *fixture,
+           gconstpointer  data)
+{
+  const char * const options[] = { "--hang-threshold=100", "--hangs-per-ping=1", "--stall-after=300",
+                                   "--stall=400", NULL };
+  g_autoptr(GVariant) ping = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariantIter) iter = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *path, *listed_path, *process_name;
+  guint pid, listed_pid, child_pid;
+
+  start_daemon (fixture, fast_daemon);
+  child_pid = start_child (fixture, options);
+
+  wait_until (fixture, has_ping_signal, NULL, "a Ping signal");
+  for (guint i = 0; i < fixture->signals->len; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Ping") && ping == NULL)
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(us)", &ping);
+    }
+  g_variant_get (ping, "(u&s)", &pid, &path);
+  g_assert_cmpuint (pid, ==, child_pid);
+  g_assert_true (g_path_is_absolute (path));
+  g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+
+  reply = call (fixture, "ListPings", NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(a(uss))", &iter);
+  g_assert_true (g_variant_iter_next (iter, "(u&s&s)", &listed_pid, &process_name, &listed_path));
+  g_assert_cmpuint (listed_pid, ==, child_pid);
+  g_assert_cmpstr (listed_path, ==, path);
+}
+
 /* A hang before the daemon knew the process: fetched at registration
  * (GetHangReports), not missed. */
 static void
@@ -1033,6 +1080,7 @@ main (int    argc,
   ADD ("/daemon/poll", test_poll);
   ADD ("/daemon/aggregate", test_aggregate);
   ADD ("/daemon/hang", test_hang);
+  ADD ("/daemon/ping", test_ping);
   ADD ("/daemon/hang-before-register", test_hang_before_register);
   ADD ("/daemon/history", test_history);
   ADD ("/daemon/history-budget", test_history_budget);

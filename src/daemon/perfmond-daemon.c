@@ -18,6 +18,7 @@
 #include "perfmond-daemon.h"
 
 #include <json-glib/json-glib.h>
+#include <limits.h>
 #include <perfmon.h>
 #include <unistd.h>
 
@@ -58,6 +59,13 @@ typedef struct
 
 typedef struct
 {
+  guint  pid;
+  char  *process_name;
+  char  *path;
+} Ping;
+
+typedef struct
+{
   PerfmondDaemon  *daemon;        /* unowned, valid while !removed */
   gboolean         removed;
   guint            pid;
@@ -95,6 +103,7 @@ struct _PerfmondDaemon
   guint               poll_source;
   gsize               history_bytes;
   GQueue              hangs;      /* Hang *, newest first */
+  GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
 };
 
@@ -117,6 +126,14 @@ hang_free (Hang *hang)
   g_free (hang->runnable_name);
   g_free (hang->json);
   g_free (hang);
+}
+
+static void
+ping_free (Ping *ping)
+{
+  g_free (ping->process_name);
+  g_free (ping->path);
+  g_free (ping);
 }
 
 static void
@@ -527,6 +544,34 @@ add_hang (PerfmondDaemon *self,
     }
 }
 
+/* A ping is a file the process wrote: its path is all the daemon keeps,
+ * and it must look like one. */
+static void
+add_ping (PerfmondDaemon *self,
+          Process        *process,
+          const char     *path)
+{
+  Ping *ping;
+
+  if (!g_path_is_absolute (path) || strlen (path) > PATH_MAX || !g_utf8_validate (path, -1, NULL))
+    {
+      process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
+      return;
+    }
+
+  perfmon_dbus_daemon1_emit_ping (self->skeleton, process->pid, path);
+  if (self->config.max_hangs == 0)
+    return;
+
+  ping = g_new0 (Ping, 1);
+  ping->pid = process->pid;
+  ping->process_name = g_strdup (process->process_name);
+  ping->path = g_strdup (path);
+  g_queue_push_head (&self->pings, ping);
+  while (self->pings.length > self->config.max_hangs)
+    ping_free (g_queue_pop_tail (&self->pings));
+}
+
 static void
 on_monitor_signal (GDBusConnection *connection,
                    const char      *sender,
@@ -570,6 +615,20 @@ on_monitor_signal (GDBusConnection *connection,
         return;
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
       perfmon_dbus_daemon1_emit_alert (self->skeleton, process->pid, group_id, group_name, duration_us);
+    }
+  else if (strcmp (signal_name, "Ping") == 0)
+    {
+      const char *path;
+
+      if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
+        {
+          process_reject (process, "a Ping signal", "expected arguments of type (s)");
+          return;
+        }
+      if (!process_signal_allowed (self, process))
+        return;
+      g_variant_get (parameters, "(&s)", &path);
+      add_ping (self, process, path);
     }
 }
 
@@ -1000,6 +1059,24 @@ handle_list_hangs (PerfmonDBusDaemon1    *skeleton,
 }
 
 static gboolean
+handle_list_pings (PerfmonDBusDaemon1    *skeleton,
+                   GDBusMethodInvocation *invocation,
+                   PerfmondDaemon        *self)
+{
+  GVariantBuilder builder;
+
+  g_variant_builder_init (&builder, G_VARIANT_TYPE ("a(uss)"));
+  for (GList *l = self->pings.head; l != NULL; l = l->next)
+    {
+      Ping *ping = l->data;
+
+      g_variant_builder_add (&builder, "(uss)", ping->pid, ping->process_name, ping->path);
+    }
+  perfmon_dbus_daemon1_complete_list_pings (skeleton, invocation, g_variant_builder_end (&builder));
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
 handle_get_hang (PerfmonDBusDaemon1    *skeleton,
                  GDBusMethodInvocation *invocation,
                  const char            *id,
@@ -1039,6 +1116,7 @@ perfmond_daemon_finalize (GObject *object)
   g_hash_table_unref (self->by_name);
   g_hash_table_unref (self->by_pid);
   g_queue_clear_full (&self->hangs, (GDestroyNotify) hang_free);
+  g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
@@ -1059,6 +1137,7 @@ perfmond_daemon_init (PerfmondDaemon *self)
   self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) process_unref);
   self->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&self->hangs);
+  g_queue_init (&self->pings);
   self->aggregator = perfmond_aggregator_new ();
 }
 
@@ -1095,6 +1174,7 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   g_signal_connect (skeleton, "handle-get-history", G_CALLBACK (handle_get_history), self);
   g_signal_connect (skeleton, "handle-list-hangs", G_CALLBACK (handle_list_hangs), self);
   g_signal_connect (skeleton, "handle-get-hang", G_CALLBACK (handle_get_hang), self);
+  g_signal_connect (skeleton, "handle-list-pings", G_CALLBACK (handle_list_pings), self);
 
   if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (skeleton), connection,
                                          DAEMON_PATH, error))
