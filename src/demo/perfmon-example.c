@@ -80,7 +80,11 @@ burn_cpu_ms (guint ms)
       burn_sink += i;
 }
 
-static gboolean
+/* Not static, and the program exports its symbols: a hang report's native
+ * stack then names this function, not an offset into the program. */
+gboolean run_task (gpointer data);
+
+gboolean
 run_task (gpointer data)
 {
   Task *task = data;
