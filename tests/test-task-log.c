@@ -461,6 +461,24 @@ unterminate_label (guint8 *data, gsize *len, GBytes *original)
 }
 
 static void
+zero_size (guint8 *data, gsize *len, GBytes *original)
+{
+  gsize at = find_record (original, PERFMON_TASK_RECORD_BEGIN);
+
+  memset (data + at + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, size), 0, sizeof (guint16));
+}
+
+static void
+unterminate_thread_name (guint8 *data, gsize *len, GBytes *original)
+{
+  gsize at = find_record (original, PERFMON_TASK_RECORD_THREAD);
+  PerfmonTaskRecordHeader record;
+
+  memcpy (&record, data + at, sizeof record);
+  memset (data + at + sizeof (PerfmonTaskThreadRecord), 'x', record.size - sizeof (PerfmonTaskThreadRecord));
+}
+
+static void
 test_corrupt (Fixture       *fixture,
               gconstpointer  data)
 {
@@ -473,6 +491,9 @@ test_corrupt (Fixture       *fixture,
   assert_rejected (fixture, misalign_record, PERFMON_ERROR_INVALID_DATA, "multiple of 8");
   assert_rejected (fixture, shorten_dispatch, PERFMON_ERROR_INVALID_DATA, "too short for a DISPATCH");
   assert_rejected (fixture, unterminate_label, PERFMON_ERROR_INVALID_DATA, "text");
+  /* A size of 0 would make the reader loop on one record forever. */
+  assert_rejected (fixture, zero_size, PERFMON_ERROR_INVALID_DATA, "at least 16");
+  assert_rejected (fixture, unterminate_thread_name, PERFMON_ERROR_INVALID_DATA, "thread name");
 }
 
 /* A record type of a later version is skipped, not an error. */
@@ -494,6 +515,37 @@ test_unknown_record_type (Fixture       *fixture,
   log = perfmon_task_log_new_from_file (path, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (perfmon_task_log_get_tasks (log)->len, ==, 4);
+}
+
+/* A BEGIN written before its task's DISPATCH (two threads stamping the same
+ * nanosecond) still pairs with it: the reader does not depend on order. */
+static void
+test_begin_before_dispatch (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(GBytes) original = read_bytes (fixture->path);
+  g_autofree char *path = g_build_filename (fixture->dir, "reordered.tasks", NULL);
+  gsize len = g_bytes_get_size (original);
+  const guint8 *bytes = g_bytes_get_data (original, NULL);
+  gsize dispatch = find_record (original, PERFMON_TASK_RECORD_DISPATCH);
+  gsize begin = find_record (original, PERFMON_TASK_RECORD_BEGIN);
+  PerfmonTaskRecordHeader rh;
+  g_autoptr(GByteArray) reordered = g_byte_array_new ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+
+  g_assert_cmpuint (dispatch, <, begin);
+  memcpy (&rh, bytes + begin, sizeof rh);
+  g_byte_array_append (reordered, bytes, dispatch);
+  g_byte_array_append (reordered, bytes + begin, rh.size);
+  g_byte_array_append (reordered, bytes + dispatch, begin - dispatch);
+  g_byte_array_append (reordered, bytes + begin + rh.size, len - begin - rh.size);
+  g_assert_true (g_file_set_contents (path, (const char *) reordered->data, reordered->len, NULL));
+
+  log = perfmon_task_log_new_from_file (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_task_log_get_unmatched_records (log), ==, 0);
+  g_assert_cmpuint (perfmon_task_get_n_runs (perfmon_task_log_find_task (log, fixture->chain.step[0])), ==, 1);
 }
 
 static void
@@ -523,6 +575,7 @@ main (int   argc,
   ADD ("/task-log/chrome-trace", test_chrome_trace);
   ADD ("/task-log/corrupt", test_corrupt);
   ADD ("/task-log/unknown-record-type", test_unknown_record_type);
+  ADD ("/task-log/begin-before-dispatch", test_begin_before_dispatch);
   ADD ("/task-log/missing-file", test_missing_file);
 
   return g_test_run ();

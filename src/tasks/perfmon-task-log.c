@@ -196,6 +196,11 @@ read_file (Reader      *reader,
                                     strnlen (header.process_name, sizeof header.process_name));
   self->dropped_records += header.dropped_records;
 
+  /* Two passes: tasks, symbols and thread names first, then what refers
+   * to tasks, so that no record depends on where the writer put it. The
+   * first pass checks every record's bounds; the second re-reads only
+   * what the first accepted. */
+  for (guint pass = 0; pass < 2; pass++)
   for (offset = header.header_size; offset < len; )
     {
       const guint8 *record = data + offset;
@@ -223,6 +228,13 @@ read_file (Reader      *reader,
         return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
                      "%u is too short for a %s record (at least %" G_GSIZE_FORMAT ")",
                      rh.size, record_type_name (rh.type), record_min_size[rh.type]);
+
+      if ((pass == 0) != (rh.type == PERFMON_TASK_RECORD_DISPATCH || rh.type == PERFMON_TASK_RECORD_SYMBOL ||
+                          rh.type == PERFMON_TASK_RECORD_THREAD))
+        {
+          offset += rh.size;
+          continue;
+        }
 
       switch ((PerfmonTaskRecordType) rh.type)
         {
