@@ -406,38 +406,59 @@ buffer_commit (Buffer  *buffer,
   __atomic_store_n (&buffer->head, start + size, __ATOMIC_RELEASE);
 }
 
+/* A record being written on the calling thread's buffer: record_open()
+ * reserves room and takes the time, the caller fills the payload, and
+ * record_close() writes the header and publishes the record. */
+typedef struct
+{
+  Buffer  *buffer;
+  guint64  start;
+  guint64  cycles;
+} RecordSlot;
+
+/* Room for at most @size bytes, or NULL when tracing is off or the record
+ * is dropped. */
+static inline gpointer
+record_open (RecordSlot *slot,
+             guint       size)
+{
+  guint8 *record;
+
+  slot->buffer = current_buffer ();
+  if (slot->buffer == NULL)
+    return NULL;
+  record = buffer_reserve (slot->buffer, size, &slot->start);
+  if (record == NULL)
+    return NULL;
+  slot->cycles = perfmon_clock_cycles ();
+  return record;
+}
+
 static inline void
-fill_header (Buffer                  *buffer,
-             PerfmonTaskRecordHeader *header,
-             PerfmonTaskRecordType    type,
-             guint                    size,
-             guint64                  cycles)
+record_close (RecordSlot              *slot,
+              PerfmonTaskRecordHeader *header,
+              PerfmonTaskRecordType    type,
+              guint                    size)
 {
   header->type = (guint16) type;
   header->size = (guint16) size;
-  header->tid = buffer->tid;
+  header->tid = slot->buffer->tid;
   /* Cycles until the file is written. */
-  header->time_ns = (gint64) cycles;
+  header->time_ns = (gint64) slot->cycles;
+  buffer_commit (slot->buffer, slot->start, size, slot->cycles);
 }
 
 static inline void
 record_id (PerfmonTaskRecordType type,
            guint64               task_id)
 {
-  Buffer *buffer = current_buffer ();
-  PerfmonTaskIdRecord *record;
-  guint64 start;
-  guint64 cycles;
+  RecordSlot slot;
+  PerfmonTaskIdRecord *record = record_open (&slot, sizeof *record);
 
-  if (buffer == NULL)
-    return;
-  record = (PerfmonTaskIdRecord *) buffer_reserve (buffer, sizeof *record, &start);
   if (record == NULL)
     return;
-  cycles = perfmon_clock_cycles ();
-  fill_header (buffer, &record->header, type, sizeof *record, cycles);
   record->task_id = task_id;
-  buffer_commit (buffer, start, sizeof *record, cycles);
+  record_close (&slot, &record->header, type, sizeof *record);
 }
 
 static inline void
@@ -446,25 +467,18 @@ record_dispatch (guint64              task_id,
                  const PerfmonTaskIds *ids,
                  gconstpointer        callback)
 {
-  Buffer *buffer = current_buffer ();
-  PerfmonTaskDispatchRecord *record;
-  guint64 start;
-  guint64 cycles;
+  RecordSlot slot;
+  PerfmonTaskDispatchRecord *record = record_open (&slot, sizeof *record);
 
-  if (buffer == NULL)
-    return;
-  record = (PerfmonTaskDispatchRecord *) buffer_reserve (buffer, sizeof *record, &start);
   if (record == NULL)
     return;
-  cycles = perfmon_clock_cycles ();
-  fill_header (buffer, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record, cycles);
   record->task_id = task_id;
   record->parent_id = parent_id;
   record->source_event_id = ids->source_event_id;
   record->source_event_type = ids->source_event_type;
   record->reserved = 0;
   record->callback = (guint64) (guintptr) callback;
-  buffer_commit (buffer, start, sizeof *record, cycles);
+  record_close (&slot, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record);
 }
 
 /* The length of the longest prefix of the @len bytes of @text that does
@@ -492,21 +506,15 @@ record_label (const char *prefix,
               const char *format,
               va_list     args)
 {
-  Buffer *buffer = current_buffer ();
-  PerfmonTaskLabelRecord *record;
-  guint64 start;
-  guint64 cycles;
+  RecordSlot slot;
+  PerfmonTaskLabelRecord *record = record_open (&slot, sizeof *record + LABEL_MAX + 8);
   gsize prefix_len = prefix != NULL ? strlen (prefix) : 0;
   int n;
   gsize len;
   guint size;
 
-  if (buffer == NULL)
-    return;
-  record = (PerfmonTaskLabelRecord *) buffer_reserve (buffer, sizeof *record + LABEL_MAX + 8, &start);
   if (record == NULL)
     return;
-  cycles = perfmon_clock_cycles ();
   memcpy (record->text, prefix != NULL ? prefix : "", prefix_len);
   /* vsnprintf() formats in place; glibc neither locks nor allocates for
    * the usual conversions. */
@@ -515,9 +523,8 @@ record_label (const char *prefix,
   len = utf8_cut (record->text, len, LABEL_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   memset (record->text + len, 0, size - sizeof *record - len);
-  fill_header (buffer, &record->header, PERFMON_TASK_RECORD_LABEL, size, cycles);
   record->task_id = tls.task_id;
-  buffer_commit (buffer, start, size, cycles);
+  record_close (&slot, &record->header, PERFMON_TASK_RECORD_LABEL, size);
 }
 
 void
@@ -526,32 +533,26 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
                              const char           *sender,
                              guint32               serial)
 {
-  Buffer *buffer = current_buffer ();
+  RecordSlot slot;
   PerfmonTaskDBusRecord *record;
-  guint64 start;
-  guint64 cycles;
   gsize len;
   guint size;
 
   g_return_if_fail (type == PERFMON_TASK_RECORD_DBUS_SEND || type == PERFMON_TASK_RECORD_DBUS_RECV);
 
-  if (buffer == NULL)
-    return;
   if (sender == NULL)
     sender = "";
   len = utf8_cut (sender, strnlen (sender, DBUS_NAME_MAX + 1), DBUS_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
-  record = (PerfmonTaskDBusRecord *) buffer_reserve (buffer, size, &start);
+  record = record_open (&slot, size);
   if (record == NULL)
     return;
-  cycles = perfmon_clock_cycles ();
-  fill_header (buffer, &record->header, type, size, cycles);
   record->task_id = task_id;
   record->serial = serial;
   record->reserved = 0;
   memcpy (record->sender, sender, len);
   memset (record->sender + len, 0, size - sizeof *record - len);
-  buffer_commit (buffer, start, size, cycles);
+  record_close (&slot, &record->header, type, size);
 }
 
 /* ---------------------------------------------------------------------- */
