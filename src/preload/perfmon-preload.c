@@ -54,11 +54,6 @@ static struct
   char               *summary_path;
   gboolean            print_summary;
   GDBusConnection    *bus;            /* exported on */
-  /* The hang monitor's signals are queued here, not on the default
-   * context: see forward_source_new(). */
-  GMainContext       *signal_context;
-  GSource            *forward_source;
-  GPollFD             signal_wakeup;
 } preload;
 
 static void
@@ -105,63 +100,6 @@ on_hang (PerfmonHangMonitor *hang_monitor,
   preload.n_hangs++;
   if (preload.hangs->len < MAX_KEPT_HANGS)
     g_ptr_array_add (preload.hangs, perfmon_hang_report_ref (report));
-}
-
-/* The hang monitor delivers its signals on the context that was
- * thread-default at start(), and perfmon_hang_monitor_stop() iterates that
- * context until nothing is pending. Were it the default context, stopping
- * at exit would dispatch the program's own sources after its main()
- * returned, into objects it already freed. So the signals go to a private
- * context, whose wakeup fd this source, on the default context, polls: the
- * program's loop wakes and dispatches them as they come, and at exit
- * stop() iterates the private context alone. */
-static gboolean
-forward_check (GSource *source)
-{
-  return (preload.signal_wakeup.revents & G_IO_IN) != 0;
-}
-
-static gboolean
-forward_dispatch (GSource    *source,
-                  GSourceFunc callback,
-                  gpointer    data)
-{
-  /* Also acknowledges the wakeup fd, which would stay readable. */
-  while (g_main_context_iteration (preload.signal_context, FALSE))
-    ;
-  return G_SOURCE_CONTINUE;
-}
-
-static GSourceFuncs forward_funcs = {
-  .check = forward_check,
-  .dispatch = forward_dispatch,
-};
-
-static gboolean
-forward_source_new (void)
-{
-  GPollFD fds[4];
-  gint timeout;
-  gint n;
-
-  /* Ownerless: the watchdog thread's g_source_attach() signals the wakeup
-   * fd though no thread holds the context. */
-  preload.signal_context = g_main_context_new_with_flags (G_MAIN_CONTEXT_FLAGS_OWNERLESS_POLLING);
-  if (!g_main_context_acquire (preload.signal_context))
-    return FALSE;
-  n = g_main_context_query (preload.signal_context, G_MAXINT, &timeout, fds, G_N_ELEMENTS (fds));
-  g_main_context_release (preload.signal_context);
-  /* A new context polls its wakeup fd and nothing else. */
-  if (n != 1)
-    return FALSE;
-
-  preload.signal_wakeup = fds[0];
-  preload.signal_wakeup.revents = 0;
-  preload.forward_source = g_source_new (&forward_funcs, sizeof (GSource));
-  g_source_set_name (preload.forward_source, "[perfmon] preload hang signals");
-  g_source_add_poll (preload.forward_source, &preload.signal_wakeup);
-  g_source_attach (preload.forward_source, NULL);
-  return TRUE;
 }
 
 static void
@@ -377,10 +315,6 @@ perfmon_preload_at_exit (void)
   g_clear_object (&preload.bus);
   g_clear_pointer (&preload.hangs, g_ptr_array_unref);
   g_clear_object (&preload.hang_monitor);
-  if (preload.forward_source != NULL)
-    g_source_destroy (preload.forward_source);
-  g_clear_pointer (&preload.forward_source, g_source_unref);
-  g_clear_pointer (&preload.signal_context, g_main_context_unref);
   g_clear_pointer (&preload.summary_path, g_free);
   /* The default monitor is the library's, not ours. */
   preload.monitor = NULL;
@@ -411,21 +345,13 @@ perfmon_preload_init (void)
     perfmon_hang_monitor_set_permahang_threshold (preload.hang_monitor, permahang_ms);
   g_signal_connect (preload.hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
 
-  if (!forward_source_new ())
-    preload_message ("no hang detection in this process: cannot make a private main context");
-  else
+  /* Its signals come on the default context, which the program's loop
+   * runs: a hang found while the loop sleeps wakes it. */
+  if (!perfmon_hang_monitor_start (preload.hang_monitor, &error))
     {
-      gboolean started;
-
-      g_main_context_push_thread_default (preload.signal_context);
-      started = perfmon_hang_monitor_start (preload.hang_monitor, &error);
-      g_main_context_pop_thread_default (preload.signal_context);
-      if (!started)
-        {
-          /* Accounting still works without the watchdog. */
-          preload_message ("no hang detection in this process: %s", error->message);
-          g_clear_error (&error);
-        }
+      /* Accounting still works without the watchdog. */
+      preload_message ("no hang detection in this process: %s", error->message);
+      g_clear_error (&error);
     }
 
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_EXPORT"), "1") != 0 && session_bus_exists ())
