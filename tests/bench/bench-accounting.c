@@ -18,12 +18,14 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "perfmon.h"
 #include "perfmon-clock-private.h"
+
 #include "bench-common.h"
 #include "bench-dispatch.h"
 #include "perfmon-monitor-private.h"
@@ -369,14 +371,30 @@ main (int   argc,
       char *argv[])
 {
   g_set_prgname ("bench-accounting");
+
+  if (argc > 1 && strspn (argv[1], "12345") != strlen (argv[1]))
+    {
+      g_printerr ("Usage: %s [FIGURES]\n"
+                  "Prints the accounting figures 1 to 5 of issue 2, or only those in FIGURES, e.g. 2 or 13.\n",
+                  argv[0]);
+      return 2;
+    }
+
   g_print ("perfmon accounting benchmark (%.0f cycles/us)\n", perfmon_clock_cycles_per_us ());
 
+#define WANTED(figure) (argc < 2 || strchr (argv[1], (figure)) != NULL)
   /* Memory first, while the heap holds no freed groups to reuse. */
-  bench_memory ();
-  bench_enter_leave ();
-  bench_dispatch ();
-  bench_snapshot ();
-  bench_hot_path_proof ();
+  if (WANTED ('4'))
+    bench_memory ();
+  if (WANTED ('1'))
+    bench_enter_leave ();
+  if (WANTED ('2'))
+    bench_dispatch ();
+  if (WANTED ('3'))
+    bench_snapshot ();
+  if (WANTED ('5'))
+    bench_hot_path_proof ();
+#undef WANTED
 
   return 0;
 }
