@@ -2,8 +2,10 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
+#define _GNU_SOURCE 1   /* dladdr() */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1034,6 +1036,73 @@ test_chains_previous_poll_func (void)
   g_assert_true (g_main_context_get_poll_func (context) == custom_poll);
 }
 
+/* Tail calls are an optimisation, and ASan's frames may keep them from
+ * being made. */
+#if defined(__SANITIZE_ADDRESS__)
+# define BUILT_WITH_ASAN 1
+#elif defined(__has_feature)
+# if __has_feature(address_sanitizer)
+#  define BUILT_WITH_ASAN 1
+# endif
+#endif
+#if defined(__OPTIMIZE__) && !defined(BUILT_WITH_ASAN)
+#define TAIL_CALLS_EXPECTED 1
+
+static gpointer zero_timeout_poll_caller;
+
+static gint
+caller_recording_poll (GPollFD *fds,
+                       guint    n_fds,
+                       gint     timeout)
+{
+  if (timeout == 0)
+    zero_timeout_poll_caller = __builtin_return_address (0);
+  return system_poll (fds, n_fds, timeout);
+}
+
+static gboolean
+keep_iterating (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+#endif
+
+/* The monitor's work for a poll that cannot sleep is done before the
+ * poll, which it tail-calls: a frame of its own across the system call
+ * costs a busy loop more than all its accounting (see monitor_poll()). So
+ * the poll function returns straight into GLib. */
+static void
+test_zero_timeout_poll_is_a_tail_call (void)
+{
+#ifndef TAIL_CALLS_EXPECTED
+  g_test_skip ("tail calls are an optimisation: not in this build");
+#else
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(PerfmonMonitor) monitor = NULL;
+  g_autoptr(GSource) idle = g_idle_source_new ();
+  Dl_info glib_object;
+  Dl_info caller_object;
+
+  system_poll = g_main_context_get_poll_func (context);
+  g_main_context_set_poll_func (context, caller_recording_poll);
+  monitor = perfmon_monitor_new (context);
+  g_source_set_callback (idle, keep_iterating, NULL, NULL);
+  g_source_attach (idle, context);
+
+  for (guint i = 0; i < 3; i++)
+    g_main_context_iteration (context, FALSE);
+  g_source_destroy (idle);
+
+  g_assert_nonnull (zero_timeout_poll_caller);
+  g_assert_true (dladdr ((gpointer) g_main_context_iteration, &glib_object));
+  g_assert_true (dladdr (zero_timeout_poll_caller, &caller_object));
+  g_assert_cmpstr (caller_object.dli_fname, ==, glib_object.dli_fname);
+
+  g_clear_object (&monitor);
+  g_main_context_set_poll_func (context, NULL);
+#endif
+}
+
 static void
 test_many_contexts (void)
 {
@@ -1105,6 +1174,7 @@ main (int   argc,
   g_test_add_func ("/monitor/groups-from-many-threads", test_groups_from_many_threads);
   g_test_add_func ("/monitor/auto-enter", test_auto_enter);
   g_test_add_func ("/monitor/chains-previous-poll-func", test_chains_previous_poll_func);
+  g_test_add_func ("/monitor/zero-timeout-poll-is-a-tail-call", test_zero_timeout_poll_is_a_tail_call);
   g_test_add_func ("/monitor/many-contexts", test_many_contexts);
 
   return g_test_run ();

@@ -58,7 +58,9 @@ typedef struct
    * watched thread, at its first watched poll, before thread_id is set
    * (hang/ prepares the thread for stack captures there). */
   void             (*prepare_thread) (void);
-  PerfmonLoopStretch stretches[PERFMON_LOOP_RECENT_STRETCHES];
+  /* PERFMON_LOOP_RECENT_STRETCHES of them, out of line: the header above
+   * shares the monitor's hot page, the ring is touched only when watched. */
+  PerfmonLoopStretch *stretches;
 
   /* The watchdog's sleep. */
   GMutex             mutex;

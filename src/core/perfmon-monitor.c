@@ -105,59 +105,63 @@ struct _PerfmonMonitor
 {
   GObject             parent_instance;
 
-  /* The owner thread's state: read and written there only, without locks. */
+  /* The owner thread's state: read and written there only, without locks.
+   *
+   * What every iteration touches comes first, the measures with it, so
+   * that an iteration touches as few cache lines and pages as it can: on
+   * kernels with page-table isolation and no PCID (these VMs) each poll
+   * system call flushes the TLB. */
   gconstpointer       owner;
   gboolean            enabled;
-  gboolean            warned_foreign_poll;
+  gboolean            in_iteration;
   guint               depth;
   guint               overflow;
   guint               open_measures;
+  guint32             iteration;            /* the stamp of executed; never 0 */
   PerfmonGroupRecord *executed;             /* groups that ran this iteration */
-  guint32             iteration;            /* their stamp; never 0 */
   gboolean            needs_walk;           /* see commit() */
+  gboolean            anchor_valid;
   guint64             measured_cycles;      /* outermost short measures */
   guint64             measured_cpu_us;      /* outermost long measures */
   guint64             blocked_us;
-  guint               blocked_depth;
-  gint64              blocked_since;
   double              cycles_per_us;
   double              us_per_cycle;         /* multiplying beats dividing */
-
-  gboolean            in_iteration;
   guint64             iteration_start_cycles;
   guint64             iteration_anchor_cycles;
   gint64              iteration_anchor_cpu_us;
   guint64             anchor_cycles;
   gint64              anchor_cpu_us;
-  gboolean            anchor_valid;
   guint64             long_iteration_cycles;
   guint64             slept_poll_cycles;
   guint64             anchor_max_age_cycles;
   guint64             n_cpu_clock_reads;
-
   PerfmonGroupRecord *thread_record;
+  guint               n_pending_alerts;
+  PerfmonGroupRecord *dead;                 /* any thread: a lock-free stack */
+  PerfmonLoopActivity activity;             /* see perfmon-loop-activity-private.h */
+  Measure             measures[MAX_NESTING];
+
+  /* The owner thread's, touched less often. */
+  gboolean            warned_foreign_poll;
+  guint               blocked_depth;
+  gint64              blocked_since;
   guint64             alert_threshold_ms;
   guint64             alert_threshold_ns;
   GHashTable         *last_alert_cycles;    /* record → guint64 cycles */
   PendingAlert        pending_alerts[MAX_PENDING_ALERTS];
-  guint               n_pending_alerts;
   GSource            *alert_source;         /* only while alerts wait */
 
   GMainContext       *context;
   char               *thread_name;          /* construct-only */
   int                 poll_slot;
-  PerfmonLoopActivity activity;             /* see perfmon-loop-activity-private.h */
   guint               work_depth;           /* nested work units (no context) */
   gboolean            work_published;       /* the outermost one is published */
 
   /* Any thread. */
-  PerfmonGroupRecord *dead;                 /* lock-free stack */
   GMutex              registry_lock;
   GPtrArray          *records;              /* every record not yet freed */
   GHashTable         *windows;              /* guint64 window id → record */
   GHashTable         *addons;               /* add-on id → record */
-
-  Measure             measures[MAX_NESTING];
 };
 
 enum {
@@ -289,18 +293,11 @@ _perfmon_monitor_bury_record (PerfmonMonitor     *self,
   while (!g_atomic_pointer_compare_and_exchange (&self->dead, head, record));
 }
 
-/* Monitor's thread, after a commit: nothing refers to a dead record any
- * more once the executed list has been charged. */
-static void
-reap_dead_records (PerfmonMonitor *self)
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+free_dead_records (PerfmonMonitor *self)
 {
-  PerfmonGroupRecord *record;
+  PerfmonGroupRecord *record = g_atomic_pointer_exchange (&self->dead, NULL);
   PerfmonGroupRecord *next;
-
-  if (G_LIKELY (g_atomic_pointer_get (&self->dead) == NULL))
-    return;
-
-  record = g_atomic_pointer_exchange (&self->dead, NULL);
 
   g_mutex_lock (&self->registry_lock);
   for (PerfmonGroupRecord *r = record; r != NULL; r = r->next_dead)
@@ -314,6 +311,15 @@ reap_dead_records (PerfmonMonitor *self)
         g_hash_table_remove (self->last_alert_cycles, record);
       record_free (record);
     }
+}
+
+/* Monitor's thread, after a commit: nothing refers to a dead record any
+ * more once the executed list has been charged. */
+static inline void
+reap_dead_records (PerfmonMonitor *self)
+{
+  if (G_UNLIKELY (g_atomic_pointer_get (&self->dead) != NULL))
+    free_dead_records (self);
 }
 
 /* Returns a live window record with one hold taken for the caller. */
@@ -383,6 +389,12 @@ static void begin_iteration (PerfmonMonitor *self,
                              guint64         now,
                              gboolean        exact);
 
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+begin_iteration_in_measure (PerfmonMonitor *self)
+{
+  begin_iteration (self, perfmon_clock_cycles (), TRUE);
+}
+
 /* --- measuring --------------------------------------------------------- */
 
 /* Acquires @record for a measure unless it is inactive or an enclosing
@@ -428,7 +440,7 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
   /* Code that runs before the first iteration boundary (a monitor without
    * a context, or work before the loop first polls) starts an iteration. */
   if (G_UNLIKELY (!self->in_iteration))
-    begin_iteration (self, perfmon_clock_cycles (), TRUE);
+    begin_iteration_in_measure (self);
 
   window = compartment->key.parents.window;
   addon = compartment->key.parents.addon;
@@ -450,6 +462,114 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
   measure->start_cycles = perfmon_clock_cycles ();
 }
 
+/* Charges the groups @measure acquired, then releases them: @cycles of a
+ * short measure, or @cpu_us of a long one. Inlined twice, with
+ * @long_measure a constant: the short case, on every leave, stays small. */
+static inline __attribute__ ((always_inline)) void
+charge_acquired (PerfmonMonitor *self,
+                 Measure        *measure,
+                 gboolean        long_measure,
+                 guint64         cycles,
+                 guint32         cpu_us,
+                 guint64         blocked)
+{
+  guint64 cpu_cycles = long_measure ? (guint64) ((double) cpu_us * self->cycles_per_us) : 0;
+  guint first = 0;
+  guint n_acquired;
+  guint32 iteration;
+  PerfmonGroupRecord *executed;
+
+  /* Charged now, so that a commit of a short iteration has nothing to
+   * walk; a commit that must rescale corrects it. The thread group, always
+   * acquired first, is charged the iteration's CPU time at commit: here
+   * it only takes blocked time. */
+  if (measure->acquired[0] == self->thread_record)
+    {
+      self->thread_record->acquired = FALSE;
+      if (G_UNLIKELY (blocked != 0))
+        self->thread_record->blocked_time_us += blocked;
+      first = 1;
+    }
+
+  /* Locals: with -fno-strict-aliasing every store to a record would make
+   * the compiler reload these from memory. */
+  iteration = self->iteration;
+  executed = self->executed;
+  n_acquired = measure->n_acquired;
+  for (guint i = first; i < n_acquired; i++)
+    {
+      PerfmonGroupRecord *record = measure->acquired[i];
+
+      if (record->stamp != iteration)
+        {
+          record->stamp = iteration;
+          record->recent_cycles = 0;
+          record->next_executed = executed;
+          executed = record;
+          record->ticks++;
+        }
+
+      if (long_measure)
+        {
+          record->recent_cpu_us = (guint32) MIN ((guint64) record->recent_cpu_us + cpu_us, G_MAXUINT32);
+          record->cpu_time_cycles += cpu_cycles;
+        }
+      else
+        {
+          record->recent_cycles += cycles;
+          record->cpu_time_cycles += cycles;
+        }
+      if (G_UNLIKELY (blocked != 0))
+        record->blocked_time_us += blocked;
+      record->acquired = FALSE;
+    }
+  self->executed = executed;
+
+  /* What the iteration's outermost measures were charged, for the
+   * renormalisation at commit. */
+  if (--self->open_measures == 0)
+    {
+      if (long_measure)
+        self->measured_cpu_us += cpu_us;
+      else
+        self->measured_cycles += cycles;
+    }
+}
+
+/* The leave of a measure of LONG_ITERATION_US or more, ended at @now:
+ * worth a read of the CPU clock; see the top of the file. */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+leave_long_measure (PerfmonMonitor *self,
+                    Measure        *measure,
+                    guint64         now,
+                    guint64         cycles,
+                    guint64         blocked)
+{
+  gint64 cpu_now = read_cpu_clock (self);
+  gint64 wall_us = (gint64) ((double) cycles * self->us_per_cycle);
+  gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) * self->us_per_cycle);
+  /* What the thread used since the anchor bounds the measure from
+   * above, and is exact if the gap between anchor and enter was idle;
+   * the anchor plus the gap's wall time is exact if the gap ran. A
+   * short gap makes both good to within its length. A long gap with a
+   * measure open around this one ran that measure's code; a long gap
+   * with none open went by with no measure and no iteration boundary:
+   * the thread was waiting (a worker between jobs). */
+  gint64 upper_us = MIN (wall_us, MIN (cpu_now - measure->anchor_cpu_us, G_MAXUINT32));
+  gboolean outermost = self->open_measures == 1;
+  guint32 cpu_us;
+
+  if (outermost && gap_us > ANCHOR_MAX_AGE_US)
+    cpu_us = (guint32) MAX (upper_us, 0);
+  else
+    cpu_us = (guint32) CLAMP (cpu_now - (measure->anchor_cpu_us + gap_us), 0, MAX (upper_us, 0));
+  self->anchor_cpu_us = cpu_now;
+  self->anchor_cycles = now;
+  self->needs_walk = TRUE;
+
+  charge_acquired (self, measure, TRUE, cycles, cpu_us, blocked);
+}
+
 static inline void
 _perfmon_monitor_leave (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
@@ -458,13 +578,6 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   Measure *measure;
   guint64 cycles;
   guint64 blocked;
-  guint32 cpu_us = 0;
-  guint64 cpu_cycles = 0;
-  gboolean long_measure = FALSE;
-  guint first;
-  guint n_acquired;
-  guint32 iteration;
-  PerfmonGroupRecord *executed;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_leave")))
     return;
@@ -497,90 +610,9 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   blocked = self->blocked_us - measure->start_blocked_us;
 
   if (G_UNLIKELY (cycles >= self->long_iteration_cycles))
-    {
-      /* Long: worth a read of the CPU clock; see the top of the file. */
-      gint64 cpu_now = read_cpu_clock (self);
-      gint64 wall_us = (gint64) ((double) cycles * self->us_per_cycle);
-      gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) * self->us_per_cycle);
-      /* What the thread used since the anchor bounds the measure from
-       * above, and is exact if the gap between anchor and enter was idle;
-       * the anchor plus the gap's wall time is exact if the gap ran. A
-       * short gap makes both good to within its length. A long gap with a
-       * measure open around this one ran that measure's code; a long gap
-       * with none open went by with no measure and no iteration boundary:
-       * the thread was waiting (a worker between jobs). */
-      gint64 upper_us = MIN (wall_us, MIN (cpu_now - measure->anchor_cpu_us, G_MAXUINT32));
-      gboolean outermost = self->open_measures == 1;
-
-      if (outermost && gap_us > ANCHOR_MAX_AGE_US)
-        cpu_us = (guint32) MAX (upper_us, 0);
-      else
-        cpu_us = (guint32) CLAMP (cpu_now - (measure->anchor_cpu_us + gap_us), 0, MAX (upper_us, 0));
-      cpu_cycles = (guint64) ((double) cpu_us * self->cycles_per_us);
-      self->anchor_cpu_us = cpu_now;
-      self->anchor_cycles = now;
-      long_measure = TRUE;
-    }
-
-  /* Charged now, so that a commit of a short iteration has nothing to
-   * walk; a commit that must rescale corrects it. The thread group, always
-   * acquired first, is charged the iteration's CPU time at commit: here
-   * it only takes blocked time. */
-  first = 0;
-  if (measure->acquired[0] == self->thread_record)
-    {
-      self->thread_record->acquired = FALSE;
-      if (G_UNLIKELY (blocked != 0))
-        self->thread_record->blocked_time_us += blocked;
-      first = 1;
-    }
-
-  /* Locals: with -fno-strict-aliasing every store to a record would make
-   * the compiler reload these from memory. */
-  iteration = self->iteration;
-  executed = self->executed;
-  n_acquired = measure->n_acquired;
-  for (guint i = first; i < n_acquired; i++)
-    {
-      PerfmonGroupRecord *record = measure->acquired[i];
-
-      if (record->stamp != iteration)
-        {
-          record->stamp = iteration;
-          record->recent_cycles = 0;
-          record->next_executed = executed;
-          executed = record;
-          record->ticks++;
-        }
-
-      if (G_UNLIKELY (long_measure))
-        {
-          record->recent_cpu_us = (guint32) MIN ((guint64) record->recent_cpu_us + cpu_us, G_MAXUINT32);
-          record->cpu_time_cycles += cpu_cycles;
-        }
-      else
-        {
-          record->recent_cycles += cycles;
-          record->cpu_time_cycles += cycles;
-        }
-      if (G_UNLIKELY (blocked != 0))
-        record->blocked_time_us += blocked;
-      record->acquired = FALSE;
-    }
-  self->executed = executed;
-
-  if (G_UNLIKELY (long_measure))
-    self->needs_walk = TRUE;
-
-  /* What the iteration's outermost measures were charged, for the
-   * renormalisation at commit. */
-  if (--self->open_measures == 0)
-    {
-      if (long_measure)
-        self->measured_cpu_us += cpu_us;
-      else
-        self->measured_cycles += cycles;
-    }
+    leave_long_measure (self, measure, now, cycles, blocked);
+  else
+    charge_acquired (self, measure, FALSE, cycles, 0, blocked);
 }
 
 /* The class of PerfmonGroup, a final type: comparing an instance's class
@@ -612,7 +644,7 @@ is_compartment (PerfmonGroup *group)
  *
  * Costs a few nanoseconds: no lock, no system call, no allocation.
  */
-void
+__attribute__ ((hot)) void
 perfmon_group_enter (PerfmonGroup *compartment)
 {
   g_return_if_fail (is_compartment (compartment));
@@ -627,7 +659,7 @@ perfmon_group_enter (PerfmonGroup *compartment)
  * Stops running code of @compartment and charges the time since the
  * matching enter to the groups that enter acquired.
  */
-void
+__attribute__ ((hot)) void
 perfmon_group_leave (PerfmonGroup *compartment)
 {
   g_return_if_fail (is_compartment (compartment));
@@ -638,7 +670,7 @@ perfmon_group_leave (PerfmonGroup *compartment)
 /* The seed's nested event loop rule: code that spins the loop again from
  * inside a measure ends the outer measures' accounting; their leave() then
  * does nothing, so nothing is counted twice. */
-static void
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 cancel_measures (PerfmonMonitor *self)
 {
   for (guint i = 0; i < self->depth; i++)
@@ -760,18 +792,14 @@ queue_alert (PerfmonMonitor     *self,
  * raises an alert if it is due. Only a charge of a millisecond or more can
  * reach the histogram (its first bucket) or an alert (whose threshold is
  * in whole milliseconds). */
-static void
-judge (PerfmonMonitor     *self,
-       PerfmonGroupRecord *record,
-       guint64             cpu_cycles,
-       guint64             now)
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+judge_long_charge (PerfmonMonitor     *self,
+                   PerfmonGroupRecord *record,
+                   guint64             cpu_cycles,
+                   guint64             now)
 {
-  guint64 cpu_ns;
+  guint64 cpu_ns = (guint64) ((double) cpu_cycles * self->us_per_cycle * 1000.0);
 
-  if (G_LIKELY (cpu_cycles <= self->long_iteration_cycles))
-    return;
-
-  cpu_ns = (guint64) ((double) cpu_cycles * self->us_per_cycle * 1000.0);
   for (guint i = 0; i < PERFMON_N_DURATIONS && cpu_ns > (G_GUINT64_CONSTANT (1000000) << i); i++)
     {
       if (G_LIKELY (record->durations[i] != G_MAXUINT32))
@@ -782,6 +810,42 @@ judge (PerfmonMonitor     *self,
     queue_alert (self, record, cpu_ns, now);
 }
 
+static inline void
+judge (PerfmonMonitor     *self,
+       PerfmonGroupRecord *record,
+       guint64             cpu_cycles,
+       guint64             now)
+{
+  if (G_UNLIKELY (cpu_cycles > self->long_iteration_cycles))
+    judge_long_charge (self, record, cpu_cycles, now);
+}
+
+/* The groups that ran in an iteration that was long, or had a long
+ * measure: if their outermost measures add up to more than the
+ * iteration's real CPU time, @iteration_cpu_cycles, each is scaled down to
+ * it (the seed's renormalisation); then each is judged. */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+renormalise_executed (PerfmonMonitor *self,
+                      guint64         now,
+                      guint64         iteration_cpu_cycles)
+{
+  guint64 measured = self->measured_cycles +
+    (guint64) ((double) self->measured_cpu_us * self->cycles_per_us);
+  double scale = measured > iteration_cpu_cycles ? (double) iteration_cpu_cycles / (double) measured : 1.0;
+
+  for (PerfmonGroupRecord *record = self->executed; record != NULL; record = record->next_executed)
+    {
+      guint64 charged;
+      guint64 cpu_cycles;
+
+      charged = record->recent_cycles + (guint64) ((double) record->recent_cpu_us * self->cycles_per_us);
+      cpu_cycles = scale < 1.0 ? (guint64) ((double) charged * scale) : charged;
+      record->cpu_time_cycles -= MIN (charged - cpu_cycles, record->cpu_time_cycles);
+      record->recent_cpu_us = 0;
+      judge (self, record, cpu_cycles, now);
+    }
+}
+
 /* Ends the iteration at @now that used @iteration_cpu_cycles of the
  * thread's CPU (in cycles). Groups were charged by leave(); the thread
  * group gets the whole iteration.
@@ -789,11 +853,8 @@ judge (PerfmonMonitor     *self,
  * A short iteration (@long_iteration FALSE) with only short measures is
  * done in constant time, however many groups ran: its CPU time is its wall
  * time, which its measures fit in, and nothing in it can reach the
- * histogram or an alert. Otherwise the groups that ran are walked: if
- * their outermost measures add up to more than the iteration's real CPU
- * time, each is scaled down to it (the seed's renormalisation), then
- * judged. */
-static void
+ * histogram or an alert. Otherwise the groups that ran are walked. */
+static inline void
 commit (PerfmonMonitor *self,
         guint64         now,
         guint64         iteration_cpu_cycles,
@@ -802,23 +863,7 @@ commit (PerfmonMonitor *self,
   PerfmonGroupRecord *thread_record = self->thread_record;
 
   if (G_UNLIKELY (long_iteration || self->needs_walk))
-    {
-      guint64 measured = self->measured_cycles +
-        (guint64) ((double) self->measured_cpu_us * self->cycles_per_us);
-      double scale = measured > iteration_cpu_cycles ? (double) iteration_cpu_cycles / (double) measured : 1.0;
-
-      for (PerfmonGroupRecord *record = self->executed; record != NULL; record = record->next_executed)
-        {
-          guint64 charged;
-          guint64 cpu_cycles;
-
-          charged = record->recent_cycles + (guint64) ((double) record->recent_cpu_us * self->cycles_per_us);
-          cpu_cycles = scale < 1.0 ? (guint64) ((double) charged * scale) : charged;
-          record->cpu_time_cycles -= MIN (charged - cpu_cycles, record->cpu_time_cycles);
-          record->recent_cpu_us = 0;
-          judge (self, record, cpu_cycles, now);
-        }
-    }
+    renormalise_executed (self, now, iteration_cpu_cycles);
 
   if (thread_record->active)
     {
@@ -831,17 +876,23 @@ commit (PerfmonMonitor *self,
   reap_dead_records (self);
 }
 
-static void
+/* Takes a reading of the thread's CPU clock at @now as the anchor. */
+static G_GNUC_NO_INLINE void
+refresh_anchor (PerfmonMonitor *self,
+                guint64         now)
+{
+  self->anchor_cpu_us = read_cpu_clock (self);
+  self->anchor_cycles = now;
+  self->anchor_valid = TRUE;
+}
+
+static inline void
 begin_iteration (PerfmonMonitor *self,
                  guint64         now,
                  gboolean        exact)
 {
-  if (exact || !self->anchor_valid || now - self->anchor_cycles >= self->anchor_max_age_cycles)
-    {
-      self->anchor_cpu_us = read_cpu_clock (self);
-      self->anchor_cycles = now;
-      self->anchor_valid = TRUE;
-    }
+  if (exact || G_UNLIKELY (!self->anchor_valid || now - self->anchor_cycles >= self->anchor_max_age_cycles))
+    refresh_anchor (self, now);
 
   self->in_iteration = TRUE;
   self->iteration_start_cycles = now;
@@ -851,39 +902,46 @@ begin_iteration (PerfmonMonitor *self,
   self->iteration_anchor_cpu_us = self->anchor_cpu_us;
 }
 
-static void
+/* The CPU time, in cycles, of the iteration that ends at @now after
+ * @wall_cycles: a read of the CPU clock, for a long iteration (or an exact
+ * end). */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) guint64
+read_iteration_cpu_cycles (PerfmonMonitor *self,
+                           guint64         now,
+                           guint64         wall_cycles)
+{
+  gint64 cpu_now = read_cpu_clock (self);
+  gint64 start_cpu_us = self->iteration_anchor_cpu_us +
+    (gint64) ((double) (self->iteration_start_cycles - self->iteration_anchor_cycles) * self->us_per_cycle);
+  gint64 used = cpu_now - start_cpu_us;
+
+  self->anchor_cpu_us = cpu_now;
+  self->anchor_cycles = now;
+  self->anchor_valid = TRUE;
+
+  /* An estimated start can only be early (it assumes the thread ran),
+   * so the result is clamped into what is physically possible. */
+  return MIN ((guint64) ((double) MAX (used, 0) * self->cycles_per_us), wall_cycles);
+}
+
+static inline void
 end_iteration (PerfmonMonitor *self,
                guint64         now,
                gboolean        exact)
 {
   guint64 wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
-  guint64 cpu_cycles;
+  gboolean long_iteration = exact || G_UNLIKELY (wall_cycles >= self->long_iteration_cycles);
 
   if (G_UNLIKELY (self->depth > 0))
     cancel_measures (self);
 
-  if (exact || wall_cycles >= self->long_iteration_cycles)
-    {
-      gint64 cpu_now = read_cpu_clock (self);
-      gint64 start_cpu_us = self->iteration_anchor_cpu_us +
-        (gint64) ((double) (self->iteration_start_cycles - self->iteration_anchor_cycles) * self->us_per_cycle);
-      gint64 used = cpu_now - start_cpu_us;
-
-      /* An estimated start can only be early (it assumes the thread ran),
-       * so the result is clamped into what is physically possible. */
-      cpu_cycles = MIN ((guint64) ((double) MAX (used, 0) * self->cycles_per_us), wall_cycles);
-      self->anchor_cpu_us = cpu_now;
-      self->anchor_cycles = now;
-      self->anchor_valid = TRUE;
-    }
-  else
-    cpu_cycles = wall_cycles;
-
   self->in_iteration = FALSE;
-  commit (self, now, cpu_cycles, exact || wall_cycles >= self->long_iteration_cycles);
+  commit (self, now,
+          long_iteration ? read_iteration_cpu_cycles (self, now, wall_cycles) : wall_cycles,
+          long_iteration);
 }
 
-static void
+static G_GNUC_NO_INLINE void
 schedule_alerts (PerfmonMonitor *self)
 {
   if (self->n_pending_alerts == 0)
@@ -951,7 +1009,7 @@ _perfmon_monitor_is_attached (PerfmonMonitor *self)
 
 /* The first busy stretch a watchdog sees on the monitor's thread: lets it
  * prepare the thread and learn its id. Once per watched thread. */
-static G_GNUC_NO_INLINE void
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 adopt_watched_thread (PerfmonMonitor *self)
 {
   current_activity = &self->activity;
@@ -992,7 +1050,56 @@ poll_watched_unmeasured (PerfmonMonitor *self,
   return ret;
 }
 
-static gint
+/* A poll of a context whose monitor does not measure it: disabled, or
+ * iterated by a thread other than the monitor's. */
+static G_GNUC_NO_INLINE gint
+poll_unmeasured (PerfmonMonitor *self,
+                 PollSlot       *slot,
+                 GPollFD        *fds,
+                 guint           n_fds,
+                 gint            timeout)
+{
+  if (!self->enabled)
+    {
+      self->in_iteration = FALSE;
+      if (g_atomic_int_get (&self->activity.watched))
+        return poll_watched_unmeasured (self, slot, fds, n_fds, timeout);
+      return slot->previous (fds, n_fds, timeout);
+    }
+
+  if (!self->warned_foreign_poll)
+    {
+      self->warned_foreign_poll = TRUE;
+      g_warning ("The main context of a PerfmonMonitor is iterated by a thread other than "
+                 "the monitor's: iterations on that thread are not measured");
+    }
+  return slot->previous (fds, n_fds, timeout);
+}
+
+/* A poll that may sleep: the next iteration starts when it returns, and a
+ * wake-up is worth an exact reading of the CPU clock. */
+static G_GNUC_NO_INLINE gint
+poll_then_begin_iteration (PerfmonMonitor *self,
+                           PollSlot       *slot,
+                           GPollFD        *fds,
+                           guint           n_fds,
+                           gint            timeout,
+                           guint64         poll_start,
+                           gboolean        watched)
+{
+  gint ret = slot->previous (fds, n_fds, timeout);
+  guint64 poll_end = perfmon_clock_cycles ();
+
+  begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
+  if (watched)
+    _perfmon_loop_activity_poll_return (&self->activity, poll_end);
+
+  return ret;
+}
+
+/* Hot, like the trampolines, enter and leave: the compiler keeps them
+ * together (.text.hot), so a monitored iteration touches few code pages. */
+static G_GNUC_NO_INLINE __attribute__ ((hot)) gint
 monitor_poll (PollSlot *slot,
               GPollFD  *fds,
               guint     n_fds,
@@ -1000,35 +1107,17 @@ monitor_poll (PollSlot *slot,
 {
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
   guint64 poll_start;
-  guint64 poll_end;
   gboolean watched;
-  gint ret;
 
-  if (self == NULL)
+  if (G_UNLIKELY (self == NULL))
     return slot->previous (fds, n_fds, timeout);
 
   watched = g_atomic_int_get (&self->activity.watched);
   if (G_UNLIKELY (watched && self->activity.thread_id == 0))
     adopt_watched_thread (self);
 
-  if (!self->enabled)
-    {
-      self->in_iteration = FALSE;
-      if (watched)
-        return poll_watched_unmeasured (self, slot, fds, n_fds, timeout);
-      return slot->previous (fds, n_fds, timeout);
-    }
-
-  if (G_UNLIKELY (!claim_thread (self)))
-    {
-      if (!self->warned_foreign_poll)
-        {
-          self->warned_foreign_poll = TRUE;
-          g_warning ("The main context of a PerfmonMonitor is iterated by a thread other than "
-                     "the monitor's: iterations on that thread are not measured");
-        }
-      return slot->previous (fds, n_fds, timeout);
-    }
+  if (G_UNLIKELY (!self->enabled || !claim_thread (self)))
+    return poll_unmeasured (self, slot, fds, n_fds, timeout);
 
   poll_start = perfmon_clock_cycles ();
   if (self->in_iteration)
@@ -1040,30 +1129,26 @@ monitor_poll (PollSlot *slot,
   if (watched)
     _perfmon_loop_activity_poll_entry (&self->activity, poll_start);
 
-  ret = slot->previous (fds, n_fds, timeout);
+  if (timeout != 0)
+    return poll_then_begin_iteration (self, slot, fds, n_fds, timeout, poll_start, watched);
 
   /* A poll with no timeout cannot sleep: the next iteration starts where
    * this one ended, and the poll's own system call time (thread CPU time
-   * too) goes to the thread group. That saves a counter read on every
-   * iteration of a busy loop, the one case where it shows. */
-  if (timeout == 0)
-    {
-      begin_iteration (self, poll_start, FALSE);
-      if (watched)
-        _perfmon_loop_activity_poll_return (&self->activity, poll_start);
-      return ret;
-    }
-
-  poll_end = perfmon_clock_cycles ();
-  begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
+   * too) goes to the thread group. So the next iteration begins before
+   * the poll, and the poll is a tail call: on return from a system call
+   * these VMs mispredict the return of every frame that spanned it (the
+   * kernel refills the return stack buffer), and one frame of ours
+   * would cost ~50 ns per iteration of a busy loop, more than all the
+   * monitor's work. tests/bench/bench-accounting measures it. */
+  begin_iteration (self, poll_start, FALSE);
   if (watched)
-    _perfmon_loop_activity_poll_return (&self->activity, poll_end);
+    _perfmon_loop_activity_poll_return (&self->activity, poll_start);
 
-  return ret;
+  return slot->previous (fds, n_fds, timeout);
 }
 
 #define POLL_TRAMPOLINE(n) \
-  static gint poll_trampoline_##n (GPollFD *fds, guint n_fds, gint timeout) \
+  static __attribute__ ((hot)) gint poll_trampoline_##n (GPollFD *fds, guint n_fds, gint timeout) \
   { return monitor_poll (&poll_slots[n], fds, n_fds, timeout); }
 
 POLL_TRAMPOLINE (0)  POLL_TRAMPOLINE (1)  POLL_TRAMPOLINE (2)  POLL_TRAMPOLINE (3)
@@ -1195,6 +1280,7 @@ perfmon_monitor_finalize (GObject *object)
     current_activity = NULL;
   g_mutex_clear (&self->activity.mutex);
   g_cond_clear (&self->activity.cond);
+  g_free (self->activity.stretches);
 
   G_OBJECT_CLASS (perfmon_monitor_parent_class)->finalize (object);
 }
@@ -1343,6 +1429,7 @@ perfmon_monitor_init (PerfmonMonitor *self)
   g_mutex_init (&self->registry_lock);
   g_mutex_init (&self->activity.mutex);
   g_cond_init (&self->activity.cond);
+  self->activity.stretches = g_new0 (PerfmonLoopStretch, PERFMON_LOOP_RECENT_STRETCHES);
   self->records = g_ptr_array_new ();
   self->windows = g_hash_table_new (g_int64_hash, g_int64_equal);
   self->addons = g_hash_table_new (g_str_hash, g_str_equal);
