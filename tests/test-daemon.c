@@ -186,6 +186,7 @@ start_child_full (Fixture            *fixture,
   g_autoptr(GDataInputStream) out = NULL;
   g_autofree char *line = NULL;
   GSubprocess *child;
+  g_autofree char *identifier = NULL;
   guint64 pid;
 
   g_ptr_array_add (argv, g_strdup (g_getenv ("MONITORED_PROCESS")));
@@ -198,6 +199,10 @@ start_child_full (Fixture            *fixture,
   g_ptr_array_add (fixture->children, child);
   if (out_child != NULL)
     *out_child = child;
+  /* Now: once the child has died and been reaped (the crashing modes die
+   * soon after READY) GSubprocess forgets it. */
+  identifier = g_strdup (g_subprocess_get_identifier (child));
+  g_assert_nonnull (identifier);
 
   out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (child));
   line = g_data_input_stream_read_line (out, NULL, NULL, &error);
@@ -205,7 +210,7 @@ start_child_full (Fixture            *fixture,
   g_assert_nonnull (line);
   g_assert_true (g_str_has_prefix (line, "READY "));
   g_assert_true (g_ascii_string_to_unsigned (line + 6, 10, 1, G_MAXUINT, &pid, NULL));
-  g_assert_cmpuint (pid, ==, g_ascii_strtoull (g_subprocess_get_identifier (child), NULL, 10));
+  g_assert_cmpuint (pid, ==, g_ascii_strtoull (identifier, NULL, 10));
 
   /* perfmon_monitor_export() registers asynchronously; the misbehaving
    * modes register before READY, and --register-delay later. */
@@ -877,6 +882,7 @@ test_restart (Fixture       *fixture,
   }
 
   restarted = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, fast_daemon);
+  g_assert_nonnull (g_subprocess_get_identifier (restarted));
   restarted_pid = (guint) g_ascii_strtoull (g_subprocess_get_identifier (restarted), NULL, 10);
   fixture->daemon = restarted;
   wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "the restarted daemon to own the name");
