@@ -348,6 +348,7 @@ start_program (Demo    *demo,
   const char *installed = PERFMON_DEMO_INSTALLED_PATH;
   g_autofree char *program = NULL;
   g_autofree char *state_dir = NULL;
+  const char *identifier;
   gint64 give_up;
 
   program = find_binary ("PERFMON_DEMO_PROGRAM", "src/demo/perfmon-example", installed, error);
@@ -369,7 +370,10 @@ start_program (Demo    *demo,
                          error);
   if (demo->program == NULL)
     return FALSE;
-  demo->program_pid = (guint) atoi (g_subprocess_get_identifier (demo->program));
+  /* NULL once the program has exited and been reaped, as one that cannot
+   * start soon is: pid 0 never registers, and the loop below says so. */
+  identifier = g_subprocess_get_identifier (demo->program);
+  demo->program_pid = identifier != NULL ? (guint) g_ascii_strtoull (identifier, NULL, 10) : 0;
 
   give_up = g_get_monotonic_time () + START_TIMEOUT_US;
   while (!program_is_registered (demo, error))

@@ -30,6 +30,18 @@ class DemoTest(CliTestCase):
         for line in out[:out.index('perfmon hangs show')].splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+    @unittest.skipIf(shutil.which('dbus-daemon') is None, 'dbus-daemon missing')
+    def test_demo_program_that_cannot_start(self):
+        env = dict(self.env)
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        env['XDG_RUNTIME_DIR'] = self.path('runtime')
+        os.makedirs(env['XDG_RUNTIME_DIR'], mode=0o700)
+        # Exits at once: often reaped before the demo asks for its pid.
+        env['PERFMON_DEMO_PROGRAM'] = shutil.which('false')
+        result = self.perfmon('demo', '--refreshes', '1', env=env, timeout=90)
+        self.assertExit(result, 1)
+        self.assertIn('the demo program exited at start', result.stderr)
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2)
