@@ -425,6 +425,22 @@ has_snapshot_with_cpu (Fixture  *fixture,
   return n == 1 && perfmon_group_stats_get_cpu_time (window) > 0;
 }
 
+typedef struct
+{
+  guint  pid;
+  gint64 timestamp;
+} SnapshotAfter;
+
+static gboolean
+has_snapshot_after (Fixture  *fixture,
+                    gpointer  data)
+{
+  SnapshotAfter *after = data;
+  g_autoptr(PerfmonSnapshot) snapshot = get_snapshot (fixture, after->pid);
+
+  return perfmon_snapshot_get_timestamp (snapshot) > after->timestamp;
+}
+
 static void
 test_register (Fixture       *fixture,
                gconstpointer  data)
@@ -494,8 +510,11 @@ test_poll (Fixture       *fixture,
   find_group (first, PERFMON_GROUP_KIND_ADDON, 0, "calm@test", &n);
   g_assert_cmpuint (n, ==, 1);
 
-  /* Polled again and again: the CPU burned in window 1 shows up. */
+  /* Polled again and again: the CPU burned in window 1 shows up (on a
+   * loaded machine, maybe already in the first snapshot). */
   wait_until (fixture, has_snapshot_with_cpu, GUINT_TO_POINTER (child_pid), "CPU time in window 1");
+  wait_until (fixture, has_snapshot_after, &(SnapshotAfter) { child_pid, perfmon_snapshot_get_timestamp (first) },
+              "a later snapshot");
   later = get_snapshot (fixture, child_pid);
   g_assert_cmpint (perfmon_snapshot_get_timestamp (later), >, perfmon_snapshot_get_timestamp (first));
   window = find_group (later, PERFMON_GROUP_KIND_WINDOW, 1, NULL, &n);
