@@ -108,8 +108,6 @@ static void
 take_sample (PerfmonJankSampler *sampler)
 {
   g_autofree PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
-  g_autofree PerfmonStackFrame *frames = NULL;
-  g_autofree PerfmonPcInfo *infos = NULL;
   gint64 tid = __atomic_load_n (&sampler->activity->thread_id, __ATOMIC_ACQUIRE);
 
   sampler->samples_done++;
@@ -122,29 +120,7 @@ take_sample (PerfmonJankSampler *sampler)
       return;
     }
 
-  frames = g_new0 (PerfmonStackFrame, captured->n_frames);
-  infos = g_new0 (PerfmonPcInfo, captured->n_frames);
-  /* The tree wants the outermost frame first. */
-  for (guint i = 0; i < captured->n_frames; i++)
-    {
-      guint inner = captured->n_frames - 1 - i;
-      PerfmonPcInfo *info = &infos[i];
-
-      _perfmon_modules_describe_pc (sampler->modules, captured->pcs[inner], inner > 0, info);
-      frames[i].pc = info->pc;
-      frames[i].module_index = info->module_index;
-      frames[i].offset = info->offset;
-      frames[i].symbol = info->symbol;
-      frames[i].symbol_offset = info->symbol_offset;
-      if (info->module_index >= 0)
-        {
-          frames[i].path = _perfmon_modules_get_path (sampler->modules, info->module_index);
-          frames[i].build_id = _perfmon_modules_get_build_id (sampler->modules, info->module_index);
-        }
-    }
-  _perfmon_stack_tree_add_sample (sampler->tree, frames, captured->n_frames);
-  for (guint i = 0; i < captured->n_frames; i++)
-    g_free (infos[i].symbol);
+  _perfmon_stack_tree_add_captured (sampler->tree, sampler->modules, captured);
 }
 
 static gint64

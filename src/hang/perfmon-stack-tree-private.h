@@ -6,6 +6,9 @@
 
 #include <glib.h>
 
+#include "perfmon-modules-private.h"
+#include "perfmon-stack-capture-private.h"
+
 G_BEGIN_DECLS
 
 /* Default bounds of _perfmon_stack_tree_new(). */
@@ -59,6 +62,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonStackTree, _perfmon_stack_tree_free)
 void              _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
                                                   const PerfmonStackFrame *frames,
                                                   guint                    n_frames);
+
+/* Adds @captured (innermost frame first, as captured) as one sample, its
+ * frames described by @modules. */
+void              _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
+                                                    PerfmonModules             *modules,
+                                                    const PerfmonCapturedStack *captured);
 
 guint             _perfmon_stack_tree_get_n_samples         (PerfmonStackTree *tree);
 guint             _perfmon_stack_tree_get_n_nodes           (PerfmonStackTree *tree);

@@ -172,6 +172,37 @@ _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
     }
 }
 
+void
+_perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
+                                  PerfmonModules             *modules,
+                                  const PerfmonCapturedStack *captured)
+{
+  g_autofree PerfmonStackFrame *frames = g_new0 (PerfmonStackFrame, captured->n_frames);
+  g_autofree PerfmonPcInfo *infos = g_new0 (PerfmonPcInfo, captured->n_frames);
+
+  /* The tree wants the outermost frame first. */
+  for (guint i = 0; i < captured->n_frames; i++)
+    {
+      guint inner = captured->n_frames - 1 - i;
+      PerfmonPcInfo *info = &infos[i];
+
+      _perfmon_modules_describe_pc (modules, captured->pcs[inner], inner > 0, info);
+      frames[i].pc = info->pc;
+      frames[i].module_index = info->module_index;
+      frames[i].offset = info->offset;
+      frames[i].symbol = info->symbol;
+      frames[i].symbol_offset = info->symbol_offset;
+      if (info->module_index >= 0)
+        {
+          frames[i].path = _perfmon_modules_get_path (modules, info->module_index);
+          frames[i].build_id = _perfmon_modules_get_build_id (modules, info->module_index);
+        }
+    }
+  _perfmon_stack_tree_add_sample (tree, frames, captured->n_frames);
+  for (guint i = 0; i < captured->n_frames; i++)
+    g_free (infos[i].symbol);
+}
+
 guint
 _perfmon_stack_tree_get_n_samples (PerfmonStackTree *tree)
 {

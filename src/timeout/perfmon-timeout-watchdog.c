@@ -235,8 +235,6 @@ _perfmon_timeout_capture_stack_text (gint64   tid,
   g_autofree PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
   g_autoptr(PerfmonModules) modules = NULL;
   g_autoptr(PerfmonStackTree) tree = NULL;
-  g_autofree PerfmonStackFrame *frames = NULL;
-  g_autofree PerfmonPcInfo *infos = NULL;
 
   if (!_perfmon_stack_capture_init (error) ||
       !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, error))
@@ -246,28 +244,7 @@ _perfmon_timeout_capture_stack_text (gint64   tid,
    * stack log, so one reader serves both. */
   modules = _perfmon_modules_new ();
   tree = _perfmon_stack_tree_new ();
-  frames = g_new0 (PerfmonStackFrame, captured->n_frames);
-  infos = g_new0 (PerfmonPcInfo, captured->n_frames);
-  for (guint i = 0; i < captured->n_frames; i++)
-    {
-      guint inner = captured->n_frames - 1 - i;
-      PerfmonPcInfo *info = &infos[i];
-
-      _perfmon_modules_describe_pc (modules, captured->pcs[inner], inner > 0, info);
-      frames[i].pc = info->pc;
-      frames[i].module_index = info->module_index;
-      frames[i].offset = info->offset;
-      frames[i].symbol = info->symbol;
-      frames[i].symbol_offset = info->symbol_offset;
-      if (info->module_index >= 0)
-        {
-          frames[i].path = _perfmon_modules_get_path (modules, info->module_index);
-          frames[i].build_id = _perfmon_modules_get_build_id (modules, info->module_index);
-        }
-    }
-  _perfmon_stack_tree_add_sample (tree, frames, captured->n_frames);
-  for (guint i = 0; i < captured->n_frames; i++)
-    g_free (infos[i].symbol);
+  _perfmon_stack_tree_add_captured (tree, modules, captured);
 
   return _perfmon_stack_tree_to_text (tree);
 }
