@@ -13,6 +13,17 @@
 
 G_BEGIN_DECLS
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock the cycle counter is
+ * calibrated against, and what task logs and benchmarks measure in. */
+static inline gint64
+perfmon_clock_monotonic_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
 /* The cycle counter: a few nanoseconds, no system call. It is only ever
  * compared with readings of the same thread, and each event-loop iteration
  * renormalises it against the thread's real CPU clock, so a counter that is
@@ -28,9 +39,7 @@ perfmon_clock_cycles (void)
   __asm__ __volatile__ ("mrs %0, cntvct_el0" : "=r" (value));
   return value;
 #else
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (guint64) ts.tv_sec * G_GUINT64_CONSTANT (1000000000) + (guint64) ts.tv_nsec;
+  return (guint64) perfmon_clock_monotonic_ns ();
 #endif
 }
 

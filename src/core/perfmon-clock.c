@@ -12,26 +12,17 @@
 
 static double cycles_per_us;
 
-static gint64
-monotonic_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
 static double
 calibrate (void)
 {
-  gint64 start_ns = monotonic_ns ();
+  gint64 start_ns = perfmon_clock_monotonic_ns ();
   guint64 start_cycles = perfmon_clock_cycles ();
   gint64 end_ns;
   guint64 end_cycles;
 
   do
     {
-      end_ns = monotonic_ns ();
+      end_ns = perfmon_clock_monotonic_ns ();
       end_cycles = perfmon_clock_cycles ();
     }
   while (end_ns - start_ns < CALIBRATION_NS);

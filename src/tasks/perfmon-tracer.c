@@ -241,15 +241,6 @@ buffer_thread_exit (gpointer data)
   g_atomic_int_set (&buffer->alive, FALSE);
 }
 
-static gint64
-monotonic_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
-}
-
 static double
 cycles_per_ns (void)
 {
@@ -1479,7 +1470,7 @@ serialize_locked (guint   session,
   out = g_byte_array_sized_new (sizeof header + total_bytes + buffers->len * 64 +
                                  g_hash_table_size (callbacks) * 128);
   ref_cycles = perfmon_clock_cycles ();
-  ref_ns = monotonic_ns ();
+  ref_ns = perfmon_clock_monotonic_ns ();
   /* The rate between the session's start and now, when that is long
    * enough to measure it better than the process-wide estimate: records
    * of a long session would otherwise drift by its error. */
@@ -1492,7 +1483,7 @@ serialize_locked (guint   session,
   header.byte_order_mark = PERFMON_TASK_FILE_BYTE_ORDER_MARK;
   header.pid = (guint32) getpid ();
   header.start_time_ns = start_ns;
-  header.realtime_offset_ns = g_get_real_time () * 1000 - monotonic_ns ();
+  header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
   header.dropped_records = dropped;
   process_name = g_get_prgname () != NULL ? g_get_prgname () : "";
   g_strlcpy (header.process_name, process_name, sizeof header.process_name);
@@ -1548,7 +1539,7 @@ begin_session_locked (Mode  new_mode,
   if (++session_counter == 0)
     session_counter = 1;
   session_start_cycles = perfmon_clock_cycles ();
-  session_start_ns = monotonic_ns ();
+  session_start_ns = perfmon_clock_monotonic_ns ();
   /* Dead threads' buffers belong to older sessions now. */
   prune_dead_buffers_locked (TRUE);
   __atomic_store_n (&session_overwrite, new_mode == MODE_FLIGHT, __ATOMIC_RELAXED);
@@ -1722,7 +1713,7 @@ perfmon_tracer_dump (const char  *path,
   if (mode == MODE_FLIGHT)
     {
       since_cycles = cycles_seconds_ago (flight_seconds);
-      start_ns = MAX (start_ns, monotonic_ns () - (gint64) flight_seconds * G_GINT64_CONSTANT (1000000000));
+      start_ns = MAX (start_ns, perfmon_clock_monotonic_ns () - (gint64) flight_seconds * G_GINT64_CONSTANT (1000000000));
       prune_dead_buffers_locked (FALSE);
     }
   bytes = serialize_locked (__atomic_load_n (&current_session, __ATOMIC_RELAXED), since_cycles, start_ns);
@@ -1849,7 +1840,7 @@ _perfmon_tracer_serialize_recent (gint64 since_monotonic_us)
 
   g_mutex_lock (&control_lock);
   now_cycles = perfmon_clock_cycles ();
-  now_ns = monotonic_ns ();
+  now_ns = perfmon_clock_monotonic_ns ();
   since_cycles = since_ns >= now_ns
     ? now_cycles
     : now_cycles - MIN (now_cycles, (guint64) ((double) (now_ns - since_ns) * cycles_per_ns ()));

@@ -102,14 +102,14 @@ heap_in_use (void)
 static double
 ns_per_enter_leave (PerfmonGroup *compartment)
 {
-  gint64 start = bench_now_ns ();
+  gint64 start = perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < PAIR_BATCH; i++)
     {
       perfmon_group_enter (compartment);
       perfmon_group_leave (compartment);
     }
-  return (double) (bench_now_ns () - start) / PAIR_BATCH;
+  return (double) (perfmon_clock_monotonic_ns () - start) / PAIR_BATCH;
 }
 
 static void
@@ -253,13 +253,13 @@ bench_snapshot (void)
 
       gint64 after_snapshot, after_subtract, end;
 
-      start = bench_now_ns ();
+      start = perfmon_clock_monotonic_ns ();
       newer = perfmon_monitor_snapshot (monitor);
-      after_snapshot = bench_now_ns ();
+      after_snapshot = perfmon_clock_monotonic_ns ();
       delta = perfmon_snapshot_subtract (newer, older, NULL);
-      after_subtract = bench_now_ns ();
+      after_subtract = perfmon_clock_monotonic_ns ();
       json = perfmon_snapshot_to_json (delta);
-      end = bench_now_ns ();
+      end = perfmon_clock_monotonic_ns ();
 
       times[round] = (double) (end - start) / 1e6;
       snapshot_times[round] = (double) (after_snapshot - start) / 1e6;

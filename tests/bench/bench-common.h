@@ -10,15 +10,6 @@
 
 #include "perfmon-clock-private.h"
 
-static inline gint64
-bench_now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline int
 bench_compare_double (const void *a,
                       const void *b)
@@ -44,7 +35,7 @@ static volatile guint64 bench_sink;
 static inline double
 bench_ns_per_two_counter_reads (guint batch)
 {
-  gint64 start = bench_now_ns ();
+  gint64 start = perfmon_clock_monotonic_ns ();
   guint64 acc = 0;
 
   for (guint i = 0; i < batch; i++)
@@ -53,5 +44,5 @@ bench_ns_per_two_counter_reads (guint batch)
       acc ^= perfmon_clock_cycles ();
     }
   bench_sink = acc;
-  return (double) (bench_now_ns () - start) / batch;
+  return (double) (perfmon_clock_monotonic_ns () - start) / batch;
 }
