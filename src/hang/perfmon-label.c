@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "perfmon-label-private.h"
+#include "perfmon-utf8-private.h"
 
 /* Design.
  *
@@ -235,23 +236,10 @@ write_end (PerfmonLabelStack *stack,
   __atomic_store_n (&stack->sequence, sequence + 2, __ATOMIC_RELEASE);
 }
 
-/* The length of the longest prefix of @text of at most
- * PERFMON_LABEL_DYNAMIC_MAX bytes that does not end inside a UTF-8
- * character. */
 static inline gsize
 dynamic_length (const char *text)
 {
-  gsize len = strnlen (text, PERFMON_LABEL_DYNAMIC_MAX + 1);
-
-  if (len <= PERFMON_LABEL_DYNAMIC_MAX)
-    return len;
-
-  /* text[len] is the first byte cut off: back up to the first byte of the
-   * character it belongs to. */
-  len = PERFMON_LABEL_DYNAMIC_MAX;
-  while (len > 0 && ((guchar) text[len] & 0xC0) == 0x80)
-    len--;
-  return len;
+  return perfmon_utf8_cut (text, strnlen (text, PERFMON_LABEL_DYNAMIC_MAX + 1), PERFMON_LABEL_DYNAMIC_MAX);
 }
 
 static inline void

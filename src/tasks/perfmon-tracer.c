@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
@@ -472,21 +473,6 @@ record_dispatch (guint64              task_id,
   record_close (&slot, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record);
 }
 
-/* The length of the longest prefix of the @len bytes of @text that does
- * not end inside a UTF-8 character. */
-static inline gsize
-utf8_cut (const char *text,
-          gsize       len,
-          gsize       max)
-{
-  if (len <= max)
-    return len;
-  len = max;
-  while (len > 0 && ((guchar) text[len] & 0xC0) == 0x80)
-    len--;
-  return len;
-}
-
 static inline void
 record_label (const char *prefix,
               const char *format,
@@ -511,7 +497,7 @@ record_label (const char *prefix,
    * the usual conversions. */
   n = vsnprintf (record->text + prefix_len, LABEL_MAX + 2 - prefix_len, format, args);
   len = prefix_len + (n > 0 ? (gsize) n : 0);
-  len = utf8_cut (record->text, len, LABEL_MAX);
+  len = perfmon_utf8_cut (record->text, len, LABEL_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   memset (record->text + len, 0, size - sizeof *record - len);
   record->task_id = tls.task_id;
@@ -533,7 +519,7 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
 
   if (sender == NULL)
     sender = "";
-  len = utf8_cut (sender, strnlen (sender, DBUS_NAME_MAX + 1), DBUS_NAME_MAX);
+  len = perfmon_utf8_cut (sender, strnlen (sender, DBUS_NAME_MAX + 1), DBUS_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   record = record_open (&slot, size);
   if (record == NULL)
@@ -765,7 +751,7 @@ _perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
   va_start (args, format);
   n = vsnprintf (guard->text, sizeof guard->text, format, args);
   va_end (args);
-  len = utf8_cut (guard->text, n > 0 ? (gsize) n : 0, sizeof guard->text - 1);
+  len = perfmon_utf8_cut (guard->text, n > 0 ? (gsize) n : 0, sizeof guard->text - 1);
   guard->text[len] = '\0';
   add_label ("Begin ", "%s", guard->text);
 }
@@ -1370,7 +1356,7 @@ append_string_record (GByteArray           *out,
 {
   static const guint8 zeros[8];
   gsize prefix = sizeof (PerfmonTaskRecordHeader) + (callback != NULL ? sizeof (guint64) : 0);
-  gsize len = utf8_cut (text, strlen (text), CHUNK_SIZE - prefix - 8);
+  gsize len = perfmon_utf8_cut (text, strlen (text), CHUNK_SIZE - prefix - 8);
   gsize size = (prefix + len + 1 + 7) & ~(gsize) 7;
   PerfmonTaskRecordHeader header = {
     .type = (guint16) type,
