@@ -1,0 +1,42 @@
+/* perfmon-dispatch-private.h: observing the automatic per-dispatch hook
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * core/ sees every GSource dispatch on a monitored context (and, where the
+ * mechanism allows, every attach). Other parts of the library, such as the
+ * task tracer in tasks/, observe those events through one observer table, so
+ * that core/ knows nothing of them (data flows one way, see DESIGN.md).
+ *
+ * Threads: @attached runs on the thread that attaches the source (any
+ * thread); @dispatch_begin and @dispatch_end run on the thread that
+ * dispatches, properly nested (a nested main loop inside a dispatch begins
+ * and ends its own dispatches in between). None of them runs in a signal
+ * handler. The hook reads the observer with one atomic load per event and
+ * calls nothing when there is none.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+typedef struct
+{
+  /* The source was attached to a context; @source is alive. May be NULL. */
+  void     (*attached)       (GSource    *source);
+  /* A dispatch of @source begins; @name is its best available name (never
+   * NULL, bounded, valid for the duration of the call only). Returns a
+   * token handed back to @dispatch_end. */
+  gpointer (*dispatch_begin) (GSource    *source,
+                              const char *name);
+  /* The dispatch that returned @token ended. */
+  void     (*dispatch_end)   (GSource    *source,
+                              gpointer    token);
+} PerfmonDispatchObserver;
+
+/* Installs @observer (static storage: it is read without a lock after it
+ * is replaced), or removes it with NULL. At most one observer. */
+void                           _perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer);
+const PerfmonDispatchObserver *_perfmon_dispatch_get_observer (void);
+
+G_END_DECLS

@@ -1,0 +1,21 @@
+/* perfmon-dispatch.c: the observer of the automatic per-dispatch hook
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include "perfmon-dispatch-private.h"
+
+static const PerfmonDispatchObserver *dispatch_observer;
+
+void
+_perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer)
+{
+  g_atomic_pointer_set (&dispatch_observer, observer);
+}
+
+const PerfmonDispatchObserver *
+_perfmon_dispatch_get_observer (void)
+{
+  return g_atomic_pointer_get (&dispatch_observer);
+}
