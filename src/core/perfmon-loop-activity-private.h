@@ -46,6 +46,40 @@ typedef struct
   guint64 end;     /* at the next poll entry; 0 while still busy */
 } PerfmonLoopStretch;
 
+/* The longest dispatches of a busy stretch, for the hang report that
+ * names what took the time. Written by the thread's dispatch hook (see
+ * perfmon-automatic.c) for dispatches of PERFMON_LOOP_DISPATCH_MIN_US or
+ * more while `watched` is set, read by the watchdog after the stretch
+ * ended. A seqlock: the thread makes `seq` odd while it writes; every
+ * field is read and written with relaxed atomics. */
+#define PERFMON_LOOP_DISPATCHES 8
+#define PERFMON_LOOP_DISPATCH_NAME_WORDS 12   /* 96 bytes, NUL included */
+#define PERFMON_LOOP_DISPATCH_MIN_US 1000
+/* Lists kept, one per recent stretch; a power of two. */
+#define PERFMON_LOOP_RECENT_DISPATCH_LISTS 16
+
+typedef struct
+{
+  guint64 cycles;
+  guint64 name[PERFMON_LOOP_DISPATCH_NAME_WORDS];   /* NUL-terminated UTF-8 */
+} PerfmonLoopDispatch;
+
+typedef struct
+{
+  guint               seq;           /* atomic */
+  guint               n;             /* kept, longest first */
+  guint64             stretch;       /* the stretch's index */
+  guint64             n_total;       /* dispatches noted in the stretch */
+  PerfmonLoopDispatch dispatches[PERFMON_LOOP_DISPATCHES];
+} PerfmonLoopDispatchList;
+
+/* What the watchdog copies out of a list. */
+typedef struct
+{
+  guint64 cycles;
+  char    name[PERFMON_LOOP_DISPATCH_NAME_WORDS * 8];
+} PerfmonLoopDispatchCopy;
+
 typedef struct
 {
   /* The thread's side. `watched` is set before the watchdog starts and
@@ -61,6 +95,8 @@ typedef struct
   /* PERFMON_LOOP_RECENT_STRETCHES of them, out of line: the header above
    * shares the monitor's hot page, the ring is touched only when watched. */
   PerfmonLoopStretch *stretches;
+  /* PERFMON_LOOP_RECENT_DISPATCH_LISTS of them, out of line too. */
+  PerfmonLoopDispatchList *dispatch_lists;
 
   /* The watchdog's sleep. */
   GMutex             mutex;
@@ -111,5 +147,21 @@ _perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,
                   PERFMON_LOOP_POLLING_WATCHER_ASLEEP))
     _perfmon_loop_activity_wake_watcher (activity);
 }
+
+/* The thread's side: notes a dispatch of @cycles named @name (at most
+ * PERFMON_LOOP_DISPATCH_NAME_WORDS * 8 - 1 bytes are kept) that ended in
+ * the current stretch. Called for long dispatches only: it walks a short
+ * sorted list. */
+void  _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
+                                            const char          *name,
+                                            guint64              cycles);
+
+/* The watchdog's side: copies the longest dispatches of stretch @index
+ * (longest first) into @out, which has room for PERFMON_LOOP_DISPATCHES;
+ * returns how many, 0 if the list was overwritten by a later stretch or is
+ * being written. */
+guint _perfmon_loop_activity_read_dispatches (PerfmonLoopActivity     *activity,
+                                              guint64                  index,
+                                              PerfmonLoopDispatchCopy *out);
 
 G_END_DECLS

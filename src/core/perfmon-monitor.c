@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-group-stats-private.h"
 #include "perfmon-loop-activity-private.h"
@@ -150,6 +151,7 @@ struct _PerfmonMonitor
   GHashTable         *last_alert_cycles;    /* record → guint64 cycles */
   PendingAlert        pending_alerts[MAX_PENDING_ALERTS];
   GSource            *alert_source;         /* only while alerts wait */
+  PerfmonAutomatic   *automatic;            /* see perfmon-automatic.c */
 
   GMainContext       *context;
   char               *thread_name;          /* construct-only */
@@ -170,6 +172,8 @@ enum {
   PROP_THREAD_NAME,
   PROP_ENABLED,
   PROP_ALERT_THRESHOLD,
+  PROP_AUTOMATIC_GROUPS,
+  PROP_MAX_AUTOMATIC_GROUPS,
   N_PROPS
 };
 
@@ -1032,6 +1036,23 @@ typedef struct
 
 static PollSlot poll_slots[N_POLL_SLOTS];
 static GMutex poll_slots_lock;
+/* Bumped (under poll_slots_lock) when a slot is taken or given back. */
+static guint context_epoch;
+
+guint
+_perfmon_monitor_get_context_epoch (void)
+{
+  return g_atomic_int_get (&context_epoch);
+}
+
+PerfmonMonitor *
+_perfmon_monitor_find_for_context (GMainContext *context)
+{
+  for (guint i = 0; i < N_POLL_SLOTS; i++)
+    if (g_atomic_pointer_get (&poll_slots[i].context) == context)
+      return g_atomic_pointer_get (&poll_slots[i].monitor);
+  return NULL;
+}
 
 /* The busy stretches are published even while accounting is disabled: a
  * hang watchdog must not take a loop it can no longer see for a hung one. */
@@ -1182,9 +1203,10 @@ attach_to_context (PerfmonMonitor *self)
       if (slot->context != NULL)
         continue;
 
-      slot->context = self->context;
       slot->previous = g_main_context_get_poll_func (self->context);
       g_atomic_pointer_set (&slot->monitor, self);
+      g_atomic_pointer_set (&slot->context, self->context);
+      g_atomic_int_inc (&context_epoch);
       g_main_context_set_poll_func (self->context, poll_trampolines[i]);
       self->poll_slot = i;
       break;
@@ -1216,12 +1238,13 @@ detach_from_context (PerfmonMonitor *self)
     PollSlot *slot = &poll_slots[self->poll_slot];
 
     g_atomic_pointer_set (&slot->monitor, NULL);
+    g_atomic_int_inc (&context_epoch);
     /* If someone wrapped our wrapper, it must keep working: the slot stays
      * taken and passes through. */
     if (g_main_context_get_poll_func (self->context) == poll_trampolines[self->poll_slot])
       {
         g_main_context_set_poll_func (self->context, slot->previous);
-        slot->context = NULL;
+        g_atomic_pointer_set (&slot->context, NULL);
         slot->previous = NULL;
       }
   }
@@ -1264,8 +1287,9 @@ perfmon_monitor_finalize (GObject *object)
   for (guint i = 0; i < self->n_pending_alerts; i++)
     g_object_unref (self->pending_alerts[i].group);
 
-  /* Every group holds the monitor, so all records but the thread's are
-   * dead by now. */
+  /* Every group holds the monitor, so all records but the thread's and
+   * the automatic groups' are dead by now. */
+  g_clear_pointer (&self->automatic, _perfmon_automatic_free);
   reap_dead_records (self);
   g_warn_if_fail (self->records->len == 1);
   for (guint i = 0; i < self->records->len; i++)
@@ -1281,6 +1305,7 @@ perfmon_monitor_finalize (GObject *object)
   g_mutex_clear (&self->activity.mutex);
   g_cond_clear (&self->activity.cond);
   g_free (self->activity.stretches);
+  g_free (self->activity.dispatch_lists);
 
   G_OBJECT_CLASS (perfmon_monitor_parent_class)->finalize (object);
 }
@@ -1306,6 +1331,12 @@ perfmon_monitor_get_property (GObject    *object,
       break;
     case PROP_ALERT_THRESHOLD:
       g_value_set_uint64 (value, self->alert_threshold_ms);
+      break;
+    case PROP_AUTOMATIC_GROUPS:
+      g_value_set_boolean (value, perfmon_monitor_get_automatic_groups (self));
+      break;
+    case PROP_MAX_AUTOMATIC_GROUPS:
+      g_value_set_uint (value, perfmon_monitor_get_max_automatic_groups (self));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1333,6 +1364,12 @@ perfmon_monitor_set_property (GObject      *object,
       break;
     case PROP_ALERT_THRESHOLD:
       perfmon_monitor_set_alert_threshold (self, g_value_get_uint64 (value));
+      break;
+    case PROP_AUTOMATIC_GROUPS:
+      perfmon_monitor_set_automatic_groups (self, g_value_get_boolean (value));
+      break;
+    case PROP_MAX_AUTOMATIC_GROUPS:
+      perfmon_monitor_set_max_automatic_groups (self, g_value_get_uint (value));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1392,6 +1429,35 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
                          0, G_MAXUINT64 / 1000000, DEFAULT_ALERT_THRESHOLD_MS,
                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
 
+  /**
+   * PerfmonMonitor:automatic-groups:
+   *
+   * Whether each dispatch of a #GSource on the monitor's context is
+   * measured as a compartment of its own kind: an automatic group, named
+   * after the source's name, else its callback's symbol, else the source's
+   * type (see [method@Perfmon.Monitor.get_automatic_group]). Needs a
+   * context. Off by default; `perfmon run` turns it on.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_AUTOMATIC_GROUPS] =
+    g_param_spec_boolean ("automatic-groups", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonMonitor:max-automatic-groups:
+   *
+   * How many automatic groups the monitor makes at most; dispatches of
+   * kinds beyond them are charged to one overflow group,
+   * "(other sources)". Lowering it keeps the groups that exist.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_MAX_AUTOMATIC_GROUPS] =
+    g_param_spec_uint ("max-automatic-groups", NULL, NULL,
+                       1, PERFMON_AUTOMATIC_MAX_MAX_GROUPS, PERFMON_AUTOMATIC_DEFAULT_MAX_GROUPS,
+                       G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   /**
@@ -1430,6 +1496,8 @@ perfmon_monitor_init (PerfmonMonitor *self)
   g_mutex_init (&self->activity.mutex);
   g_cond_init (&self->activity.cond);
   self->activity.stretches = g_new0 (PerfmonLoopStretch, PERFMON_LOOP_RECENT_STRETCHES);
+  self->activity.dispatch_lists = g_new0 (PerfmonLoopDispatchList, PERFMON_LOOP_RECENT_DISPATCH_LISTS);
+  self->automatic = _perfmon_automatic_new (self);
   self->records = g_ptr_array_new ();
   self->windows = g_hash_table_new (g_int64_hash, g_int64_equal);
   self->addons = g_hash_table_new (g_str_hash, g_str_equal);
@@ -1571,6 +1639,93 @@ perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
   self->alert_threshold_ms = threshold_ms;
   self->alert_threshold_ns = threshold_ms * 1000000;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ALERT_THRESHOLD]);
+}
+
+/**
+ * perfmon_monitor_get_automatic_groups:
+ * @self: a monitor
+ *
+ * Returns: whether dispatches on the monitor's context are measured as
+ *   automatic groups; see [property@Perfmon.Monitor:automatic-groups]
+ *
+ * Since: 1.0
+ */
+gboolean
+perfmon_monitor_get_automatic_groups (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+
+  return _perfmon_automatic_get_on (self->automatic);
+}
+
+/**
+ * perfmon_monitor_set_automatic_groups:
+ * @self: a monitor with a context
+ * @automatic: whether to measure each dispatch as an automatic group
+ *
+ * Sets [property@Perfmon.Monitor:automatic-groups]: the one call an
+ * embedding program makes to have every #GSource dispatch on the
+ * monitor's context charged to a group of its own kind, without changing
+ * its code. The first call in the process patches the dispatch function
+ * of GLib's own source kinds (idle, timeout, child watch, Unix signal,
+ * Unix fd, I/O watch); other kinds are seen through
+ * [func@Perfmon.automatic_track_source], which `perfmon run` calls for
+ * every source created outside GLib.
+ *
+ * Since: 1.0
+ */
+void
+perfmon_monitor_set_automatic_groups (PerfmonMonitor *self,
+                                      gboolean        automatic)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+  g_return_if_fail (!automatic || self->context != NULL);
+
+  automatic = !!automatic;
+  if (_perfmon_automatic_get_on (self->automatic) == automatic)
+    return;
+
+  _perfmon_automatic_set_on (self->automatic, automatic);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_AUTOMATIC_GROUPS]);
+}
+
+/**
+ * perfmon_monitor_get_max_automatic_groups:
+ * @self: a monitor
+ *
+ * Returns: the most automatic groups the monitor makes
+ *
+ * Since: 1.0
+ */
+guint
+perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), 0);
+
+  return _perfmon_automatic_get_max_groups (self->automatic);
+}
+
+/**
+ * perfmon_monitor_set_max_automatic_groups:
+ * @self: a monitor
+ * @max_groups: the most automatic groups to make, 1 to 65536
+ *
+ * Sets [property@Perfmon.Monitor:max-automatic-groups].
+ *
+ * Since: 1.0
+ */
+void
+perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
+                                          guint           max_groups)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+  g_return_if_fail (max_groups >= 1 && max_groups <= PERFMON_AUTOMATIC_MAX_MAX_GROUPS);
+
+  if (_perfmon_automatic_get_max_groups (self->automatic) == max_groups)
+    return;
+
+  _perfmon_automatic_set_max_groups (self->automatic, max_groups);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MAX_AUTOMATIC_GROUPS]);
 }
 
 /**
@@ -1960,4 +2115,81 @@ guint64
 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self)
 {
   return self->n_cpu_clock_reads;
+}
+
+/* --- for the automatic groups (perfmon-automatic.c) -------------------- */
+
+PerfmonAutomatic *
+_perfmon_monitor_get_automatic (PerfmonMonitor *self)
+{
+  return self->automatic;
+}
+
+gboolean
+_perfmon_monitor_claim_thread (PerfmonMonitor *self)
+{
+  return claim_thread (self);
+}
+
+void
+_perfmon_monitor_enter_record (PerfmonMonitor     *self,
+                               PerfmonGroupRecord *record)
+{
+  _perfmon_monitor_enter (self, record);
+}
+
+void
+_perfmon_monitor_leave_record (PerfmonMonitor     *self,
+                               PerfmonGroupRecord *record)
+{
+  _perfmon_monitor_leave (self, record);
+}
+
+PerfmonGroupRecord *
+_perfmon_monitor_new_automatic_record (PerfmonMonitor *self,
+                                       const char     *name)
+{
+  PerfmonGroupRecord *record;
+
+  g_mutex_lock (&self->registry_lock);
+  record = record_new_locked (self, PERFMON_GROUP_KIND_COMPARTMENT, name);
+  record->active = TRUE;
+  g_mutex_unlock (&self->registry_lock);
+
+  return record;
+}
+
+void
+_perfmon_monitor_set_record_parents (PerfmonMonitor     *self,
+                                     PerfmonGroupRecord *record,
+                                     guint64             window_id,
+                                     const char         *addon_id)
+{
+  PerfmonGroupRecord *old_window = record->key.parents.window;
+  PerfmonGroupRecord *old_addon = record->key.parents.addon;
+
+  g_mutex_lock (&self->registry_lock);
+  record->key.parents.window = window_id != 0 ? hold_window_record_locked (self, window_id, NULL) : NULL;
+  record->key.parents.addon = addon_id != NULL ? hold_addon_record_locked (self, addon_id, NULL) : NULL;
+  g_mutex_unlock (&self->registry_lock);
+
+  /* A measure under way keeps charging the old parents it acquired: they
+   * are freed at the next commit at the earliest, after its leave. */
+  if (old_window != NULL)
+    _perfmon_group_record_release (old_window);
+  if (old_addon != NULL)
+    _perfmon_group_record_release (old_addon);
+}
+
+PerfmonGroup *
+_perfmon_monitor_group_for_compartment (PerfmonMonitor     *self,
+                                        PerfmonGroupRecord *record)
+{
+  PerfmonGroup *group = record->group.compartment;
+
+  if (group != NULL)
+    return g_object_ref (group);
+
+  g_atomic_int_inc (&record->holders);   /* the new object's */
+  return _perfmon_group_new (record);
 }

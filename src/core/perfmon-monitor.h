@@ -69,4 +69,26 @@ void             perfmon_monitor_work_end            (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
 PerfmonSnapshot *perfmon_monitor_snapshot            (PerfmonMonitor *self);
 
+PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_get_automatic_groups     (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_set_automatic_groups     (PerfmonMonitor *self,
+                                                           gboolean        automatic);
+PERFMON_AVAILABLE_IN_ALL
+guint            perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
+                                                           guint           max_groups);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonGroup    *perfmon_monitor_get_automatic_group      (PerfmonMonitor *self,
+                                                           const char     *name);
+PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_assign_automatic_group   (PerfmonMonitor *self,
+                                                           const char     *name,
+                                                           guint64         window_id,
+                                                           const char     *addon_id,
+                                                           GError        **error);
+PERFMON_AVAILABLE_IN_ALL
+void             perfmon_automatic_track_source           (GSource        *source);
+
 G_END_DECLS

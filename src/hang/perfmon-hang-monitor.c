@@ -573,6 +573,20 @@ save_permahang (PerfmonHangMonitor *self,
   stretch->permahang_saved = TRUE;
 }
 
+/* Watchdog thread: the caught stretch is over; the longest dispatches the
+ * thread noted in it (automatic groups) name the hang. */
+static void
+add_dispatches (PerfmonHangMonitor *self,
+                Stretch            *stretch)
+{
+  PerfmonLoopDispatchCopy dispatches[PERFMON_LOOP_DISPATCHES];
+  guint n = _perfmon_loop_activity_read_dispatches (self->activity, stretch->index, dispatches);
+
+  for (guint i = 0; i < n; i++)
+    _perfmon_hang_report_add_dispatch (stretch->report, dispatches[i].name,
+                                       cycles_to_ms (dispatches[i].cycles));
+}
+
 /* Watchdog thread: the caught stretch ended after @duration_ms. */
 static void
 finish_hang (PerfmonHangMonitor *self,
@@ -583,6 +597,7 @@ finish_hang (PerfmonHangMonitor *self,
   gboolean ping_due;
 
   _perfmon_hang_report_set_duration (stretch->report, duration_ms);
+  add_dispatches (self, stretch);
 
   g_mutex_lock (&self->state_lock);
   save_report_locked (self, stretch->report, &stretch->record_id);

@@ -42,6 +42,11 @@ void _perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
                                             guint64            offset,
                                             const char        *symbol,
                                             guint64            symbol_offset);
+/* A dispatch of the hang's busy stretch, added longest first: the first
+ * becomes the runnable name. */
+void _perfmon_hang_report_add_dispatch     (PerfmonHangReport *self,
+                                            const char        *name,
+                                            double             duration_ms);
 void _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
                                                  const char        *reason);
 
@@ -50,7 +55,9 @@ void _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
  * remoteType, annotations, pseudoStack, stack, with native frames as
  * [index into "modules", "hex offset"]) plus "modules" (the [debug name,
  * breakpad id] pairs the stack refers to), "symbols" (each stack entry's
- * "function+offset", or null) and, when no native stack could be taken,
+ * "function+offset", or null), "dispatches" (the longest dispatches of
+ * the stretch, [{"name", "duration" in ms}], when automatic groups named
+ * them) and, when no native stack could be taken,
  * "stackUnavailable" (why). */
 JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
 

@@ -43,6 +43,8 @@ struct _PerfmonHangReport
   GArray     *stack;               /* of StackEntry, outermost first */
   GPtrArray  *module_names;        /* of char *: debug name, breakpad id, ... */
   char       *stack_unavailable;
+  GPtrArray  *dispatch_names;      /* of char *, NULL-terminated, longest first */
+  GArray     *dispatch_durations;  /* of double, ms */
 };
 
 G_DEFINE_BOXED_TYPE (PerfmonHangReport, perfmon_hang_report,
@@ -77,6 +79,9 @@ _perfmon_hang_report_new (const char *thread,
   self->stack = g_array_new (FALSE, TRUE, sizeof (StackEntry));
   g_array_set_clear_func (self->stack, stack_entry_clear);
   self->module_names = g_ptr_array_new_with_free_func (g_free);
+  self->dispatch_names = g_ptr_array_new_with_free_func (g_free);
+  g_ptr_array_add (self->dispatch_names, NULL);
+  self->dispatch_durations = g_array_new (FALSE, FALSE, sizeof (double));
 
   return self;
 }
@@ -118,6 +123,8 @@ perfmon_hang_report_unref (PerfmonHangReport *self)
   g_array_unref (self->stack);
   g_ptr_array_unref (self->module_names);
   g_free (self->stack_unavailable);
+  g_ptr_array_unref (self->dispatch_names);
+  g_array_unref (self->dispatch_durations);
   g_free (self);
 }
 
@@ -254,11 +261,16 @@ perfmon_hang_report_get_thread (PerfmonHangReport *self)
  * perfmon_hang_report_get_runnable_name:
  * @self: a #PerfmonHangReport
  *
- * The runnable of the seed is the #GSource being dispatched.
+ * The runnable of the seed is the #GSource being dispatched. With
+ * automatic groups on, it is the dispatch of the hang's busy stretch that
+ * ran longest (see [method@Perfmon.HangReport.get_dispatch_names]), named
+ * as its automatic group is.
  *
- * Returns: (nullable): the name (g_source_get_name()) of the source the
- *   thread was dispatching when the hang was caught, "" for a source without
- *   a name, or %NULL if it was not dispatching one or it could not be told
+ * Returns: (nullable): the name of the longest dispatch of the hang with
+ *   automatic groups on; else the name (g_source_get_name()) of the source
+ *   the thread was dispatching when the hang was caught, "" for a source
+ *   without a name, or %NULL if it was not dispatching one or it could not
+ *   be told
  */
 const char *
 perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
@@ -266,6 +278,59 @@ perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
   g_return_val_if_fail (self != NULL, NULL);
 
   return self->runnable_name;
+}
+
+void
+_perfmon_hang_report_add_dispatch (PerfmonHangReport *self,
+                                   const char        *name,
+                                   double             duration_ms)
+{
+  if (self->dispatch_durations->len == 0)
+    {
+      g_free (self->runnable_name);
+      self->runnable_name = g_strdup (name);
+    }
+  g_ptr_array_insert (self->dispatch_names, (gint) self->dispatch_names->len - 1, g_strdup (name));
+  g_array_append_val (self->dispatch_durations, duration_ms);
+}
+
+/**
+ * perfmon_hang_report_get_dispatch_names:
+ * @self: a #PerfmonHangReport
+ *
+ * The dispatches of a millisecond or more that the hang's busy stretch
+ * contained, longest first (at most 8), as the automatic groups name them
+ * (see [property@Perfmon.Monitor:automatic-groups]); the first is the
+ * report's runnable. Empty when automatic groups are off.
+ *
+ * Returns: (transfer none) (array zero-terminated=1): the dispatches' names
+ *
+ * Since: 1.0
+ */
+const char * const *
+perfmon_hang_report_get_dispatch_names (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return (const char * const *) self->dispatch_names->pdata;
+}
+
+/**
+ * perfmon_hang_report_get_dispatch_duration:
+ * @self: a #PerfmonHangReport
+ * @index: an index into [method@Perfmon.HangReport.get_dispatch_names]
+ *
+ * Returns: how long that dispatch took, in ms; 0 for an index past the end
+ *
+ * Since: 1.0
+ */
+double
+perfmon_hang_report_get_dispatch_duration (PerfmonHangReport *self,
+                                           guint              index)
+{
+  g_return_val_if_fail (self != NULL, 0.0);
+
+  return index < self->dispatch_durations->len ? g_array_index (self->dispatch_durations, double, index) : 0.0;
 }
 
 /**
@@ -463,6 +528,22 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
   for (guint i = 0; i + 1 < self->pseudo_stack->len; i++)
     json_array_add_string_element (pseudo_stack, g_ptr_array_index (self->pseudo_stack, i));
   json_object_set_array_member (object, "pseudoStack", pseudo_stack);
+
+  if (self->dispatch_durations->len > 0)
+    {
+      JsonArray *dispatches = json_array_new ();
+
+      for (guint i = 0; i < self->dispatch_durations->len; i++)
+        {
+          JsonObject *dispatch = json_object_new ();
+
+          json_object_set_string_member (dispatch, "name", g_ptr_array_index (self->dispatch_names, i));
+          json_object_set_double_member (dispatch, "duration",
+                                         g_array_index (self->dispatch_durations, double, i));
+          json_array_add_object_element (dispatches, dispatch);
+        }
+      json_object_set_array_member (object, "dispatches", dispatches);
+    }
 
   for (guint i = 0; i < self->stack->len; i++)
     {

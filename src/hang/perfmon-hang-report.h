@@ -32,6 +32,11 @@ const char         *perfmon_hang_report_get_thread       (PerfmonHangReport *sel
 PERFMON_AVAILABLE_IN_ALL
 const char         *perfmon_hang_report_get_runnable_name (PerfmonHangReport *self);
 PERFMON_AVAILABLE_IN_ALL
+const char * const *perfmon_hang_report_get_dispatch_names (PerfmonHangReport *self);
+PERFMON_AVAILABLE_IN_ALL
+double              perfmon_hang_report_get_dispatch_duration (PerfmonHangReport *self,
+                                                               guint              index);
+PERFMON_AVAILABLE_IN_ALL
 const char         *perfmon_hang_report_get_process_type (PerfmonHangReport *self);
 PERFMON_AVAILABLE_IN_ALL
 const char         *perfmon_hang_report_get_remote_type  (PerfmonHangReport *self);

@@ -1,0 +1,867 @@
+/* perfmon-automatic.c: the per-dispatch hook and the automatic groups
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * GLib 2.74 has no per-dispatch hook. What it does have: g_main_dispatch()
+ * reads `source->source_funcs->dispatch` again at every dispatch, and the
+ * GSourceFuncs of GLib's own source kinds are exported, writable variables
+ * (g_idle_funcs, g_timeout_funcs, g_child_watch_funcs, g_unix_signal_funcs,
+ * g_unix_fd_source_funcs, g_io_watch_funcs, all in libglib's .data).
+ *
+ * The mechanism: the `dispatch` member of a GSourceFuncs is replaced, in
+ * place, by automatic_dispatch(), which looks the original up in a table
+ * keyed by the GSourceFuncs address, measures it, and calls it. In place,
+ * not by giving sources a copy of their funcs: `source->source_funcs` keeps
+ * its identity, so g_idle_remove_by_data(),
+ * g_source_remove_by_funcs_user_data(), g_main_context_find_source_by_funcs_user_data()
+ * and any `source->source_funcs == &g_idle_funcs` test still work.
+ *
+ * Which GSourceFuncs are patched:
+ * - GLib's six exported ones, when automatic groups are first turned on.
+ *   Every source GLib makes internally (g_idle_add, g_timeout_add,
+ *   g_main_context_invoke, g_child_watch_add, GTK's frame clock idles and
+ *   timeouts, ...) is of one of these kinds. Interposing g_source_attach()
+ *   would not see those: libglib calls itself directly, not through its
+ *   PLT (checked with objdump on Debian 12's libglib-2.0.so.0).
+ * - any other one that perfmon_automatic_track_source() is given: `perfmon
+ *   run` interposes g_source_new() and g_source_attach() for calls from
+ *   outside libglib (GIO's socket and cancellable sources, GDK's event
+ *   sources, a program's own kinds all come from there).
+ * A GSourceFuncs is patched only if it lies in a writable, non-RELRO
+ * segment of a loaded ELF object (dl_iterate_phdr): never one on the heap
+ * or the stack (its address could be reused for another kind) nor a const
+ * one. Those are not measured. The table holds 512 kinds; past that, new
+ * kinds are not measured.
+ *
+ * The patches are process-wide and permanent; the library is linked with
+ * -z nodelete so that automatic_dispatch() stays mapped. A dispatch on a
+ * context without a monitor, or whose monitor has automatic groups off,
+ * costs the table lookup and a thread-local cache check.
+ *
+ * Per dispatch on a monitored context (its monitor's thread): the source's
+ * automatic group is found in a small per-monitor cache keyed by (source,
+ * id, name pointer); on a miss, its best name is worked out (the source's
+ * name unless it is one GLib gives by default, else its callback's symbol
+ * from dladdr(), else the type) and the
+ * group looked up by name, made if new, or the overflow group past
+ * max-automatic-groups. The dispatch is a measure of that group (enter /
+ * leave, as explicit compartments, which nest inside), the dispatch
+ * observer (perfmon-dispatch-private.h) is called around it, and a
+ * dispatch of a millisecond or more is noted in the busy stretch's list of
+ * longest dispatches for the hang monitor. No lock, no system call, no
+ * allocation, except on a cache miss (a new source or a renamed one: a hash
+ * lookup, dladdr() the first time a callback is seen, and a new group the
+ * first time a name is).
+ */
+#define _GNU_SOURCE  /* dladdr(), dl_iterate_phdr() */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "perfmon-automatic-private.h"
+#include "perfmon-clock-private.h"
+#include "perfmon-dispatch-private.h"
+#include "perfmon-error.h"
+#include "perfmon-utf8-private.h"
+
+typedef gboolean (*DispatchFunc) (GSource    *source,
+                                  GSourceFunc callback,
+                                  gpointer    user_data);
+
+/* --- the patched kinds -------------------------------------------------- */
+
+#define N_KINDS 512   /* a power of two */
+#define KIND_NAME_SIZE 64
+
+typedef struct
+{
+  GSourceFuncs        *funcs;      /* atomic; published last */
+  DispatchFunc         dispatch;   /* the original */
+  gpointer             prepare;    /* to recognise a copy; see find_kind() */
+  gpointer             check;
+  gpointer             finalize;
+  char                 type_name[KIND_NAME_SIZE];
+} Kind;
+
+static Kind kinds[N_KINDS];
+static guint n_kinds;
+static GMutex kinds_lock;
+
+static gboolean automatic_dispatch (GSource    *source,
+                                    GSourceFunc callback,
+                                    gpointer    user_data);
+
+static inline guint
+kind_hash (const GSourceFuncs *funcs)
+{
+  return (guint) ((((guint64) (guintptr) funcs >> 3) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 55) &
+         (N_KINDS - 1);
+}
+
+static inline const Kind *
+lookup_kind (const GSourceFuncs *funcs)
+{
+  for (guint i = kind_hash (funcs), n = 0; n < N_KINDS; i = (i + 1) & (N_KINDS - 1), n++)
+    {
+      const GSourceFuncs *found = __atomic_load_n (&kinds[i].funcs, __ATOMIC_ACQUIRE);
+
+      if (G_LIKELY (found == funcs))
+        return &kinds[i];
+      if (found == NULL)
+        return NULL;
+    }
+  return NULL;
+}
+
+/* A GSourceFuncs we never patched whose dispatch is ours: a copy of a
+ * patched one (made by value after we patched it). Its other members tell
+ * which. Rare: only code that copies GSourceFuncs structures at run time. */
+static G_GNUC_NO_INLINE const Kind *
+find_copied_kind (const GSourceFuncs *funcs)
+{
+  for (guint i = 0; i < N_KINDS; i++)
+    {
+      const Kind *kind = &kinds[i];
+
+      if (__atomic_load_n (&kind->funcs, __ATOMIC_ACQUIRE) != NULL &&
+          kind->prepare == (gpointer) funcs->prepare &&
+          kind->check == (gpointer) funcs->check &&
+          kind->finalize == (gpointer) funcs->finalize)
+        return kind;
+    }
+  return NULL;
+}
+
+typedef struct
+{
+  guintptr begin;
+  guintptr end;
+  gboolean writable;
+  gboolean found;
+} SegmentQuery;
+
+static int
+find_segment (struct dl_phdr_info *info,
+              size_t               size,
+              void                *data)
+{
+  SegmentQuery *query = data;
+  gboolean in_writable_load = FALSE;
+  gboolean in_object = FALSE;
+
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    {
+      const ElfW(Phdr) *phdr = &info->dlpi_phdr[i];
+      guintptr start = info->dlpi_addr + phdr->p_vaddr;
+      guintptr stop = start + phdr->p_memsz;
+
+      if (phdr->p_type != PT_LOAD && phdr->p_type != PT_GNU_RELRO)
+        continue;
+      if (query->begin < start || query->end > stop)
+        continue;
+      in_object = TRUE;
+      if (phdr->p_type == PT_GNU_RELRO)
+        return (query->found = TRUE);          /* read-only after relocation */
+      if (phdr->p_flags & PF_W)
+        in_writable_load = TRUE;
+    }
+  if (!in_object)
+    return 0;
+  query->found = TRUE;
+  query->writable = in_writable_load;
+  return 1;
+}
+
+/* Whether @funcs lies in a writable, non-RELRO segment of a loaded object. */
+static gboolean
+funcs_are_patchable (GSourceFuncs *funcs)
+{
+  SegmentQuery query = { (guintptr) funcs, (guintptr) (funcs + 1), FALSE, FALSE };
+
+  dl_iterate_phdr (find_segment, &query);
+  return query.found && query.writable;
+}
+
+/* Names @address: its dynamic symbol if it is exactly one (returns TRUE),
+ * else "module+0xoffset" (FALSE), else "" (FALSE). */
+static gboolean
+describe_address (gconstpointer address,
+                  char         *out,
+                  gsize         size)
+{
+  Dl_info info;
+  const char *slash;
+  const char *module;
+
+  *out = '\0';
+  if (dladdr (address, &info) == 0 || info.dli_fname == NULL || info.dli_fbase == NULL)
+    return FALSE;
+  if (info.dli_sname != NULL && info.dli_saddr == address)
+    {
+      g_strlcpy (out, info.dli_sname, size);
+      return TRUE;
+    }
+  slash = strrchr (info.dli_fname, '/');
+  module = slash != NULL ? slash + 1 : info.dli_fname;
+  g_snprintf (out, size, "%s+0x%" G_GINTPTR_MODIFIER "x", *module != '\0' ? module : "program",
+              (guintptr) address - (guintptr) info.dli_fbase);
+  return FALSE;
+}
+
+/* Patches @funcs, naming its type @type_name (or after its symbol). Returns
+ * FALSE if it cannot be. Takes kinds_lock: called when a kind is first
+ * seen, not per dispatch. */
+static gboolean
+patch_kind (GSourceFuncs *funcs,
+            const char   *type_name)
+{
+  gboolean done = FALSE;
+  DispatchFunc dispatch;
+
+  g_mutex_lock (&kinds_lock);
+  dispatch = (DispatchFunc) g_atomic_pointer_get (&funcs->dispatch);
+  if (lookup_kind (funcs) != NULL)
+    done = TRUE;
+  else if (dispatch == NULL || dispatch == automatic_dispatch)
+    done = FALSE;   /* nothing to wrap, or a copy of a patched kind */
+  else if (n_kinds < N_KINDS * 3 / 4 && funcs_are_patchable (funcs))
+    {
+      guint i = kind_hash (funcs);
+      Kind *kind;
+
+      while (kinds[i].funcs != NULL)
+        i = (i + 1) & (N_KINDS - 1);
+      kind = &kinds[i];
+      kind->dispatch = dispatch;
+      kind->prepare = (gpointer) funcs->prepare;
+      kind->check = (gpointer) funcs->check;
+      kind->finalize = (gpointer) funcs->finalize;
+      if (type_name != NULL)
+        g_strlcpy (kind->type_name, type_name, sizeof kind->type_name);
+      else if (!describe_address (funcs, kind->type_name, sizeof kind->type_name))
+        {
+          char where[KIND_NAME_SIZE];
+
+          /* A static GSourceFuncs has no dynamic symbol: its dispatch
+           * function may have one. */
+          if (!describe_address ((gconstpointer) dispatch, kind->type_name, sizeof kind->type_name))
+            {
+              g_strlcpy (where, kind->type_name, sizeof where);
+              g_snprintf (kind->type_name, sizeof kind->type_name, "GSource (%s)", where);
+            }
+        }
+      n_kinds++;
+      g_atomic_pointer_set (&kind->funcs, funcs);
+      /* Another thread may dispatch a source of this kind right now: it
+       * reads either pointer, and both work. */
+      __atomic_store_n (&funcs->dispatch, automatic_dispatch, __ATOMIC_RELEASE);
+      done = TRUE;
+    }
+  g_mutex_unlock (&kinds_lock);
+
+  return done;
+}
+
+static void
+patch_glib_kinds (void)
+{
+  static gsize done;
+
+  if (g_once_init_enter (&done))
+    {
+      patch_kind (&g_idle_funcs, "GIdleSource");
+      patch_kind (&g_timeout_funcs, "GTimeoutSource");
+      patch_kind (&g_child_watch_funcs, "GChildWatchSource");
+      patch_kind (&g_unix_signal_funcs, "GUnixSignalSource");
+      patch_kind (&g_unix_fd_source_funcs, "GUnixFDSource");
+      patch_kind (&g_io_watch_funcs, "GIOWatch");
+      g_once_init_leave (&done, 1);
+    }
+}
+
+/**
+ * perfmon_automatic_track_source:
+ * @source: a #GSource, attached or not
+ *
+ * Lets perfmon's automatic instrumentation see @source: its kind (its
+ * #GSourceFuncs) is measured from its next dispatch on a context whose
+ * monitor has [property@Perfmon.Monitor:automatic-groups] on, and, if
+ * @source is attached, the dispatch observers (the task tracer) learn it
+ * was, on the calling thread.
+ *
+ * Sources of GLib's own kinds (idle, timeout, child watch, Unix signal and
+ * fd, I/O watch) are measured without it. `perfmon run` calls it for every
+ * source created or attached outside GLib; an embedder calls it for
+ * sources of its own kinds. A kind whose #GSourceFuncs is not in a
+ * writable segment of a loaded object (const, or on the heap) cannot be
+ * measured. Any thread.
+ *
+ * Since: 1.0
+ */
+void
+perfmon_automatic_track_source (GSource *source)
+{
+  const PerfmonDispatchObserver *observer;
+
+  g_return_if_fail (source != NULL);
+
+  if (source->source_funcs != NULL && lookup_kind (source->source_funcs) == NULL)
+    patch_kind ((GSourceFuncs *) source->source_funcs, NULL);  /* checked writable */
+
+  observer = _perfmon_dispatch_get_observer ();
+  if (observer != NULL && observer->attached != NULL && source->context != NULL)
+    observer->attached (source);
+}
+
+/* --- the automatic groups of a monitor ---------------------------------- */
+
+#define N_CACHED 64   /* a power of two */
+#define MAX_CACHED_SYMBOLS 4096
+
+typedef struct
+{
+  GSource            *source;
+  guint               id;
+  const char         *name;       /* the source's, as cached */
+  PerfmonGroupRecord *record;
+} Cached;
+
+struct _PerfmonAutomatic
+{
+  PerfmonMonitor     *monitor;     /* not a reference */
+  gint                on;          /* atomic gboolean */
+  guint               max_groups;
+  GHashTable         *groups;      /* name (the record's) → record, held */
+  PerfmonGroupRecord *overflow;    /* held, or NULL */
+  GHashTable         *symbols;     /* callback → owned name */
+  guint64             long_dispatch_cycles;
+  Cached              cache[N_CACHED];
+};
+
+PerfmonAutomatic *
+_perfmon_automatic_new (PerfmonMonitor *monitor)
+{
+  PerfmonAutomatic *self = g_new0 (PerfmonAutomatic, 1);
+
+  self->monitor = monitor;
+  self->max_groups = PERFMON_AUTOMATIC_DEFAULT_MAX_GROUPS;
+  self->long_dispatch_cycles = perfmon_clock_us_to_cycles (PERFMON_LOOP_DISPATCH_MIN_US);
+  return self;
+}
+
+void
+_perfmon_automatic_free (PerfmonAutomatic *self)
+{
+  if (self->groups != NULL)
+    {
+      GHashTableIter iter;
+      gpointer record;
+
+      g_hash_table_iter_init (&iter, self->groups);
+      while (g_hash_table_iter_next (&iter, NULL, &record))
+        _perfmon_group_record_release (record);
+      g_hash_table_unref (self->groups);
+    }
+  if (self->overflow != NULL)
+    _perfmon_group_record_release (self->overflow);
+  g_clear_pointer (&self->symbols, g_hash_table_unref);
+  g_free (self);
+}
+
+gboolean
+_perfmon_automatic_get_on (PerfmonAutomatic *self)
+{
+  return g_atomic_int_get (&self->on);
+}
+
+void
+_perfmon_automatic_set_on (PerfmonAutomatic *self,
+                           gboolean          on)
+{
+  if (on)
+    patch_glib_kinds ();
+  g_atomic_int_set (&self->on, on);
+}
+
+guint
+_perfmon_automatic_get_max_groups (PerfmonAutomatic *self)
+{
+  return self->max_groups;
+}
+
+void
+_perfmon_automatic_set_max_groups (PerfmonAutomatic *self,
+                                   guint             max_groups)
+{
+  self->max_groups = max_groups;
+}
+
+/* @text cut to a group name: valid UTF-8, at most
+ * PERFMON_AUTOMATIC_NAME_MAX bytes. */
+static char *
+group_name (const char *text)
+{
+  gsize length = strlen (text);
+  g_autofree char *valid = g_utf8_make_valid (text, MIN (length, PERFMON_AUTOMATIC_NAME_MAX * 2));
+
+  valid[perfmon_utf8_cut (valid, strlen (valid), PERFMON_AUTOMATIC_NAME_MAX)] = '\0';
+  return g_steal_pointer (&valid);
+}
+
+/* The callback's dynamic symbol, or NULL with @where set to
+ * "module+0xoffset" (or "" for a callback outside every object, such as a
+ * closure trampoline of PyGObject or GJS). Cached: dladdr() takes a lock
+ * and walks the objects. */
+static const char *
+callback_symbol (PerfmonAutomatic *self,
+                 gpointer          callback,
+                 const char      **where)
+{
+  char *name;
+  char text[KIND_NAME_SIZE * 2];
+
+  if (self->symbols == NULL)
+    self->symbols = g_hash_table_new_full (NULL, NULL, NULL, g_free);
+  name = g_hash_table_lookup (self->symbols, callback);
+  if (name == NULL)
+    {
+      /* Stored as "S<symbol>" or "W<where>". */
+      gboolean exact = describe_address (callback, text + 1, sizeof text - 1);
+
+      text[0] = exact ? 'S' : 'W';
+      name = g_strdup (text);
+      if (g_hash_table_size (self->symbols) < MAX_CACHED_SYMBOLS)
+        g_hash_table_insert (self->symbols, callback, name);
+      else
+        {
+          /* Bounded: past the limit, new callbacks go by their type. */
+          g_free (name);
+          *where = "";
+          return NULL;
+        }
+    }
+  *where = name[0] == 'W' ? name + 1 : "";
+  return name[0] == 'S' ? name + 1 : NULL;
+}
+
+/* The group of @name: the existing one, a new one, or the overflow group
+ * when there are max_groups already. Monitor's thread. */
+static PerfmonGroupRecord *
+group_for_name (PerfmonAutomatic *self,
+                const char       *name,
+                gboolean          counted)
+{
+  PerfmonGroupRecord *record;
+
+  if (self->groups == NULL)
+    self->groups = g_hash_table_new (g_str_hash, g_str_equal);
+
+  record = g_hash_table_lookup (self->groups, name);
+  if (record != NULL)
+    return record;
+
+  if (counted && g_hash_table_size (self->groups) >= self->max_groups)
+    {
+      if (self->overflow == NULL)
+        self->overflow = _perfmon_monitor_new_automatic_record (self->monitor,
+                                                                PERFMON_AUTOMATIC_OVERFLOW_NAME);
+      return self->overflow;
+    }
+
+  record = _perfmon_monitor_new_automatic_record (self->monitor, name);
+  g_hash_table_insert (self->groups, record->name, record);
+  return record;
+}
+
+/* GLib names some sources after their type when the caller gives no name
+ * (g_idle_source_new() "GIdleSource", g_unix_signal_source_new()
+ * "GUnixSignalSource: SIGUSR1", ...): a callback's symbol says
+ * more. */
+static gboolean
+is_default_name (const char *name)
+{
+  static const char * const defaults[] = {
+    "GIdleSource", "GTimeoutSource", "GChildWatchSource", "GUnixSignalSource",
+    "GUnixFDSource", "GPollableSource", "GIOChannel (Unix)", "GSocket", "GCancellable",
+  };
+
+  if (name == NULL || g_str_has_prefix (name, "GUnixSignalSource: "))
+    return TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS (defaults); i++)
+    if (g_str_equal (name, defaults[i]))
+      return TRUE;
+  return FALSE;
+}
+
+/* The cache missed: work out @source's best name and its group. */
+static G_GNUC_NO_INLINE PerfmonGroupRecord *
+find_group (PerfmonAutomatic *self,
+            Cached           *cached,
+            GSource          *source,
+            GSourceFunc       callback,
+            const Kind       *kind)
+{
+  const char *source_name = g_source_get_name (source);
+  const char *name = is_default_name (source_name) ? NULL : source_name;
+  g_autofree char *cut = NULL;
+  PerfmonGroupRecord *record;
+
+  const char *where = "";
+  g_autofree char *located = NULL;
+
+  if (name == NULL && callback != NULL)
+    name = callback_symbol (self, (gpointer) callback, &where);
+  if (name == NULL)
+    {
+      name = source_name != NULL ? source_name : kind->type_name;
+      /* Callbacks without a symbol (static functions, programs built
+       * without -rdynamic) still get a group each. */
+      if (*where != '\0')
+        name = located = g_strdup_printf ("%s (%s)", name, where);
+    }
+
+  cut = group_name (name);
+  record = group_for_name (self, cut, TRUE);
+
+  cached->source = source;
+  cached->id = source->source_id;
+  cached->name = source->name;
+  cached->record = record;
+  return record;
+}
+
+/* The calling thread's last answer of _perfmon_monitor_find_for_context(). */
+typedef struct
+{
+  GMainContext   *context;
+  PerfmonMonitor *monitor;
+  guint           epoch;
+  gboolean        valid;
+} ThreadCache;
+
+static __thread ThreadCache thread_cache __attribute__ ((tls_model ("initial-exec")));
+
+static G_GNUC_NO_INLINE PerfmonMonitor *
+find_monitor (GMainContext *context)
+{
+  thread_cache.epoch = _perfmon_monitor_get_context_epoch ();
+  thread_cache.context = context;
+  thread_cache.monitor = _perfmon_monitor_find_for_context (context);
+  thread_cache.valid = TRUE;
+  return thread_cache.monitor;
+}
+
+static inline PerfmonMonitor *
+monitor_of_context (GMainContext *context)
+{
+  if (G_LIKELY (thread_cache.valid && thread_cache.context == context &&
+                thread_cache.epoch == _perfmon_monitor_get_context_epoch ()))
+    return thread_cache.monitor;
+  return find_monitor (context);
+}
+
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+note_long_dispatch (PerfmonMonitor     *monitor,
+                    PerfmonGroupRecord *record,
+                    guint64             cycles)
+{
+  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (monitor);
+
+  if (g_atomic_int_get (&activity->watched))
+    _perfmon_loop_activity_note_dispatch (activity, record->name, cycles);
+}
+
+static G_GNUC_NO_INLINE gboolean
+dispatch_unknown_copy (GSource    *source,
+                       GSourceFunc callback,
+                       gpointer    user_data)
+{
+  const Kind *kind = find_copied_kind (source->source_funcs);
+  static gsize warned;
+
+  if (kind != NULL)
+    return kind->dispatch (source, callback, user_data);
+
+  if (g_once_init_enter (&warned))
+    {
+      g_warning ("perfmon: a GSource's GSourceFuncs is a copy of one perfmon patched, and of no "
+                 "kind it knows; the source is removed");
+      g_once_init_leave (&warned, 1);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static __attribute__ ((hot)) gboolean
+automatic_dispatch (GSource    *source,
+                    GSourceFunc callback,
+                    gpointer    user_data)
+{
+  const Kind *kind = lookup_kind (source->source_funcs);
+  PerfmonMonitor *monitor;
+  PerfmonAutomatic *self;
+  const PerfmonDispatchObserver *observer;
+  PerfmonGroupRecord *record;
+  Cached *cached;
+  gboolean owned;
+  gpointer token = NULL;
+  guint64 start;
+  guint64 cycles;
+  gboolean again;
+
+  if (G_UNLIKELY (kind == NULL))
+    return dispatch_unknown_copy (source, callback, user_data);
+
+  monitor = monitor_of_context (source->context);
+  if (G_LIKELY (monitor == NULL))
+    return kind->dispatch (source, callback, user_data);
+  self = _perfmon_monitor_get_automatic (monitor);
+  if (!g_atomic_int_get (&self->on))
+    return kind->dispatch (source, callback, user_data);
+
+  observer = _perfmon_dispatch_get_observer ();
+  owned = _perfmon_monitor_claim_thread (monitor);
+  if (G_UNLIKELY (!owned))
+    {
+      /* The context is iterated by a thread other than the monitor's:
+       * not measured (the monitor warns once), but still observed. */
+      if (observer == NULL)
+        return kind->dispatch (source, callback, user_data);
+      token = observer->dispatch_begin (source, kind->type_name);
+      again = kind->dispatch (source, callback, user_data);
+      observer->dispatch_end (source, token);
+      return again;
+    }
+
+  cached = &self->cache[((guintptr) source >> 4) & (N_CACHED - 1)];
+  if (G_LIKELY (cached->source == source && cached->id == source->source_id &&
+                cached->name == source->name))
+    record = cached->record;
+  else
+    record = find_group (self, cached, source, callback, kind);
+
+  _perfmon_monitor_enter_record (monitor, record);
+  if (observer != NULL)
+    token = observer->dispatch_begin (source, record->name);
+  start = perfmon_clock_cycles ();
+
+  again = kind->dispatch (source, callback, user_data);
+
+  cycles = perfmon_clock_cycles () - start;
+  if (observer != NULL)
+    observer->dispatch_end (source, token);
+  _perfmon_monitor_leave_record (monitor, record);
+  if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
+    note_long_dispatch (monitor, record, cycles);
+
+  return again;
+}
+
+/* --- naming and mapping, for the program -------------------------------- */
+
+static gboolean
+check_name (const char  *name,
+            GError     **error)
+{
+  if (name == NULL || *name == '\0' || !g_utf8_validate (name, -1, NULL) ||
+      strlen (name) > PERFMON_AUTOMATIC_NAME_MAX)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "“name” must be non-empty UTF-8 of at most %d bytes",
+                   PERFMON_AUTOMATIC_NAME_MAX);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/**
+ * perfmon_monitor_get_automatic_group:
+ * @self: a monitor
+ * @name: the automatic group's name: a source's name, a callback's symbol
+ *   or a source type, as snapshots show it
+ *
+ * Looks up an automatic group (see
+ * [property@Perfmon.Monitor:automatic-groups]). It is a compartment of
+ * the thread group, active, that lives as long as the monitor. Call it on
+ * the monitor's thread.
+ *
+ * Returns: (transfer full) (nullable): the group, or %NULL if no dispatch
+ *   of that name has been seen and none was assigned
+ *
+ * Since: 1.0
+ */
+PerfmonGroup *
+perfmon_monitor_get_automatic_group (PerfmonMonitor *self,
+                                     const char     *name)
+{
+  PerfmonAutomatic *automatic;
+  PerfmonGroupRecord *record = NULL;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), NULL);
+  g_return_val_if_fail (name != NULL, NULL);
+
+  automatic = _perfmon_monitor_get_automatic (self);
+  if (automatic->groups != NULL)
+    record = g_hash_table_lookup (automatic->groups, name);
+  if (record == NULL && automatic->overflow != NULL && g_str_equal (name, PERFMON_AUTOMATIC_OVERFLOW_NAME))
+    record = automatic->overflow;
+  if (record == NULL)
+    return NULL;
+
+  return _perfmon_monitor_group_for_compartment (self, record);
+}
+
+/**
+ * perfmon_monitor_assign_automatic_group:
+ * @self: a monitor
+ * @name: the automatic group's name (UTF-8, at most 95 bytes)
+ * @window_id: the window its dispatches run for, or 0
+ * @addon_id: (nullable): the add-on they come from
+ * @error: return location for a #GError
+ *
+ * Makes the automatic group @name belong to the group of @window_id (if
+ * not 0) and of @addon_id (if given), instead of the ones it belonged to:
+ * its dispatches are then charged to them too, as an explicit compartment
+ * made with [method@Perfmon.Monitor.create_compartment] would be. Creates
+ * the group if no such dispatch has been seen yet; it counts towards
+ * [property@Perfmon.Monitor:max-automatic-groups]. Call it on the
+ * monitor's thread.
+ *
+ * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_INVALID_ARGUMENT
+ *   for a bad name, %PERFMON_ERROR_LIMIT_REACHED when the monitor has
+ *   max-automatic-groups already)
+ *
+ * Since: 1.0
+ */
+gboolean
+perfmon_monitor_assign_automatic_group (PerfmonMonitor  *self,
+                                        const char      *name,
+                                        guint64          window_id,
+                                        const char      *addon_id,
+                                        GError         **error)
+{
+  PerfmonAutomatic *automatic;
+  PerfmonGroupRecord *record;
+
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_name (name, error))
+    return FALSE;
+  if (addon_id != NULL && !g_utf8_validate (addon_id, -1, NULL))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "“addon_id” must be UTF-8");
+      return FALSE;
+    }
+  if (!_perfmon_monitor_claim_thread (self))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "perfmon_monitor_assign_automatic_group: called from a thread other "
+                           "than the monitor's");
+      return FALSE;
+    }
+
+  automatic = _perfmon_monitor_get_automatic (self);
+  if ((automatic->groups == NULL || g_hash_table_lookup (automatic->groups, name) == NULL) &&
+      automatic->groups != NULL && g_hash_table_size (automatic->groups) >= automatic->max_groups)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_LIMIT_REACHED,
+                   "the monitor has %u automatic groups already (max-automatic-groups)",
+                   automatic->max_groups);
+      return FALSE;
+    }
+
+  record = group_for_name (automatic, name, FALSE);
+  _perfmon_monitor_set_record_parents (self, record, window_id, addon_id);
+  return TRUE;
+}
+
+/* --- the longest dispatches of a busy stretch --------------------------- */
+
+void
+_perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
+                                      const char          *name,
+                                      guint64              cycles)
+{
+  guint64 index = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+  PerfmonLoopDispatchList *list = &activity->dispatch_lists[index & (PERFMON_LOOP_RECENT_DISPATCH_LISTS - 1)];
+  guint64 since_begin = perfmon_clock_cycles () -
+    __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin, __ATOMIC_RELAXED);
+  guint seq = list->seq;
+  guint n;
+  guint at;
+  guint64 words[PERFMON_LOOP_DISPATCH_NAME_WORDS] = { 0, };
+  gsize length = strlen (name);
+
+  /* A dispatch that spun a nested loop began in an earlier stretch: only
+   * its part in this one counts here. */
+  cycles = MIN (cycles, since_begin);
+
+  __atomic_store_n (&list->seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence (__ATOMIC_RELEASE);
+
+  if (__atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    {
+      __atomic_store_n (&list->stretch, index, __ATOMIC_RELAXED);
+      __atomic_store_n (&list->n, 0, __ATOMIC_RELAXED);
+      __atomic_store_n (&list->n_total, 0, __ATOMIC_RELAXED);
+    }
+  n = list->n;
+  __atomic_store_n (&list->n_total, list->n_total + 1, __ATOMIC_RELAXED);
+
+  /* Longest first; the shortest falls off a full list. */
+  for (at = 0; at < n && list->dispatches[at].cycles >= cycles; at++)
+    ;
+  if (at < PERFMON_LOOP_DISPATCHES)
+    {
+      guint last = MIN (n, PERFMON_LOOP_DISPATCHES - 1);
+
+      for (guint i = last; i > at; i--)
+        {
+          __atomic_store_n (&list->dispatches[i].cycles, list->dispatches[i - 1].cycles, __ATOMIC_RELAXED);
+          for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+            __atomic_store_n (&list->dispatches[i].name[w], list->dispatches[i - 1].name[w], __ATOMIC_RELAXED);
+        }
+      memcpy (words, name, perfmon_utf8_cut (name, length, sizeof words - 1));
+      __atomic_store_n (&list->dispatches[at].cycles, cycles, __ATOMIC_RELAXED);
+      for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+        __atomic_store_n (&list->dispatches[at].name[w], words[w], __ATOMIC_RELAXED);
+      if (n < PERFMON_LOOP_DISPATCHES)
+        __atomic_store_n (&list->n, n + 1, __ATOMIC_RELAXED);
+    }
+
+  __atomic_store_n (&list->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+guint
+_perfmon_loop_activity_read_dispatches (PerfmonLoopActivity     *activity,
+                                        guint64                  index,
+                                        PerfmonLoopDispatchCopy *out)
+{
+  PerfmonLoopDispatchList *list = &activity->dispatch_lists[index & (PERFMON_LOOP_RECENT_DISPATCH_LISTS - 1)];
+  guint seq = __atomic_load_n (&list->seq, __ATOMIC_ACQUIRE);
+  guint n;
+
+  if (seq & 1 || __atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    return 0;
+
+  n = MIN (__atomic_load_n (&list->n, __ATOMIC_RELAXED), PERFMON_LOOP_DISPATCHES);
+  for (guint i = 0; i < n; i++)
+    {
+      guint64 words[PERFMON_LOOP_DISPATCH_NAME_WORDS];
+
+      out[i].cycles = __atomic_load_n (&list->dispatches[i].cycles, __ATOMIC_RELAXED);
+      for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+        words[w] = __atomic_load_n (&list->dispatches[i].name[w], __ATOMIC_RELAXED);
+      memcpy (out[i].name, words, sizeof out[i].name);
+      out[i].name[sizeof out[i].name - 1] = '\0';
+    }
+
+  __atomic_thread_fence (__ATOMIC_ACQUIRE);
+  if (__atomic_load_n (&list->seq, __ATOMIC_RELAXED) != seq ||
+      __atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    return 0;
+  return n;
+}
