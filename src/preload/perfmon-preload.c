@@ -19,6 +19,26 @@
  *   PERFMON_RUN_PID           only this process prints a summary: children
  *                             inherit LD_PRELOAD and are monitored, but
  *                             the summary is the command's own
+ *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
+ *                             dispatch on the default context is charged
+ *                             to a group named after its source) and no
+ *                             Python start-up hook
+ *
+ * Python: the constructor puts python/ (next to this module: its
+ * sitecustomize.py and perfmon_pygobject.py) first on PYTHONPATH, before
+ * the interpreter's main() reads it, so that an unmodified PyGObject
+ * program names its sources after its callables (see
+ * src/preload/python/sitecustomize.py). Children inherit it.
+ *
+ * Automatic groups (see core/perfmon-automatic.c and
+ * doc/automatic-instrumentation.md): the module interposes g_source_new()
+ * and g_source_attach() for calls from outside libglib (libglib calls
+ * itself directly), so that perfmon sees every kind of source a program
+ * or its libraries make, and the attach of each source on the attaching
+ * thread. GLib's g_idle_add(), g_timeout_add() and g_timeout_add_seconds()
+ * families attach inside libglib, so they are interposed too, and do what
+ * GLib does with the source before it is attached: make it, set its
+ * priority and callback, attach it.
  *
  * Threads: the constructor and the exit handler run on the main thread
  * (an exit from another thread prints no summary: the monitor's snapshot
@@ -28,6 +48,7 @@
 #define _GNU_SOURCE  /* gettid(), execvpe() */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +341,170 @@ perfmon_preload_at_exit (void)
   preload.monitor = NULL;
 }
 
+/* --- interposed GLib calls ----------------------------------------------- */
+
+typedef GSource *(*SourceNewFunc) (GSourceFuncs *funcs, guint struct_size);
+typedef guint    (*SourceAttachFunc) (GSource *source, GMainContext *context);
+
+static SourceNewFunc real_source_new;
+static SourceAttachFunc real_source_attach;
+
+/* Called at every interposed call: cheap once resolved. The constructor
+ * resolves them first, but a library's own constructor may make a source
+ * before ours runs. */
+static void
+resolve_real_functions (void)
+{
+  if (G_UNLIKELY (g_atomic_pointer_get (&real_source_attach) == NULL))
+    {
+      g_atomic_pointer_set (&real_source_new, (SourceNewFunc) dlsym (RTLD_NEXT, "g_source_new"));
+      g_atomic_pointer_set (&real_source_attach, (SourceAttachFunc) dlsym (RTLD_NEXT, "g_source_attach"));
+      if (real_source_new == NULL || real_source_attach == NULL)
+        {
+          g_printerr ("perfmon: cannot find GLib's g_source_new()/g_source_attach(): %s\n", dlerror ());
+          abort ();
+        }
+    }
+}
+
+GSource *g_source_new (GSourceFuncs *source_funcs, guint struct_size);
+
+GSource *
+g_source_new (GSourceFuncs *source_funcs,
+              guint         struct_size)
+{
+  GSource *source;
+
+  resolve_real_functions ();
+  source = real_source_new (source_funcs, struct_size);
+  perfmon_automatic_track_source (source);
+  return source;
+}
+
+guint g_source_attach (GSource *source, GMainContext *context);
+
+guint
+g_source_attach (GSource      *source,
+                 GMainContext *context)
+{
+  guint id;
+
+  resolve_real_functions ();
+  id = real_source_attach (source, context);
+  perfmon_automatic_track_source (source);
+  return id;
+}
+
+/* GLib's g_idle_add_full() and g_timeout_add_full() (gmain.c), with the
+ * attach seen. */
+static guint
+attach_new_source (GSource        *source,
+                   gint            priority,
+                   GSourceFunc     function,
+                   gpointer        data,
+                   GDestroyNotify  notify)
+{
+  guint id;
+
+  if (priority != G_PRIORITY_DEFAULT)
+    g_source_set_priority (source, priority);
+  g_source_set_callback (source, function, data, notify);
+  id = g_source_attach (source, NULL);
+  g_source_unref (source);
+  return id;
+}
+
+guint
+g_idle_add_full (gint           priority,
+                 GSourceFunc    function,
+                 gpointer       data,
+                 GDestroyNotify notify)
+{
+  g_return_val_if_fail (function != NULL, 0);
+
+  return attach_new_source (g_idle_source_new (), priority, function, data, notify);
+}
+
+guint
+g_idle_add (GSourceFunc function,
+            gpointer    data)
+{
+  return g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, function, data, NULL);
+}
+
+guint
+g_timeout_add_full (gint           priority,
+                    guint          interval,
+                    GSourceFunc    function,
+                    gpointer       data,
+                    GDestroyNotify notify)
+{
+  g_return_val_if_fail (function != NULL, 0);
+
+  return attach_new_source (g_timeout_source_new (interval), priority, function, data, notify);
+}
+
+guint
+g_timeout_add (guint       interval,
+               GSourceFunc function,
+               gpointer    data)
+{
+  return g_timeout_add_full (G_PRIORITY_DEFAULT, interval, function, data, NULL);
+}
+
+guint
+g_timeout_add_seconds_full (gint           priority,
+                            guint          interval,
+                            GSourceFunc    function,
+                            gpointer       data,
+                            GDestroyNotify notify)
+{
+  g_return_val_if_fail (function != NULL, 0);
+
+  return attach_new_source (g_timeout_source_new_seconds (interval), priority, function, data, notify);
+}
+
+guint
+g_timeout_add_seconds (guint       interval,
+                       GSourceFunc function,
+                       gpointer    data)
+{
+  return g_timeout_add_seconds_full (G_PRIORITY_DEFAULT, interval, function, data, NULL);
+}
+
+/* Puts python/ next to this module first on PYTHONPATH; see the top. */
+static void
+add_python_hook (void)
+{
+  Dl_info info;
+  g_autofree char *module_dir = NULL;
+  g_autofree char *hook_dir = NULL;
+  g_autofree char *hook = NULL;
+  g_autofree char *path = NULL;
+  const char *old = g_getenv ("PYTHONPATH");
+
+  if (dladdr ((gconstpointer) add_python_hook, &info) == 0 || info.dli_fname == NULL)
+    return;
+  module_dir = g_path_get_dirname (info.dli_fname);
+  hook_dir = g_build_filename (module_dir, "python", NULL);
+  hook = g_build_filename (hook_dir, "sitecustomize.py", NULL);
+  if (!g_file_test (hook, G_FILE_TEST_IS_REGULAR))
+    return;
+
+  if (old != NULL && *old != '\0')
+    {
+      g_auto(GStrv) entries = g_strsplit (old, G_SEARCHPATH_SEPARATOR_S, -1);
+
+      /* A child of a program already run: its PYTHONPATH has the hook. */
+      if (g_strv_contains ((const char * const *) entries, hook_dir))
+        return;
+      path = g_strconcat (hook_dir, G_SEARCHPATH_SEPARATOR_S, old, NULL);
+    }
+  else
+    path = g_strdup (hook_dir);
+  g_setenv ("PYTHONPATH", path, TRUE);
+}
+
 __attribute__((constructor))
 static void
 perfmon_preload_init (void)
@@ -329,6 +514,10 @@ perfmon_preload_init (void)
   guint threshold_ms = env_ms ("PERFMON_RUN_THRESHOLD_MS");
   guint permahang_ms = env_ms ("PERFMON_RUN_PERMAHANG_MS");
 
+  /* First: no other thread exists yet to read the environment. */
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
+    add_python_hook ();
+
   preload.start_us = g_get_monotonic_time ();
   preload.pid = getpid ();
   preload.main_tid = gettid ();
@@ -336,7 +525,10 @@ perfmon_preload_init (void)
   if (preload.print_summary && g_getenv ("PERFMON_RUN_SUMMARY") != NULL && *g_getenv ("PERFMON_RUN_SUMMARY") != '\0')
     preload.summary_path = g_strdup (g_getenv ("PERFMON_RUN_SUMMARY"));
 
+  resolve_real_functions ();
   preload.monitor = perfmon_monitor_get_default ();
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
+    perfmon_monitor_set_automatic_groups (preload.monitor, TRUE);
   preload.hangs = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
   preload.hang_monitor = perfmon_hang_monitor_new (preload.monitor);
   if (threshold_ms != 0)

@@ -10,12 +10,26 @@ Makes a compartment (a :class:`Perfmon.Group` of kind
 is the same as ``compartment.enter()`` followed by ``compartment.leave()``,
 and the compartment is left however the block ends, exceptions included
 (they are not swallowed).
+
+Importing Perfmon also names the GLib sources the program makes from then
+on after their Python callables (``GLib.idle_add``, ``timeout_add``,
+``timeout_add_seconds``), for the automatic groups: see
+``perfmon_pygobject``.
 """
+
+import sys
 
 from ..overrides import override
 from ..module import get_introspection_module
+from . import perfmon_pygobject
 
 Perfmon = get_introspection_module('Perfmon')
+
+# Sources made from Python from now on are named after their callables
+# (see perfmon_pygobject), for the automatic groups.
+perfmon_pygobject.install(get_introspection_module('GLib'),
+                          sys.modules.get('gi.overrides.GLib'),
+                          sys.modules.get('gi.repository.GLib'))
 
 __all__ = []
 

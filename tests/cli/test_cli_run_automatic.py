@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+# test_cli_run_automatic.py: automatic groups of unmodified programs under
+# perfmon run
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import json
+import os
+import unittest
+
+from clitest import CliTestCase
+
+UNINSTRUMENTED = os.environ['PERFMON_UNINSTRUMENTED']
+PYTHON_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'python_sources.py')
+
+
+def compartments(summary):
+    return {g['name']: g for g in summary['snapshot']['groups'] if g['kind'] == 'compartment'}
+
+
+class RunAutomaticTest(CliTestCase):
+    def run_summary(self, *command, env=None, threshold='100'):
+        summary = self.path('summary.json')
+        env = self.foreign_env(env=env, own=True)
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        result = self.perfmon('run', '--threshold', threshold, '--summary', summary, '--', *command,
+                              env=env)
+        with open(summary) as f:
+            return result, json.load(f)
+
+    def test_c_program_groups(self):
+        result, data = self.run_summary(UNINSTRUMENTED)
+        self.assertExit(result, 3)
+        groups = compartments(data)
+        # Its callbacks are static (no dynamic symbol): named by the
+        # source's type and where the callback is.
+        names = ' '.join(groups)
+        self.assertRegex(names, r'GTimeoutSource \(uninstrumented-loop\+0x[0-9a-f]+\)')
+        self.assertRegex(names, r'GIdleSource \(uninstrumented-loop\+0x[0-9a-f]+\)')
+        for group in groups.values():
+            self.assertLessEqual(len(group['name'].encode()), 95)
+        hang = data['hangs'][0]
+        self.assertRegex(hang['runnableName'], r'^GIdleSource \(uninstrumented-loop\+0x')
+        self.assertEqual(hang['dispatches'][0]['name'], hang['runnableName'])
+        self.assertGreaterEqual(hang['dispatches'][0]['duration'], 250)
+
+    def test_no_automatic(self):
+        env = dict(self.env)
+        env['PERFMON_RUN_NO_AUTOMATIC'] = '1'
+        result, data = self.run_summary(UNINSTRUMENTED, env=env)
+        self.assertExit(result, 3)
+        self.assertEqual(compartments(data), {})
+        self.assertNotIn('dispatches', data['hangs'][0])
+
+    def test_python_program(self):
+        # /usr/bin/python3, the one with PyGObject, and an unmodified script.
+        result, data = self.run_summary('/usr/bin/python3', PYTHON_SOURCES)
+        self.assertExit(result, 0)
+        self.assertIn('python_sources: done, ticks aaa', result.stdout)
+        self.assertNotIn('not named', result.stderr)
+        groups = compartments(data)
+        for name in ['__main__.short_tick', '__main__.Worker.long_job', '__main__.other_short',
+                     '__main__.quit']:
+            self.assertIn(name, groups)
+            self.assertGreaterEqual(groups[name]['ticks'], 1)
+        self.assertGreater(groups['__main__.Worker.long_job']['cpu_time'], 0)
+        # The 300 ms callback among the short ones is the hang's runnable.
+        self.assertEqual(data['hang_count'], 1)
+        hang = data['hangs'][0]
+        self.assertEqual(hang['runnableName'], '__main__.Worker.long_job')
+        self.assertEqual(hang['dispatches'][0]['name'], '__main__.Worker.long_job')
+        self.assertGreaterEqual(hang['dispatches'][0]['duration'], 250)
+
+    def test_python_hook_keeps_debian_sitecustomize(self):
+        # The hook hides Debian's sitecustomize on sys.path and runs it.
+        script = ('import sys, sitecustomize; '
+                  'print("meta", any(type(f).__name__ == "_GLibOverridesFinder" for f in sys.meta_path))')
+        result = self.perfmon('run', '--', '/usr/bin/python3', '-c', script,
+                              env=self.foreign_env(own=True))
+        self.assertExit(result, 0)
+        self.assertIn('meta True', result.stdout)
+
+
+if __name__ == '__main__':
+    unittest.main()
