@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+# test_cli_gtk.py: automatic groups of real GTK 4 programs under perfmon
+# run, on Xvfb (xvfb-run) and a private bus with perfmond
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# gtk4-demo (Debian's gtk-4-examples) is a program nobody here wrote: its
+# frame clock's sources must show as automatic groups with CPU time. A
+# stall inside GTK's paint (a PyGObject GTK 4 program whose drawing
+# function blocks) must be a hang whose runnable is GTK's paint source.
+
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+from clitest import BusTestCase, TOOL
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@unittest.skipIf(shutil.which('xvfb-run') is None, 'xvfb-run missing (Debian: xvfb, xauth)')
+class GtkTest(BusTestCase):
+    def start_under_xvfb(self, *command, env=None, run_args=()):
+        """Starts perfmon run -- COMMAND under xvfb-run; returns the
+        process and the command's pid (perfmon run execs it)."""
+        pidfile = self.path('pid')
+        script = 'echo $$ > "$0"; exec "$@"'
+        process = self.start(['xvfb-run', '-a', 'sh', '-c', script, pidfile, TOOL, 'run'] + list(run_args) + ['--']
+                             + list(command),
+                             env=self.foreign_env(env=env), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, universal_newlines=True)
+
+        def read_pid():
+            try:
+                with open(pidfile) as f:
+                    return int(f.read().strip() or 0)
+            except (FileNotFoundError, ValueError):
+                return 0
+        pid = self.eventually(read_pid, 'the program to start')
+        return process, pid
+
+    def snapshot(self, pid):
+        result = self.perfmon('snapshot', '--pid', str(pid), '--json')
+        if result.returncode != 0:
+            return None
+        return json.loads(result.stdout)
+
+    def automatic_groups(self, pid):
+        data = self.snapshot(pid)
+        if data is None:
+            return None
+        return {g['name']: g for g in data['groups'] if g['kind'] == 'compartment'}
+
+    @unittest.skipIf(shutil.which('gtk4-demo') is None, 'gtk4-demo missing (Debian: gtk-4-examples)')
+    def test_gtk4_demo_frame_clock_groups(self):
+        self.start_daemon()
+        env = dict(self.env)
+        env['GSK_RENDERER'] = 'cairo'
+        _, pid = self.start_under_xvfb('gtk4-demo', '--run=spinner', env=env)
+
+        def frame_clock_ran():
+            groups = self.automatic_groups(pid) or {}
+            paint = groups.get('[gtk] gdk_frame_clock_paint_idle')
+            return groups if paint and paint['cpu_time'] > 0 and paint['ticks'] > 0 else None
+        groups = self.eventually(frame_clock_ran, 'gtk4-demo to paint frames', timeout=60)
+        # GDK's own kind of source (its X11 event source, made in libgtk
+        # with GDK's GSourceFuncs) is seen too, and GIO's named idles.
+        self.assertTrue(any(name.startswith('GDK X11 Event source') for name in groups), sorted(groups))
+        self.assertTrue(any(name.startswith('[gio] ') for name in groups), sorted(groups))
+        for name in groups:
+            self.assertLessEqual(len(name.encode()), 95)
+
+    def test_gtk_paint_stall_is_the_hang_runnable(self):
+        self.start_daemon()
+        env = dict(self.env)
+        env['GSK_RENDERER'] = 'cairo'
+        _, pid = self.start_under_xvfb('/usr/bin/python3', os.path.join(HERE, 'gtk_stall.py'),
+                                       env=env, run_args=['--threshold', '150'])
+
+        def hang_listed():
+            result = self.perfmon('hangs', 'list', '--json')
+            if result.returncode != 0:
+                return None
+            hangs = [h for h in json.loads(result.stdout) if h.get('pid') == pid]
+            return hangs or None
+        hangs = self.eventually(hang_listed, 'the stall to be reported to perfmond', timeout=60)
+        self.assertEqual(hangs[0]['runnable_name'], '[gtk] gdk_frame_clock_paint_idle')
+        groups = self.automatic_groups(pid)
+        if groups is not None:
+            self.assertIn('[gtk] gdk_frame_clock_paint_idle', groups)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
