@@ -41,11 +41,14 @@ PerfmonMonitor     *_perfmon_monitor_find_for_context         (GMainContext     
 /* Bumped whenever a monitor attaches to or detaches from a context: a
  * thread's cached answer of the above is good while it is unchanged. */
 guint               _perfmon_monitor_get_context_epoch        (void);
+/* The same, for the hook to read inline (atomic). */
+extern gint         _perfmon_monitor_context_epoch;
 /* Whether the calling thread is (or now becomes) the monitor's thread. */
 gboolean            _perfmon_monitor_claim_thread             (PerfmonMonitor     *self);
 void                _perfmon_monitor_enter_record             (PerfmonMonitor     *self,
                                                                PerfmonGroupRecord *record);
-void                _perfmon_monitor_leave_record             (PerfmonMonitor     *self,
+/* Returns the measure's cycles, 0 if nothing was measured. */
+guint64             _perfmon_monitor_leave_record             (PerfmonMonitor     *self,
                                                                PerfmonGroupRecord *record);
 /* A new active compartment record named @name, held once by the caller. */
 PerfmonGroupRecord *_perfmon_monitor_new_automatic_record     (PerfmonMonitor     *self,

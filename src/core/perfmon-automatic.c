@@ -532,34 +532,59 @@ find_group (PerfmonAutomatic *self,
   return record;
 }
 
-/* The calling thread's last answer of _perfmon_monitor_find_for_context(). */
+/* The calling thread's last answer of _perfmon_monitor_find_for_context(),
+ * with what the hook needs of that monitor, and the last kind it looked
+ * up. */
 typedef struct
 {
-  GMainContext   *context;
-  PerfmonMonitor *monitor;
-  guint           epoch;
-  gboolean        valid;
+  GMainContext       *context;
+  PerfmonMonitor     *monitor;
+  PerfmonAutomatic   *automatic;
+  gboolean            owned;      /* the monitor's thread is this one */
+  guint               epoch;
+  gboolean            valid;
+  const GSourceFuncs *last_funcs;
+  const Kind         *last_kind;
 } ThreadCache;
 
 static __thread ThreadCache thread_cache __attribute__ ((tls_model ("initial-exec")));
 
-static G_GNUC_NO_INLINE PerfmonMonitor *
+static G_GNUC_NO_INLINE ThreadCache *
 find_monitor (GMainContext *context)
 {
-  thread_cache.epoch = _perfmon_monitor_get_context_epoch ();
-  thread_cache.context = context;
-  thread_cache.monitor = _perfmon_monitor_find_for_context (context);
-  thread_cache.valid = TRUE;
-  return thread_cache.monitor;
+  ThreadCache *cache = &thread_cache;
+
+  cache->epoch = _perfmon_monitor_get_context_epoch ();
+  cache->context = context;
+  cache->monitor = _perfmon_monitor_find_for_context (context);
+  cache->automatic = cache->monitor != NULL ? _perfmon_monitor_get_automatic (cache->monitor) : NULL;
+  /* A monitor's thread never changes once claimed; one not claimed yet
+   * is claimed by the thread that dispatches its context's sources. */
+  cache->owned = cache->monitor != NULL && _perfmon_monitor_claim_thread (cache->monitor);
+  cache->valid = TRUE;
+  return cache;
 }
 
-static inline PerfmonMonitor *
-monitor_of_context (GMainContext *context)
+static inline ThreadCache *
+thread_cache_for (GMainContext *context)
 {
-  if (G_LIKELY (thread_cache.valid && thread_cache.context == context &&
-                thread_cache.epoch == _perfmon_monitor_get_context_epoch ()))
-    return thread_cache.monitor;
+  ThreadCache *cache = &thread_cache;
+
+  if (G_LIKELY (cache->valid && cache->context == context &&
+                cache->epoch == (guint) g_atomic_int_get (&_perfmon_monitor_context_epoch)))
+    return cache;
   return find_monitor (context);
+}
+
+static inline const Kind *
+lookup_kind_cached (ThreadCache        *cache,
+                    const GSourceFuncs *funcs)
+{
+  if (G_LIKELY (cache->last_funcs == funcs))
+    return cache->last_kind;
+  cache->last_kind = lookup_kind (funcs);
+  cache->last_funcs = cache->last_kind != NULL ? funcs : NULL;
+  return cache->last_kind;
 }
 
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
@@ -593,46 +618,50 @@ dispatch_unknown_copy (GSource    *source,
   return G_SOURCE_REMOVE;
 }
 
+/* The context is iterated by a thread other than the monitor's: not
+ * measured (the monitor warns once), but still observed. */
+static G_GNUC_NO_INLINE gboolean
+dispatch_unmeasured (const Kind *kind,
+                     GSource    *source,
+                     GSourceFunc callback,
+                     gpointer    user_data)
+{
+  const PerfmonDispatchObserver *observer = _perfmon_dispatch_get_observer ();
+  gpointer token;
+  gboolean again;
+
+  if (observer == NULL)
+    return kind->dispatch (source, callback, user_data);
+  token = observer->dispatch_begin (source, kind->type_name);
+  again = kind->dispatch (source, callback, user_data);
+  observer->dispatch_end (source, token);
+  return again;
+}
+
 static __attribute__ ((hot)) gboolean
 automatic_dispatch (GSource    *source,
                     GSourceFunc callback,
                     gpointer    user_data)
 {
-  const Kind *kind = lookup_kind (source->source_funcs);
-  PerfmonMonitor *monitor;
-  PerfmonAutomatic *self;
+  ThreadCache *cache = thread_cache_for (source->context);
+  const Kind *kind = lookup_kind_cached (cache, source->source_funcs);
+  PerfmonAutomatic *self = cache->automatic;
   const PerfmonDispatchObserver *observer;
   PerfmonGroupRecord *record;
   Cached *cached;
-  gboolean owned;
   gpointer token = NULL;
-  guint64 start;
   guint64 cycles;
   gboolean again;
 
   if (G_UNLIKELY (kind == NULL))
     return dispatch_unknown_copy (source, callback, user_data);
 
-  monitor = monitor_of_context (source->context);
-  if (G_LIKELY (monitor == NULL))
-    return kind->dispatch (source, callback, user_data);
-  self = _perfmon_monitor_get_automatic (monitor);
-  if (!g_atomic_int_get (&self->on))
+  if (G_LIKELY (self == NULL) || !g_atomic_int_get (&self->on))
     return kind->dispatch (source, callback, user_data);
 
+  if (G_UNLIKELY (!cache->owned))
+    return dispatch_unmeasured (kind, source, callback, user_data);
   observer = _perfmon_dispatch_get_observer ();
-  owned = _perfmon_monitor_claim_thread (monitor);
-  if (G_UNLIKELY (!owned))
-    {
-      /* The context is iterated by a thread other than the monitor's:
-       * not measured (the monitor warns once), but still observed. */
-      if (observer == NULL)
-        return kind->dispatch (source, callback, user_data);
-      token = observer->dispatch_begin (source, kind->type_name);
-      again = kind->dispatch (source, callback, user_data);
-      observer->dispatch_end (source, token);
-      return again;
-    }
 
   cached = &self->cache[((guintptr) source >> 4) & (N_CACHED - 1)];
   if (G_LIKELY (cached->source == source && cached->id == source->source_id &&
@@ -641,19 +670,20 @@ automatic_dispatch (GSource    *source,
   else
     record = find_group (self, cached, source, callback, kind);
 
-  _perfmon_monitor_enter_record (monitor, record);
+  _perfmon_monitor_enter_record (cache->monitor, record);
   if (observer != NULL)
     token = observer->dispatch_begin (source, record->name);
-  start = perfmon_clock_cycles ();
 
   again = kind->dispatch (source, callback, user_data);
 
-  cycles = perfmon_clock_cycles () - start;
   if (observer != NULL)
     observer->dispatch_end (source, token);
-  _perfmon_monitor_leave_record (monitor, record);
+  /* The dispatch may have spun a nested loop of another monitored
+   * context: `cache` is this thread's, refreshed since, not this
+   * dispatch's. */
+  cycles = _perfmon_monitor_leave_record (self->monitor, record);
   if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
-    note_long_dispatch (monitor, record, cycles);
+    note_long_dispatch (self->monitor, record, cycles);
 
   return again;
 }

@@ -574,7 +574,8 @@ leave_long_measure (PerfmonMonitor *self,
   charge_acquired (self, measure, TRUE, cycles, cpu_us, blocked);
 }
 
-static inline void
+/* Returns the cycles of the measure, 0 if nothing was measured. */
+static inline guint64
 _perfmon_monitor_leave (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
 {
@@ -584,18 +585,18 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   guint64 blocked;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_leave")))
-    return;
+    return 0;
 
   if (G_UNLIKELY (self->overflow > 0))
     {
       self->overflow--;
-      return;
+      return 0;
     }
 
   if (G_UNLIKELY (self->depth == 0))
     {
       g_critical ("perfmon_group_leave: “%s” was not entered", compartment->name);
-      return;
+      return 0;
     }
 
   measure = &self->measures[--self->depth];
@@ -606,7 +607,7 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
 
   /* Nothing acquired, monitoring disabled, or cancelled by a nested loop. */
   if (measure->n_acquired == 0)
-    return;
+    return 0;
 
   /* A counter that went backwards (the thread moved to a core whose
    * counter lags) gives no time rather than a huge one. */
@@ -617,6 +618,7 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
     leave_long_measure (self, measure, now, cycles, blocked);
   else
     charge_acquired (self, measure, FALSE, cycles, 0, blocked);
+  return cycles;
 }
 
 /* The class of PerfmonGroup, a final type: comparing an instance's class
@@ -1037,12 +1039,12 @@ typedef struct
 static PollSlot poll_slots[N_POLL_SLOTS];
 static GMutex poll_slots_lock;
 /* Bumped (under poll_slots_lock) when a slot is taken or given back. */
-static guint context_epoch;
+gint _perfmon_monitor_context_epoch;
 
 guint
 _perfmon_monitor_get_context_epoch (void)
 {
-  return g_atomic_int_get (&context_epoch);
+  return (guint) g_atomic_int_get (&_perfmon_monitor_context_epoch);
 }
 
 PerfmonMonitor *
@@ -1206,7 +1208,7 @@ attach_to_context (PerfmonMonitor *self)
       slot->previous = g_main_context_get_poll_func (self->context);
       g_atomic_pointer_set (&slot->monitor, self);
       g_atomic_pointer_set (&slot->context, self->context);
-      g_atomic_int_inc (&context_epoch);
+      g_atomic_int_inc (&_perfmon_monitor_context_epoch);
       g_main_context_set_poll_func (self->context, poll_trampolines[i]);
       self->poll_slot = i;
       break;
@@ -1238,7 +1240,7 @@ detach_from_context (PerfmonMonitor *self)
     PollSlot *slot = &poll_slots[self->poll_slot];
 
     g_atomic_pointer_set (&slot->monitor, NULL);
-    g_atomic_int_inc (&context_epoch);
+    g_atomic_int_inc (&_perfmon_monitor_context_epoch);
     /* If someone wrapped our wrapper, it must keep working: the slot stays
      * taken and passes through. */
     if (g_main_context_get_poll_func (self->context) == poll_trampolines[self->poll_slot])
@@ -2138,11 +2140,11 @@ _perfmon_monitor_enter_record (PerfmonMonitor     *self,
   _perfmon_monitor_enter (self, record);
 }
 
-void
+guint64
 _perfmon_monitor_leave_record (PerfmonMonitor     *self,
                                PerfmonGroupRecord *record)
 {
-  _perfmon_monitor_leave (self, record);
+  return _perfmon_monitor_leave (self, record);
 }
 
 PerfmonGroupRecord *
