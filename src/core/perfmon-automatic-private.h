@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include "perfmon-dispatch-private.h"
 #include "perfmon-monitor-private.h"
 
 G_BEGIN_DECLS
@@ -45,11 +46,20 @@ guint               _perfmon_monitor_get_context_epoch        (void);
 extern gint         _perfmon_monitor_context_epoch;
 /* Whether the calling thread is (or now becomes) the monitor's thread. */
 gboolean            _perfmon_monitor_claim_thread             (PerfmonMonitor     *self);
-void                _perfmon_monitor_enter_record             (PerfmonMonitor     *self,
-                                                               PerfmonGroupRecord *record);
-/* Returns the measure's cycles, 0 if nothing was measured. */
-guint64             _perfmon_monitor_leave_record             (PerfmonMonitor     *self,
-                                                               PerfmonGroupRecord *record);
+typedef gboolean (*PerfmonDispatchFunc) (GSource    *source,
+                                         GSourceFunc callback,
+                                         gpointer    user_data);
+/* Enter @record, observer's dispatch_begin (if @observer), @dispatch,
+ * dispatch_end, leave; returns the measure's cycles (0 if nothing was
+ * measured) and @dispatch's result in @again. */
+guint64             _perfmon_monitor_measure_dispatch         (PerfmonMonitor                *self,
+                                                               PerfmonGroupRecord            *record,
+                                                               const PerfmonDispatchObserver *observer,
+                                                               PerfmonDispatchFunc            dispatch,
+                                                               GSource                       *source,
+                                                               GSourceFunc                    callback,
+                                                               gpointer                       user_data,
+                                                               gboolean                      *again);
 /* A new active compartment record named @name, held once by the caller. */
 PerfmonGroupRecord *_perfmon_monitor_new_automatic_record     (PerfmonMonitor     *self,
                                                                const char         *name);

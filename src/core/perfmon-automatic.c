@@ -66,9 +66,7 @@
 #include "perfmon-error.h"
 #include "perfmon-utf8-private.h"
 
-typedef gboolean (*DispatchFunc) (GSource    *source,
-                                  GSourceFunc callback,
-                                  gpointer    user_data);
+typedef PerfmonDispatchFunc DispatchFunc;
 
 /* --- the patched kinds -------------------------------------------------- */
 
@@ -649,7 +647,6 @@ automatic_dispatch (GSource    *source,
   const PerfmonDispatchObserver *observer;
   PerfmonGroupRecord *record;
   Cached *cached;
-  gpointer token = NULL;
   guint64 cycles;
   gboolean again;
 
@@ -670,18 +667,11 @@ automatic_dispatch (GSource    *source,
   else
     record = find_group (self, cached, source, callback, kind);
 
-  _perfmon_monitor_enter_record (cache->monitor, record);
-  if (observer != NULL)
-    token = observer->dispatch_begin (source, record->name);
-
-  again = kind->dispatch (source, callback, user_data);
-
-  if (observer != NULL)
-    observer->dispatch_end (source, token);
+  cycles = _perfmon_monitor_measure_dispatch (cache->monitor, record, observer, kind->dispatch,
+                                              source, callback, user_data, &again);
   /* The dispatch may have spun a nested loop of another monitored
    * context: `cache` is this thread's, refreshed since, not this
-   * dispatch's. */
-  cycles = _perfmon_monitor_leave_record (self->monitor, record);
+   * dispatch's; `self` is still this dispatch's. */
   if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
     note_long_dispatch (self->monitor, record, cycles);
 

@@ -11,6 +11,7 @@
 
 #include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
+#include "perfmon-dispatch-private.h"
 #include "perfmon-group-stats-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor-private.h"
@@ -2133,17 +2134,26 @@ _perfmon_monitor_claim_thread (PerfmonMonitor *self)
   return claim_thread (self);
 }
 
-void
-_perfmon_monitor_enter_record (PerfmonMonitor     *self,
-                               PerfmonGroupRecord *record)
+/* One function, so that enter and leave inline into it (flatten): the
+ * dispatch hook is the hottest user of measures. */
+__attribute__ ((hot, flatten)) guint64
+_perfmon_monitor_measure_dispatch (PerfmonMonitor                *self,
+                                   PerfmonGroupRecord            *record,
+                                   const PerfmonDispatchObserver *observer,
+                                   PerfmonDispatchFunc            dispatch,
+                                   GSource                       *source,
+                                   GSourceFunc                    callback,
+                                   gpointer                       user_data,
+                                   gboolean                      *again)
 {
-  _perfmon_monitor_enter (self, record);
-}
+  gpointer token = NULL;
 
-guint64
-_perfmon_monitor_leave_record (PerfmonMonitor     *self,
-                               PerfmonGroupRecord *record)
-{
+  _perfmon_monitor_enter (self, record);
+  if (observer != NULL)
+    token = observer->dispatch_begin (source, record->name);
+  *again = dispatch (source, callback, user_data);
+  if (observer != NULL)
+    observer->dispatch_end (source, token);
   return _perfmon_monitor_leave (self, record);
 }
 
