@@ -530,6 +530,8 @@ find_group (PerfmonAutomatic *self,
   return record;
 }
 
+__thread const char *_perfmon_current_dispatch_name __attribute__ ((tls_model ("initial-exec")));
+
 /* The calling thread's last answer of _perfmon_monitor_find_for_context(),
  * with what the hook needs of that monitor, and the last kind it looked
  * up. */
@@ -647,6 +649,7 @@ automatic_dispatch (GSource    *source,
   const PerfmonDispatchObserver *observer;
   PerfmonGroupRecord *record;
   Cached *cached;
+  const char *outer_name;
   guint64 cycles;
   gboolean again;
 
@@ -667,8 +670,11 @@ automatic_dispatch (GSource    *source,
   else
     record = find_group (self, cached, source, callback, kind);
 
+  outer_name = _perfmon_current_dispatch_name;
+  _perfmon_current_dispatch_name = record->name;
   cycles = _perfmon_monitor_measure_dispatch (cache->monitor, record, observer, kind->dispatch,
                                               source, callback, user_data, &again);
+  _perfmon_current_dispatch_name = outer_name;
   /* The dispatch may have spun a nested loop of another monitored
    * context: `cache` is this thread's, refreshed since, not this
    * dispatch's; `self` is still this dispatch's. */

@@ -7,6 +7,22 @@
  * task tracer in tasks/, observe those events through one observer table, so
  * that core/ knows nothing of them (data flows one way, see DESIGN.md).
  *
+ * When each is called (core/perfmon-automatic.c): @dispatch_begin and
+ * @dispatch_end around every dispatch of a source of a patched kind on a
+ * context whose monitor has automatic groups on (GLib's own kinds always;
+ * other kinds once perfmon_automatic_track_source() saw one). A context
+ * iterated by a thread other than its monitor's is observed but not
+ * measured; then @name is the source's type. @attached when the mechanism
+ * sees an attach, right after it (so on another thread the first dispatch
+ * may begin before @attached returns): under `perfmon run`, every
+ * g_source_attach() from outside libglib and every g_idle_add*(),
+ * g_timeout_add*() and g_timeout_add_seconds*(); in any program, each
+ * attached source given to perfmon_automatic_track_source(). Attaches made
+ * inside libglib otherwise (g_main_context_invoke(), g_child_watch_add(),
+ * g_idle_add_once(), ...) and, without `perfmon run`, all of GLib's
+ * convenience adders are not seen: their sources get dispatch events
+ * without an @attached first.
+ *
  * Threads: @attached runs on the thread that attaches the source (any
  * thread); @dispatch_begin and @dispatch_end run on the thread that
  * dispatches, properly nested (a nested main loop inside a dispatch begins

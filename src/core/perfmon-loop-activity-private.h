@@ -148,6 +148,13 @@ _perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,
     _perfmon_loop_activity_wake_watcher (activity);
 }
 
+/* The automatic group name of the dispatch the calling thread runs, or
+ * NULL: set by the dispatch hook around each measured dispatch (nested
+ * ones restore the outer name), read by a stack capture in a signal
+ * handler on the same thread (initial-exec TLS: async-signal-safe). The
+ * name lives as long as the monitor. */
+extern __thread const char *_perfmon_current_dispatch_name __attribute__ ((tls_model ("initial-exec")));
+
 /* The thread's side: notes a dispatch of @cycles named @name (at most
  * PERFMON_LOOP_DISPATCH_NAME_WORDS * 8 - 1 bytes are kept) that ended in
  * the current stretch. Called for long dispatches only: it walks a short

@@ -22,6 +22,7 @@
 #include <libunwind.h>
 
 #include "perfmon-error.h"
+#include "perfmon-loop-activity-private.h"
 #include "perfmon-stack-capture-private.h"
 
 /* Design.
@@ -320,7 +321,11 @@ _perfmon_stack_capture_copy_runnable_name (PerfmonCapturedStack *stack)
     return;
 
   stack->has_runnable_name = TRUE;
-  name = g_source_get_name (source);
+  /* With automatic groups on, the dispatch's group name says more (a
+   * callback's symbol, a Python callable) than the source's own. */
+  name = _perfmon_current_dispatch_name;
+  if (name == NULL)
+    name = g_source_get_name (source);
   if (name != NULL)
     {
       while (length < PERFMON_RUNNABLE_NAME_MAX && name[length] != '\0')
