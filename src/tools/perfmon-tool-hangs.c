@@ -333,6 +333,24 @@ print_report (const char *id,
         }
     }
 
+  /* Automatic groups: the busy stretch's longest dispatches. */
+  {
+    JsonArray *dispatches = get_array (report, "dispatches");
+
+    if (array_length (dispatches) > 0)
+      g_print ("\nDispatches (longest first):\n");
+    for (guint i = 0; i < array_length (dispatches); i++)
+      {
+        JsonNode *node = json_array_get_element (dispatches, i);
+        JsonObject *dispatch = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+        JsonNode *ms = dispatch != NULL ? json_object_get_member (dispatch, "duration") : NULL;
+
+        if (dispatch != NULL && json_string_or (dispatch, "name", NULL) != NULL)
+          g_print ("  %7.0f ms  %s\n", ms != NULL && JSON_NODE_HOLDS_VALUE (ms) ? json_node_get_double (ms) : 0.0,
+                   json_string_or (dispatch, "name", NULL));
+      }
+  }
+
   g_print ("\nStack (innermost first):\n");
   if (n_frames == 0)
     g_print ("  unavailable: %s\n", json_string_or (report, "stackUnavailable", "no frames"));

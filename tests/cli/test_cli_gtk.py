@@ -72,6 +72,40 @@ class GtkTest(BusTestCase):
         for name in groups:
             self.assertLessEqual(len(name.encode()), 95)
 
+    def wait_for_hang(self, pid):
+        def hang_listed():
+            result = self.perfmon('hangs', 'list', '--json')
+            if result.returncode != 0:
+                return None
+            hangs = [h for h in json.loads(result.stdout) if h.get('pid') == pid]
+            return hangs or None
+        return self.eventually(hang_listed, 'the stall to be reported to perfmond', timeout=60)
+
+    @unittest.skipIf(shutil.which('gtk4-demo') is None, 'gtk4-demo missing (Debian: gtk-4-examples)')
+    def test_gtk4_demo_stall_is_the_hang_runnable(self):
+        # The stall is provoked without touching gtk4-demo: a theme whose
+        # every widget is blurred and shadowed far beyond what the cairo
+        # renderer draws quickly makes each of GTK's paints take long.
+        theme = os.path.join(self.tmp, 'data', 'themes', 'Slow', 'gtk-4.0')
+        os.makedirs(theme)
+        with open(os.path.join(theme, 'gtk.css'), 'w') as f:
+            f.write('* { filter: blur(40px); box-shadow: 0 0 300px 150px rgba(0, 0, 0, 0.5); }\n')
+        self.start_daemon()
+        env = dict(self.env)
+        env.update(GSK_RENDERER='cairo', GTK_THEME='Slow', XDG_DATA_HOME=os.path.join(self.tmp, 'data'))
+        _, pid = self.start_under_xvfb('gtk4-demo', '--run=spinner', env=env,
+                                       run_args=['--threshold', '100'])
+        hangs = self.wait_for_hang(pid)
+        self.assertEqual(hangs[0]['runnable_name'], '[gtk] gdk_frame_clock_paint_idle')
+        self.assert_dispatches_listed(hangs[0]['id'])
+
+    def assert_dispatches_listed(self, hang_id):
+        # The report lists the stretch's longest dispatches, GTK's paint
+        # first.
+        result = self.perfmon('hangs', 'show', hang_id)
+        self.assertExit(result, 0)
+        self.assertRegex(result.stdout, r'Dispatches \(longest first\):\n +\d+ ms  \[gtk\] gdk_frame_clock_paint_idle\n')
+
     def test_gtk_paint_stall_is_the_hang_runnable(self):
         self.start_daemon()
         env = dict(self.env)
@@ -79,14 +113,9 @@ class GtkTest(BusTestCase):
         _, pid = self.start_under_xvfb('/usr/bin/python3', os.path.join(HERE, 'gtk_stall.py'),
                                        env=env, run_args=['--threshold', '150'])
 
-        def hang_listed():
-            result = self.perfmon('hangs', 'list', '--json')
-            if result.returncode != 0:
-                return None
-            hangs = [h for h in json.loads(result.stdout) if h.get('pid') == pid]
-            return hangs or None
-        hangs = self.eventually(hang_listed, 'the stall to be reported to perfmond', timeout=60)
+        hangs = self.wait_for_hang(pid)
         self.assertEqual(hangs[0]['runnable_name'], '[gtk] gdk_frame_clock_paint_idle')
+        self.assert_dispatches_listed(hangs[0]['id'])
         groups = self.automatic_groups(pid)
         if groups is not None:
             self.assertIn('[gtk] gdk_frame_clock_paint_idle', groups)
