@@ -209,22 +209,45 @@ describe_address (gconstpointer address,
 }
 
 /* Patches @funcs, naming its type @type_name (or after its symbol). Returns
- * FALSE if it cannot be. Takes kinds_lock: called when a kind is first
- * seen, not per dispatch. */
+ * FALSE if it cannot be. Called when a kind is first seen, not per
+ * dispatch. The dynamic linker's lock (dladdr(), dl_iterate_phdr()) is
+ * never taken under kinds_lock: a library constructor that makes a source
+ * runs under the former and would take the latter. */
 static gboolean
 patch_kind (GSourceFuncs *funcs,
             const char   *type_name)
 {
   gboolean done = FALSE;
-  DispatchFunc dispatch;
+  DispatchFunc dispatch = (DispatchFunc) g_atomic_pointer_get (&funcs->dispatch);
+  char name[KIND_NAME_SIZE];
+
+  if (lookup_kind (funcs) != NULL)
+    return TRUE;
+  if (dispatch == NULL || dispatch == automatic_dispatch)
+    return FALSE;   /* nothing to wrap, or a copy of a patched kind */
+  if (!funcs_are_patchable (funcs))
+    return FALSE;
+
+  if (type_name != NULL)
+    g_strlcpy (name, type_name, sizeof name);
+  else if (!describe_address (funcs, name, sizeof name))
+    {
+      char where[KIND_NAME_SIZE];
+
+      /* A static GSourceFuncs has no dynamic symbol: its dispatch
+       * function may have one. */
+      if (!describe_address ((gconstpointer) dispatch, name, sizeof name))
+        {
+          g_strlcpy (where, name, sizeof where);
+          g_snprintf (name, sizeof name, "GSource (%s)", where);
+        }
+    }
 
   g_mutex_lock (&kinds_lock);
-  dispatch = (DispatchFunc) g_atomic_pointer_get (&funcs->dispatch);
   if (lookup_kind (funcs) != NULL)
-    done = TRUE;
-  else if (dispatch == NULL || dispatch == automatic_dispatch)
-    done = FALSE;   /* nothing to wrap, or a copy of a patched kind */
-  else if (n_kinds < N_KINDS * 3 / 4 && funcs_are_patchable (funcs))
+    done = TRUE;    /* another thread was first */
+  else if (n_kinds < N_KINDS * 3 / 4 &&
+           g_atomic_pointer_get (&funcs->dispatch) == (gpointer) dispatch)
     {
       guint i = kind_hash (funcs);
       Kind *kind;
@@ -236,20 +259,7 @@ patch_kind (GSourceFuncs *funcs,
       kind->prepare = (gpointer) funcs->prepare;
       kind->check = (gpointer) funcs->check;
       kind->finalize = (gpointer) funcs->finalize;
-      if (type_name != NULL)
-        g_strlcpy (kind->type_name, type_name, sizeof kind->type_name);
-      else if (!describe_address (funcs, kind->type_name, sizeof kind->type_name))
-        {
-          char where[KIND_NAME_SIZE];
-
-          /* A static GSourceFuncs has no dynamic symbol: its dispatch
-           * function may have one. */
-          if (!describe_address ((gconstpointer) dispatch, kind->type_name, sizeof kind->type_name))
-            {
-              g_strlcpy (where, kind->type_name, sizeof where);
-              g_snprintf (kind->type_name, sizeof kind->type_name, "GSource (%s)", where);
-            }
-        }
+      g_strlcpy (kind->type_name, name, sizeof kind->type_name);
       n_kinds++;
       g_atomic_pointer_set (&kind->funcs, funcs);
       /* Another thread may dispatch a source of this kind right now: it
