@@ -406,8 +406,8 @@ attach_new_source (GSource        *source,
 {
   guint id;
 
-  if (priority != G_PRIORITY_DEFAULT)
-    g_source_set_priority (source, priority);
+  /* Unconditionally: an idle source starts at G_PRIORITY_DEFAULT_IDLE. */
+  g_source_set_priority (source, priority);
   g_source_set_callback (source, function, data, notify);
   id = g_source_attach (source, NULL);
   g_source_unref (source);

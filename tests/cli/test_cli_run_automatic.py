@@ -45,6 +45,13 @@ class RunAutomaticTest(CliTestCase):
         self.assertEqual(hang['dispatches'][0]['name'], hang['runnableName'])
         self.assertGreaterEqual(hang['dispatches'][0]['duration'], 250)
 
+    def test_interposed_adders_behave_as_glibs(self):
+        # perfmon run reimplements g_idle_add & co. to see their attaches.
+        result = self.perfmon('run', '--', os.environ['PERFMON_INTERPOSED_ADDERS'],
+                              env=self.foreign_env(own=True))
+        self.assertExit(result, 0)
+        self.assertIn('interposed-adders: 0 failures', result.stdout)
+
     def test_no_automatic(self):
         env = dict(self.env)
         env['PERFMON_RUN_NO_AUTOMATIC'] = '1'
