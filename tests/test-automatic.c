@@ -10,10 +10,12 @@
 
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gio/gio.h>
 #include <glib-unix.h>
+#include <json-glib/json-glib.h>
 
 #include "perfmon.h"
 #include "perfmon-dispatch-private.h"
@@ -687,6 +689,89 @@ test_hang_dispatches (Fixture       *fixture,
   test_remove_tree (dir);
 }
 
+/* A permahang is saved while it goes on, with the runnable the stack
+ * capture saw: the automatic group's name (here the callback's symbol),
+ * not the source's name (GLib's default "GIdleSource"). */
+G_GNUC_NO_INLINE gboolean automatic_test_stuck_callback (gpointer data);
+
+G_GNUC_NO_INLINE gboolean
+automatic_test_stuck_callback (gpointer data)
+{
+  for (;;)
+    spin_ms (10);
+  return G_SOURCE_REMOVE;
+}
+
+/* The child's watcher thread: exits 0 once a saved record names the
+ * callback, 4 if one names something else, 3 if none comes. */
+static gpointer
+check_saved_record (gpointer data)
+{
+  const char *pending = data;
+
+  for (guint i = 0; i < 2000; i++)
+    {
+      g_autoptr(GDir) dir = g_dir_open (pending, 0, NULL);
+      const char *instance;
+
+      while (dir != NULL && (instance = g_dir_read_name (dir)) != NULL)
+        {
+          g_autofree char *path = g_build_filename (pending, instance, NULL);
+          g_autoptr(GDir) records = g_dir_open (path, 0, NULL);
+          const char *name;
+
+          while (records != NULL && (name = g_dir_read_name (records)) != NULL)
+            if (g_str_has_suffix (name, ".json"))
+              {
+                g_autofree char *file = g_build_filename (path, name, NULL);
+                g_autoptr(JsonParser) parser = json_parser_new ();
+
+                if (!json_parser_load_from_file (parser, file, NULL))
+                  continue;
+                _exit (g_strcmp0 (json_object_get_string_member (json_node_get_object (json_parser_get_root (parser)),
+                                                                 "runnableName"),
+                                  "automatic_test_stuck_callback") == 0 ? 0 : 4);
+              }
+        }
+      g_usleep (10000);
+    }
+  _exit (3);
+}
+
+static void
+test_permahang_runnable (void)
+{
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-automatic-XXXXXX");
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+  g_autofree char *pending = g_build_filename (pings, "pending", NULL);
+  pid_t child = fork ();
+  int status;
+
+  g_assert_cmpint (child, >=, 0);
+  if (child == 0)
+    {
+      GMainContext *context = g_main_context_new ();
+      PerfmonMonitor *monitor = perfmon_monitor_new (context);
+      PerfmonHangMonitor *hang_monitor = perfmon_hang_monitor_new (monitor);
+      GSource *source = g_idle_source_new ();
+
+      perfmon_monitor_set_automatic_groups (monitor, TRUE);
+      g_object_set (hang_monitor, "pings-dir", pings, "threshold", 50, "permahang-threshold", 300, NULL);
+      if (!perfmon_hang_monitor_start (hang_monitor, NULL))
+        _exit (2);
+      g_thread_unref (g_thread_new ("checker", check_saved_record, pending));
+      g_source_set_callback (source, automatic_test_stuck_callback, NULL, NULL);
+      g_source_attach (source, context);
+      for (;;)
+        g_main_context_iteration (context, TRUE);
+    }
+
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 0);
+  test_remove_tree (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -704,6 +789,7 @@ main (int   argc,
   ADD ("/automatic/observer", test_observer_calls);
   ADD ("/automatic/hang-dispatches", test_hang_dispatches);
 #undef ADD
+  g_test_add_func ("/automatic/permahang-runnable", test_permahang_runnable);
 
   return g_test_run ();
 }
