@@ -139,13 +139,14 @@ static const gsize record_min_size[] = {
   [PERFMON_TASK_RECORD_THREAD]    = sizeof (PerfmonTaskThreadRecord) + 1,
   [PERFMON_TASK_RECORD_DBUS_SEND] = sizeof (PerfmonTaskDBusRecord) + 1,
   [PERFMON_TASK_RECORD_DBUS_RECV] = sizeof (PerfmonTaskDBusRecord) + 1,
+  [PERFMON_TASK_RECORD_NAME]      = sizeof (PerfmonTaskNameRecord) + 1,
 };
 
 static const char *
 record_type_name (guint type)
 {
   static const char *names[] = {
-    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV",
+    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV", "NAME",
   };
 
   return type < G_N_ELEMENTS (names) ? names[type] : "unknown";
@@ -307,6 +308,26 @@ read_file (Reader      *reader,
           }
           break;
 
+        case PERFMON_TASK_RECORD_NAME:
+          {
+            guint64 task_id;
+            char *text = record_string (record, rh.size, sizeof (PerfmonTaskNameRecord));
+
+            if (text == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "text",
+                           "the task name does not end inside its record");
+            memcpy (&task_id, record + G_STRUCT_OFFSET (PerfmonTaskNameRecord, task_id), sizeof task_id);
+            task = lookup (self, task_id);
+            if (task == NULL || task->name != NULL)
+              {
+                self->unmatched_records++;
+                g_free (text);
+              }
+            else
+              task->name = text;
+          }
+          break;
+
         case PERFMON_TASK_RECORD_SYMBOL:
           {
             guint64 callback;
@@ -375,7 +396,9 @@ read_file (Reader      *reader,
       const char *symbol = g_hash_table_lookup (symbols, &task->callback);
       const char *thread_name = g_hash_table_lookup (thread_names, GUINT_TO_POINTER (tid));
 
-      task->name = g_strdup (symbol);
+      /* An automatic task has its NAME already. */
+      if (task->name == NULL)
+        task->name = g_strdup (symbol);
       task->thread_name = g_strdup (thread_name);
       task->process_name = g_strdup (process_name);
     }
