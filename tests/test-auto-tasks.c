@@ -635,6 +635,33 @@ test_stop_inside_dispatch (Fixture       *fixture,
   g_assert_cmpuint (perfmon_task_get_current (), ==, 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Tracing off: the wrappers are GLib's calls, nothing more */
+
+static void
+test_wrappers_untraced (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  guint counter = 0;
+  guint id;
+  GSource *source;
+
+  g_assert_false (perfmon_tracer_is_active ());
+  id = perfmon_idle_add (count_callback, &counter);
+  source = g_main_context_find_source_by_id (NULL, id);
+  g_assert_nonnull (source);
+  /* GLib's own idle: no task carried, no allocation of ours. */
+  g_assert_true (source->source_funcs == &g_idle_funcs);
+  g_source_remove (id);
+
+  id = perfmon_timeout_add (1000, count_callback, &counter);
+  source = g_main_context_find_source_by_id (NULL, id);
+  g_assert_nonnull (source);
+  g_assert_true (source->source_funcs == &g_timeout_funcs);
+  g_source_remove (id);
+  g_assert_cmpuint (counter, ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -655,6 +682,7 @@ main (int   argc,
   ADD ("/auto-tasks/wrapper-sources-skipped", test_wrapper_sources_skipped);
   ADD ("/auto-tasks/nested", test_nested);
   ADD ("/auto-tasks/stop-inside-dispatch", test_stop_inside_dispatch);
+  ADD ("/auto-tasks/wrappers-untraced", test_wrappers_untraced);
 
   return g_test_run ();
 }

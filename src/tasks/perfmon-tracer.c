@@ -780,7 +780,19 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Dispatch wrappers */
+/* Dispatch wrappers
+ *
+ * With tracing off, the wrappers of sources, invokes and GTasks are the
+ * GLib calls they mirror and nothing more: such a source runs untraced
+ * even if tracing starts before it runs (with the per-dispatch hook, its
+ * dispatches are automatic tasks then). A thread pool's item still takes
+ * one allocation, which the pool's trampoline needs to tell items apart. */
+
+static inline gboolean
+tracing_on (void)
+{
+  return __atomic_load_n (&current_session, __ATOMIC_RELAXED) != 0;
+}
 
 /* A GSource that runs one task: an idle (interval 0) or a timeout. One
  * allocation, like GLib's own idle and timeout sources. */
@@ -888,7 +900,8 @@ attach_task_source (GSource *source)
  * the calling thread's current task and source event, and each run of
  * @function is one BEGIN … END of that task, with the task current on the
  * thread that runs it (tasks it dispatches are its children). The source
- * is attached to the global-default main context, as GLib's is.
+ * is attached to the global-default main context, as GLib's is. With
+ * tracing off it is g_idle_add_full(), at no extra cost.
  *
  * Any thread may call it.
  *
@@ -902,6 +915,9 @@ perfmon_idle_add_full (int            priority,
 {
   g_return_val_if_fail (function != NULL, 0);
 
+  /* Nobody traces: GLib's idle, which costs nothing more. */
+  if (!tracing_on ())
+    return g_idle_add_full (priority, function, data, notify);
   return attach_task_source (task_source_new (0, priority, function, data, notify));
 }
 
@@ -936,6 +952,7 @@ perfmon_idle_add (GSourceFunc function,
  * g_timeout_add_full() as a task: dispatched once, now; each time
  * @function runs is one BEGIN … END of the same task. See
  * perfmon_idle_add_full(). An @interval of 0 is an idle at @priority.
+ * With tracing off it is g_timeout_add_full().
  *
  * Returns: the id (greater than 0) of the event source
  */
@@ -948,6 +965,9 @@ perfmon_timeout_add_full (int            priority,
 {
   g_return_val_if_fail (function != NULL, 0);
 
+  if (!tracing_on ())
+    return interval > 0 ? g_timeout_add_full (priority, interval, function, data, notify)
+                        : g_idle_add_full (priority, function, data, notify);
   return attach_task_source (task_source_new (interval, priority, function, data, notify));
 }
 
@@ -1006,7 +1026,8 @@ run_task_inline (const PerfmonTaskIds *ids,
  * child of the caller's); otherwise it runs from an idle source attached
  * to @context, on the thread that runs @context. Either way, as in GLib,
  * @function is called again while it returns %TRUE, each call one
- * BEGIN … END of the task.
+ * BEGIN … END of the task. With tracing off it is
+ * g_main_context_invoke_full().
  *
  * Any thread may call it.
  */
@@ -1022,7 +1043,9 @@ perfmon_main_context_invoke_full (GMainContext  *context,
   if (context == NULL)
     context = g_main_context_default ();
 
-  if (g_main_context_is_owner (context))
+  if (!tracing_on ())
+    g_main_context_invoke_full (context, priority, function, data, notify);
+  else if (g_main_context_is_owner (context))
     {
       PerfmonTaskIds ids;
 
@@ -1234,6 +1257,7 @@ gtask_trampoline (GTask        *task,
  *
  * g_task_run_in_thread() as a task: dispatched now, as a child of the
  * calling thread's task, and run (BEGIN … END) in the worker thread.
+ * With tracing off it is g_task_run_in_thread().
  */
 void
 perfmon_task_run_in_thread (GTask           *task,
@@ -1244,6 +1268,11 @@ perfmon_task_run_in_thread (GTask           *task,
   g_return_if_fail (G_IS_TASK (task));
   g_return_if_fail (task_func != NULL);
 
+  if (!tracing_on ())
+    {
+      g_task_run_in_thread (task, task_func);
+      return;
+    }
   carrier = g_new (GTaskCarrier, 1);
   carrier->func = task_func;
   _perfmon_task_dispatch (&carrier->ids, task_func);
