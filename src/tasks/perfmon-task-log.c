@@ -774,6 +774,192 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
   return steal_ids (ids, n_ids);
 }
 
+/* --- the same questions, exact from JavaScript --------------------------
+ *
+ * A JavaScript number is a double: task ids (pid << 32 | serial) pass 2^53
+ * for pids from 2^21 on. These take and give tasks, or ids as text. */
+
+/**
+ * perfmon_task_log_find_task_by_id_string:
+ * @self: a task log
+ * @id: a task id as text: `0x` and hexadecimal digits, as
+ *   [method@Task.dup_id_string] gives it, or decimal digits
+ *
+ * [method@TaskLog.find_task] for languages whose numbers cannot hold every
+ * task id.
+ *
+ * Returns: (transfer none) (nullable): the task, or %NULL if @id is not a
+ *   task id or the log has no task of that id
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_find_task_by_id_string (PerfmonTaskLog *self,
+                                         const char     *id)
+{
+  guint64 value;
+  const char *digits;
+  guint base = 10;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (id != NULL, NULL);
+
+  digits = id;
+  if (g_str_has_prefix (id, "0x") || g_str_has_prefix (id, "0X"))
+    {
+      digits = id + 2;
+      base = 16;
+    }
+  /* Digits only: no sign, no space, no second prefix, nothing after. */
+  for (const char *c = digits; *c != '\0'; c++)
+    if (base == 16 ? !g_ascii_isxdigit (*c) : !g_ascii_isdigit (*c))
+      return NULL;
+  if (!g_ascii_string_to_unsigned (digits, base, 1, G_MAXUINT64, &value, NULL))
+    return NULL;
+  return lookup (self, value);
+}
+
+/**
+ * perfmon_task_log_find_task_by_serial:
+ * @self: a task log
+ * @process: the pid of the task's process, see [method@Task.get_process]
+ * @serial: the task's serial in it, see [method@Task.get_serial]
+ *
+ * [method@TaskLog.find_task] by the two halves of the id, each of which a
+ * JavaScript number holds exactly.
+ *
+ * Returns: (transfer none) (nullable): the task, or %NULL if the log has
+ *   no such task
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_find_task_by_serial (PerfmonTaskLog *self,
+                                      guint           process,
+                                      guint           serial)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+
+  return lookup (self, ((guint64) process << 32) | serial);
+}
+
+/**
+ * perfmon_task_log_get_parent:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * Returns: (transfer none) (nullable): the task that dispatched @task, or
+ *   %NULL if @task is a root or the log does not have its parent
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_get_parent (PerfmonTaskLog *self,
+                             PerfmonTask    *task)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  return task->parent_id == task->id ? NULL : lookup (self, task->parent_id);
+}
+
+/* The tasks of @ids (freed), those the log has, in order. */
+static GPtrArray *
+tasks_of_ids (PerfmonTaskLog *self,
+              guint64        *ids,
+              gsize           n_ids)
+{
+  GPtrArray *tasks = g_ptr_array_new_full ((guint) n_ids, (GDestroyNotify) perfmon_task_unref);
+
+  for (gsize i = 0; i < n_ids; i++)
+    {
+      PerfmonTask *task = lookup (self, ids[i]);
+
+      if (task != NULL)
+        g_ptr_array_add (tasks, perfmon_task_ref (task));
+    }
+  g_free (ids);
+  return tasks;
+}
+
+/**
+ * perfmon_task_log_get_ancestor_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_ancestors] as tasks: exact from any language.
+ *
+ * Returns: (transfer full) (element-type PerfmonTask): the ancestors the
+ *   log has, the parent first
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_ancestor_tasks (PerfmonTaskLog *self,
+                                     PerfmonTask    *task)
+{
+  guint64 *ids;
+  gsize n_ids;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  ids = perfmon_task_log_find_ancestors (self, task->id, &n_ids);
+  return tasks_of_ids (self, ids, n_ids);
+}
+
+/**
+ * perfmon_task_log_get_follower_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_followers] as tasks.
+ *
+ * Returns: (transfer full) (element-type PerfmonTask): the followers,
+ *   breadth first
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_follower_tasks (PerfmonTaskLog *self,
+                                     PerfmonTask    *task)
+{
+  guint64 *ids;
+  gsize n_ids;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  ids = perfmon_task_log_find_followers (self, task->id, &n_ids);
+  return tasks_of_ids (self, ids, n_ids);
+}
+
+/**
+ * perfmon_task_log_get_blocker_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_blockers] as tasks.
+ *
+ * Returns: (transfer full) (element-type PerfmonTask): the blockers, in
+ *   the order they ran
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_blocker_tasks (PerfmonTaskLog *self,
+                                    PerfmonTask    *task)
+{
+  guint64 *ids;
+  gsize n_ids;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  ids = perfmon_task_log_find_blockers (self, task->id, &n_ids);
+  return tasks_of_ids (self, ids, n_ids);
+}
+
 /**
  * perfmon_task_log_get_dropped_records:
  * @self: a task log
