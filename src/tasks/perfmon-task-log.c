@@ -863,20 +863,21 @@ perfmon_task_log_get_parent (PerfmonTaskLog *self,
   return task->parent_id == task->id ? NULL : lookup (self, task->parent_id);
 }
 
-/* The tasks of @ids (freed), those the log has, in order. */
+/* The tasks of @ids (freed), those the log has, in order; the log owns
+ * them, the caller the array. */
 static GPtrArray *
 tasks_of_ids (PerfmonTaskLog *self,
               guint64        *ids,
               gsize           n_ids)
 {
-  GPtrArray *tasks = g_ptr_array_new_full ((guint) n_ids, (GDestroyNotify) perfmon_task_unref);
+  GPtrArray *tasks = g_ptr_array_sized_new ((guint) n_ids);
 
   for (gsize i = 0; i < n_ids; i++)
     {
       PerfmonTask *task = lookup (self, ids[i]);
 
       if (task != NULL)
-        g_ptr_array_add (tasks, perfmon_task_ref (task));
+        g_ptr_array_add (tasks, task);
     }
   g_free (ids);
   return tasks;
@@ -889,8 +890,9 @@ tasks_of_ids (PerfmonTaskLog *self,
  *
  * [method@TaskLog.find_ancestors] as tasks: exact from any language.
  *
- * Returns: (transfer full) (element-type PerfmonTask): the ancestors the
- *   log has, the parent first
+ * Returns: (transfer container) (element-type PerfmonTask): the ancestors the
+ *   log has, the parent first;
+ *   the log owns the tasks
  *
  * Since: 0.2
  */
@@ -915,8 +917,9 @@ perfmon_task_log_get_ancestor_tasks (PerfmonTaskLog *self,
  *
  * [method@TaskLog.find_followers] as tasks.
  *
- * Returns: (transfer full) (element-type PerfmonTask): the followers,
- *   breadth first
+ * Returns: (transfer container) (element-type PerfmonTask): the followers,
+ *   breadth first;
+ *   the log owns the tasks
  *
  * Since: 0.2
  */
@@ -941,8 +944,9 @@ perfmon_task_log_get_follower_tasks (PerfmonTaskLog *self,
  *
  * [method@TaskLog.find_blockers] as tasks.
  *
- * Returns: (transfer full) (element-type PerfmonTask): the blockers, in
- *   the order they ran
+ * Returns: (transfer container) (element-type PerfmonTask): the blockers, in
+ *   the order they ran;
+ *   the log owns the tasks
  *
  * Since: 0.2
  */

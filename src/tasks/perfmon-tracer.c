@@ -1123,6 +1123,12 @@ pool_trampoline (gpointer item_data,
   g_free (item);
 }
 
+gboolean
+_perfmon_tracer_owns_pool_func (GFunc func)
+{
+  return func == pool_trampoline;
+}
+
 /**
  * perfmon_thread_pool_new: (skip)
  * @func: the function to run, in a thread of the pool, for each item
@@ -1248,6 +1254,12 @@ gtask_trampoline (GTask        *task,
   _perfmon_task_enter (&carrier->ids, &saved);
   carrier->func (task, source_object, task_data, cancellable);
   _perfmon_task_leave (&saved);
+}
+
+gboolean
+_perfmon_tracer_gtask_is_wrapped (gpointer gtask)
+{
+  return g_object_get_qdata (gtask, gtask_carrier_quark ()) != NULL;
 }
 
 /**
