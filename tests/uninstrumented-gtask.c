@@ -6,14 +6,14 @@
  * After the jank detector's start-up time (11 s: it ignores the first 10),
  * a timeout adds an idle (gtask_starter), which runs a GTask in GLib's
  * thread pool (gtask_worker); its completion callback (gtask_completed)
- * blocks the loop 600 ms, a jank over 450 ms, whose trace perfmon writes.
+ * blocks the loop 1200 ms, a jank over 450 ms, whose trace perfmon writes.
  * LINGER_S seconds later the program exits 0. The three functions are exported
  * (-rdynamic) so that the trace names them.
  */
 #include <gio/gio.h>
 
 #define START_S  11
-#define STALL_MS 600
+#define STALL_MS 1200   /* the trace capture confirms a jank at checks 150 ms apart from 450 ms on */
 #define LINGER_S 5   /* the jank trace is written at the end of its 3 s capture */
 
 gboolean gtask_starter   (gpointer data);

@@ -489,9 +489,11 @@ perfmon_task_get_process_name (PerfmonTask *self)
  *
  * Gets the name of the function @self runs, the symbol the tracer found
  * for it (the C counterpart of the class name that TaskTracer takes from a
- * runnable's vtable).
+ * runnable's vtable). A task the tracer made of a GSource dispatch on its
+ * own (no dispatch wrapper) has the source's name instead, else its
+ * callback's symbol, else its type.
  *
- * Returns: the symbol of the task's callback, or "??" if unknown
+ * Returns: the name of the task, or "??" if unknown
  */
 const char *
 perfmon_task_get_name (PerfmonTask *self)

@@ -176,6 +176,7 @@ after_fork_in_child (void)
    * session of its own (and does not write the parent's file). The child
    * has this one thread: no lock is needed, and none may be taken. */
   __atomic_store_n (&current_session, 0, __ATOMIC_RELAXED);
+  _perfmon_dispatch_set_observer (NULL);
   mode = MODE_OFF;
   flight_is_held = FALSE;
   session_path = NULL;
@@ -667,7 +668,8 @@ perfmon_source_event_get_current (PerfmonSourceEventType *type)
  * perfmon_task_get_current:
  *
  * The task that runs on the calling thread, as far as the dispatch
- * wrappers know: its id is in DISPATCH, BEGIN, END and LABEL records.
+ * wrappers and, while the tracer records, the automatic per-dispatch tasks
+ * know: its id is in DISPATCH, BEGIN, END and LABEL records.
  *
  * Returns: its id, 0 outside any traced task
  */
