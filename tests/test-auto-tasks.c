@@ -464,16 +464,6 @@ test_queueing_idle (Fixture       *fixture,
   g_assert_cmpint (perfmon_task_get_queueing_time (second), >=, 0);
 }
 
-static gboolean
-timeout_callback (gpointer data)
-{
-  Parentage *parentage = data;
-
-  parentage->automatic = perfmon_task_get_current ();
-  parentage->done = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
 static void
 test_queueing_timeout (Fixture       *fixture,
                        gconstpointer  data)
@@ -487,7 +477,7 @@ test_queueing_timeout (Fixture       *fixture,
 
   g_assert_true (perfmon_tracer_start (fixture->path, &error));
   source = g_timeout_source_new (10);
-  g_source_set_callback (source, timeout_callback, &parentage, NULL);
+  g_source_set_callback (source, automatic_callback, &parentage, NULL);
   attach_hooked (source, NULL);
   due = g_source_get_ready_time (source);
   g_source_unref (source);
@@ -510,16 +500,6 @@ test_queueing_timeout (Fixture       *fixture,
 /* ---------------------------------------------------------------------- */
 
 /* A wrapper's source is its own task: the hook adds none around it. */
-static gboolean
-wrapper_callback (gpointer data)
-{
-  Parentage *parentage = data;
-
-  parentage->automatic = perfmon_task_get_current ();
-  parentage->done = TRUE;
-  return G_SOURCE_REMOVE;
-}
-
 static void
 test_wrapper_sources_skipped (Fixture       *fixture,
                               gconstpointer  data)
@@ -531,7 +511,7 @@ test_wrapper_sources_skipped (Fixture       *fixture,
   GSource *source;
 
   g_assert_true (perfmon_tracer_start (fixture->path, &error));
-  perfmon_idle_add (wrapper_callback, &parentage);
+  perfmon_idle_add (automatic_callback, &parentage);
   perfmon_timeout_add (1, count_callback, &timeouts);
   /* What a hook that saw these sources would do. */
   source = g_main_context_find_source_by_user_data (NULL, &parentage);
