@@ -863,23 +863,28 @@ perfmon_task_log_get_parent (PerfmonTaskLog *self,
   return task->parent_id == task->id ? NULL : lookup (self, task->parent_id);
 }
 
-/* The tasks of @ids (freed), those the log has, in order; the log owns
- * them, the caller the array. */
+typedef guint64 *(*FindIds) (PerfmonTaskLog *self,
+                             guint64         id,
+                             gsize          *n_ids);
+
+/* The tasks @find finds for @task, those the log has, in order; the log
+ * owns them, the caller the array. */
 static GPtrArray *
-tasks_of_ids (PerfmonTaskLog *self,
-              guint64        *ids,
-              gsize           n_ids)
+find_tasks (PerfmonTaskLog *self,
+            PerfmonTask    *task,
+            FindIds         find)
 {
+  gsize n_ids;
+  g_autofree guint64 *ids = find (self, task->id, &n_ids);
   GPtrArray *tasks = g_ptr_array_sized_new ((guint) n_ids);
 
   for (gsize i = 0; i < n_ids; i++)
     {
-      PerfmonTask *task = lookup (self, ids[i]);
+      PerfmonTask *found = lookup (self, ids[i]);
 
-      if (task != NULL)
-        g_ptr_array_add (tasks, task);
+      if (found != NULL)
+        g_ptr_array_add (tasks, found);
     }
-  g_free (ids);
   return tasks;
 }
 
@@ -890,9 +895,8 @@ tasks_of_ids (PerfmonTaskLog *self,
  *
  * [method@TaskLog.find_ancestors] as tasks: exact from any language.
  *
- * Returns: (transfer container) (element-type PerfmonTask): the ancestors the
- *   log has, the parent first;
- *   the log owns the tasks
+ * Returns: (transfer container) (element-type PerfmonTask): the ancestors
+ *   the log has, the parent first; the log owns the tasks
  *
  * Since: 0.2
  */
@@ -900,14 +904,10 @@ GPtrArray *
 perfmon_task_log_get_ancestor_tasks (PerfmonTaskLog *self,
                                      PerfmonTask    *task)
 {
-  guint64 *ids;
-  gsize n_ids;
-
   g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
   g_return_val_if_fail (task != NULL, NULL);
 
-  ids = perfmon_task_log_find_ancestors (self, task->id, &n_ids);
-  return tasks_of_ids (self, ids, n_ids);
+  return find_tasks (self, task, perfmon_task_log_find_ancestors);
 }
 
 /**
@@ -918,8 +918,7 @@ perfmon_task_log_get_ancestor_tasks (PerfmonTaskLog *self,
  * [method@TaskLog.find_followers] as tasks.
  *
  * Returns: (transfer container) (element-type PerfmonTask): the followers,
- *   breadth first;
- *   the log owns the tasks
+ *   breadth first; the log owns the tasks
  *
  * Since: 0.2
  */
@@ -927,14 +926,10 @@ GPtrArray *
 perfmon_task_log_get_follower_tasks (PerfmonTaskLog *self,
                                      PerfmonTask    *task)
 {
-  guint64 *ids;
-  gsize n_ids;
-
   g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
   g_return_val_if_fail (task != NULL, NULL);
 
-  ids = perfmon_task_log_find_followers (self, task->id, &n_ids);
-  return tasks_of_ids (self, ids, n_ids);
+  return find_tasks (self, task, perfmon_task_log_find_followers);
 }
 
 /**
@@ -944,9 +939,8 @@ perfmon_task_log_get_follower_tasks (PerfmonTaskLog *self,
  *
  * [method@TaskLog.find_blockers] as tasks.
  *
- * Returns: (transfer container) (element-type PerfmonTask): the blockers, in
- *   the order they ran;
- *   the log owns the tasks
+ * Returns: (transfer container) (element-type PerfmonTask): the blockers,
+ *   in the order they ran; the log owns the tasks
  *
  * Since: 0.2
  */
@@ -954,14 +948,10 @@ GPtrArray *
 perfmon_task_log_get_blocker_tasks (PerfmonTaskLog *self,
                                     PerfmonTask    *task)
 {
-  guint64 *ids;
-  gsize n_ids;
-
   g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
   g_return_val_if_fail (task != NULL, NULL);
 
-  ids = perfmon_task_log_find_blockers (self, task->id, &n_ids);
-  return tasks_of_ids (self, ids, n_ids);
+  return find_tasks (self, task, perfmon_task_log_find_blockers);
 }
 
 /**

@@ -35,7 +35,7 @@
 #endif
 
 #include "perfmon.h"
-#include "bench-common.h"
+#include "bench-dispatch.h"
 #include "perfmon-dispatch-private.h"
 
 #define DISPATCHES 1000000
@@ -64,35 +64,18 @@ hooked_dispatch (GSource     *source,
   return again;
 }
 
-typedef struct
-{
-  GMainLoop *loop;
-  guint      remaining;
-} Run;
-
-static gboolean
-idle_step (gpointer data)
-{
-  Run *run = data;
-
-  if (--run->remaining > 0)
-    return G_SOURCE_CONTINUE;
-  g_main_loop_quit (run->loop);
-  return G_SOURCE_REMOVE;
-}
-
 /* @n dispatches of one idle source, plain or through the hook. */
 static void
 run_idle (guint    n,
           gboolean hooked)
 {
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
-  Run run = { loop, n };
+  BenchIdleRun run = { loop, NULL, n };
   GSource *source = g_idle_source_new ();
 
   if (hooked)
     source->source_funcs = &hooked_idle_funcs;
-  g_source_set_callback (source, idle_step, &run, NULL);
+  g_source_set_callback (source, bench_idle_plain, &run, NULL);
   g_source_attach (source, NULL);
   g_source_unref (source);
   g_main_loop_run (loop);
