@@ -1,4 +1,5 @@
-/* test-auto-tasks.c: the tracer's observer of the per-dispatch hook
+/* test-auto-tasks.c: the tracer's observer of the per-dispatch hook, and
+ * its side of the preload module's thread-pool interposers
  *
  * core/'s hook (issue 12, part A) calls the dispatch observer at each
  * attach and around each dispatch of a monitored context. These tests call
@@ -17,6 +18,7 @@
 
 #include "perfmon.h"
 #include "perfmon-dispatch-private.h"
+#include "perfmon-interpose-private.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-tracer-private.h"
 
@@ -642,6 +644,110 @@ test_wrappers_untraced (Fixture       *fixture,
   g_assert_cmpuint (counter, ==, 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Thread pools, as the preload module's interposers drive them */
+
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  guint    runs;
+  guint64  tasks[2];
+  gpointer user_data_seen;
+} PoolRuns;
+
+/* Not static: its task is named after its symbol (-rdynamic). */
+void pool_item_run (gpointer item,
+                    gpointer user_data);
+
+void
+pool_item_run (gpointer item,
+               gpointer user_data)
+{
+  PoolRuns *runs = item;
+
+  g_mutex_lock (&runs->lock);
+  runs->tasks[runs->runs++] = perfmon_task_get_current ();
+  runs->user_data_seen = user_data;
+  g_cond_signal (&runs->cond);
+  g_mutex_unlock (&runs->lock);
+}
+
+static void
+wait_for_runs (PoolRuns *runs,
+               guint     n)
+{
+  g_mutex_lock (&runs->lock);
+  while (runs->runs < n)
+    g_cond_wait (&runs->cond, &runs->lock);
+  g_mutex_unlock (&runs->lock);
+}
+
+static void
+test_pool_items (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  PoolRuns runs = { 0, };
+  GFunc func = pool_item_run;
+  gpointer user_data = &runs.runs;
+  PerfmonTaskIds ids;
+  PerfmonTaskContext saved;
+  GThreadPool *pool;
+  PerfmonTask *task;
+
+  /* g_thread_pool_new(), interposed. */
+  g_assert_true (_perfmon_interpose_pool_new (&func, &user_data));
+  g_assert_true (func != pool_item_run);
+  pool = g_thread_pool_new (func, user_data, 1, FALSE, &error);
+  g_assert_no_error (error);
+
+  /* Tracing off: the item runs, untraced, with the pool's own user data. */
+  _perfmon_interpose_pool_push (pool, &runs);
+  g_thread_pool_push (pool, &runs, NULL);
+  wait_for_runs (&runs, 1);
+  g_assert_cmpuint (runs.tasks[0], ==, 0);
+  g_assert_true (runs.user_data_seen == &runs.runs);
+
+  /* Tracing on: pushed inside a task, run as its child in the worker. */
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  _perfmon_task_dispatch (&ids, NULL);
+  _perfmon_task_enter (&ids, &saved);
+  _perfmon_interpose_pool_push (pool, &runs);
+  g_thread_pool_push (pool, &runs, NULL);
+  _perfmon_task_leave (&saved);
+  wait_for_runs (&runs, 2);
+
+  /* g_thread_pool_free (…, TRUE), interposed. */
+  g_thread_pool_free (pool, FALSE, TRUE);
+  _perfmon_interpose_pool_freed (func, user_data);
+  log = stop_and_load (fixture->path);
+
+  g_assert_cmpuint (runs.tasks[1], !=, 0);
+  task = perfmon_task_log_find_task (log, runs.tasks[1]);
+  g_assert_nonnull (task);
+  g_assert_cmpuint (perfmon_task_get_parent_id (task), ==, ids.task_id);
+  g_assert_cmpstr (perfmon_task_get_name (task), ==, "pool_item_run");
+  g_assert_cmpuint (perfmon_task_get_dispatch_thread (task), !=, perfmon_task_get_thread (task));
+}
+
+/* The tracer's own pools are tasks already: not hooked. */
+static void
+test_pool_own_not_hooked (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  GThreadPool *pool = perfmon_thread_pool_new (pool_item_run, NULL, 1, FALSE, &error);
+  GFunc func = pool->func;
+  gpointer user_data = pool->user_data;
+
+  g_assert_false (_perfmon_interpose_pool_new (&func, &user_data));
+  g_assert_true (func == pool->func);
+  g_assert_true (user_data == pool->user_data);
+  perfmon_thread_pool_free (pool, FALSE, TRUE);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -663,6 +769,8 @@ main (int   argc,
   ADD ("/auto-tasks/nested", test_nested);
   ADD ("/auto-tasks/stop-inside-dispatch", test_stop_inside_dispatch);
   ADD ("/auto-tasks/wrappers-untraced", test_wrappers_untraced);
+  ADD ("/auto-tasks/pool/items", test_pool_items);
+  ADD ("/auto-tasks/pool/own-not-hooked", test_pool_own_not_hooked);
 
   return g_test_run ();
 }
