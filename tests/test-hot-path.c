@@ -10,6 +10,7 @@
 #include "perfmon-monitor-private.h"
 #include "perfmon-no-syscalls.h"
 #include "perfmon-tracer-private.h"
+#include "perfmon-dispatch-private.h"
 
 #define N_PAIRS 100000
 
@@ -133,6 +134,57 @@ test_tracer_file_no_syscalls (void)
   tracer_events_no_syscalls (FALSE);
 }
 
+/* The tracer's observer of the per-dispatch hook: an attach, then
+ * dispatches as core/'s hook reports them (automatic tasks: DISPATCH, NAME,
+ * BEGIN, END), of a source it saw attached and of one it did not. */
+typedef struct
+{
+  const PerfmonDispatchObserver *observer;
+  GSource                       *known;
+  GSource                       *unknown;
+} AutoTasks;
+
+static void
+record_automatic_tasks (gpointer data)
+{
+  AutoTasks *auto_tasks = data;
+
+  for (guint i = 0; i < N_PAIRS; i++)
+    {
+      GSource *source = i % 2 == 0 ? auto_tasks->known : auto_tasks->unknown;
+      gpointer token;
+
+      if (i % 64 == 0)
+        auto_tasks->observer->attached (auto_tasks->known);
+      token = auto_tasks->observer->dispatch_begin (source, "[test] a source's name");
+      auto_tasks->observer->dispatch_end (source, token);
+    }
+}
+
+static void
+test_dispatch_observer_no_syscalls (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      AutoTasks auto_tasks = { NULL, g_idle_source_new (), g_idle_source_new () };
+
+      g_source_attach (auto_tasks.known, NULL);
+      g_source_attach (auto_tasks.unknown, NULL);
+      g_assert_true (perfmon_tracer_set_buffer_size (64 * 1024, &error));
+      g_assert_true (perfmon_tracer_start_flight_recorder (60, &error));
+      auto_tasks.observer = _perfmon_dispatch_get_observer ();
+      g_assert_nonnull (auto_tasks.observer);
+      /* Warm up: the thread's buffer and ids, the clock's calibration. */
+      record_automatic_tasks (&auto_tasks);
+
+      run_without_system_calls (record_automatic_tasks, &auto_tasks);
+    }
+
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -142,6 +194,7 @@ main (int   argc,
   g_test_add_func ("/hot-path/enter-leave-no-syscalls", test_enter_leave_no_syscalls);
   g_test_add_func ("/hot-path/tracer-flight-recorder-no-syscalls", test_tracer_flight_no_syscalls);
   g_test_add_func ("/hot-path/tracer-file-no-syscalls", test_tracer_file_no_syscalls);
+  g_test_add_func ("/hot-path/dispatch-observer-no-syscalls", test_dispatch_observer_no_syscalls);
 
   return g_test_run ();
 }

@@ -6,10 +6,19 @@
  * event, an idle dispatches a thread-pool job, which invokes a callback
  * back on the main thread. Writes the log to argv[1] and prints the three
  * task ids ("0x…", one per line, in chain order).
+ *
+ * With "--pid PID" after the path, the log is rewritten as if a process of
+ * that pid had written it (its header and the high 32 bits of every id of
+ * this process): task ids of large pids, which JavaScript numbers cannot
+ * hold exactly, without waiting for the kernel to hand out such a pid.
  */
 #include "config.h"
 
+#include <string.h>
+#include <unistd.h>
+
 #include "perfmon.h"
+#include "perfmon-task-format-private.h"
 
 gboolean writer_step_one   (gpointer data);
 void     writer_step_two   (gpointer item,
@@ -54,6 +63,60 @@ writer_step_three (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+static guint64
+with_pid (guint64 id,
+          guint32 old_pid,
+          guint32 new_pid)
+{
+  return (id >> 32) == old_pid ? ((guint64) new_pid << 32) | (id & G_MAXUINT32) : id;
+}
+
+static void
+patch_id (guint8  *at,
+          guint32  old_pid,
+          guint32  new_pid)
+{
+  guint64 id;
+
+  memcpy (&id, at, sizeof id);
+  id = with_pid (id, old_pid, new_pid);
+  memcpy (at, &id, sizeof id);
+}
+
+static gboolean
+rewrite_pid (const char  *path,
+             guint32      new_pid,
+             GError     **error)
+{
+  g_autofree char *contents = NULL;
+  PerfmonTaskFileHeader header;
+  gsize length;
+  guint8 *data;
+
+  if (!g_file_get_contents (path, &contents, &length, error))
+    return FALSE;
+  data = (guint8 *) contents;
+  memcpy (&header, data, sizeof header);
+  for (gsize at = header.header_size; at + sizeof (PerfmonTaskRecordHeader) <= length;)
+    {
+      PerfmonTaskRecordHeader record;
+
+      memcpy (&record, data + at, sizeof record);
+      /* Every record of a task has its id right after the header. */
+      if (record.type != PERFMON_TASK_RECORD_SYMBOL && record.type != PERFMON_TASK_RECORD_THREAD)
+        patch_id (data + at + sizeof record, header.pid, new_pid);
+      if (record.type == PERFMON_TASK_RECORD_DISPATCH)
+        {
+          patch_id (data + at + G_STRUCT_OFFSET (PerfmonTaskDispatchRecord, parent_id), header.pid, new_pid);
+          patch_id (data + at + G_STRUCT_OFFSET (PerfmonTaskDispatchRecord, source_event_id), header.pid, new_pid);
+        }
+      at += record.size;
+    }
+  header.pid = new_pid;
+  memcpy (data, &header, sizeof header);
+  return g_file_set_contents (path, contents, (gssize) length, error);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -61,10 +124,12 @@ main (int   argc,
   g_autoptr(GError) error = NULL;
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   Chain chain = { loop, NULL, { 0, } };
+  guint64 pid = getpid ();
 
-  if (argc != 2)
+  if (!(argc == 2 || (argc == 4 && g_str_equal (argv[2], "--pid") &&
+                      g_ascii_string_to_unsigned (argv[3], 10, 1, G_MAXUINT32, &pid, NULL))))
     {
-      g_printerr ("usage: %s OUTPUT.tasks\n", argv[0]);
+      g_printerr ("usage: %s OUTPUT.tasks [--pid PID]\n", argv[0]);
       return 2;
     }
   g_set_prgname ("write-task-log");
@@ -84,7 +149,12 @@ main (int   argc,
       g_printerr ("%s\n", error->message);
       return 1;
     }
+  if (pid != (guint64) getpid () && !rewrite_pid (argv[1], (guint32) pid, &error))
+    {
+      g_printerr ("%s\n", error->message);
+      return 1;
+    }
   for (guint i = 0; i < 3; i++)
-    g_print ("0x%" G_GINT64_MODIFIER "x\n", chain.ids[i]);
+    g_print ("0x%" G_GINT64_MODIFIER "x\n", with_pid (chain.ids[i], (guint32) getpid (), (guint32) pid));
   return 0;
 }

@@ -295,9 +295,10 @@ patch_glib_kinds (void)
  *
  * Lets perfmon's automatic instrumentation see @source: its kind (its
  * #GSourceFuncs) is measured from its next dispatch on a context whose
- * monitor has [property@Perfmon.Monitor:automatic-groups] on, and, if
- * @source is attached, the dispatch observers (the task tracer) learn it
- * was, on the calling thread.
+ * monitor has [property@Perfmon.Monitor:automatic-groups] on, and the
+ * dispatch observers (the task tracer) learn that the calling thread created
+ * or attached it. Call it just before g_source_attach(), so that no dispatch
+ * on another thread can come first.
  *
  * Sources of GLib's own kinds (idle, timeout, child watch, Unix signal and
  * fd, I/O watch) are measured without it. `perfmon run` calls it for every
@@ -319,7 +320,7 @@ perfmon_automatic_track_source (GSource *source)
     patch_kind ((GSourceFuncs *) source->source_funcs, NULL);  /* checked writable */
 
   observer = _perfmon_dispatch_get_observer ();
-  if (observer != NULL && observer->attached != NULL && source->context != NULL)
+  if (observer != NULL && observer->attached != NULL)
     observer->attached (source);
 }
 

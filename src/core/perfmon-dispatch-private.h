@@ -13,11 +13,11 @@
  * other kinds once perfmon_automatic_track_source() saw one). A context
  * iterated by a thread other than its monitor's is observed but not
  * measured; then @name is the source's type. @attached when the mechanism
- * sees an attach, right after it (so on another thread the first dispatch
- * may begin before @attached returns): under `perfmon run`, every
+ * sees a creation or an attach, just before the attach (so that no dispatch
+ * on another thread comes first): under `perfmon run`, every
  * g_source_attach() from outside libglib and every g_idle_add*(),
  * g_timeout_add*() and g_timeout_add_seconds*(); in any program, each
- * attached source given to perfmon_automatic_track_source(). Attaches made
+ * source given to perfmon_automatic_track_source(). Attaches made
  * inside libglib otherwise (g_main_context_invoke(), g_child_watch_add(),
  * g_idle_add_once(), ...) and, without `perfmon run`, all of GLib's
  * convenience adders are not seen: their sources get dispatch events

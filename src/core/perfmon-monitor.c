@@ -1925,7 +1925,16 @@ perfmon_monitor_blocked_end (PerfmonMonitor *self)
     }
 
   if (--self->blocked_depth == 0)
-    self->blocked_us += (guint64) MAX (0, g_get_monotonic_time () - self->blocked_since);
+    {
+      guint64 blocked = (guint64) MAX (0, g_get_monotonic_time () - self->blocked_since);
+
+      self->blocked_us += blocked;
+      /* Outside any measure, the only group around is the thread's (a
+       * sync call from a plain dispatch, or before any loop runs); inside
+       * one, its leave charges it. */
+      if (self->open_measures == 0)
+        self->thread_record->blocked_time_us += blocked;
+    }
 }
 
 /* Work units are what a poll wrapper sees of a loop, for threads without

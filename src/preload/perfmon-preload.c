@@ -390,8 +390,10 @@ g_source_attach (GSource      *source,
   guint id;
 
   resolve_real_functions ();
-  id = real_source_attach (source, context);
+  /* Before the attach: once attached, another thread may dispatch the
+   * source before the observer has learnt who attached it. */
   perfmon_automatic_track_source (source);
+  id = real_source_attach (source, context);
   return id;
 }
 

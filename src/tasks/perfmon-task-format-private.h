@@ -58,6 +58,7 @@ typedef enum
   PERFMON_TASK_RECORD_THREAD    = 6,  /* PerfmonTaskThreadRecord */
   PERFMON_TASK_RECORD_DBUS_SEND = 7,  /* PerfmonTaskDBusRecord */
   PERFMON_TASK_RECORD_DBUS_RECV = 8,  /* PerfmonTaskDBusRecord */
+  PERFMON_TASK_RECORD_NAME      = 9,  /* PerfmonTaskNameRecord */
 } PerfmonTaskRecordType;
 
 typedef struct
@@ -131,5 +132,16 @@ typedef struct
   guint32 reserved;
   char    sender[];
 } PerfmonTaskDBusRecord;
+
+/* The name of an automatic task (a GSource dispatch the tracer saw without
+ * a dispatch wrapper: its source's name, its callback's symbol or its
+ * type), written right after its DISPATCH, whose @callback is 0. It takes
+ * precedence over a SYMBOL. The text follows the struct. */
+typedef struct
+{
+  PerfmonTaskRecordHeader header;
+  guint64 task_id;
+  char    text[];
+} PerfmonTaskNameRecord;
 
 G_END_DECLS

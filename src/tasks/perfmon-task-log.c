@@ -139,13 +139,14 @@ static const gsize record_min_size[] = {
   [PERFMON_TASK_RECORD_THREAD]    = sizeof (PerfmonTaskThreadRecord) + 1,
   [PERFMON_TASK_RECORD_DBUS_SEND] = sizeof (PerfmonTaskDBusRecord) + 1,
   [PERFMON_TASK_RECORD_DBUS_RECV] = sizeof (PerfmonTaskDBusRecord) + 1,
+  [PERFMON_TASK_RECORD_NAME]      = sizeof (PerfmonTaskNameRecord) + 1,
 };
 
 static const char *
 record_type_name (guint type)
 {
   static const char *names[] = {
-    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV",
+    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV", "NAME",
   };
 
   return type < G_N_ELEMENTS (names) ? names[type] : "unknown";
@@ -307,6 +308,26 @@ read_file (Reader      *reader,
           }
           break;
 
+        case PERFMON_TASK_RECORD_NAME:
+          {
+            guint64 task_id;
+            char *text = record_string (record, rh.size, sizeof (PerfmonTaskNameRecord));
+
+            if (text == NULL)
+              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "text",
+                           "the task name does not end inside its record");
+            memcpy (&task_id, record + G_STRUCT_OFFSET (PerfmonTaskNameRecord, task_id), sizeof task_id);
+            task = lookup (self, task_id);
+            if (task == NULL || task->name != NULL)
+              {
+                self->unmatched_records++;
+                g_free (text);
+              }
+            else
+              task->name = text;
+          }
+          break;
+
         case PERFMON_TASK_RECORD_SYMBOL:
           {
             guint64 callback;
@@ -375,7 +396,9 @@ read_file (Reader      *reader,
       const char *symbol = g_hash_table_lookup (symbols, &task->callback);
       const char *thread_name = g_hash_table_lookup (thread_names, GUINT_TO_POINTER (tid));
 
-      task->name = g_strdup (symbol);
+      /* An automatic task has its NAME already. */
+      if (task->name == NULL)
+        task->name = g_strdup (symbol);
       task->thread_name = g_strdup (thread_name);
       task->process_name = g_strdup (process_name);
     }
@@ -749,6 +772,186 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
         }
     }
   return steal_ids (ids, n_ids);
+}
+
+/* --- the same questions, exact from JavaScript --------------------------
+ *
+ * A JavaScript number is a double: task ids (pid << 32 | serial) pass 2^53
+ * for pids from 2^21 on. These take and give tasks, or ids as text. */
+
+/**
+ * perfmon_task_log_find_task_by_id_string:
+ * @self: a task log
+ * @id: a task id as text: `0x` and hexadecimal digits, as
+ *   [method@Task.dup_id_string] gives it, or decimal digits
+ *
+ * [method@TaskLog.find_task] for languages whose numbers cannot hold every
+ * task id.
+ *
+ * Returns: (transfer none) (nullable): the task, or %NULL if @id is not a
+ *   task id or the log has no task of that id
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_find_task_by_id_string (PerfmonTaskLog *self,
+                                         const char     *id)
+{
+  guint64 value;
+  const char *digits;
+  guint base = 10;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (id != NULL, NULL);
+
+  digits = id;
+  if (g_str_has_prefix (id, "0x") || g_str_has_prefix (id, "0X"))
+    {
+      digits = id + 2;
+      base = 16;
+    }
+  /* Digits only: no sign, no space, no second prefix, nothing after. */
+  for (const char *c = digits; *c != '\0'; c++)
+    if (base == 16 ? !g_ascii_isxdigit (*c) : !g_ascii_isdigit (*c))
+      return NULL;
+  if (!g_ascii_string_to_unsigned (digits, base, 1, G_MAXUINT64, &value, NULL))
+    return NULL;
+  return lookup (self, value);
+}
+
+/**
+ * perfmon_task_log_find_task_by_serial:
+ * @self: a task log
+ * @process: the pid of the task's process, see [method@Task.get_process]
+ * @serial: the task's serial in it, see [method@Task.get_serial]
+ *
+ * [method@TaskLog.find_task] by the two halves of the id, each of which a
+ * JavaScript number holds exactly.
+ *
+ * Returns: (transfer none) (nullable): the task, or %NULL if the log has
+ *   no such task
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_find_task_by_serial (PerfmonTaskLog *self,
+                                      guint           process,
+                                      guint           serial)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+
+  return lookup (self, ((guint64) process << 32) | serial);
+}
+
+/**
+ * perfmon_task_log_get_parent:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * Returns: (transfer none) (nullable): the task that dispatched @task, or
+ *   %NULL if @task is a root or the log does not have its parent
+ *
+ * Since: 0.2
+ */
+PerfmonTask *
+perfmon_task_log_get_parent (PerfmonTaskLog *self,
+                             PerfmonTask    *task)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  return task->parent_id == task->id ? NULL : lookup (self, task->parent_id);
+}
+
+typedef guint64 *(*FindIds) (PerfmonTaskLog *self,
+                             guint64         id,
+                             gsize          *n_ids);
+
+/* The tasks @find finds for @task, those the log has, in order; the log
+ * owns them, the caller the array. */
+static GPtrArray *
+find_tasks (PerfmonTaskLog *self,
+            PerfmonTask    *task,
+            FindIds         find)
+{
+  gsize n_ids;
+  g_autofree guint64 *ids = find (self, task->id, &n_ids);
+  GPtrArray *tasks = g_ptr_array_sized_new ((guint) n_ids);
+
+  for (gsize i = 0; i < n_ids; i++)
+    {
+      PerfmonTask *found = lookup (self, ids[i]);
+
+      if (found != NULL)
+        g_ptr_array_add (tasks, found);
+    }
+  return tasks;
+}
+
+/**
+ * perfmon_task_log_get_ancestor_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_ancestors] as tasks: exact from any language.
+ *
+ * Returns: (transfer container) (element-type PerfmonTask): the ancestors
+ *   the log has, the parent first; the log owns the tasks
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_ancestor_tasks (PerfmonTaskLog *self,
+                                     PerfmonTask    *task)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  return find_tasks (self, task, perfmon_task_log_find_ancestors);
+}
+
+/**
+ * perfmon_task_log_get_follower_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_followers] as tasks.
+ *
+ * Returns: (transfer container) (element-type PerfmonTask): the followers,
+ *   breadth first; the log owns the tasks
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_follower_tasks (PerfmonTaskLog *self,
+                                     PerfmonTask    *task)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  return find_tasks (self, task, perfmon_task_log_find_followers);
+}
+
+/**
+ * perfmon_task_log_get_blocker_tasks:
+ * @self: a task log
+ * @task: a task of @self
+ *
+ * [method@TaskLog.find_blockers] as tasks.
+ *
+ * Returns: (transfer container) (element-type PerfmonTask): the blockers,
+ *   in the order they ran; the log owns the tasks
+ *
+ * Since: 0.2
+ */
+GPtrArray *
+perfmon_task_log_get_blocker_tasks (PerfmonTaskLog *self,
+                                    PerfmonTask    *task)
+{
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
+  g_return_val_if_fail (task != NULL, NULL);
+
+  return find_tasks (self, task, perfmon_task_log_find_blockers);
 }
 
 /**

@@ -33,6 +33,25 @@ PERFMON_AVAILABLE_IN_ALL
 PerfmonTask    *perfmon_task_log_find_task               (PerfmonTaskLog      *self,
                                                           guint64              id);
 PERFMON_AVAILABLE_IN_ALL
+PerfmonTask    *perfmon_task_log_find_task_by_id_string  (PerfmonTaskLog      *self,
+                                                          const char          *id);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonTask    *perfmon_task_log_find_task_by_serial     (PerfmonTaskLog      *self,
+                                                          guint                process,
+                                                          guint                serial);
+PERFMON_AVAILABLE_IN_ALL
+PerfmonTask    *perfmon_task_log_get_parent              (PerfmonTaskLog      *self,
+                                                          PerfmonTask         *task);
+PERFMON_AVAILABLE_IN_ALL
+GPtrArray      *perfmon_task_log_get_ancestor_tasks      (PerfmonTaskLog      *self,
+                                                          PerfmonTask         *task);
+PERFMON_AVAILABLE_IN_ALL
+GPtrArray      *perfmon_task_log_get_follower_tasks      (PerfmonTaskLog      *self,
+                                                          PerfmonTask         *task);
+PERFMON_AVAILABLE_IN_ALL
+GPtrArray      *perfmon_task_log_get_blocker_tasks       (PerfmonTaskLog      *self,
+                                                          PerfmonTask         *task);
+PERFMON_AVAILABLE_IN_ALL
 guint64        *perfmon_task_log_find_ancestors          (PerfmonTaskLog      *self,
                                                           guint64              id,
                                                           gsize               *n_ids);

@@ -148,6 +148,67 @@ perfmon_task_get_parent_id (PerfmonTask *self)
 }
 
 /**
+ * perfmon_task_get_serial:
+ * @self: a `PerfmonTask`
+ *
+ * Gets the serial of the task in its process: the low 32 bits of its id.
+ * With [method@Task.get_process] (the high 32 bits) it names the task
+ * exactly in languages whose numbers are doubles: a JavaScript number
+ * holds an id exactly only while the pid is below 2^21, and Debian's
+ * `pid_max` is 2^22.
+ *
+ * Returns: the serial of the task, never 0
+ *
+ * Since: 0.2
+ */
+guint
+perfmon_task_get_serial (PerfmonTask *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return (guint) (self->id & G_MAXUINT32);
+}
+
+/**
+ * perfmon_task_dup_id_string:
+ * @self: a `PerfmonTask`
+ *
+ * Gets the id of the task as text, `0x` and its hexadecimal digits, as
+ * `perfmon tasks` prints and reads it: exact from any language, for
+ * [method@TaskLog.find_task_by_id_string].
+ *
+ * Returns: (transfer full): the id of the task in hexadecimal
+ *
+ * Since: 0.2
+ */
+char *
+perfmon_task_dup_id_string (PerfmonTask *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", self->id);
+}
+
+/**
+ * perfmon_task_dup_parent_id_string:
+ * @self: a `PerfmonTask`
+ *
+ * Gets the id of the task's parent as text, see
+ * [method@Task.dup_id_string] and [method@Task.get_parent_id].
+ *
+ * Returns: (transfer full): the id of the parent task in hexadecimal
+ *
+ * Since: 0.2
+ */
+char *
+perfmon_task_dup_parent_id_string (PerfmonTask *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", self->parent_id);
+}
+
+/**
  * perfmon_task_is_root:
  * @self: a `PerfmonTask`
  *
@@ -428,9 +489,11 @@ perfmon_task_get_process_name (PerfmonTask *self)
  *
  * Gets the name of the function @self runs, the symbol the tracer found
  * for it (the C counterpart of the class name that TaskTracer takes from a
- * runnable's vtable).
+ * runnable's vtable). A task the tracer made of a GSource dispatch on its
+ * own (no dispatch wrapper) has the source's name instead, else its
+ * callback's symbol, else its type.
  *
- * Returns: the symbol of the task's callback, or "??" if unknown
+ * Returns: the name of the task, or "??" if unknown
  */
 const char *
 perfmon_task_get_name (PerfmonTask *self)

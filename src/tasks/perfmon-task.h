@@ -31,6 +31,12 @@ guint64                 perfmon_task_get_id                (PerfmonTask *self);
 PERFMON_AVAILABLE_IN_ALL
 guint64                 perfmon_task_get_parent_id         (PerfmonTask *self);
 PERFMON_AVAILABLE_IN_ALL
+guint                   perfmon_task_get_serial            (PerfmonTask *self);
+PERFMON_AVAILABLE_IN_ALL
+char                   *perfmon_task_dup_id_string         (PerfmonTask *self);
+PERFMON_AVAILABLE_IN_ALL
+char                   *perfmon_task_dup_parent_id_string  (PerfmonTask *self);
+PERFMON_AVAILABLE_IN_ALL
 gboolean                perfmon_task_is_root               (PerfmonTask *self);
 PERFMON_AVAILABLE_IN_ALL
 guint64                 perfmon_task_get_source_event_id   (PerfmonTask *self);

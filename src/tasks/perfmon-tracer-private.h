@@ -59,6 +59,13 @@ void     _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
                                       const char           *sender,
                                       guint32               serial);
 
+/* Whether @func is the trampoline of perfmon_thread_pool_new()'s pools,
+ * whose items are tasks already. */
+gboolean _perfmon_tracer_owns_pool_func (GFunc    func);
+/* Whether @gtask (a GTask) runs through perfmon_task_run_in_thread(),
+ * as a task already. */
+gboolean _perfmon_tracer_gtask_is_wrapped (gpointer gtask);
+
 /* Any thread: a task log (header and records) of what the tracer holds
  * from @since_monotonic_us on; a header with no record when the tracer is
  * off. For the jank trace capture. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-dispatch-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-tracer.h"
@@ -175,6 +176,7 @@ after_fork_in_child (void)
    * session of its own (and does not write the parent's file). The child
    * has this one thread: no lock is needed, and none may be taken. */
   __atomic_store_n (&current_session, 0, __ATOMIC_RELAXED);
+  _perfmon_dispatch_set_observer (NULL);
   mode = MODE_OFF;
   flight_is_held = FALSE;
   session_path = NULL;
@@ -406,6 +408,7 @@ typedef struct
   Buffer  *buffer;
   guint64  start;
   guint64  cycles;
+  guint64  time;      /* the record's time: @cycles unless set earlier */
 } RecordSlot;
 
 /* Room for at most @size bytes, or NULL when tracing is off or the record
@@ -422,7 +425,7 @@ record_open (RecordSlot *slot,
   record = buffer_reserve (slot->buffer, size, &slot->start);
   if (record == NULL)
     return NULL;
-  slot->cycles = perfmon_clock_cycles ();
+  slot->time = slot->cycles = perfmon_clock_cycles ();
   return record;
 }
 
@@ -436,7 +439,7 @@ record_close (RecordSlot              *slot,
   header->size = (guint16) size;
   header->tid = slot->buffer->tid;
   /* Cycles until the file is written. */
-  header->time_ns = (gint64) slot->cycles;
+  header->time_ns = (gint64) slot->time;
   buffer_commit (slot->buffer, slot->start, size, slot->cycles);
 }
 
@@ -454,16 +457,21 @@ record_id (PerfmonTaskRecordType type,
 }
 
 static inline void
-record_dispatch (guint64              task_id,
-                 guint64              parent_id,
-                 const PerfmonTaskIds *ids,
-                 gconstpointer        callback)
+record_dispatch_at (guint64               task_id,
+                    guint64               parent_id,
+                    const PerfmonTaskIds *ids,
+                    gconstpointer         callback,
+                    guint64               cycles)
 {
   RecordSlot slot;
   PerfmonTaskDispatchRecord *record = record_open (&slot, sizeof *record);
 
   if (record == NULL)
     return;
+  /* An earlier time (when the task became ready) puts the record out of
+   * its thread's order: the writer sorts then. */
+  if (cycles != 0 && cycles < slot.cycles)
+    slot.time = cycles;
   record->task_id = task_id;
   record->parent_id = parent_id;
   record->source_event_id = ids->source_event_id;
@@ -471,6 +479,15 @@ record_dispatch (guint64              task_id,
   record->reserved = 0;
   record->callback = (guint64) (guintptr) callback;
   record_close (&slot, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record);
+}
+
+static inline void
+record_dispatch (guint64               task_id,
+                 guint64               parent_id,
+                 const PerfmonTaskIds *ids,
+                 gconstpointer         callback)
+{
+  record_dispatch_at (task_id, parent_id, ids, callback, 0);
 }
 
 static inline void
@@ -651,7 +668,8 @@ perfmon_source_event_get_current (PerfmonSourceEventType *type)
  * perfmon_task_get_current:
  *
  * The task that runs on the calling thread, as far as the dispatch
- * wrappers know: its id is in DISPATCH, BEGIN, END and LABEL records.
+ * wrappers and, while the tracer records, the automatic per-dispatch tasks
+ * know: its id is in DISPATCH, BEGIN, END and LABEL records.
  *
  * Returns: its id, 0 outside any traced task
  */
@@ -764,7 +782,19 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Dispatch wrappers */
+/* Dispatch wrappers
+ *
+ * With tracing off, the wrappers of sources, invokes and GTasks are the
+ * GLib calls they mirror and nothing more: such a source runs untraced
+ * even if tracing starts before it runs (with the per-dispatch hook, its
+ * dispatches are automatic tasks then). A thread pool's item still takes
+ * one allocation, which the pool's trampoline needs to tell items apart. */
+
+static inline gboolean
+tracing_on (void)
+{
+  return __atomic_load_n (&current_session, __ATOMIC_RELAXED) != 0;
+}
 
 /* A GSource that runs one task: an idle (interval 0) or a timeout. One
  * allocation, like GLib's own idle and timeout sources. */
@@ -813,8 +843,19 @@ static GSourceFuncs idle_task_funcs = {
   .dispatch = task_source_dispatch,
 };
 
-/* Timeouts become ready through g_source_set_ready_time(). */
+/* Timeouts become ready through g_source_set_ready_time(). A prepare of
+ * their own (what a missing one does) tells the automatic tasks' observer
+ * that the source is a wrapper's, even with its dispatch hooked. */
+static gboolean
+timeout_task_prepare (GSource *source,
+                      int     *timeout)
+{
+  *timeout = -1;
+  return FALSE;
+}
+
 static GSourceFuncs timeout_task_funcs = {
+  .prepare = timeout_task_prepare,
   .dispatch = task_source_dispatch,
 };
 
@@ -861,7 +902,8 @@ attach_task_source (GSource *source)
  * the calling thread's current task and source event, and each run of
  * @function is one BEGIN … END of that task, with the task current on the
  * thread that runs it (tasks it dispatches are its children). The source
- * is attached to the global-default main context, as GLib's is.
+ * is attached to the global-default main context, as GLib's is. With
+ * tracing off it is g_idle_add_full(), at no extra cost.
  *
  * Any thread may call it.
  *
@@ -875,6 +917,9 @@ perfmon_idle_add_full (int            priority,
 {
   g_return_val_if_fail (function != NULL, 0);
 
+  /* Nobody traces: GLib's idle, which costs nothing more. */
+  if (!tracing_on ())
+    return g_idle_add_full (priority, function, data, notify);
   return attach_task_source (task_source_new (0, priority, function, data, notify));
 }
 
@@ -909,6 +954,7 @@ perfmon_idle_add (GSourceFunc function,
  * g_timeout_add_full() as a task: dispatched once, now; each time
  * @function runs is one BEGIN … END of the same task. See
  * perfmon_idle_add_full(). An @interval of 0 is an idle at @priority.
+ * With tracing off it is g_timeout_add_full().
  *
  * Returns: the id (greater than 0) of the event source
  */
@@ -921,6 +967,9 @@ perfmon_timeout_add_full (int            priority,
 {
   g_return_val_if_fail (function != NULL, 0);
 
+  if (!tracing_on ())
+    return interval > 0 ? g_timeout_add_full (priority, interval, function, data, notify)
+                        : g_idle_add_full (priority, function, data, notify);
   return attach_task_source (task_source_new (interval, priority, function, data, notify));
 }
 
@@ -979,7 +1028,8 @@ run_task_inline (const PerfmonTaskIds *ids,
  * child of the caller's); otherwise it runs from an idle source attached
  * to @context, on the thread that runs @context. Either way, as in GLib,
  * @function is called again while it returns %TRUE, each call one
- * BEGIN … END of the task.
+ * BEGIN … END of the task. With tracing off it is
+ * g_main_context_invoke_full().
  *
  * Any thread may call it.
  */
@@ -995,7 +1045,9 @@ perfmon_main_context_invoke_full (GMainContext  *context,
   if (context == NULL)
     context = g_main_context_default ();
 
-  if (g_main_context_is_owner (context))
+  if (!tracing_on ())
+    g_main_context_invoke_full (context, priority, function, data, notify);
+  else if (g_main_context_is_owner (context))
     {
       PerfmonTaskIds ids;
 
@@ -1071,6 +1123,12 @@ pool_trampoline (gpointer item_data,
   item->func (item->data, item->user_data);
   _perfmon_task_leave (&saved);
   g_free (item);
+}
+
+gboolean
+_perfmon_tracer_owns_pool_func (GFunc func)
+{
+  return func == pool_trampoline;
 }
 
 /**
@@ -1200,6 +1258,12 @@ gtask_trampoline (GTask        *task,
   _perfmon_task_leave (&saved);
 }
 
+gboolean
+_perfmon_tracer_gtask_is_wrapped (gpointer gtask)
+{
+  return g_object_get_qdata (gtask, gtask_carrier_quark ()) != NULL;
+}
+
 /**
  * perfmon_task_run_in_thread: (skip)
  * @task: a #GTask
@@ -1207,6 +1271,7 @@ gtask_trampoline (GTask        *task,
  *
  * g_task_run_in_thread() as a task: dispatched now, as a child of the
  * calling thread's task, and run (BEGIN … END) in the worker thread.
+ * With tracing off it is g_task_run_in_thread().
  */
 void
 perfmon_task_run_in_thread (GTask           *task,
@@ -1217,12 +1282,270 @@ perfmon_task_run_in_thread (GTask           *task,
   g_return_if_fail (G_IS_TASK (task));
   g_return_if_fail (task_func != NULL);
 
+  if (!tracing_on ())
+    {
+      g_task_run_in_thread (task, task_func);
+      return;
+    }
   carrier = g_new (GTaskCarrier, 1);
   carrier->func = task_func;
   _perfmon_task_dispatch (&carrier->ids, task_func);
   g_object_set_qdata_full (G_OBJECT (task), gtask_carrier_quark (), carrier, g_free);
   g_task_run_in_thread (task, gtask_trampoline);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Automatic tasks: the observer of core/'s per-dispatch hook
+ *
+ * With the tracer on, every GSource dispatch on a monitored context is a
+ * task (DISPATCH, NAME, BEGIN, END), whose parent is the task that was
+ * current on the thread that attached the source, whatever thread that was.
+ *
+ * Parents. attached() writes (source, its id, the attaching task, its
+ * source event, when the source became ready) into a fixed table of
+ * PARENT_SLOTS slots: the source's address picks PARENT_PROBE neighbouring
+ * slots, and the entry goes to the first free one, else to the oldest.
+ * Memory is bounded whatever the program does, and an entry whose source
+ * died is never freed one by one: it is overwritten by a later attach. An
+ * entry matches a dispatch only if both the address and the source id
+ * (GLib's per-context counter) match, so a new source at a dead one's
+ * address does not inherit its parent. (A hook may tell of a source just
+ * before GLib attaches it, so that a dispatch on another thread cannot
+ * come first; its id is 0 then, and the address alone matches.) A source attached while the tracer
+ * was off, or whose entry was overwritten, runs as a root task (its own
+ * parent) of the dispatching thread's source event.
+ *
+ * Each slot is a seqlock: a writer claims it by moving its sequence from
+ * even to odd with a compare-and-swap (a writer that loses the race drops
+ * its entry, which only makes that source's tasks roots), stores the
+ * fields and releases it with the next even number; a reader copies the
+ * fields between two loads of the sequence and ignores what changed
+ * meanwhile. Every field is accessed atomically (relaxed), so the table is
+ * free of data races in C11's sense too. No lock, no system call, no
+ * allocation.
+ *
+ * Queueing. The DISPATCH record is dated when the source became ready,
+ * where that is knowable: a source with a ready time (every GLib timeout,
+ * g_source_set_ready_time()) at its ready time; an idle (g_idle_funcs) at
+ * its attach, for its first dispatch (an idle is known by its prepare,
+ * which the hook leaves alone). Other sources (file descriptors,
+ * child watches, custom prepare/check) are dated at the dispatch: their
+ * queueing time is unknown and shows as 0.
+ *
+ * Nesting. A dispatch saves the thread's task context on a small
+ * per-thread stack (the token is its slot) and its end restores it; more
+ * than AUTO_DEPTH nested dispatches (main loops run inside dispatches)
+ * are not tasks. */
+
+#define PARENT_SLOTS 4096u   /* a power of two; 56 bytes each */
+#define PARENT_PROBE 4u
+#define AUTO_DEPTH   16u
+#define AUTO_NAME_MAX 120u
+
+typedef struct
+{
+  guint    seq;                /* odd while written */
+  guint    source_id;
+  gpointer source;
+  guint64  parent_id;          /* 0: the attacher ran no task */
+  guint64  source_event_id;
+  guint32  source_event_type;
+  guint32  reserved;
+  guint64  attach_cycles;      /* which entry is oldest */
+  guint64  ready_cycles;       /* idle: its attach, until its first dispatch; else 0 */
+} ParentSlot;
+
+static ParentSlot parent_slots[PARENT_SLOTS];
+
+/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
+ * this much of the static TLS surplus. */
+static __thread struct
+{
+  guint              depth;
+  PerfmonTaskContext saved[AUTO_DEPTH];
+} auto_stack;
+
+static inline guint
+parent_slot_index (gconstpointer source)
+{
+  guint64 key = (guint64) (guintptr) source;
+
+  /* Fibonacci hashing of the address, without its alignment bits. */
+  return (guint) (((key >> 4) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 52) & (PARENT_SLOTS - 1) & ~(PARENT_PROBE - 1);
+}
+
+static void
+auto_attached (GSource *source)
+{
+  guint first = parent_slot_index (source);
+  ParentSlot *slot = NULL;
+  guint64 oldest = G_MAXUINT64;
+  guint64 now;
+  guint seq;
+
+  if (G_UNLIKELY (__atomic_load_n (&current_session, __ATOMIC_RELAXED) == 0 || source == NULL))
+    return;
+
+  for (guint i = 0; i < PARENT_PROBE; i++)
+    {
+      ParentSlot *candidate = &parent_slots[first + i];
+      gpointer owner = __atomic_load_n (&candidate->source, __ATOMIC_RELAXED);
+      guint64 attached_at = __atomic_load_n (&candidate->attach_cycles, __ATOMIC_RELAXED);
+
+      if (owner == NULL || owner == source)
+        {
+          slot = candidate;
+          break;
+        }
+      if (attached_at < oldest)
+        {
+          oldest = attached_at;
+          slot = candidate;
+        }
+    }
+
+  seq = __atomic_load_n (&slot->seq, __ATOMIC_RELAXED);
+  if ((seq & 1) != 0 ||
+      !__atomic_compare_exchange_n (&slot->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    return;
+  __atomic_store_n (&slot->source, source, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->source_id, source->source_id, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->parent_id, tls.task_id, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->source_event_id, tls.source_event_id, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->source_event_type, tls.source_event_type, __ATOMIC_RELAXED);
+  now = perfmon_clock_cycles ();
+  __atomic_store_n (&slot->attach_cycles, now, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->ready_cycles, source->source_funcs->prepare == g_idle_funcs.prepare ? now : 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&slot->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* The entry of @source, copied into @out; FALSE if it has none. The
+ * entry's ready time is taken: the first lookup (the first dispatch of an
+ * idle) gets it, later ones 0. */
+static inline gboolean
+auto_lookup (GSource    *source,
+             ParentSlot *out)
+{
+  guint first = parent_slot_index (source);
+
+  for (guint i = 0; i < PARENT_PROBE; i++)
+    {
+      ParentSlot *slot = &parent_slots[first + i];
+      guint seq = __atomic_load_n (&slot->seq, __ATOMIC_ACQUIRE);
+
+      if ((seq & 1) != 0 || __atomic_load_n (&slot->source, __ATOMIC_RELAXED) != source)
+        continue;
+      out->source_id = __atomic_load_n (&slot->source_id, __ATOMIC_RELAXED);
+      out->parent_id = __atomic_load_n (&slot->parent_id, __ATOMIC_RELAXED);
+      out->source_event_id = __atomic_load_n (&slot->source_event_id, __ATOMIC_RELAXED);
+      out->source_event_type = __atomic_load_n (&slot->source_event_type, __ATOMIC_RELAXED);
+      out->ready_cycles = __atomic_load_n (&slot->ready_cycles, __ATOMIC_RELAXED);
+      __atomic_thread_fence (__ATOMIC_ACQUIRE);
+      /* Id 0: the hook told of the source before GLib attached it. */
+      if (__atomic_load_n (&slot->seq, __ATOMIC_RELAXED) != seq ||
+          (out->source_id != 0 && out->source_id != source->source_id))
+        continue;
+      /* Only the first dispatch of an idle waited since its attach. */
+      if (out->ready_cycles != 0)
+        {
+          guint64 expected = out->ready_cycles;
+
+          if (!__atomic_compare_exchange_n (&slot->ready_cycles, &expected, 0, FALSE,
+                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            out->ready_cycles = 0;
+        }
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static inline void
+record_name (guint64     task_id,
+             const char *name)
+{
+  RecordSlot slot;
+  PerfmonTaskNameRecord *record = record_open (&slot, sizeof *record + AUTO_NAME_MAX + 8);
+  gsize len;
+  guint size;
+
+  if (record == NULL)
+    return;
+  len = perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
+  size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
+  memcpy (record->text, name, len);
+  memset (record->text + len, 0, size - sizeof *record - len);
+  record->task_id = task_id;
+  record_close (&slot, &record->header, PERFMON_TASK_RECORD_NAME, size);
+}
+
+static gpointer
+auto_dispatch_begin (GSource    *source,
+                     const char *name)
+{
+  PerfmonTaskContext *saved;
+  PerfmonTaskIds ids;
+  ParentSlot entry;
+  guint64 parent;
+  guint64 ready_cycles = 0;
+  gint64 ready_us;
+
+  if (G_UNLIKELY (__atomic_load_n (&current_session, __ATOMIC_RELAXED) == 0))
+    return NULL;
+  /* The wrappers' sources are tasks of their own already. (By prepare:
+   * the hook may replace a source's dispatch, not its prepare.) */
+  if (source->source_funcs->prepare == task_source_prepare ||
+      source->source_funcs->prepare == timeout_task_prepare)
+    return NULL;
+  if (G_UNLIKELY (auto_stack.depth >= AUTO_DEPTH))
+    return NULL;
+
+  ids.task_id = new_id ();
+  if (auto_lookup (source, &entry))
+    {
+      parent = entry.parent_id != 0 ? entry.parent_id : ids.task_id;
+      ids.source_event_id = entry.source_event_id;
+      ids.source_event_type = entry.source_event_type;
+      ready_cycles = entry.ready_cycles;
+    }
+  else
+    {
+      parent = ids.task_id;
+      ids.source_event_id = tls.source_event_id;
+      ids.source_event_type = tls.source_event_type;
+    }
+
+  ready_us = g_source_get_ready_time (source);
+  if (ready_us >= 0)
+    {
+      gint64 late_us = g_get_monotonic_time () - ready_us;
+      guint64 now = perfmon_clock_cycles ();
+      guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
+
+      ready_cycles = late < now ? now - late : 0;
+    }
+
+  record_dispatch_at (ids.task_id, parent, &ids, NULL, ready_cycles);
+  record_name (ids.task_id, name);
+  saved = &auto_stack.saved[auto_stack.depth++];
+  _perfmon_task_enter (&ids, saved);
+  return saved;
+}
+
+static void
+auto_dispatch_end (GSource  *source,
+                   gpointer  token)
+{
+  if (token == NULL)
+    return;
+  _perfmon_task_leave (token);
+  auto_stack.depth--;
+}
+
+static const PerfmonDispatchObserver auto_task_observer = {
+  .attached = auto_attached,
+  .dispatch_begin = auto_dispatch_begin,
+  .dispatch_end = auto_dispatch_end,
+};
 
 /* ---------------------------------------------------------------------- */
 /* Writing the file */
@@ -1320,7 +1643,7 @@ parse_copy (const guint8 *copy,
           continue;
         }
       memcpy (&header, copy + at, sizeof header);
-      if (header.type == 0 || header.type > PERFMON_TASK_RECORD_DBUS_RECV ||
+      if (header.type == 0 || header.type > PERFMON_TASK_RECORD_NAME ||
           header.size < sizeof header || header.size % 8 != 0 || header.size > room ||
           header.size > length - at)
         {
@@ -1339,7 +1662,9 @@ parse_copy (const guint8 *copy,
               guint64 callback;
 
               memcpy (&callback, &dispatch->callback, sizeof callback);
-              g_hash_table_add (callbacks, GSIZE_TO_POINTER ((gsize) callback));
+              /* 0: an automatic task, named by its NAME record. */
+              if (callback != 0)
+                g_hash_table_add (callbacks, GSIZE_TO_POINTER ((gsize) callback));
             }
         }
       at += header.size;
@@ -1531,6 +1856,7 @@ begin_session_locked (Mode  new_mode,
   __atomic_store_n (&session_overwrite, new_mode == MODE_FLIGHT, __ATOMIC_RELAXED);
   __atomic_store_n (&session_capacity, capacity, __ATOMIC_RELAXED);
   __atomic_store_n (&current_session, session_counter, __ATOMIC_RELEASE);
+  _perfmon_dispatch_set_observer (&auto_task_observer);
 }
 
 static void
@@ -1544,6 +1870,7 @@ end_session_locked (void)
       return;
     }
   __atomic_store_n (&current_session, 0, __ATOMIC_RELEASE);
+  _perfmon_dispatch_set_observer (NULL);
   mode = MODE_OFF;
   flight_is_held = FALSE;
   prune_dead_buffers_locked (TRUE);

@@ -53,6 +53,21 @@ class TaskLogTest(unittest.TestCase):
         self.assertEqual(self.log.find_blockers(self.ids[1]), [])
         self.assertEqual(self.log.find_ancestors(1), [])
 
+    def test_questions_as_tasks(self):
+        # The API that JavaScript needs (ids as text, tasks for ids).
+        tasks = [self.log.find_task_by_id_string('0x%x' % i) for i in self.ids]
+        self.assertEqual([t.get_id() for t in tasks], self.ids)
+        self.assertEqual(tasks[2].dup_id_string(), '0x%x' % self.ids[2])
+        self.assertEqual(tasks[2].dup_parent_id_string(), '0x%x' % self.ids[1])
+        self.assertEqual(self.log.find_task_by_serial(tasks[2].get_process(), tasks[2].get_serial()).get_id(),
+                         self.ids[2])
+        self.assertEqual([t.get_id() for t in self.log.get_ancestor_tasks(tasks[2])], [self.ids[1], self.ids[0]])
+        self.assertEqual([t.get_id() for t in self.log.get_follower_tasks(tasks[0])], [self.ids[1], self.ids[2]])
+        self.assertEqual(self.log.get_blocker_tasks(tasks[1]), [])
+        self.assertEqual(self.log.get_parent(tasks[1]).get_id(), self.ids[0])
+        self.assertIsNone(self.log.get_parent(tasks[0]))
+        self.assertIsNone(self.log.find_task_by_id_string('0x0x1'))
+
     def test_chrome_trace(self):
         events = json.loads(self.log.to_chrome_trace())['traceEvents']
         starts = [e['id'] for e in events if e['ph'] == 's']

@@ -1,0 +1,37 @@
+/* perfmon-interpose-private.h: what libperfmon-preload.so's interposers of
+ * GLib calls need from the tracer
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Exported for the preload module alone: the names start with an
+ * underscore, the header is not installed, and GObject-Introspection does
+ * not see them. An embedding program does not call them.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "perfmon-version-macros.h"
+
+G_BEGIN_DECLS
+
+/* At g_thread_pool_new(_full)(): replaces *@func and *@user_data with a
+ * trampoline that runs each item as the task its push dispatched. FALSE
+ * (nothing replaced) for the tracer's own pools. Any thread. */
+PERFMON_AVAILABLE_IN_ALL
+gboolean _perfmon_interpose_pool_new    (GFunc       *func,
+                                         gpointer    *user_data);
+/* After g_thread_pool_new(_full)() failed, or after
+ * g_thread_pool_free (pool, …, TRUE) returned: frees what
+ * _perfmon_interpose_pool_new() made. @pool_user_data is what the pool
+ * had as user data; nothing happens for a pool it did not replace. */
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_pool_freed  (GFunc        pool_func,
+                                         gpointer     pool_user_data);
+/* Before g_thread_pool_push(): with tracing on, dispatches the task that
+ * will run @item, a child of the calling thread's task. */
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_pool_push   (GThreadPool *pool,
+                                         gpointer     item);
+
+G_END_DECLS
