@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
 
@@ -376,4 +378,22 @@ perfmon_tool_table_to_json (PerfmonSnapshot *snapshot,
       json_object_set_double_member (group, "blocked_percent", 100.0 * blocked / interval_us);
     }
   return root;
+}
+
+void
+perfmon_tool_remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        perfmon_tool_remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
 }

@@ -97,4 +97,14 @@ void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
 JsonNode        *perfmon_tool_table_to_json  (PerfmonSnapshot *snapshot,
                                               gboolean         with_percent);
 
+/* Deletes @path and everything under it, never following symbolic links. */
+void             perfmon_tool_remove_tree    (const char *path);
+
+/* A hang report's frame @index ("stack" order) as a person reads it, and
+ * the one name shown for a hang without a runnable name
+ * (perfmon-tool-hangs.c). */
+char            *perfmon_tool_hang_frame_text (JsonObject *report,
+                                               guint       index);
+const char      *perfmon_tool_runnable_name   (const char *runnable);
+
 G_END_DECLS

@@ -113,6 +113,19 @@ runnable_or_unknown (const char *runnable)
   return runnable != NULL && *runnable != '\0' ? runnable : "(unnamed source)";
 }
 
+char *
+perfmon_tool_hang_frame_text (JsonObject *report,
+                              guint       index)
+{
+  return frame_text (report, index);
+}
+
+const char *
+perfmon_tool_runnable_name (const char *runnable)
+{
+  return runnable_or_unknown (runnable);
+}
+
 static JsonObject *
 parse_report (const char *text,
               const char *id,

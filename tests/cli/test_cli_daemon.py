@@ -126,14 +126,25 @@ class DaemonCliTest(BusTestCase):
         self.assertExit(result, 1)
         self.assertIn('no-such-hang', result.stderr)
 
+    def command_pid(self, run):
+        """The pid of the command that the perfmon run process @run started."""
+        try:
+            with open('/proc/%d/task/%d/children' % (run.pid, run.pid)) as f:
+                children = f.read().split()
+        except OSError:
+            return None
+        return int(children[0]) if children else None
+
     def test_run_exports_an_unmodified_program(self):
         self.start_daemon()
         waiter = self.start([os.environ['PERFMON_TOOL'], 'run', '--summary', self.path('s.json'),
                              '--', 'gdbus', 'wait', '--session', '--timeout', '30',
                              'org.example.Nothing'], env=self.foreign_env())
-        self.eventually(lambda: self.perfmon('snapshot', '--pid', str(waiter.pid)).returncode == 0,
+        # perfmon run waits for the command, its child, to print the summary.
+        pid = self.eventually(lambda: self.command_pid(waiter), 'gdbus to start')
+        self.eventually(lambda: self.perfmon('snapshot', '--pid', str(pid)).returncode == 0,
                         'gdbus under perfmon run to register')
-        data = self.snapshot_json(waiter.pid)
+        data = self.snapshot_json(pid)
         self.assertIn('thread', {g['kind'] for g in data['groups']})
 
     def test_run_forwards_hangs_while_the_program_sleeps(self):
@@ -146,10 +157,12 @@ class DaemonCliTest(BusTestCase):
                               os.environ['PERFMON_UNINSTRUMENTED'], '30'],
                              env=self.foreign_env(own=True), stdout=subprocess.DEVNULL)
 
+        pid = self.eventually(lambda: self.command_pid(program), 'the program to start')
+
         def hang_of_program():
             result = self.perfmon('hangs', 'list', '--json')
             self.assertExit(result, 0)
-            return [h for h in json.loads(result.stdout) if h['pid'] == program.pid]
+            return [h for h in json.loads(result.stdout) if h['pid'] == pid]
         hangs = self.eventually(hang_of_program, 'the hang of the program under perfmon run')
         self.assertEqual(hangs[0]['process_name'], 'uninstrumented-loop')
         self.assertIsNone(program.poll(), 'the program should still be running')
