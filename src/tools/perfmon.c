@@ -30,6 +30,7 @@ static const Command commands[] = {
   { "tasks",    perfmon_tool_tasks,    "Analyse a task log: causality, queueing, blockers" },
 #endif
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
+  { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },
   { "demo",     perfmon_tool_demo,     "Show perfmon at work on a janky demo program" },
 };
 
