@@ -88,7 +88,8 @@ typedef enum
 
 /* The groups sorted by CPU time, most first (a new array holding refs). */
 GPtrArray       *perfmon_tool_sorted_groups  (PerfmonSnapshot *snapshot);
-/* The table of top, snapshot and diff: 79 columns at most. */
+/* The table of top, snapshot and diff, as wide as the terminal allows
+ * (names are cut to fit), uncut in a file or a pipe unless $COLUMNS is set. */
 void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
                                               PerfmonToolTableMode mode,
                                               guint                max_rows);

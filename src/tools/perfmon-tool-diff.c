@@ -25,7 +25,7 @@ perfmon_tool_diff (int    argc,
   g_option_context_set_summary (context,
                                 "Subtracts two snapshots of one process, as 'perfmon snapshot --json'\n"
                                 "writes them, and prints what each group used in between: CPU and\n"
-                                "blocked time, and the iterations over 1, 2, 4 … 512 ms.");
+                                "blocked time, and the iterations that used over 1, 2, 4 … 512 ms of CPU.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;

@@ -22,7 +22,7 @@ typedef struct
 } Command;
 
 static const Command commands[] = {
-  { "top",      perfmon_tool_top,      "Live table of CPU, blocked time and jank per group" },
+  { "top",      perfmon_tool_top,      "Live table of CPU and blocked time per group" },
   { "snapshot", perfmon_tool_snapshot, "Print one snapshot, as a table or as JSON" },
   { "diff",     perfmon_tool_diff,     "What changed between two snapshot files" },
   { "hangs",    perfmon_tool_hangs,    "List the hangs of the session, show one with its stacks" },

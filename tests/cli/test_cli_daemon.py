@@ -77,6 +77,23 @@ class DaemonCliTest(BusTestCase):
         self.assertExit(result, 0)
         self.assertGreater(json.loads(result.stdout)['interval'], 0)
 
+    def test_top_into_a_closed_pipe(self):
+        # head exits after two lines; top must notice and exit, not refresh
+        # forever into a pipe nobody reads.
+        self.start_daemon()
+        self.start_example()
+        result = subprocess.run(['sh', '-c', '"$0" top --interval 0.2 | head -2; echo done',
+                                 os.environ['PERFMON_TOOL']], env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=60)
+        self.assertEqual(result.stdout.splitlines()[-1], 'done')
+        self.assertEqual(len(result.stdout.splitlines()), 3)
+
+    def test_top_count_zero(self):
+        result = self.perfmon('top', '--count', '0')
+        self.assertExit(result, 2)
+        self.assertIn('--count must be in [1, 1000000], got 0', result.stderr)
+
     def test_top_once_json(self):
         self.start_daemon()
         example = self.start_example()
