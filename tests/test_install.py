@@ -182,6 +182,15 @@ class InstallTest(unittest.TestCase):
         typelib = self.run_checked(['gjs', '-c', GJS_SCRIPT], self.env()).strip()
         self.assertTrue(typelib.startswith(self.destdir), typelib)
 
+    def test_api_reference(self):
+        if not self.options['documentation']:
+            self.skipTest('built without -Ddocumentation=true')
+        reference = self.installed('perfmon-1')
+        self.assertEqual(os.path.dirname(self.where['perfmon-1']),
+                         os.path.join(self.dir_of('datadir'), 'doc'))
+        self.assertTrue(os.path.exists(os.path.join(reference, 'index.html')))
+        self.assertTrue(os.path.exists(os.path.join(reference, 'class.HangMonitor.html')))
+
     def test_man_pages_and_completion(self):
         self.installed('perfmon.1')
         self.installed('perfmond.8')

@@ -41,6 +41,8 @@
  * begins a unit of work or iterates the monitor's context. Group lookups
  * ([method@Perfmon.Monitor.get_window_group] and friends) may be called from
  * any thread.
+ *
+ * Since: 0.1
  */
 
 /* Deeper nesting of enter() is counted but not measured. */
@@ -643,6 +645,8 @@ is_compartment (PerfmonGroup *group)
  * another is charged inclusively, and each group is counted once.
  *
  * Costs a few nanoseconds: no lock, no system call, no allocation.
+ *
+ * Since: 0.1
  */
 __attribute__ ((hot)) void
 perfmon_group_enter (PerfmonGroup *compartment)
@@ -658,6 +662,8 @@ perfmon_group_enter (PerfmonGroup *compartment)
  *
  * Stops running code of @compartment and charges the time since the
  * matching enter to the groups that enter acquired.
+ *
+ * Since: 0.1
  */
 __attribute__ ((hot)) void
 perfmon_group_leave (PerfmonGroup *compartment)
@@ -1356,6 +1362,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The main context whose iterations the monitor observes, or %NULL when
    * the embedder calls [method@Perfmon.Monitor.iteration_done].
+   *
+   * Since: 0.1
    */
   properties[PROP_CONTEXT] =
     g_param_spec_boxed ("context", NULL, NULL, G_TYPE_MAIN_CONTEXT,
@@ -1366,6 +1374,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The name of the thread group, set at construction; by default
    * "thread N" (the default monitor's is "main thread").
+   *
+   * Since: 0.1
    */
   properties[PROP_THREAD_NAME] =
     g_param_spec_string ("thread-name", NULL, NULL, NULL,
@@ -1376,6 +1386,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * Whether the monitor records anything. While disabled, entering and
    * leaving compartments and ending iterations cost next to nothing.
+   *
+   * Since: 0.1
    */
   properties[PROP_ENABLED] =
     g_param_spec_boolean ("enabled", NULL, NULL, TRUE,
@@ -1386,6 +1398,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The CPU time, in milliseconds, that a group must use in one iteration
    * for [signal@Perfmon.Monitor::alert] to be emitted; 0 turns alerts off.
+   *
+   * Since: 0.1
    */
   properties[PROP_ALERT_THRESHOLD] =
     g_param_spec_uint64 ("alert-threshold", NULL, NULL,
@@ -1403,6 +1417,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    * Emitted on the monitor's thread after an iteration in which @group
    * used at least [property@Perfmon.Monitor:alert-threshold] of CPU time;
    * at most once per group per second.
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_ALERT] =
     g_signal_new ("alert",
@@ -1442,6 +1458,8 @@ perfmon_monitor_init (PerfmonMonitor *self)
  * context. Its thread group is named "main thread".
  *
  * Returns: (transfer none): the default monitor
+ *
+ * Since: 0.1
  */
 PerfmonMonitor *
 perfmon_monitor_get_default (void)
@@ -1469,6 +1487,8 @@ perfmon_monitor_get_default (void)
  * Creates a monitor for one thread.
  *
  * Returns: (transfer full): a new monitor
+ *
+ * Since: 0.1
  */
 PerfmonMonitor *
 perfmon_monitor_new (GMainContext *context)
@@ -1480,7 +1500,11 @@ perfmon_monitor_new (GMainContext *context)
  * perfmon_monitor_get_context:
  * @self: a monitor
  *
+ * Gets the main context whose iterations the monitor observes.
+ *
  * Returns: (transfer none) (nullable): the observed main context
+ *
+ * Since: 0.1
  */
 GMainContext *
 perfmon_monitor_get_context (PerfmonMonitor *self)
@@ -1494,7 +1518,11 @@ perfmon_monitor_get_context (PerfmonMonitor *self)
  * perfmon_monitor_get_enabled:
  * @self: a monitor
  *
+ * Gets [property@Perfmon.Monitor:enabled].
+ *
  * Returns: whether the monitor records anything
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_monitor_get_enabled (PerfmonMonitor *self)
@@ -1511,6 +1539,8 @@ perfmon_monitor_get_enabled (PerfmonMonitor *self)
  *
  * Starts or stops recording. Disabling drops the measures under way.
  * Call it on the monitor's thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_set_enabled (PerfmonMonitor *self,
@@ -1540,7 +1570,11 @@ perfmon_monitor_set_enabled (PerfmonMonitor *self,
  * perfmon_monitor_get_alert_threshold:
  * @self: a monitor
  *
+ * Gets [property@Perfmon.Monitor:alert-threshold].
+ *
  * Returns: the alert threshold, in milliseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_monitor_get_alert_threshold (PerfmonMonitor *self)
@@ -1557,6 +1591,8 @@ perfmon_monitor_get_alert_threshold (PerfmonMonitor *self)
  *   group raises an alert; 0 turns alerts off
  *
  * Sets [property@Perfmon.Monitor:alert-threshold].
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
@@ -1581,6 +1617,8 @@ perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
  * it is charged the thread's CPU time of each iteration.
  *
  * Returns: (transfer full): the thread group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_thread_group (PerfmonMonitor *self)
@@ -1608,6 +1646,8 @@ perfmon_monitor_get_thread_group (PerfmonMonitor *self)
  * exists while a caller or a compartment of the window holds it.
  *
  * Returns: (transfer full): the window's group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_window_group (PerfmonMonitor *self,
@@ -1638,6 +1678,8 @@ perfmon_monitor_get_window_group (PerfmonMonitor *self,
  * exists while a caller or a compartment of the add-on holds it.
  *
  * Returns: (transfer full): the add-on's group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_addon_group (PerfmonMonitor *self,
@@ -1671,6 +1713,8 @@ perfmon_monitor_get_addon_group (PerfmonMonitor *self,
  * inactive: set [property@Perfmon.Group:active] to measure one on its own.
  *
  * Returns: (transfer full): a new compartment
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_create_compartment (PerfmonMonitor *self,
@@ -1705,6 +1749,8 @@ perfmon_monitor_create_compartment (PerfmonMonitor *self,
  * used since the previous iteration ended. Needed only for a monitor
  * without a context; on one with a context it ends the current iteration
  * early. Reads the thread's CPU clock (a system call) each time.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_iteration_done (PerfmonMonitor *self)
@@ -1733,6 +1779,8 @@ perfmon_monitor_iteration_done (PerfmonMonitor *self)
  * added to the groups of the compartments entered around it. Calls nest;
  * end each with [method@Perfmon.Monitor.blocked_end] before leaving the
  * compartment.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_blocked_begin (PerfmonMonitor *self)
@@ -1751,6 +1799,8 @@ perfmon_monitor_blocked_begin (PerfmonMonitor *self)
  * @self: a monitor
  *
  * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin].
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_blocked_end (PerfmonMonitor *self)
@@ -1807,6 +1857,8 @@ check_work_unit_call (PerfmonMonitor *self,
  * allocates nothing, except to wake a watchdog that slept through the idle
  * time before the unit (and once per thread, the first time a watchdog
  * sees it).
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_work_begin (PerfmonMonitor *self)
@@ -1834,6 +1886,8 @@ perfmon_monitor_work_begin (PerfmonMonitor *self)
  * Ends the unit of work started by [method@Perfmon.Monitor.work_begin]:
  * the thread is idle until the next one. No lock, no system call, no
  * allocation.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_work_end (PerfmonMonitor *self)
@@ -1884,6 +1938,8 @@ process_name (void)
  * iterations. Call it on the monitor's thread.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_monitor_snapshot (PerfmonMonitor *self)

@@ -74,6 +74,8 @@
  * table lists each add-on id once, in the order the groups first use
  * them (as [method@Perfmon.Snapshot.to_variant] writes it). The message of
  * the error names the offending member, such as `groups[3].durations`.
+ *
+ * Since: 0.1
  */
 
 /* The JSON names of the group kinds, part of the format: they must not
@@ -434,6 +436,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The monotonic time (see g_get_monotonic_time()) at which the snapshot
    * was taken, in microseconds.
+   *
+   * Since: 0.1
    */
   properties[PROP_TIMESTAMP] =
     g_param_spec_int64 ("timestamp", NULL, NULL,
@@ -445,6 +449,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * For a difference of two snapshots, the time between them, in
    * microseconds; 0 for a snapshot of a live monitor.
+   *
+   * Since: 0.1
    */
   properties[PROP_INTERVAL] =
     g_param_spec_int64 ("interval", NULL, NULL,
@@ -455,6 +461,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    * PerfmonSnapshot:pid: (getter get_pid)
    *
    * The id of the process the snapshot describes.
+   *
+   * Since: 0.1
    */
   properties[PROP_PID] =
     g_param_spec_uint ("pid", NULL, NULL,
@@ -465,6 +473,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    * PerfmonSnapshot:process-name: (getter get_process_name)
    *
    * The name of the process the snapshot describes, possibly empty.
+   *
+   * Since: 0.1
    */
   properties[PROP_PROCESS_NAME] =
     g_param_spec_string ("process-name", NULL, NULL,
@@ -476,6 +486,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The CPU time the process had spent in user mode, in microseconds; for
    * a difference, the CPU time spent in the interval.
+   *
+   * Since: 0.1
    */
   properties[PROP_USER_TIME] =
     g_param_spec_uint64 ("user-time", NULL, NULL,
@@ -487,6 +499,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The CPU time the process had spent in the kernel, in microseconds; for
    * a difference, the CPU time spent in the interval.
+   *
+   * Since: 0.1
    */
   properties[PROP_SYSTEM_TIME] =
     g_param_spec_uint64 ("system-time", NULL, NULL,
@@ -510,6 +524,8 @@ perfmon_snapshot_init (PerfmonSnapshot *self)
  * taken.
  *
  * Returns: the time, in microseconds
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_snapshot_get_timestamp (PerfmonSnapshot *self)
@@ -527,6 +543,8 @@ perfmon_snapshot_get_timestamp (PerfmonSnapshot *self)
  *
  * Returns: the time between the two snapshots, in microseconds, or 0 if
  *   @self is a snapshot of a live monitor
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_snapshot_get_interval (PerfmonSnapshot *self)
@@ -543,6 +561,8 @@ perfmon_snapshot_get_interval (PerfmonSnapshot *self)
  * Gets the id of the process @self describes.
  *
  * Returns: the process id
+ *
+ * Since: 0.1
  */
 guint
 perfmon_snapshot_get_pid (PerfmonSnapshot *self)
@@ -559,6 +579,8 @@ perfmon_snapshot_get_pid (PerfmonSnapshot *self)
  * Gets the name of the process @self describes.
  *
  * Returns: (transfer none): the process name, possibly empty
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_snapshot_get_process_name (PerfmonSnapshot *self)
@@ -576,6 +598,8 @@ perfmon_snapshot_get_process_name (PerfmonSnapshot *self)
  * during the interval), as getrusage() reports it.
  *
  * Returns: the CPU time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_snapshot_get_user_time (PerfmonSnapshot *self)
@@ -593,6 +617,8 @@ perfmon_snapshot_get_user_time (PerfmonSnapshot *self)
  * during the interval), as getrusage() reports it.
  *
  * Returns: the CPU time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_snapshot_get_system_time (PerfmonSnapshot *self)
@@ -610,6 +636,8 @@ perfmon_snapshot_get_system_time (PerfmonSnapshot *self)
  * array must not be modified.
  *
  * Returns: (transfer none) (element-type PerfmonGroupStats): the groups
+ *
+ * Since: 0.1
  */
 GPtrArray *
 perfmon_snapshot_get_groups (PerfmonSnapshot *self)
@@ -628,6 +656,8 @@ perfmon_snapshot_get_groups (PerfmonSnapshot *self)
  *
  * Returns: (transfer none) (nullable): the counters of the group, or %NULL
  *   if @self has no group with that id
+ *
+ * Since: 0.1
  */
 PerfmonGroupStats *
 perfmon_snapshot_lookup (PerfmonSnapshot *self,
@@ -718,6 +748,8 @@ subtract_group (PerfmonGroupStats        *delta,
  * its counters is larger than in @self.
  *
  * Returns: (transfer full): the difference
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_subtract (PerfmonSnapshot  *self,
@@ -940,6 +972,8 @@ append_group (GString                 *out,
  * snapshot: equal snapshots give identical strings.
  *
  * Returns: (transfer full): a JSON document
+ *
+ * Since: 0.1
  */
 char *
 perfmon_snapshot_to_json (PerfmonSnapshot *self)
@@ -1305,6 +1339,8 @@ group_from_json (JsonNode  *node,
  * is not 1.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_new_from_json (const char  *json,
@@ -1392,6 +1428,8 @@ perfmon_snapshot_new_from_json (const char  *json,
  * in normal form: for example to send it over D-Bus.
  *
  * Returns: (transfer full): a new, non-floating #GVariant
+ *
+ * Since: 0.1
  */
 GVariant *
 perfmon_snapshot_to_variant (PerfmonSnapshot *self)
@@ -1500,6 +1538,8 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
  * format version is not 1.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_new_from_variant (GVariant  *variant,

@@ -32,6 +32,8 @@ G_BEGIN_DECLS
  * example in the `v` of `org.perfmon.Monitor1.GetSnapshot()`) about a
  * hundred times faster than as an array of one tuple per group. The type
  * has no maybe type, which D-Bus cannot carry.
+ *
+ * Since: 0.1
  */
 #define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatat)"
 

@@ -17,6 +17,8 @@
  * Hang Monitor's ping, which [method@HangReport.to_json] writes.
  *
  * A report is immutable: any thread may read it.
+ *
+ * Since: 0.1
  */
 
 typedef struct
@@ -85,7 +87,11 @@ _perfmon_hang_report_new (const char *thread,
  * perfmon_hang_report_ref:
  * @self: a #PerfmonHangReport
  *
+ * Acquires a reference on a report.
+ *
  * Returns: (transfer full): @self
+ *
+ * Since: 0.1
  */
 PerfmonHangReport *
 perfmon_hang_report_ref (PerfmonHangReport *self)
@@ -99,6 +105,10 @@ perfmon_hang_report_ref (PerfmonHangReport *self)
 /**
  * perfmon_hang_report_unref:
  * @self: (transfer full): a #PerfmonHangReport
+ *
+ * Releases a reference on a report; the last one frees it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_hang_report_unref (PerfmonHangReport *self)
@@ -224,9 +234,13 @@ _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
  * perfmon_hang_report_get_duration:
  * @self: a #PerfmonHangReport
  *
+ * Gets how long the hang lasted, in wall-clock time.
+ *
  * Returns: how long the busy stretch lasted, in milliseconds; for a hang
  *   still going on when the process ended (annotated `Unrecovered`), how
  *   long it had lasted when it was last recorded
+ *
+ * Since: 0.1
  */
 double
 perfmon_hang_report_get_duration (PerfmonHangReport *self)
@@ -240,7 +254,11 @@ perfmon_hang_report_get_duration (PerfmonHangReport *self)
  * perfmon_hang_report_get_thread:
  * @self: a #PerfmonHangReport
  *
+ * Gets the name of the thread that hung.
+ *
  * Returns: the name of the thread that hung
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_thread (PerfmonHangReport *self)
@@ -259,6 +277,8 @@ perfmon_hang_report_get_thread (PerfmonHangReport *self)
  * Returns: (nullable): the name (g_source_get_name()) of the source the
  *   thread was dispatching when the hang was caught, "" for a source without
  *   a name, or %NULL if it was not dispatching one or it could not be told
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
@@ -272,7 +292,12 @@ perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
  * perfmon_hang_report_get_process_type:
  * @self: a #PerfmonHangReport
  *
+ * Gets the process type the hang monitor was given
+ * ([property@Perfmon.HangMonitor:process-type]).
+ *
  * Returns: the process type, such as "default", "tab" or "gpu"
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_process_type (PerfmonHangReport *self)
@@ -286,8 +311,13 @@ perfmon_hang_report_get_process_type (PerfmonHangReport *self)
  * perfmon_hang_report_get_remote_type:
  * @self: a #PerfmonHangReport
  *
+ * Gets the remote type the hang monitor was given
+ * ([property@Perfmon.HangMonitor:remote-type]).
+ *
  * Returns: (nullable): the remote type; always %NULL unless the process
  *   type is "tab"
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_remote_type (PerfmonHangReport *self)
@@ -302,7 +332,11 @@ perfmon_hang_report_get_remote_type (PerfmonHangReport *self)
  * @self: a #PerfmonHangReport
  * @key: an annotation's name, such as "Unrecovered"
  *
+ * Looks up one annotation of the report by its name.
+ *
  * Returns: (nullable): the value of the annotation @key, or %NULL
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_annotation (PerfmonHangReport *self,
@@ -318,8 +352,12 @@ perfmon_hang_report_get_annotation (PerfmonHangReport *self,
  * perfmon_hang_report_dup_annotation_keys:
  * @self: a #PerfmonHangReport
  *
+ * Gets the names of the report's annotations (see perfmon_annotate()).
+ *
  * Returns: (transfer full) (array zero-terminated=1): the names of the
  *   report's annotations, in the order they were made
+ *
+ * Since: 0.1
  */
 char **
 perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self)
@@ -345,6 +383,8 @@ perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self)
  * label first, each "label" or "label dynamic".
  *
  * Returns: (transfer none) (array zero-terminated=1): the label stack
+ *
+ * Since: 0.1
  */
 const char * const *
 perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
@@ -365,6 +405,8 @@ perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
  * (module indices and hex offsets) is in [method@HangReport.to_json].
  *
  * Returns: (transfer full) (array zero-terminated=1): the stack
+ *
+ * Since: 0.1
  */
 char **
 perfmon_hang_report_dup_stack (PerfmonHangReport *self)
@@ -406,9 +448,13 @@ perfmon_hang_report_dup_stack (PerfmonHangReport *self)
  * perfmon_hang_report_get_stack_unavailable_reason:
  * @self: a #PerfmonHangReport
  *
+ * Gets why the report has no native stack, when it has none.
+ *
  * Returns: (nullable): why the report has no native frames (for example
  *   the thread did not answer the signal, with its kernel wait channel), or
  *   %NULL if it has them
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self)
@@ -517,6 +563,8 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
  * are no native frames, "stackUnavailable" saying why.
  *
  * Returns: (transfer full): the report as a JSON object
+ *
+ * Since: 0.1
  */
 char *
 perfmon_hang_report_to_json (PerfmonHangReport *self)

@@ -26,6 +26,8 @@
  *
  * A `PerfmonTask` is immutable and reference counted; any thread may read
  * it.
+ *
+ * Since: 0.1
  */
 
 G_DEFINE_BOXED_TYPE (PerfmonTask, perfmon_task, perfmon_task_ref, perfmon_task_unref)
@@ -78,6 +80,8 @@ _perfmon_task_seal (PerfmonTask *self)
  * Acquires a reference on @self.
  *
  * Returns: (transfer full): @self
+ *
+ * Since: 0.1
  */
 PerfmonTask *
 perfmon_task_ref (PerfmonTask *self)
@@ -94,6 +98,8 @@ perfmon_task_ref (PerfmonTask *self)
  * @self: (transfer full): a `PerfmonTask`
  *
  * Releases a reference on @self; the last one frees it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_unref (PerfmonTask *self)
@@ -121,6 +127,8 @@ perfmon_task_unref (PerfmonTask *self)
  * the pid of the process that dispatched it in the high 32 bits.
  *
  * Returns: the id of the task
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_id (PerfmonTask *self)
@@ -138,6 +146,8 @@ perfmon_task_get_id (PerfmonTask *self)
  * @self handles). A task that no other task dispatched is its own parent.
  *
  * Returns: the id of the parent task, or the id of @self
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_parent_id (PerfmonTask *self)
@@ -155,6 +165,8 @@ perfmon_task_get_parent_id (PerfmonTask *self)
  * source event or outside any task, and is its own parent.
  *
  * Returns: %TRUE if @self is its own parent
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_task_is_root (PerfmonTask *self)
@@ -173,6 +185,8 @@ perfmon_task_is_root (PerfmonTask *self)
  * has the sending task's source event.
  *
  * Returns: the source event id, or 0 if there was none
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_source_event_id (PerfmonTask *self)
@@ -190,6 +204,8 @@ perfmon_task_get_source_event_id (PerfmonTask *self)
  * [method@Task.get_source_event_id].
  *
  * Returns: the source event type, %PERFMON_SOURCE_EVENT_UNKNOWN if none
+ *
+ * Since: 0.1
  */
 PerfmonSourceEventType
 perfmon_task_get_source_event_type (PerfmonTask *self)
@@ -206,6 +222,8 @@ perfmon_task_get_source_event_type (PerfmonTask *self)
  * Gets when @self was dispatched (queued).
  *
  * Returns: the dispatch time, in monotonic microseconds
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_dispatch_time (PerfmonTask *self)
@@ -223,6 +241,8 @@ perfmon_task_get_dispatch_time (PerfmonTask *self)
  * [method@Task.get_process].
  *
  * Returns: the thread id (as gettid() gives it) of the dispatching thread
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_dispatch_thread (PerfmonTask *self)
@@ -241,6 +261,8 @@ perfmon_task_get_dispatch_thread (PerfmonTask *self)
  *
  * Returns: the begin time in monotonic microseconds, or -1 if @self never
  *   ran
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_begin_time (PerfmonTask *self)
@@ -261,6 +283,8 @@ perfmon_task_get_begin_time (PerfmonTask *self)
  *
  * Returns: the end time in monotonic microseconds, or -1 if @self never
  *   ran or the log ends while its first run was going on
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_end_time (PerfmonTask *self)
@@ -286,6 +310,8 @@ perfmon_task_get_end_time (PerfmonTask *self)
  * [method@TaskLog.find_blockers]) kept it in its queue.
  *
  * Returns: the queueing time in microseconds, or -1 if @self never ran
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_queueing_time (PerfmonTask *self)
@@ -306,6 +332,8 @@ perfmon_task_get_queueing_time (PerfmonTask *self)
  * repeating source.
  *
  * Returns: the number of runs of @self in the log
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_n_runs (PerfmonTask *self)
@@ -329,6 +357,8 @@ perfmon_task_get_n_runs (PerfmonTask *self)
  *
  * Returns: %TRUE if @index is a run of @self; %FALSE (and nothing stored)
  *   if it is out of range
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_task_get_run (PerfmonTask *self,
@@ -360,6 +390,8 @@ perfmon_task_get_run (PerfmonTask *self,
  * [method@Task.get_process].
  *
  * Returns: the thread id (as gettid() gives it), or 0 if @self never ran
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_thread (PerfmonTask *self)
@@ -380,6 +412,8 @@ perfmon_task_get_thread (PerfmonTask *self)
  *
  * Returns: (nullable): the thread's name, or %NULL if @self never ran or
  *   the log does not name its thread
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_thread_name (PerfmonTask *self)
@@ -396,6 +430,8 @@ perfmon_task_get_thread_name (PerfmonTask *self)
  * Gets the process @self belongs to.
  *
  * Returns: the pid of the process
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_process (PerfmonTask *self)
@@ -413,6 +449,8 @@ perfmon_task_get_process (PerfmonTask *self)
  * 31 bytes).
  *
  * Returns: the name of the process, possibly empty
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_process_name (PerfmonTask *self)
@@ -431,6 +469,8 @@ perfmon_task_get_process_name (PerfmonTask *self)
  * runnable's vtable).
  *
  * Returns: the symbol of the task's callback, or "??" if unknown
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_name (PerfmonTask *self)
@@ -447,6 +487,8 @@ perfmon_task_get_name (PerfmonTask *self)
  * Gets how many labels code running as @self added.
  *
  * Returns: the number of labels of @self
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_n_labels (PerfmonTask *self)
@@ -467,6 +509,8 @@ perfmon_task_get_n_labels (PerfmonTask *self)
  *
  * Returns: (nullable): the text of the label, or %NULL if @index is out of
  *   range
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_label (PerfmonTask *self,
@@ -494,6 +538,8 @@ perfmon_task_get_label (PerfmonTask *self,
  * Gets the texts of all the labels of @self, by time.
  *
  * Returns: (transfer none) (array zero-terminated=1): the labels
+ *
+ * Since: 0.1
  */
 const char * const *
 perfmon_task_get_labels (PerfmonTask *self)

@@ -608,6 +608,8 @@ _perfmon_task_leave (const PerfmonTaskContext *saved)
  *
  * Returns: the id of the source event, unique across the processes of a
  *   session like task ids
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_source_event_begin (PerfmonSourceEventType type)
@@ -622,6 +624,8 @@ perfmon_source_event_begin (PerfmonSourceEventType type)
  *
  * Ends the calling thread's source event: the thread goes back to the
  * source event of the task that runs on it, or to none outside any task.
+ *
+ * Since: 0.1
  */
 void
 perfmon_source_event_end (void)
@@ -638,6 +642,8 @@ perfmon_source_event_end (void)
  * belong to.
  *
  * Returns: its id, 0 if there is none
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_source_event_get_current (PerfmonSourceEventType *type)
@@ -654,6 +660,8 @@ perfmon_source_event_get_current (PerfmonSourceEventType *type)
  * wrappers know: its id is in DISPATCH, BEGIN, END and LABEL records.
  *
  * Returns: its id, 0 outside any traced task
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_current (void)
@@ -692,6 +700,8 @@ add_label (const char *prefix,
  * system call, no allocation (with glibc's vsnprintf() and the usual
  * conversions); at most 240 bytes are kept, cut at a UTF-8 character
  * boundary. Nothing happens when tracing is off.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label (const char *format,
@@ -710,6 +720,8 @@ perfmon_task_add_label (const char *format,
  * @args: its arguments
  *
  * perfmon_task_add_label() with a va_list.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label_valist (const char *format,
@@ -725,6 +737,8 @@ perfmon_task_add_label_valist (const char *format,
  * Adds @text, as it is, as a label of the task that runs on the calling
  * thread; see perfmon_task_add_label(). Bindings, which cannot call a
  * printf-style function, call this: `Perfmon.Task.add_label_literal()`.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label_literal (const char *text)
@@ -866,6 +880,8 @@ attach_task_source (GSource *source)
  * Any thread may call it.
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_idle_add_full (int            priority,
@@ -887,6 +903,8 @@ perfmon_idle_add_full (int            priority,
  * notify, as g_idle_add().
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_idle_add (GSourceFunc function,
@@ -911,6 +929,8 @@ perfmon_idle_add (GSourceFunc function,
  * perfmon_idle_add_full(). An @interval of 0 is an idle at @priority.
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_timeout_add_full (int            priority,
@@ -934,6 +954,8 @@ perfmon_timeout_add_full (int            priority,
  * notify, as g_timeout_add().
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_timeout_add (guint       interval,
@@ -982,6 +1004,8 @@ run_task_inline (const PerfmonTaskIds *ids,
  * BEGIN … END of the task.
  *
  * Any thread may call it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_main_context_invoke_full (GMainContext  *context,
@@ -1034,6 +1058,8 @@ perfmon_main_context_invoke_full (GMainContext  *context,
  *
  * perfmon_main_context_invoke_full() at %G_PRIORITY_DEFAULT with no
  * destroy notify, as g_main_context_invoke().
+ *
+ * Since: 0.1
  */
 void
 perfmon_main_context_invoke (GMainContext *context,
@@ -1090,6 +1116,8 @@ pool_trampoline (gpointer item_data,
  * tracer's.
  *
  * Returns: (transfer full) (nullable): the pool, or %NULL with @error set
+ *
+ * Since: 0.1
  */
 GThreadPool *
 perfmon_thread_pool_new (GFunc     func,
@@ -1125,6 +1153,8 @@ perfmon_thread_pool_new (GFunc     func,
  * task current. Any thread may call it.
  *
  * Returns: %TRUE, or %FALSE with @error set if a thread could not be made
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_thread_pool_push (GThreadPool *pool,
@@ -1154,6 +1184,8 @@ perfmon_thread_pool_push (GThreadPool *pool,
  * @wait_: whether to wait for the items to be processed
  *
  * g_thread_pool_free() for a pool made by perfmon_thread_pool_new().
+ *
+ * Since: 0.1
  */
 void
 perfmon_thread_pool_free (GThreadPool *pool,
@@ -1207,6 +1239,8 @@ gtask_trampoline (GTask        *task,
  *
  * g_task_run_in_thread() as a task: dispatched now, as a child of the
  * calling thread's task, and run (BEGIN … END) in the worker thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_run_in_thread (GTask           *task,
@@ -1580,6 +1614,8 @@ cycles_seconds_ago (guint seconds)
  *   recording started with perfmon_tracer_start() or
  *   perfmon_tracer_start_flight_recorder() runs, or %G_FILE_ERROR_NOENT if
  *   the directory of @path does not exist
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_start (const char  *path,
@@ -1628,6 +1664,8 @@ perfmon_tracer_start (const char  *path,
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT (for
  *   @seconds out of range) or %PERFMON_ERROR_TRACING_STATE
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_start_flight_recorder (guint    seconds,
@@ -1675,6 +1713,8 @@ perfmon_tracer_start_flight_recorder (guint    seconds,
  * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the file cannot be
  *   written)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_dump (const char  *path,
@@ -1723,6 +1763,8 @@ perfmon_tracer_dump (const char  *path,
  * Returns: %TRUE, or %FALSE with @error set: %PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the log could not be
  *   written (the recording stops all the same)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_stop (GError **error)
@@ -1774,6 +1816,8 @@ perfmon_tracer_stop (GError **error)
  * monitor runs for its jank traces.
  *
  * Returns: %TRUE if they are
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_is_active (void)
@@ -1793,6 +1837,8 @@ perfmon_tracer_is_active (void)
  * recent records that fit.
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_set_buffer_size (gsize    bytes,
