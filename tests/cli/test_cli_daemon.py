@@ -77,6 +77,37 @@ class DaemonCliTest(BusTestCase):
         self.assertExit(result, 0)
         self.assertGreater(json.loads(result.stdout)['interval'], 0)
 
+    def daemon_log(self, debug):
+        """What perfmond prints while a process registers, hangs and leaves."""
+        env = dict(self.env)
+        env.pop('G_MESSAGES_DEBUG', None)
+        if debug:
+            env['G_MESSAGES_DEBUG'] = 'perfmond'
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
+                             '--pidfile', self.path('perfmond-%d.pid' % debug)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True)
+        self.eventually(lambda: self.perfmon('hangs', 'list').returncode == 0,
+                        'perfmond to own its name')
+        example = self.start_example()
+
+        def hang_of_example():
+            result = self.perfmon('hangs', 'list', '--json')
+            return [h for h in json.loads(result.stdout) if h['pid'] == example.pid]
+        self.eventually(hang_of_example, 'a hang of the example', timeout=30)
+        self.stop(example)
+        daemon.terminate()
+        # GLib prints debug messages on standard output, others on error.
+        return daemon.communicate(timeout=30)[0]
+
+    def test_daemon_routine_messages_are_debug(self):
+        quiet = self.daemon_log(debug=False)
+        for routine in ('registered', 'hang ', 'owns '):
+            self.assertNotIn(routine, quiet)
+        verbose = self.daemon_log(debug=True)
+        for routine in ('registered', 'hang ', 'owns '):
+            self.assertIn(routine, verbose)
+
     def test_top_into_a_closed_pipe(self):
         # head exits after two lines; top must notice and exit, not refresh
         # forever into a pipe nobody reads.
