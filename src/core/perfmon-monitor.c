@@ -1991,7 +1991,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
 
   getrusage (RUSAGE_SELF, &usage);
 
-  return _perfmon_snapshot_new (g_get_monotonic_time (),
+  return _perfmon_snapshot_new (g_get_monotonic_time (), g_get_real_time (),
                                 0,
                                 (guint) getpid (),
                                 process_name (),

@@ -427,3 +427,20 @@ perfmon_tool_remove_tree (const char *path)
     }
   g_rmdir (path);
 }
+
+void
+perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot)
+{
+  gint64 wall_time = perfmon_snapshot_get_wall_time (snapshot);
+  g_autoptr(GDateTime) utc = NULL;
+  g_autoptr(GDateTime) local = NULL;
+  g_autofree char *text = NULL;
+
+  if (wall_time <= 0)
+    return;
+  utc = g_date_time_new_from_unix_utc (wall_time / G_USEC_PER_SEC);
+  local = utc != NULL ? g_date_time_to_local (utc) : NULL;
+  text = local != NULL ? g_date_time_format (local, "%Y-%m-%d %H:%M:%S") : NULL;
+  if (text != NULL)
+    g_print ("taken at %s\n", text);
+}

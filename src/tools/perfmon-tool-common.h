@@ -98,6 +98,10 @@ void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
 JsonNode        *perfmon_tool_table_to_json  (PerfmonSnapshot *snapshot,
                                               gboolean         with_percent);
 
+/* "taken at YYYY-MM-DD HH:MM:SS" (local time) and a newline, when the
+ * snapshot knows its wall-clock time. */
+void             perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot);
+
 /* Deletes @path and everything under it, never following symbolic links. */
 void             perfmon_tool_remove_tree    (const char *path);
 

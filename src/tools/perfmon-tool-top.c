@@ -64,11 +64,13 @@ print_refresh (PerfmonSnapshot *delta,
 
   if (clear)
     g_print ("\033[H\033[2J");
-  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n\n",
+  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n",
            pid != 0 ? perfmon_snapshot_get_process_name (delta) : "all processes, merged",
            (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
            100.0 * (double) perfmon_snapshot_get_user_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1),
            100.0 * (double) perfmon_snapshot_get_system_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1));
+  perfmon_tool_print_taken_at (delta);
+  g_print ("\n");
   /* A terminal of 24 lines keeps the header and the busiest groups. */
   perfmon_tool_print_table (delta, PERFMON_TOOL_TABLE_PERCENT, clear ? 18 : 0);
   if (!clear)

@@ -89,6 +89,20 @@ class DiffTest(CliTestCase):
         self.assertIn('main thread (pyth', result.stdout)
         self.assertTrue(all(len(l) < 80 for l in result.stdout.splitlines()), result.stdout)
 
+    def test_wall_clock_time(self):
+        older = dict(OLDER, wall_time=1767225600000000)
+        newer = dict(NEWER, wall_time=1767225602000000)   # 2026-01-01 00:00:02 UTC
+        env = dict(self.env, TZ='UTC')
+        result = self.perfmon('diff', self.write('o.json', older), self.write('n.json', newer), env=env)
+        self.assertExit(result, 0)
+        self.assertIn('taken at 2026-01-01 00:00:02', result.stdout)
+        result = self.perfmon('diff', self.write('o.json', older), self.write('n.json', newer),
+                              '--json', env=env)
+        self.assertEqual(json.loads(result.stdout)['wall_time'], 1767225602000000)
+        # Files from before wall times: nothing to show.
+        result = self.perfmon('diff', self.write('o.json', OLDER), self.write('n.json', NEWER), env=env)
+        self.assertNotIn('taken at', result.stdout)
+
     def test_histogram_says_cpu(self):
         _, older, newer = self.long_name_snapshots()
         result = self.perfmon('diff', older, newer)
