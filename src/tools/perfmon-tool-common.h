@@ -105,6 +105,11 @@ void             perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot);
 /* Deletes @path and everything under it, never following symbolic links. */
 void             perfmon_tool_remove_tree    (const char *path);
 
+/* The array @member of @object, or NULL if it is none
+ * (perfmon-tool-hangs.c). */
+JsonArray       *perfmon_tool_json_get_array (JsonObject *object,
+                                              const char *member);
+
 /* A hang report's frame @index ("stack" order) as a person reads it, and
  * the one name shown for a hang without a runnable name
  * (perfmon-tool-hangs.c). */

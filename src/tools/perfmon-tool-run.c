@@ -111,15 +111,6 @@ member_bool (JsonObject *object,
     && json_node_get_boolean (node);
 }
 
-static JsonArray *
-member_array (JsonObject *object,
-              const char *name)
-{
-  JsonNode *node = json_object_get_member (object, name);
-
-  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
-}
-
 static gint
 compare_processes (gconstpointer a,
                    gconstpointer b)
@@ -202,8 +193,8 @@ static void
 print_process (JsonObject *process,
                int         wait_status)
 {
-  JsonArray *durations = member_array (process, "durations");
-  JsonArray *hangs = member_array (process, "hangs");
+  JsonArray *durations = perfmon_tool_json_get_array (process, "durations");
+  JsonArray *hangs = perfmon_tool_json_get_array (process, "hangs");
   g_autoptr(GString) histogram = g_string_new (NULL);
   JsonNode *seconds = json_object_get_member (process, "seconds");
   guint n_hangs = (guint) member_int (process, "hang_count");
@@ -243,8 +234,8 @@ print_process (JsonObject *process,
 
       if (report == NULL)
         continue;
-      labels = member_array (report, "pseudoStack");
-      stack = member_array (report, "stack");
+      labels = perfmon_tool_json_get_array (report, "pseudoStack");
+      stack = perfmon_tool_json_get_array (report, "stack");
       duration = json_object_get_member (report, "duration");
       n_frames = stack != NULL ? json_array_get_length (stack) : 0;
       g_printerr ("  - %.0f ms (wall) in %s\n",
