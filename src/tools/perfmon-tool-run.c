@@ -25,8 +25,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
@@ -87,6 +90,41 @@ check_ms (const char *option,
       return FALSE;
     }
   return TRUE;
+}
+
+/* --- the private run directory ------------------------------------------- */
+
+#define RUN_DIR_PREFIX "perfmon-run-"
+
+/* Deletes the run directories ("perfmon-run-<pid>-XXXXXX" in $TMPDIR) of
+ * perfmon runs that are gone without cleaning up (SIGKILL, a crash), so
+ * that they do not pile up. A directory whose pid lives, or is another
+ * user's, stays. */
+static void
+delete_stale_run_dirs (void)
+{
+  g_autoptr(GDir) dir = g_dir_open (g_get_tmp_dir (), 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+      guint64 pid;
+      char *end;
+
+      if (!g_str_has_prefix (name, RUN_DIR_PREFIX))
+        continue;
+      pid = g_ascii_strtoull (name + strlen (RUN_DIR_PREFIX), &end, 10);
+      if (end == name + strlen (RUN_DIR_PREFIX) || *end != '-' || pid == 0 || pid > G_MAXINT)
+        continue;
+      if (kill ((pid_t) pid, 0) == 0 || errno != ESRCH)
+        continue;
+      path = g_build_filename (g_get_tmp_dir (), name, NULL);
+      /* Only our own, and never through a symbolic link. */
+      if (g_lstat (path, &st) == 0 && S_ISDIR (st.st_mode) && st.st_uid == getuid ())
+        perfmon_tool_remove_tree (path);
+    }
 }
 
 /* --- reading what the processes left ----------------------------------- */
@@ -484,7 +522,12 @@ perfmon_tool_run (int    argc,
         }
     }
 
-  run_dir = g_dir_make_tmp ("perfmon-run-XXXXXX", &error);
+  delete_stale_run_dirs ();
+  {
+    /* The pid in the name tells a later run whether this one is gone. */
+    g_autofree char *template = g_strdup_printf (RUN_DIR_PREFIX "%d-XXXXXX", (int) getpid ());
+    run_dir = g_dir_make_tmp (template, &error);
+  }
   if (run_dir == NULL)
     {
       perfmon_tool_error ("run: %s", error->message);

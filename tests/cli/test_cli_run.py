@@ -169,6 +169,22 @@ class RunTest(CliTestCase):
         # A hang is wall time, and says so.
         self.assertRegex(result.stderr, r'- \d+ ms \(wall\) in GIdleSource')
 
+    def test_stale_run_dirs_are_deleted(self):
+        # The private directory of a perfmon run that was killed (SIGKILL:
+        # it could not clean up) goes at the next run; one of a perfmon run
+        # still going stays.
+        tmpdir = self.path('tmp')
+        os.makedirs(os.path.join(tmpdir, 'perfmon-run-999999999-AbCdEf'))
+        with open(os.path.join(tmpdir, 'perfmon-run-999999999-AbCdEf', '42.json'), 'w') as f:
+            f.write('{}')
+        live = os.path.join(tmpdir, 'perfmon-run-%d-GhIjKl' % os.getpid())
+        os.makedirs(live)
+        env = self.foreign_env()
+        env['TMPDIR'] = tmpdir
+        result = self.perfmon('run', '--', 'true', env=env)
+        self.assertExit(result, 0)
+        self.assertEqual(sorted(os.listdir(tmpdir)), [os.path.basename(live)])
+
     def test_command_not_found(self):
         result = self.perfmon('run', '--', self.path('no-such-program'))
         self.assertExit(result, 127)
