@@ -25,6 +25,8 @@ import unittest
 BUILDDIR, MESON = sys.argv[1:3]
 del sys.argv[1:3]
 BUILDDIR = os.path.abspath(BUILDDIR)
+with open(os.path.join(BUILDDIR, 'src', 'perfmon-version.h')) as f:
+    PERFMON_VERSION_S = f.read().split('#define PERFMON_VERSION_S "')[1].split('"')[0]
 SOURCEDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 C_PROGRAM = r'''
@@ -61,6 +63,7 @@ with compartment:          # the override's context manager
     pass
 print(GIRepository.Repository.get_default().get_typelib_path('Perfmon'))
 print(gi.overrides.Perfmon.__file__)
+print('%d.%d.%d' % (Perfmon.MAJOR_VERSION, Perfmon.MINOR_VERSION, Perfmon.MICRO_VERSION))
 '''
 
 GJS_SCRIPT = r'''
@@ -171,9 +174,15 @@ class InstallTest(unittest.TestCase):
                                          stdout=subprocess.PIPE, check=True).stdout)
         self.assertEqual(version, info['version'])
 
+    def test_version_string(self):
+        info = json.loads(subprocess.run([MESON, 'introspect', '--projectinfo', BUILDDIR],
+                                         stdout=subprocess.PIPE, check=True).stdout)
+        self.assertEqual(PERFMON_VERSION_S, info['version'])
+
     def test_python(self):
-        typelib, override = self.run_checked(['/usr/bin/python3', '-c', PYTHON_SCRIPT],
-                                             self.env()).split()
+        typelib, override, version = self.run_checked(['/usr/bin/python3', '-c', PYTHON_SCRIPT],
+                                                      self.env()).split()
+        self.assertEqual(version, PERFMON_VERSION_S)
         self.assertTrue(typelib.startswith(self.destdir), typelib)
         self.assertTrue(override.startswith(self.destdir), override)
 
