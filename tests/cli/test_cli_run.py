@@ -74,16 +74,16 @@ class RunTest(CliTestCase):
     def run_dir_files(self, tmpdir):
         return glob.glob(os.path.join(tmpdir, 'perfmon-run-*', '*.json'))
 
-    def start_lingering(self, *options):
+    def start_lingering(self, *options, command=None):
         """perfmon run on a program that hangs once, then idles for a minute:
         returns the perfmon process once the program has left its checkpoint
         with the hang in the run's private directory."""
         tmpdir = self.path('tmp')
         os.makedirs(tmpdir)
-        env = self.foreign_env(own=True)
+        env = self.foreign_env(own=command is None)
         env['TMPDIR'] = tmpdir
         process = subprocess.Popen([TOOL, 'run', '--threshold', '100'] + list(options) +
-                                   ['--', UNINSTRUMENTED, '60'], env=env,
+                                   ['--'] + (command or [UNINSTRUMENTED, '60']), env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    universal_newlines=True, start_new_session=True)
         self.addCleanup(self.kill_group, process)
@@ -136,6 +136,28 @@ class RunTest(CliTestCase):
         self.assertGreater(data['iterations'], 5)
         self.assertEqual(data['exit_signal'], signal.SIGINT)
         self.assertFalse(data['complete'])
+
+    def test_summary_survives_ctrl_c_of_python(self):
+        # PyGObject turns SIGINT into KeyboardInterrupt, and Python then
+        # kills itself with SIGINT: no C exit handler runs.
+        script = self.path('linger.py')
+        with open(script, 'w') as f:
+            f.write('from gi.repository import GLib\n'
+                    'def hang():\n'
+                    '    end = GLib.get_monotonic_time() + 300000\n'
+                    '    while GLib.get_monotonic_time() < end:\n'
+                    '        pass\n'
+                    '    return False\n'
+                    'GLib.timeout_add(50, hang)\n'
+                    'GLib.MainLoop().run()\n')
+        process = self.start_lingering(command=['/usr/bin/python3', script])
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        self.assertEqual(process.returncode, -signal.SIGINT, err)
+        self.assertIn('KeyboardInterrupt', err)
+        self.assertIn('perfmon: summary of python3', err)
+        self.assertIn('hangs: 1 (threshold 100 ms)', err)
+        self.assertIn('killed by SIGINT', err)
 
     def test_summary_of_sh_c_wrapper(self):
         # sh runs the program as its child (the "; true" keeps it from
