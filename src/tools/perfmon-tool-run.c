@@ -42,10 +42,10 @@
 /* Native frames printed per hang in the text summary. */
 #define MAX_PRINTED_FRAMES 16
 
-/* The signals passed on to the command: written before the handlers are
- * installed... and read in them. 0 before the command runs (and in the
- * forked child before its exec, where the handlers still exist). */
-static volatile pid_t command_pid;
+/* The command, for the signal handler that passes signals on: 0 until it
+ * runs, and in the forked child before its exec (where the handlers are
+ * still installed). */
+static volatile sig_atomic_t command_pid;
 
 static const int forwarded_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
 
@@ -59,7 +59,7 @@ forward_signal (int        signum,
   /* si_code <= 0: sent by kill(), sigqueue() or tgkill(); the terminal's
    * (SI_KERNEL) already reached the whole foreground process group. */
   if (command_pid > 0 && getpid () != command_pid && info->si_code <= 0 && info->si_pid != command_pid)
-    kill (command_pid, signum);
+    kill ((pid_t) command_pid, signum);
   errno = saved_errno;
 }
 
@@ -477,7 +477,7 @@ perfmon_tool_run (int    argc,
                                 "    and timeout logs under $XDG_STATE_HOME/perfmon/watchdog, as a\n"
                                 "    program using libperfmon does. --no-state keeps them in the\n"
                                 "    private directory instead; 'perfmon state' lists and deletes\n"
-                                "    them. Nothing is sent anywhere.\n"
+                                "    them.\n"
                                 "\n"
                                 "To take a hang's stack, perfmon signals the hung thread, and only it\n"
                                 "(SIGRTMIN+3, sent with tgkill()): a sleep() or another system call\n"
