@@ -173,46 +173,41 @@ list_state (gboolean json)
   return PERFMON_TOOL_EXIT_OK;
 }
 
-/* Deletes @path (a file or a tree), except pending directories of live
- * processes, which it counts in @n_kept. */
+/* Deletes a file, or a tree without following symbolic links. */
 static void
-clean_path (const char *path,
-            gboolean    in_pending,
-            guint      *n_kept)
+delete_path (const char *path)
 {
-  g_autoptr(GDir) dir = NULL;
+  if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
+    perfmon_tool_remove_tree (path);
+  else
+    g_unlink (path);
+}
+
+/* Deletes each entry of @dir but @keep. */
+static void
+delete_entries (const char *dir,
+                const char *keep)
+{
+  g_autoptr(GDir) entries = g_dir_open (dir, 0, NULL);
   const char *name;
-  GStatBuf st;
 
-  if (g_lstat (path, &st) != 0)
-    return;
-  if (!S_ISDIR (st.st_mode))
+  while (entries != NULL && (name = g_dir_read_name (entries)) != NULL)
     {
-      g_unlink (path);
-      return;
-    }
-  if (in_pending && pending_dir_is_live (path))
-    {
-      (*n_kept)++;
-      return;
-    }
-  dir = g_dir_open (path, 0, NULL);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-      gboolean child_in_pending = g_str_has_suffix (path, G_DIR_SEPARATOR_S PINGS_DIR
-                                                          G_DIR_SEPARATOR_S PENDING_DIR);
+      g_autofree char *path = g_build_filename (dir, name, NULL);
 
-      clean_path (child, child_in_pending, n_kept);
+      if (keep == NULL || !g_str_equal (name, keep))
+        delete_path (path);
     }
-  /* Fails, as it should, when something was kept inside. */
-  g_rmdir (path);
 }
 
 static int
 clean_state (void)
 {
   g_autofree char *top = state_dir ();
+  g_autofree char *pings = g_build_filename (top, PINGS_DIR, NULL);
+  g_autofree char *pending = g_build_filename (pings, PENDING_DIR, NULL);
+  g_autoptr(GDir) pending_dir = NULL;
+  const char *name;
   guint n_kept = 0;
 
   if (!g_file_test (top, G_FILE_TEST_IS_DIR))
@@ -220,7 +215,25 @@ clean_state (void)
       g_print ("%s: nothing to delete\n", top);
       return PERFMON_TOOL_EXIT_OK;
     }
-  clean_path (top, FALSE, &n_kept);
+
+  /* Everything but the pending directories of running processes. */
+  pending_dir = g_dir_open (pending, 0, NULL);
+  while (pending_dir != NULL && (name = g_dir_read_name (pending_dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (pending, name, NULL);
+
+      if (pending_dir_is_live (path))
+        n_kept++;
+      else
+        delete_path (path);
+    }
+  delete_entries (pings, PENDING_DIR);
+  delete_entries (top, PINGS_DIR);
+  /* Each fails, as it should, while something is kept inside. */
+  g_rmdir (pending);
+  g_rmdir (pings);
+  g_rmdir (top);
+
   if (n_kept > 0)
     g_print ("%s: deleted, except the pending hangs of %u running process%s\n",
              top, n_kept, n_kept == 1 ? "" : "es");
