@@ -7,6 +7,7 @@
 #define PERFMON_INSIDE
 
 #include "perfmon-version-macros.h"
+#include "perfmon-version.h"
 #include "perfmon-error.h"
 #include "perfmon-group.h"
 #include "perfmon-group-stats.h"

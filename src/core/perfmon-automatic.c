@@ -307,7 +307,7 @@ patch_glib_kinds (void)
  * writable segment of a loaded object (const, or on the heap) cannot be
  * measured. Any thread.
  *
- * Since: 1.0
+ * Since: 0.2
  */
 void
 perfmon_automatic_track_source (GSource *source)
@@ -726,7 +726,7 @@ check_name (const char  *name,
  * Returns: (transfer full) (nullable): the group, or %NULL if no dispatch
  *   of that name has been seen and none was assigned
  *
- * Since: 1.0
+ * Since: 0.2
  */
 PerfmonGroup *
 perfmon_monitor_get_automatic_group (PerfmonMonitor *self,
@@ -769,7 +769,7 @@ perfmon_monitor_get_automatic_group (PerfmonMonitor *self,
  *   for a bad name, %PERFMON_ERROR_LIMIT_REACHED when the monitor has
  *   max-automatic-groups already)
  *
- * Since: 1.0
+ * Since: 0.2
  */
 gboolean
 perfmon_monitor_assign_automatic_group (PerfmonMonitor  *self,

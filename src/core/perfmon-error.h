@@ -18,6 +18,8 @@ G_BEGIN_DECLS
  * PERFMON_ERROR:
  *
  * The error domain of perfmon.
+ *
+ * Since: 0.1
  */
 #define PERFMON_ERROR (perfmon_error_quark ())
 
@@ -46,6 +48,8 @@ G_BEGIN_DECLS
  *   call needs: it already records, or it does not record.
  *
  * Error codes in the %PERFMON_ERROR domain.
+ *
+ * Since: 0.1
  */
 typedef enum
 {

@@ -25,6 +25,8 @@
  * the group's CPU time exceeded 2^i ms. An iteration that exceeds 2^(i+1) ms
  * also exceeds 2^i ms, so the buckets never grow with `i`, and bucket 0 never
  * exceeds the ticks.
+ *
+ * Since: 0.1
  */
 
 G_DEFINE_BOXED_TYPE (PerfmonGroupStats, perfmon_group_stats,
@@ -74,6 +76,8 @@ _perfmon_group_stats_copy (const PerfmonGroupStats *self)
  * Acquires a reference on @self.
  *
  * Returns: (transfer full): @self
+ *
+ * Since: 0.1
  */
 PerfmonGroupStats *
 perfmon_group_stats_ref (PerfmonGroupStats *self)
@@ -90,6 +94,8 @@ perfmon_group_stats_ref (PerfmonGroupStats *self)
  * @self: (transfer full): a `PerfmonGroupStats`
  *
  * Releases a reference on @self; the last one frees it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_group_stats_unref (PerfmonGroupStats *self)
@@ -111,6 +117,8 @@ perfmon_group_stats_unref (PerfmonGroupStats *self)
  * Gets the id of the group, unique in its process and never reused.
  *
  * Returns: the id of the group
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_stats_get_id (const PerfmonGroupStats *self)
@@ -127,6 +135,8 @@ perfmon_group_stats_get_id (const PerfmonGroupStats *self)
  * Gets what the group stands for.
  *
  * Returns: the kind of the group
+ *
+ * Since: 0.1
  */
 PerfmonGroupKind
 perfmon_group_stats_get_kind (const PerfmonGroupStats *self)
@@ -143,6 +153,8 @@ perfmon_group_stats_get_kind (const PerfmonGroupStats *self)
  * Gets the human-readable name of the group.
  *
  * Returns: (transfer none): the name of the group, possibly empty
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_group_stats_get_name (const PerfmonGroupStats *self)
@@ -159,6 +171,8 @@ perfmon_group_stats_get_name (const PerfmonGroupStats *self)
  * Gets the window the group belongs to.
  *
  * Returns: the window id, or 0 if the group belongs to no window
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_stats_get_window_id (const PerfmonGroupStats *self)
@@ -176,6 +190,8 @@ perfmon_group_stats_get_window_id (const PerfmonGroupStats *self)
  *
  * Returns: (transfer none) (nullable): the add-on id, or %NULL if the group
  *   belongs to no add-on
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_group_stats_get_addon_id (const PerfmonGroupStats *self)
@@ -192,6 +208,8 @@ perfmon_group_stats_get_addon_id (const PerfmonGroupStats *self)
  * Gets the CPU time charged to the group.
  *
  * Returns: the CPU time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_stats_get_cpu_time (const PerfmonGroupStats *self)
@@ -209,6 +227,8 @@ perfmon_group_stats_get_cpu_time (const PerfmonGroupStats *self)
  * (see [method@Perfmon.Monitor.blocked_begin]).
  *
  * Returns: the blocked time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self)
@@ -225,6 +245,8 @@ perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self)
  * Gets the number of event-loop iterations in which the group ran.
  *
  * Returns: the number of iterations
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_stats_get_ticks (const PerfmonGroupStats *self)
@@ -246,6 +268,8 @@ perfmon_group_stats_get_ticks (const PerfmonGroupStats *self)
  *
  * Returns: (transfer none) (array length=n_durations): the
  *   %PERFMON_N_DURATIONS buckets, owned by @self
+ *
+ * Since: 0.1
  */
 const guint64 *
 perfmon_group_stats_get_durations (const PerfmonGroupStats *self,

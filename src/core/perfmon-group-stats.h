@@ -20,6 +20,8 @@ G_BEGIN_DECLS
  *
  * The number of buckets of the exceedance histogram: bucket i counts the
  * iterations in which a group's CPU time exceeded 2^i ms, i = 0 … 9.
+ *
+ * Since: 0.1
  */
 #define PERFMON_N_DURATIONS 10
 

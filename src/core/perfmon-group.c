@@ -30,6 +30,8 @@
  * [property@Perfmon.Group:active] there; the identity getters may be called
  * from any thread. Drop the last reference to a compartment on the monitor's
  * thread too (alerts refer to it from there).
+ *
+ * Since: 0.1
  */
 
 enum {
@@ -179,6 +181,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    * PerfmonGroup:id:
    *
    * The group's id, unique among all groups of the process.
+   *
+   * Since: 0.1
    */
   properties[PROP_ID] =
     g_param_spec_uint64 ("id", NULL, NULL, 0, G_MAXUINT64, 0,
@@ -188,6 +192,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    * PerfmonGroup:kind:
    *
    * What the group stands for.
+   *
+   * Since: 0.1
    */
   properties[PROP_KIND] =
     g_param_spec_enum ("kind", NULL, NULL,
@@ -198,6 +204,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    * PerfmonGroup:name:
    *
    * A human-readable name.
+   *
+   * Since: 0.1
    */
   properties[PROP_NAME] =
     g_param_spec_string ("name", NULL, NULL, NULL,
@@ -207,6 +215,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    * PerfmonGroup:window-id:
    *
    * The id of the window the group's code runs for, or 0.
+   *
+   * Since: 0.1
    */
   properties[PROP_WINDOW_ID] =
     g_param_spec_uint64 ("window-id", NULL, NULL, 0, G_MAXUINT64, 0,
@@ -216,6 +226,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    * PerfmonGroup:addon-id:
    *
    * The id of the add-on the group's code comes from, or %NULL.
+   *
+   * Since: 0.1
    */
   properties[PROP_ADDON_ID] =
     g_param_spec_string ("addon-id", NULL, NULL, NULL,
@@ -226,6 +238,8 @@ perfmon_group_class_init (PerfmonGroupClass *klass)
    *
    * Whether the group is measured. Compartments are inactive by default
    * (their windows and add-ons are still measured), all other groups active.
+   *
+   * Since: 0.1
    */
   properties[PROP_ACTIVE] =
     g_param_spec_boolean ("active", NULL, NULL, FALSE,
@@ -243,7 +257,11 @@ perfmon_group_init (PerfmonGroup *self)
  * perfmon_group_get_id:
  * @self: a group
  *
+ * Gets the group's id, the key of its counters in a [class@Perfmon.Snapshot].
+ *
  * Returns: the group's id, unique in the process
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_get_id (PerfmonGroup *self)
@@ -258,7 +276,12 @@ perfmon_group_get_id (PerfmonGroup *self)
  * perfmon_group_get_kind:
  * @self: a group
  *
+ * Gets what kind of group this is: a thread, a window, an add-on or a
+ * compartment.
+ *
  * Returns: what the group stands for
+ *
+ * Since: 0.1
  */
 PerfmonGroupKind
 perfmon_group_get_kind (PerfmonGroup *self)
@@ -273,7 +296,11 @@ perfmon_group_get_kind (PerfmonGroup *self)
  * perfmon_group_get_name:
  * @self: a group
  *
+ * Gets the group's name, as snapshots and `perfmon top` show it.
+ *
  * Returns: (transfer none): the group's name
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_group_get_name (PerfmonGroup *self)
@@ -288,8 +315,12 @@ perfmon_group_get_name (PerfmonGroup *self)
  * perfmon_group_get_window_id:
  * @self: a group
  *
+ * Gets the id of the window the group stands for or belongs to.
+ *
  * Returns: the id of the window of a window group or of a compartment that
  *   belongs to a window, otherwise 0
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_group_get_window_id (PerfmonGroup *self)
@@ -311,8 +342,12 @@ perfmon_group_get_window_id (PerfmonGroup *self)
  * perfmon_group_get_addon_id:
  * @self: a group
  *
+ * Gets the id of the add-on the group stands for or belongs to.
+ *
  * Returns: (transfer none) (nullable): the id of the add-on of an add-on
  *   group or of a compartment that belongs to an add-on, otherwise %NULL
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_group_get_addon_id (PerfmonGroup *self)
@@ -334,7 +369,12 @@ perfmon_group_get_addon_id (PerfmonGroup *self)
  * perfmon_group_get_active:
  * @self: a group
  *
+ * Gets whether the group is measured on its own: see
+ * [property@Perfmon.Group:active].
+ *
  * Returns: whether the group is measured
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_group_get_active (PerfmonGroup *self)
@@ -353,6 +393,8 @@ perfmon_group_get_active (PerfmonGroup *self)
  * Starts or stops measuring @self. A change takes effect at the next
  * [method@Perfmon.Group.enter] of a compartment that belongs to @self.
  * Call it on the monitor's thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_group_set_active (PerfmonGroup *self,

@@ -23,6 +23,8 @@ G_BEGIN_DECLS
  * @PERFMON_GROUP_KIND_COMPARTMENT: the unit of code that is entered and left.
  *
  * What a #PerfmonGroup stands for.
+ *
+ * Since: 0.1
  */
 typedef enum
 {
@@ -88,6 +90,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonGroupEnterGuard, _perfmon_group_enter_guar
  * @compartment: a #PerfmonGroup of kind %PERFMON_GROUP_KIND_COMPARTMENT
  *
  * Enters @compartment and leaves it when the enclosing scope ends.
+ *
+ * Since: 0.1
  */
 #define PERFMON_AUTO_ENTER(compartment) \
   G_GNUC_UNUSED g_autoptr(PerfmonGroupEnterGuard) _PERFMON_ENTER_GUARD_NAME (__LINE__) = \

@@ -43,6 +43,8 @@
  * begins a unit of work or iterates the monitor's context. Group lookups
  * ([method@Perfmon.Monitor.get_window_group] and friends) may be called from
  * any thread.
+ *
+ * Since: 0.1
  */
 
 /* Deeper nesting of enter() is counted but not measured. */
@@ -650,6 +652,8 @@ is_compartment (PerfmonGroup *group)
  * another is charged inclusively, and each group is counted once.
  *
  * Costs a few nanoseconds: no lock, no system call, no allocation.
+ *
+ * Since: 0.1
  */
 __attribute__ ((hot)) void
 perfmon_group_enter (PerfmonGroup *compartment)
@@ -665,6 +669,8 @@ perfmon_group_enter (PerfmonGroup *compartment)
  *
  * Stops running code of @compartment and charges the time since the
  * matching enter to the groups that enter acquired.
+ *
+ * Since: 0.1
  */
 __attribute__ ((hot)) void
 perfmon_group_leave (PerfmonGroup *compartment)
@@ -1396,6 +1402,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The main context whose iterations the monitor observes, or %NULL when
    * the embedder calls [method@Perfmon.Monitor.iteration_done].
+   *
+   * Since: 0.1
    */
   properties[PROP_CONTEXT] =
     g_param_spec_boxed ("context", NULL, NULL, G_TYPE_MAIN_CONTEXT,
@@ -1406,6 +1414,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The name of the thread group, set at construction; by default
    * "thread N" (the default monitor's is "main thread").
+   *
+   * Since: 0.1
    */
   properties[PROP_THREAD_NAME] =
     g_param_spec_string ("thread-name", NULL, NULL, NULL,
@@ -1416,6 +1426,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * Whether the monitor records anything. While disabled, entering and
    * leaving compartments and ending iterations cost next to nothing.
+   *
+   * Since: 0.1
    */
   properties[PROP_ENABLED] =
     g_param_spec_boolean ("enabled", NULL, NULL, TRUE,
@@ -1426,6 +1438,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    *
    * The CPU time, in milliseconds, that a group must use in one iteration
    * for [signal@Perfmon.Monitor::alert] to be emitted; 0 turns alerts off.
+   *
+   * Since: 0.1
    */
   properties[PROP_ALERT_THRESHOLD] =
     g_param_spec_uint64 ("alert-threshold", NULL, NULL,
@@ -1441,7 +1455,7 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    * type (see [method@Perfmon.Monitor.get_automatic_group]). Needs a
    * context. Off by default; `perfmon run` turns it on.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_AUTOMATIC_GROUPS] =
     g_param_spec_boolean ("automatic-groups", NULL, NULL, FALSE,
@@ -1454,7 +1468,7 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    * kinds beyond them are charged to one overflow group,
    * "(other sources)". Lowering it keeps the groups that exist.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_MAX_AUTOMATIC_GROUPS] =
     g_param_spec_uint ("max-automatic-groups", NULL, NULL,
@@ -1472,6 +1486,8 @@ perfmon_monitor_class_init (PerfmonMonitorClass *klass)
    * Emitted on the monitor's thread after an iteration in which @group
    * used at least [property@Perfmon.Monitor:alert-threshold] of CPU time;
    * at most once per group per second.
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_ALERT] =
     g_signal_new ("alert",
@@ -1513,6 +1529,8 @@ perfmon_monitor_init (PerfmonMonitor *self)
  * context. Its thread group is named "main thread".
  *
  * Returns: (transfer none): the default monitor
+ *
+ * Since: 0.1
  */
 PerfmonMonitor *
 perfmon_monitor_get_default (void)
@@ -1540,6 +1558,8 @@ perfmon_monitor_get_default (void)
  * Creates a monitor for one thread.
  *
  * Returns: (transfer full): a new monitor
+ *
+ * Since: 0.1
  */
 PerfmonMonitor *
 perfmon_monitor_new (GMainContext *context)
@@ -1551,7 +1571,11 @@ perfmon_monitor_new (GMainContext *context)
  * perfmon_monitor_get_context:
  * @self: a monitor
  *
+ * Gets the main context whose iterations the monitor observes.
+ *
  * Returns: (transfer none) (nullable): the observed main context
+ *
+ * Since: 0.1
  */
 GMainContext *
 perfmon_monitor_get_context (PerfmonMonitor *self)
@@ -1565,7 +1589,11 @@ perfmon_monitor_get_context (PerfmonMonitor *self)
  * perfmon_monitor_get_enabled:
  * @self: a monitor
  *
+ * Gets [property@Perfmon.Monitor:enabled].
+ *
  * Returns: whether the monitor records anything
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_monitor_get_enabled (PerfmonMonitor *self)
@@ -1582,6 +1610,8 @@ perfmon_monitor_get_enabled (PerfmonMonitor *self)
  *
  * Starts or stops recording. Disabling drops the measures under way.
  * Call it on the monitor's thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_set_enabled (PerfmonMonitor *self,
@@ -1611,7 +1641,11 @@ perfmon_monitor_set_enabled (PerfmonMonitor *self,
  * perfmon_monitor_get_alert_threshold:
  * @self: a monitor
  *
+ * Gets [property@Perfmon.Monitor:alert-threshold].
+ *
  * Returns: the alert threshold, in milliseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_monitor_get_alert_threshold (PerfmonMonitor *self)
@@ -1628,6 +1662,8 @@ perfmon_monitor_get_alert_threshold (PerfmonMonitor *self)
  *   group raises an alert; 0 turns alerts off
  *
  * Sets [property@Perfmon.Monitor:alert-threshold].
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
@@ -1648,10 +1684,12 @@ perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
  * perfmon_monitor_get_automatic_groups:
  * @self: a monitor
  *
+ * Gets whether automatic groups are on.
+ *
  * Returns: whether dispatches on the monitor's context are measured as
  *   automatic groups; see [property@Perfmon.Monitor:automatic-groups]
  *
- * Since: 1.0
+ * Since: 0.2
  */
 gboolean
 perfmon_monitor_get_automatic_groups (PerfmonMonitor *self)
@@ -1675,7 +1713,7 @@ perfmon_monitor_get_automatic_groups (PerfmonMonitor *self)
  * [func@Perfmon.automatic_track_source], which `perfmon run` calls for
  * every source created outside GLib.
  *
- * Since: 1.0
+ * Since: 0.2
  */
 void
 perfmon_monitor_set_automatic_groups (PerfmonMonitor *self,
@@ -1696,9 +1734,11 @@ perfmon_monitor_set_automatic_groups (PerfmonMonitor *self,
  * perfmon_monitor_get_max_automatic_groups:
  * @self: a monitor
  *
+ * Gets the bound on the monitor's automatic groups.
+ *
  * Returns: the most automatic groups the monitor makes
  *
- * Since: 1.0
+ * Since: 0.2
  */
 guint
 perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self)
@@ -1715,7 +1755,7 @@ perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self)
  *
  * Sets [property@Perfmon.Monitor:max-automatic-groups].
  *
- * Since: 1.0
+ * Since: 0.2
  */
 void
 perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
@@ -1739,6 +1779,8 @@ perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
  * it is charged the thread's CPU time of each iteration.
  *
  * Returns: (transfer full): the thread group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_thread_group (PerfmonMonitor *self)
@@ -1766,6 +1808,8 @@ perfmon_monitor_get_thread_group (PerfmonMonitor *self)
  * exists while a caller or a compartment of the window holds it.
  *
  * Returns: (transfer full): the window's group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_window_group (PerfmonMonitor *self,
@@ -1796,6 +1840,8 @@ perfmon_monitor_get_window_group (PerfmonMonitor *self,
  * exists while a caller or a compartment of the add-on holds it.
  *
  * Returns: (transfer full): the add-on's group
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_get_addon_group (PerfmonMonitor *self,
@@ -1829,6 +1875,8 @@ perfmon_monitor_get_addon_group (PerfmonMonitor *self,
  * inactive: set [property@Perfmon.Group:active] to measure one on its own.
  *
  * Returns: (transfer full): a new compartment
+ *
+ * Since: 0.1
  */
 PerfmonGroup *
 perfmon_monitor_create_compartment (PerfmonMonitor *self,
@@ -1863,6 +1911,8 @@ perfmon_monitor_create_compartment (PerfmonMonitor *self,
  * used since the previous iteration ended. Needed only for a monitor
  * without a context; on one with a context it ends the current iteration
  * early. Reads the thread's CPU clock (a system call) each time.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_iteration_done (PerfmonMonitor *self)
@@ -1891,6 +1941,8 @@ perfmon_monitor_iteration_done (PerfmonMonitor *self)
  * added to the groups of the compartments entered around it. Calls nest;
  * end each with [method@Perfmon.Monitor.blocked_end] before leaving the
  * compartment.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_blocked_begin (PerfmonMonitor *self)
@@ -1909,6 +1961,8 @@ perfmon_monitor_blocked_begin (PerfmonMonitor *self)
  * @self: a monitor
  *
  * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin].
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_blocked_end (PerfmonMonitor *self)
@@ -1974,6 +2028,8 @@ check_work_unit_call (PerfmonMonitor *self,
  * allocates nothing, except to wake a watchdog that slept through the idle
  * time before the unit (and once per thread, the first time a watchdog
  * sees it).
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_work_begin (PerfmonMonitor *self)
@@ -2001,6 +2057,8 @@ perfmon_monitor_work_begin (PerfmonMonitor *self)
  * Ends the unit of work started by [method@Perfmon.Monitor.work_begin]:
  * the thread is idle until the next one. No lock, no system call, no
  * allocation.
+ *
+ * Since: 0.1
  */
 void
 perfmon_monitor_work_end (PerfmonMonitor *self)
@@ -2051,6 +2109,8 @@ process_name (void)
  * iterations. Call it on the monitor's thread.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_monitor_snapshot (PerfmonMonitor *self)
@@ -2102,7 +2162,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
 
   getrusage (RUSAGE_SELF, &usage);
 
-  return _perfmon_snapshot_new (g_get_monotonic_time (),
+  return _perfmon_snapshot_new (g_get_monotonic_time (), g_get_real_time (),
                                 0,
                                 (guint) getpid (),
                                 process_name (),

@@ -13,8 +13,10 @@ G_BEGIN_DECLS
 
 /* Takes ownership of @groups (element type PerfmonGroupStats, with a free
  * func). @interval is 0 for a snapshot of a live monitor and the time
- * between the two snapshots for a difference. */
+ * between the two snapshots for a difference. @wall_time is the
+ * wall-clock time (g_get_real_time()) of @timestamp, or 0 if not known. */
 PerfmonSnapshot *_perfmon_snapshot_new (gint64      timestamp,
+                                        gint64      wall_time,
                                         gint64      interval,
                                         guint       pid,
                                         const char *process_name,

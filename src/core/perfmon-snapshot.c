@@ -39,6 +39,7 @@
  * {
  *   "version": 1,
  *   "timestamp": 1234567890,
+ *   "wall_time": 1767225600000000,
  *   "interval": 0,
  *   "pid": 4242,
  *   "process_name": "gedit",
@@ -60,6 +61,10 @@
  * }
  * ```
  *
+ * `wall_time` is the wall-clock time the snapshot was taken at
+ * (g_get_real_time(), microseconds since 1970-01-01 UTC); it is left out
+ * when not known, and a reader takes a missing `wall_time` as 0.
+ *
  * `kind` is one of `"thread"`, `"window"`, `"addon"` and `"compartment"`;
  * `addon_id` is a string or `null`. JSON integers are signed 64-bit
  * numbers, so an unsigned value above 9223372036854775807 is written as a
@@ -67,13 +72,15 @@
  * member. Members a reader does not know are ignored.
  *
  * Data read from JSON or a #GVariant is checked: `version` must be 1,
- * `pid` at least 1, `timestamp` and `interval` non-negative, group ids
+ * `pid` at least 1, `timestamp`, `wall_time` and `interval` non-negative, group ids
  * unique, and the histogram consistent: `durations[i + 1]` never exceeds
  * `durations[i]` and `durations[0]` never exceeds `ticks`. In the
  * #GVariant form every column has one entry per group, and the add-on
  * table lists each add-on id once, in the order the groups first use
  * them (as [method@Perfmon.Snapshot.to_variant] writes it). The message of
  * the error names the offending member, such as `groups[3].durations`.
+ *
+ * Since: 0.1
  */
 
 /* The JSON names of the group kinds, part of the format: they must not
@@ -96,6 +103,10 @@ kind_name (PerfmonGroupKind kind)
   return (guint) kind < N_KINDS ? kind_names[kind] : "invalid kind";
 }
 
+/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the wall time:
+ * what processes built before it send. */
+#define SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME "(uxxusttatauasatasauatatatat)"
+
 /* A snapshot nests four levels deep; see json_prescan(). */
 #define MAX_JSON_DEPTH 128
 
@@ -104,6 +115,7 @@ struct _PerfmonSnapshot
   GObject     parent_instance;
 
   gint64      timestamp;
+  gint64      wall_time;
   gint64      interval;
   guint       pid;
   char       *process_name;
@@ -116,6 +128,7 @@ struct _PerfmonSnapshot
 enum {
   PROP_0,
   PROP_TIMESTAMP,
+  PROP_WALL_TIME,
   PROP_INTERVAL,
   PROP_PID,
   PROP_PROCESS_NAME,
@@ -133,6 +146,7 @@ G_DEFINE_FINAL_TYPE (PerfmonSnapshot, perfmon_snapshot, G_TYPE_OBJECT)
 typedef struct
 {
   gint64     timestamp;
+  gint64     wall_time;
   gint64     interval;
   guint64    pid;
   char      *process_name;
@@ -255,6 +269,11 @@ validate_fields (const SnapshotFields  *fields,
                             "expected a non-negative integer, got %" G_GINT64_FORMAT,
                             fields->timestamp);
 
+  if (fields->wall_time < 0)
+    return set_field_error (error, NULL, "wall_time",
+                            "expected a non-negative integer, got %" G_GINT64_FORMAT,
+                            fields->wall_time);
+
   if (fields->interval < 0)
     return set_field_error (error, NULL, "interval",
                             "expected a non-negative integer, got %" G_GINT64_FORMAT,
@@ -295,6 +314,7 @@ validate_fields (const SnapshotFields  *fields,
 /* Takes @groups. The data must have passed validate_fields(). */
 static PerfmonSnapshot *
 snapshot_new_take (gint64      timestamp,
+                   gint64      wall_time,
                    gint64      interval,
                    guint       pid,
                    const char *process_name,
@@ -306,6 +326,7 @@ snapshot_new_take (gint64      timestamp,
 
   self = g_object_new (PERFMON_TYPE_SNAPSHOT, NULL);
   self->timestamp = timestamp;
+  self->wall_time = wall_time;
   self->interval = interval;
   self->pid = pid;
   self->process_name = g_strdup (process_name != NULL ? process_name : "");
@@ -329,13 +350,14 @@ snapshot_new_take (gint64      timestamp,
 static PerfmonSnapshot *
 snapshot_new_from_fields (SnapshotFields *fields)
 {
-  return snapshot_new_take (fields->timestamp, fields->interval, (guint) fields->pid,
+  return snapshot_new_take (fields->timestamp, fields->wall_time, fields->interval, (guint) fields->pid,
                             fields->process_name, fields->user_time, fields->system_time,
                             g_steal_pointer (&fields->groups));
 }
 
 PerfmonSnapshot *
 _perfmon_snapshot_new (gint64      timestamp,
+                       gint64      wall_time,
                        gint64      interval,
                        guint       pid,
                        const char *process_name,
@@ -353,6 +375,7 @@ _perfmon_snapshot_new (gint64      timestamp,
   /* Borrowed: not cleared. */
   fields = (SnapshotFields) {
     .timestamp = timestamp,
+    .wall_time = wall_time,
     .interval = interval,
     .pid = pid,
     .process_name = (char *) (process_name != NULL ? process_name : ""),
@@ -366,7 +389,7 @@ _perfmon_snapshot_new (gint64      timestamp,
   if (!validate_fields (&fields, &error))
     g_critical ("%s: snapshot data would not read back: %s", G_STRFUNC, error->message);
 
-  return snapshot_new_take (timestamp, interval, pid, process_name,
+  return snapshot_new_take (timestamp, wall_time, interval, pid, process_name,
                             user_time, system_time, groups);
 }
 
@@ -394,6 +417,10 @@ perfmon_snapshot_get_property (GObject    *object,
     {
     case PROP_TIMESTAMP:
       g_value_set_int64 (value, self->timestamp);
+      break;
+
+    case PROP_WALL_TIME:
+      g_value_set_int64 (value, self->wall_time);
       break;
 
     case PROP_INTERVAL:
@@ -434,9 +461,26 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The monotonic time (see g_get_monotonic_time()) at which the snapshot
    * was taken, in microseconds.
+   *
+   * Since: 0.1
    */
   properties[PROP_TIMESTAMP] =
     g_param_spec_int64 ("timestamp", NULL, NULL,
+                        0, G_MAXINT64, 0,
+                        G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+
+  /**
+   * PerfmonSnapshot:wall-time: (getter get_wall_time)
+   *
+   * The wall-clock time at which the snapshot was taken, in microseconds
+   * since January 1, 1970 UTC (see g_get_real_time()); for a difference,
+   * that of the newer snapshot. 0 if not known (a snapshot read from a file
+   * written before perfmon recorded it).
+   *
+   * Since: 0.1
+   */
+  properties[PROP_WALL_TIME] =
+    g_param_spec_int64 ("wall-time", NULL, NULL,
                         0, G_MAXINT64, 0,
                         G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
 
@@ -445,6 +489,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * For a difference of two snapshots, the time between them, in
    * microseconds; 0 for a snapshot of a live monitor.
+   *
+   * Since: 0.1
    */
   properties[PROP_INTERVAL] =
     g_param_spec_int64 ("interval", NULL, NULL,
@@ -455,6 +501,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    * PerfmonSnapshot:pid: (getter get_pid)
    *
    * The id of the process the snapshot describes.
+   *
+   * Since: 0.1
    */
   properties[PROP_PID] =
     g_param_spec_uint ("pid", NULL, NULL,
@@ -465,6 +513,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    * PerfmonSnapshot:process-name: (getter get_process_name)
    *
    * The name of the process the snapshot describes, possibly empty.
+   *
+   * Since: 0.1
    */
   properties[PROP_PROCESS_NAME] =
     g_param_spec_string ("process-name", NULL, NULL,
@@ -476,6 +526,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The CPU time the process had spent in user mode, in microseconds; for
    * a difference, the CPU time spent in the interval.
+   *
+   * Since: 0.1
    */
   properties[PROP_USER_TIME] =
     g_param_spec_uint64 ("user-time", NULL, NULL,
@@ -487,6 +539,8 @@ perfmon_snapshot_class_init (PerfmonSnapshotClass *klass)
    *
    * The CPU time the process had spent in the kernel, in microseconds; for
    * a difference, the CPU time spent in the interval.
+   *
+   * Since: 0.1
    */
   properties[PROP_SYSTEM_TIME] =
     g_param_spec_uint64 ("system-time", NULL, NULL,
@@ -510,6 +564,8 @@ perfmon_snapshot_init (PerfmonSnapshot *self)
  * taken.
  *
  * Returns: the time, in microseconds
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_snapshot_get_timestamp (PerfmonSnapshot *self)
@@ -520,6 +576,28 @@ perfmon_snapshot_get_timestamp (PerfmonSnapshot *self)
 }
 
 /**
+ * perfmon_snapshot_get_wall_time: (get-property wall-time)
+ * @self: a `PerfmonSnapshot`
+ *
+ * Gets the wall-clock time at which @self was taken: the moment to show to
+ * a person, or to compare with other machines' logs.
+ * [method@Perfmon.Snapshot.get_timestamp] is the one to compute intervals
+ * with.
+ *
+ * Returns: the time, in microseconds since January 1, 1970 UTC, or 0 if
+ *   not known
+ *
+ * Since: 0.1
+ */
+gint64
+perfmon_snapshot_get_wall_time (PerfmonSnapshot *self)
+{
+  g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), 0);
+
+  return self->wall_time;
+}
+
+/**
  * perfmon_snapshot_get_interval: (get-property interval)
  * @self: a `PerfmonSnapshot`
  *
@@ -527,6 +605,8 @@ perfmon_snapshot_get_timestamp (PerfmonSnapshot *self)
  *
  * Returns: the time between the two snapshots, in microseconds, or 0 if
  *   @self is a snapshot of a live monitor
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_snapshot_get_interval (PerfmonSnapshot *self)
@@ -543,6 +623,8 @@ perfmon_snapshot_get_interval (PerfmonSnapshot *self)
  * Gets the id of the process @self describes.
  *
  * Returns: the process id
+ *
+ * Since: 0.1
  */
 guint
 perfmon_snapshot_get_pid (PerfmonSnapshot *self)
@@ -559,6 +641,8 @@ perfmon_snapshot_get_pid (PerfmonSnapshot *self)
  * Gets the name of the process @self describes.
  *
  * Returns: (transfer none): the process name, possibly empty
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_snapshot_get_process_name (PerfmonSnapshot *self)
@@ -576,6 +660,8 @@ perfmon_snapshot_get_process_name (PerfmonSnapshot *self)
  * during the interval), as getrusage() reports it.
  *
  * Returns: the CPU time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_snapshot_get_user_time (PerfmonSnapshot *self)
@@ -593,6 +679,8 @@ perfmon_snapshot_get_user_time (PerfmonSnapshot *self)
  * during the interval), as getrusage() reports it.
  *
  * Returns: the CPU time, in microseconds
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_snapshot_get_system_time (PerfmonSnapshot *self)
@@ -610,6 +698,8 @@ perfmon_snapshot_get_system_time (PerfmonSnapshot *self)
  * array must not be modified.
  *
  * Returns: (transfer none) (element-type PerfmonGroupStats): the groups
+ *
+ * Since: 0.1
  */
 GPtrArray *
 perfmon_snapshot_get_groups (PerfmonSnapshot *self)
@@ -628,6 +718,8 @@ perfmon_snapshot_get_groups (PerfmonSnapshot *self)
  *
  * Returns: (transfer none) (nullable): the counters of the group, or %NULL
  *   if @self has no group with that id
+ *
+ * Since: 0.1
  */
 PerfmonGroupStats *
 perfmon_snapshot_lookup (PerfmonSnapshot *self,
@@ -718,6 +810,8 @@ subtract_group (PerfmonGroupStats        *delta,
  * its counters is larger than in @self.
  *
  * Returns: (transfer full): the difference
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_subtract (PerfmonSnapshot  *self,
@@ -750,6 +844,7 @@ perfmon_snapshot_subtract (PerfmonSnapshot  *self,
     }
 
   fields.timestamp = self->timestamp;
+  fields.wall_time = self->wall_time;
   /* Both are non-negative: no overflow. */
   fields.interval = self->timestamp - older->timestamp;
   fields.pid = self->pid;
@@ -940,6 +1035,8 @@ append_group (GString                 *out,
  * snapshot: equal snapshots give identical strings.
  *
  * Returns: (transfer full): a JSON document
+ *
+ * Since: 0.1
  */
 char *
 perfmon_snapshot_to_json (PerfmonSnapshot *self)
@@ -955,6 +1052,12 @@ perfmon_snapshot_to_json (PerfmonSnapshot *self)
   append_u64 (out, PERFMON_SNAPSHOT_FORMAT_VERSION);
   g_string_append (out, ",\"timestamp\":");
   append_u64 (out, (guint64) self->timestamp);
+  /* Not known: not written, as before wall times were. */
+  if (self->wall_time != 0)
+    {
+      g_string_append (out, ",\"wall_time\":");
+      append_u64 (out, (guint64) self->wall_time);
+    }
   g_string_append (out, ",\"interval\":");
   append_u64 (out, (guint64) self->interval);
   g_string_append (out, ",\"pid\":");
@@ -1305,6 +1408,8 @@ group_from_json (JsonNode  *node,
  * is not 1.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_new_from_json (const char  *json,
@@ -1347,6 +1452,8 @@ perfmon_snapshot_new_from_json (const char  *json,
     return NULL;
 
   if (!read_i64_member (object, NULL, "timestamp", &fields.timestamp, error) ||
+      (json_object_has_member (object, "wall_time") &&
+       !read_i64_member (object, NULL, "wall_time", &fields.wall_time, error)) ||
       !read_i64_member (object, NULL, "interval", &fields.interval, error) ||
       !read_u64_member (object, NULL, "pid", &fields.pid, error) ||
       !read_string_member (object, NULL, "process_name", FALSE, &fields.process_name, error) ||
@@ -1392,6 +1499,8 @@ perfmon_snapshot_new_from_json (const char  *json,
  * in normal form: for example to send it over D-Bus.
  *
  * Returns: (transfer full): a new, non-floating #GVariant
+ *
+ * Since: 0.1
  */
 GVariant *
 perfmon_snapshot_to_variant (PerfmonSnapshot *self)
@@ -1460,7 +1569,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 #define FIXED_ARRAY(type, data, count) \
   g_variant_new_fixed_array (type, data, count, sizeof *(data))
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@at)",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
                                             (guint32) PERFMON_SNAPSHOT_FORMAT_VERSION,
                                             self->timestamp,
                                             self->interval,
@@ -1479,7 +1588,8 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, blocked_times, n),
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, ticks, n),
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, durations,
-                                                         (gsize) n * PERFMON_N_DURATIONS)));
+                                                         (gsize) n * PERFMON_N_DURATIONS),
+                                            self->wall_time));
 #undef FIXED_ARRAY
 }
 
@@ -1500,6 +1610,8 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
  * format version is not 1.
  *
  * Returns: (transfer full): a new snapshot
+ *
+ * Since: 0.1
  */
 PerfmonSnapshot *
 perfmon_snapshot_new_from_variant (GVariant  *variant,
@@ -1519,6 +1631,21 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   g_return_val_if_fail (variant != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
+  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
+    {
+      /* The form of processes built before snapshots had a wall time:
+       * the same but the last member. */
+      g_autoptr(GVariant) wall_time = g_variant_new_int64 (0);
+      g_autoptr(GVariant) extended = NULL;
+      g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+
+      for (gsize i = 0; i < g_variant_n_children (variant); i++)
+        g_ptr_array_add (children, g_variant_get_child_value (variant, i));
+      g_ptr_array_add (children, g_variant_ref_sink (g_steal_pointer (&wall_time)));
+      extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
+      return perfmon_snapshot_new_from_variant (extended, error);
+    }
+
   if (!g_variant_type_equal (g_variant_get_type (variant),
                              G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
     {
@@ -1529,7 +1656,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
 
   /* No '&' format: g_variant_get() would first serialise a variant in
    * tree form, which is how GDBus hands it over. */
-  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@at)",
+  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
                  &version,
                  &fields.timestamp,
                  &fields.interval,
@@ -1538,7 +1665,8 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
                  &fields.user_time,
                  &fields.system_time,
                  &ids_v, &kinds_v, &names_v, &window_ids_v, &addon_ids_v, &addon_indexes_v,
-                 &cpu_times_v, &blocked_times_v, &ticks_v, &durations_v);
+                 &cpu_times_v, &blocked_times_v, &ticks_v, &durations_v,
+                 &fields.wall_time);
 
   if (!check_version (version, error))
     return NULL;

@@ -25,15 +25,20 @@ G_BEGIN_DECLS
  * per group an index into it (0 for a group without an add-on id, i + 1
  * for the table's i-th entry), CPU times, blocked times, ticks, and the
  * %PERFMON_N_DURATIONS histogram buckets of every group one after the
- * other. Times are in microseconds.
+ * other; last, the wall-clock time (see
+ * [method@Perfmon.Snapshot.get_wall_time]). Times are in microseconds.
+ * perfmon_snapshot_new_from_variant() also reads the type without the
+ * last member, which processes built before it send.
  *
  * Columns make almost everything arrays of fixed-size numbers, which
  * GDBus and GVariant copy in one go: a snapshot travels over D-Bus (for
  * example in the `v` of `org.perfmon.Monitor1.GetSnapshot()`) about a
  * hundred times faster than as an array of one tuple per group. The type
  * has no maybe type, which D-Bus cannot carry.
+ *
+ * Since: 0.1
  */
-#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatat)"
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatx)"
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 
@@ -49,6 +54,8 @@ PerfmonSnapshot   *perfmon_snapshot_new_from_variant (GVariant         *variant,
 
 PERFMON_AVAILABLE_IN_ALL
 gint64             perfmon_snapshot_get_timestamp    (PerfmonSnapshot  *self);
+PERFMON_AVAILABLE_IN_ALL
+gint64             perfmon_snapshot_get_wall_time    (PerfmonSnapshot  *self);
 PERFMON_AVAILABLE_IN_ALL
 gint64             perfmon_snapshot_get_interval     (PerfmonSnapshot  *self);
 PERFMON_AVAILABLE_IN_ALL

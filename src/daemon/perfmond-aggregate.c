@@ -222,6 +222,9 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   json_builder_begin_object (builder);
   add_member_u64 (builder, "version", 1);
   add_member_u64 (builder, "timestamp", (guint64) MAX (timestamp, 0));
+  /* The wall-clock time of @timestamp. */
+  add_member_u64 (builder, "wall_time",
+                  (guint64) MAX (g_get_real_time () - (g_get_monotonic_time () - timestamp), 0));
   add_member_u64 (builder, "interval", 0);
   add_member_u64 (builder, "pid", own_pid);
   json_builder_set_member_name (builder, "process_name");

@@ -275,7 +275,7 @@ remove_process (PerfmondDaemon *self,
 {
   guint pid = process->pid;
 
-  g_message ("pid %u (%s, %s) unregistered: %s", pid, process->bus_name,
+  g_debug ("pid %u (%s, %s) unregistered: %s", pid, process->bus_name,
              process->process_name, why);
 
   process->removed = TRUE;
@@ -527,8 +527,8 @@ add_hang (PerfmondDaemon *self,
                                   ? json_object_get_string_member (object, "runnableName") : "");
   hang->json = g_strdup (json);
 
-  g_message ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
-             hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unlabelled)");
+  g_debug ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
+             hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
 
   if (self->config.max_hangs > 0)
     {
@@ -757,7 +757,7 @@ add_process (PerfmondDaemon *self,
                             G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
                             process->cancellable, get_hang_reports_done, process_ref (process));
 
-  g_message ("pid %u (%s) registered", pid, bus_name);
+  g_debug ("pid %u (%s) registered", pid, bus_name);
   perfmon_dbus_daemon1_emit_process_added (self->skeleton, pid, bus_name);
 
   /* The first snapshot now, not an interval later. */

@@ -112,7 +112,7 @@ on_name_acquired (GDBusConnection *connection,
   State *state = user_data;
 
   state->acquired = TRUE;
-  g_message ("owns %s (poll every %u ms, %u s of history, at most %u processes)",
+  g_debug ("owns %s (poll every %u ms, %u s of history, at most %u processes)",
              name, config.poll_interval_ms, config.history_s, config.max_processes);
 }
 
@@ -145,7 +145,7 @@ on_unix_signal (gpointer user_data)
 {
   State *state = user_data;
 
-  g_message ("asked to stop, exiting");
+  g_debug ("asked to stop, exiting");
   stop (state, EXIT_OK);
   return G_SOURCE_REMOVE;
 }

@@ -957,6 +957,8 @@ find_process_name (void)
  *   @error set if not, e.g. when it already is (%G_IO_ERROR_EXISTS) or when
  *   the thread-default context is not @monitor's
  *   (%PERFMON_ERROR_INVALID_ARGUMENT)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_monitor_export_full (PerfmonMonitor     *monitor,
@@ -1060,6 +1062,8 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
  * registration) apply.
  *
  * Returns: %TRUE if @monitor is now served on @connection
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_monitor_export (PerfmonMonitor   *monitor,
@@ -1081,6 +1085,8 @@ perfmon_monitor_export (PerfmonMonitor   *monitor,
  * exported.
  *
  * Returns: %TRUE if @monitor was exported on @connection
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_monitor_unexport (PerfmonMonitor  *monitor,

@@ -20,6 +20,8 @@ G_BEGIN_DECLS
  * PERFMON_MONITOR_OBJECT_PATH:
  *
  * Where [method@Perfmon.Monitor.export] serves `org.perfmon.Monitor1`.
+ *
+ * Since: 0.1
  */
 #define PERFMON_MONITOR_OBJECT_PATH "/org/perfmon/Monitor1"
 
@@ -27,6 +29,8 @@ G_BEGIN_DECLS
  * PERFMON_MONITOR_INTERFACE:
  *
  * The D-Bus interface a monitor is exported as.
+ *
+ * Since: 0.1
  */
 #define PERFMON_MONITOR_INTERFACE "org.perfmon.Monitor1"
 
@@ -35,6 +39,8 @@ G_BEGIN_DECLS
  *
  * The well-known bus name of the perfmond session daemon, which exporting
  * processes register with.
+ *
+ * Since: 0.1
  */
 #define PERFMON_DAEMON_BUS_NAME "org.perfmon.Daemon1"
 
@@ -42,6 +48,8 @@ G_BEGIN_DECLS
  * PERFMON_DAEMON_OBJECT_PATH:
  *
  * The object path of the perfmond session daemon.
+ *
+ * Since: 0.1
  */
 #define PERFMON_DAEMON_OBJECT_PATH "/org/perfmon/Daemon1"
 
@@ -49,6 +57,8 @@ G_BEGIN_DECLS
  * PERFMON_DAEMON_INTERFACE:
  *
  * The D-Bus interface of the perfmond session daemon.
+ *
+ * Since: 0.1
  */
 #define PERFMON_DAEMON_INTERFACE "org.perfmon.Daemon1"
 
@@ -61,6 +71,8 @@ G_BEGIN_DECLS
  *   daemon: the monitor is served only to whoever calls it.
  *
  * How [method@Perfmon.Monitor.export_full] exports a monitor.
+ *
+ * Since: 0.1
  */
 typedef enum /*< flags >*/
 {

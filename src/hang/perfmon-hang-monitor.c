@@ -55,6 +55,8 @@
  * which must run a #GMainContext (the thread-default one when start() is
  * called): the signals are emitted there. The watched thread is the
  * monitor's.
+ *
+ * Since: 0.1
  */
 
 /* Once a hang is caught, how often the watchdog looks whether it ended:
@@ -147,6 +149,8 @@ static GPtrArray *annotation_pairs;   /* key, value, key, value, ... */
  * `[@key, @value]` in its annotations, until the annotation is changed or
  * removed. Any thread may call it; it takes a lock, so keep it off paths
  * that run on every iteration.
+ *
+ * Since: 0.1
  */
 void
 perfmon_annotate (const char *key,
@@ -198,6 +202,8 @@ static __thread guint deliberate_wait_depth;
  *
  * Like the loop's own poll, it takes no lock and makes no system call, except
  * to wake the watchdog at the end of a wait it slept through.
+ *
+ * Since: 0.1
  */
 void
 perfmon_deliberate_wait_begin (void)
@@ -214,6 +220,8 @@ perfmon_deliberate_wait_begin (void)
  *
  * Ends a wait begun by perfmon_deliberate_wait_begin(): from here the
  * thread is busy again, in a new stretch.
+ *
+ * Since: 0.1
  */
 void
 perfmon_deliberate_wait_end (void)
@@ -852,6 +860,8 @@ write_ping_locked (PerfmonHangMonitor *self,
  *
  * Returns: (transfer full) (nullable): the ping's path, or %NULL if there was
  *   no hang to send (and then @error is not set) or on error
+ *
+ * Since: 0.1
  */
 char *
 perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
@@ -894,6 +904,8 @@ perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
  * right away.
  *
  * Returns: %TRUE if the watchdog runs (also if it already ran)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_hang_monitor_start (PerfmonHangMonitor *self,
@@ -980,6 +992,8 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
  * Stops the watchdog thread and writes a ping with the hangs not yet sent,
  * if any (emitting [signal@HangMonitor::ping]). A hang going on is reported
  * as far as it went. Does nothing if the watchdog does not run.
+ *
+ * Since: 0.1
  */
 void
 perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
@@ -1021,8 +1035,12 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
  * perfmon_hang_monitor_is_running:
  * @self: a #PerfmonHangMonitor
  *
+ * Gets whether the hang monitor was started and not stopped since.
+ *
  * Returns: %TRUE between perfmon_hang_monitor_start() and
  *   perfmon_hang_monitor_stop()
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_hang_monitor_is_running (PerfmonHangMonitor *self)
@@ -1051,6 +1069,8 @@ perfmon_hang_monitor_is_running (PerfmonHangMonitor *self)
  * configuration in force stays as it was.
  *
  * Returns: %TRUE if the configuration was applied
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_hang_monitor_set_event_config (PerfmonHangMonitor *self,
@@ -1101,7 +1121,13 @@ _perfmon_hang_monitor_get_last_detection_latency_us (PerfmonHangMonitor *self)
  * perfmon_hang_monitor_new:
  * @monitor: the monitor of the thread to watch; it must have a #GMainContext
  *
+ * Creates a hang monitor that watches the thread of @monitor. Configure it
+ * with its properties and perfmon_hang_monitor_set_event_config(), then
+ * call perfmon_hang_monitor_start().
+ *
  * Returns: (transfer full): a new hang monitor, not yet started
+ *
+ * Since: 0.1
  */
 PerfmonHangMonitor *
 perfmon_hang_monitor_new (PerfmonMonitor *monitor)
@@ -1115,7 +1141,11 @@ perfmon_hang_monitor_new (PerfmonMonitor *monitor)
  * perfmon_hang_monitor_get_monitor:
  * @self: a #PerfmonHangMonitor
  *
+ * Gets the monitor whose thread this hang monitor watches.
+ *
  * Returns: (transfer none): the monitor whose thread is watched
+ *
+ * Since: 0.1
  */
 PerfmonMonitor *
 perfmon_hang_monitor_get_monitor (PerfmonHangMonitor *self)
@@ -1129,7 +1159,11 @@ perfmon_hang_monitor_get_monitor (PerfmonHangMonitor *self)
  * perfmon_hang_monitor_get_threshold:
  * @self: a #PerfmonHangMonitor
  *
+ * Gets [property@Perfmon.HangMonitor:threshold].
+ *
  * Returns: the hang threshold in ms
+ *
+ * Since: 0.1
  */
 guint
 perfmon_hang_monitor_get_threshold (PerfmonHangMonitor *self)
@@ -1146,6 +1180,8 @@ perfmon_hang_monitor_get_threshold (PerfmonHangMonitor *self)
  *
  * Sets [property@HangMonitor:threshold]; a running watchdog uses it from
  * the next busy stretch.
+ *
+ * Since: 0.1
  */
 void
 perfmon_hang_monitor_set_threshold (PerfmonHangMonitor *self,
@@ -1160,7 +1196,11 @@ perfmon_hang_monitor_set_threshold (PerfmonHangMonitor *self,
  * perfmon_hang_monitor_get_permahang_threshold:
  * @self: a #PerfmonHangMonitor
  *
+ * Gets [property@Perfmon.HangMonitor:permahang-threshold].
+ *
  * Returns: the permahang threshold in ms
+ *
+ * Since: 0.1
  */
 guint
 perfmon_hang_monitor_get_permahang_threshold (PerfmonHangMonitor *self)
@@ -1176,6 +1216,8 @@ perfmon_hang_monitor_get_permahang_threshold (PerfmonHangMonitor *self)
  * @threshold_ms: the new permahang threshold, 1 ms or more
  *
  * Sets [property@HangMonitor:permahang-threshold].
+ *
+ * Since: 0.1
  */
 void
 perfmon_hang_monitor_set_permahang_threshold (PerfmonHangMonitor *self,
@@ -1350,6 +1392,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * PerfmonHangMonitor:monitor:
    *
    * The monitor whose thread's loop is watched.
+   *
+   * Since: 0.1
    */
   properties[PROP_MONITOR] =
     g_param_spec_object ("monitor", NULL, NULL, PERFMON_TYPE_MONITOR,
@@ -1359,6 +1403,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * PerfmonHangMonitor:threshold:
    *
    * A busy stretch of the loop at least this long, in ms, is a hang.
+   *
+   * Since: 0.1
    */
   properties[PROP_THRESHOLD] =
     g_param_spec_uint ("threshold", NULL, NULL, 1, G_MAXINT / 1000,
@@ -1370,6 +1416,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * A hang at least this long, in ms, is a permahang: it is saved while it
    * goes on, annotated `Unrecovered`, so that it is not lost if the process
    * never recovers.
+   *
+   * Since: 0.1
    */
   properties[PROP_PERMAHANG_THRESHOLD] =
     g_param_spec_uint ("permahang-threshold", NULL, NULL, 1, G_MAXINT / 1000,
@@ -1379,6 +1427,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * PerfmonHangMonitor:hangs-per-ping:
    *
    * A ping is written once this many hangs were reported since the last.
+   *
+   * Since: 0.1
    */
   properties[PROP_HANGS_PER_PING] =
     g_param_spec_uint ("hangs-per-ping", NULL, NULL, 1, 100000,
@@ -1389,6 +1439,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * Busy stretches that begin within this many ms of start() are not
    * reported: start-up work is often long on purpose.
+   *
+   * Since: 0.1
    */
   properties[PROP_STARTUP_GRACE] =
     g_param_spec_uint ("startup-grace", NULL, NULL, 0, 3600 * 1000, 0, flags);
@@ -1399,6 +1451,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * Where hangs are saved and pings are written; by default
    * `$XDG_STATE_HOME/perfmon/pings`. Setting %NULL restores the default.
    * Cannot change while the monitor runs.
+   *
+   * Since: 0.1
    */
   properties[PROP_PINGS_DIR] =
     g_param_spec_string ("pings-dir", NULL, NULL, NULL, flags | G_PARAM_CONSTRUCT);
@@ -1408,6 +1462,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * Where jank stack and trace logs are written; by default
    * `$XDG_STATE_HOME/perfmon/watchdog`. Setting %NULL restores the default.
+   *
+   * Since: 0.1
    */
   properties[PROP_LOG_DIR] =
     g_param_spec_string ("log-dir", NULL, NULL, NULL, flags | G_PARAM_CONSTRUCT);
@@ -1417,6 +1473,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * The most bytes the jank logs of [property@HangMonitor:log-dir] may
    * take; older logs are deleted to make room.
+   *
+   * Since: 0.1
    */
   properties[PROP_LOG_DIR_LIMIT] =
     g_param_spec_uint64 ("log-dir-limit", NULL, NULL, 0, G_MAXUINT64,
@@ -1427,6 +1485,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * The process type hang reports give: "default" (the main process),
    * "tab", "gpu", ...
+   *
+   * Since: 0.1
    */
   properties[PROP_PROCESS_TYPE] =
     g_param_spec_string ("process-type", NULL, NULL, "default", flags | G_PARAM_CONSTRUCT);
@@ -1436,6 +1496,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * The remote type hang reports give when the process type is "tab";
    * reports of other process types have none.
+   *
+   * Since: 0.1
    */
   properties[PROP_REMOTE_TYPE] =
     g_param_spec_string ("remote-type", NULL, NULL, NULL, flags);
@@ -1445,6 +1507,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * Whether the jank event's report limits count per hour (%TRUE) or per
    * day, as with the seed's Developer Options.
+   *
+   * Since: 0.1
    */
   properties[PROP_DEVELOPER_MODE] =
     g_param_spec_boolean ("developer-mode", NULL, NULL, FALSE, flags);
@@ -1458,6 +1522,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * Emitted on the context that was thread-default when the monitor was
    * started, once a hang is over and saved.
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_HANG] =
     g_signal_new ("hang", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
@@ -1470,6 +1536,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    *
    * Emitted on the context that was thread-default when the monitor was
    * started, after a ping file was written.
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_PING] =
     g_signal_new ("ping", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,
@@ -1489,6 +1557,8 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * Emitted on the context that was thread-default when the monitor was
    * started, when a main-thread jank was sampled or traced and its log
    * written (see perfmon_hang_monitor_set_event_config()).
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_JANK] =
     g_signal_new ("jank", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0,

@@ -21,18 +21,24 @@ G_BEGIN_DECLS
  *
  * The default [property@HangMonitor:threshold]: the Background Hang
  * Monitor's 128 ms.
+ *
+ * Since: 0.1
  */
 #define PERFMON_HANG_DEFAULT_THRESHOLD_MS 128
 /**
  * PERFMON_HANG_DEFAULT_PERMAHANG_THRESHOLD_MS:
  *
  * The default [property@HangMonitor:permahang-threshold], 8192 ms.
+ *
+ * Since: 0.1
  */
 #define PERFMON_HANG_DEFAULT_PERMAHANG_THRESHOLD_MS 8192
 /**
  * PERFMON_HANG_DEFAULT_HANGS_PER_PING:
  *
  * The default [property@HangMonitor:hangs-per-ping], 50.
+ *
+ * Since: 0.1
  */
 #define PERFMON_HANG_DEFAULT_HANGS_PER_PING 50
 
@@ -108,6 +114,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonDeliberateWaitGuard, _perfmon_deliberate_w
  * Declares the rest of the enclosing scope a deliberate wait of the
  * calling thread (see perfmon_deliberate_wait_begin()): it ends when the
  * scope ends, whichever way it ends.
+ *
+ * Since: 0.1
  */
 #define PERFMON_AUTO_DELIBERATE_WAIT() \
   G_GNUC_UNUSED g_autoptr(PerfmonDeliberateWaitGuard) _perfmon_deliberate_wait_guard = \

@@ -17,6 +17,8 @@
  * Hang Monitor's ping, which [method@HangReport.to_json] writes.
  *
  * A report is immutable: any thread may read it.
+ *
+ * Since: 0.1
  */
 
 typedef struct
@@ -90,7 +92,11 @@ _perfmon_hang_report_new (const char *thread,
  * perfmon_hang_report_ref:
  * @self: a #PerfmonHangReport
  *
+ * Acquires a reference on a report.
+ *
  * Returns: (transfer full): @self
+ *
+ * Since: 0.1
  */
 PerfmonHangReport *
 perfmon_hang_report_ref (PerfmonHangReport *self)
@@ -104,6 +110,10 @@ perfmon_hang_report_ref (PerfmonHangReport *self)
 /**
  * perfmon_hang_report_unref:
  * @self: (transfer full): a #PerfmonHangReport
+ *
+ * Releases a reference on a report; the last one frees it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_hang_report_unref (PerfmonHangReport *self)
@@ -231,9 +241,13 @@ _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
  * perfmon_hang_report_get_duration:
  * @self: a #PerfmonHangReport
  *
+ * Gets how long the hang lasted, in wall-clock time.
+ *
  * Returns: how long the busy stretch lasted, in milliseconds; for a hang
  *   still going on when the process ended (annotated `Unrecovered`), how
  *   long it had lasted when it was last recorded
+ *
+ * Since: 0.1
  */
 double
 perfmon_hang_report_get_duration (PerfmonHangReport *self)
@@ -247,7 +261,11 @@ perfmon_hang_report_get_duration (PerfmonHangReport *self)
  * perfmon_hang_report_get_thread:
  * @self: a #PerfmonHangReport
  *
+ * Gets the name of the thread that hung.
+ *
  * Returns: the name of the thread that hung
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_thread (PerfmonHangReport *self)
@@ -271,6 +289,8 @@ perfmon_hang_report_get_thread (PerfmonHangReport *self)
  *   the thread was dispatching when the hang was caught, "" for a source
  *   without a name, or %NULL if it was not dispatching one or it could not
  *   be told
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
@@ -305,7 +325,7 @@ _perfmon_hang_report_add_dispatch (PerfmonHangReport *self,
  *
  * Returns: (transfer none) (array zero-terminated=1): the dispatches' names
  *
- * Since: 1.0
+ * Since: 0.2
  */
 const char * const *
 perfmon_hang_report_get_dispatch_names (PerfmonHangReport *self)
@@ -320,9 +340,11 @@ perfmon_hang_report_get_dispatch_names (PerfmonHangReport *self)
  * @self: a #PerfmonHangReport
  * @index: an index into [method@Perfmon.HangReport.get_dispatch_names]
  *
+ * Gets the wall time of one dispatch of the hang's busy stretch.
+ *
  * Returns: how long that dispatch took, in ms; 0 for an index past the end
  *
- * Since: 1.0
+ * Since: 0.2
  */
 double
 perfmon_hang_report_get_dispatch_duration (PerfmonHangReport *self,
@@ -337,7 +359,12 @@ perfmon_hang_report_get_dispatch_duration (PerfmonHangReport *self,
  * perfmon_hang_report_get_process_type:
  * @self: a #PerfmonHangReport
  *
+ * Gets the process type the hang monitor was given
+ * ([property@Perfmon.HangMonitor:process-type]).
+ *
  * Returns: the process type, such as "default", "tab" or "gpu"
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_process_type (PerfmonHangReport *self)
@@ -351,8 +378,13 @@ perfmon_hang_report_get_process_type (PerfmonHangReport *self)
  * perfmon_hang_report_get_remote_type:
  * @self: a #PerfmonHangReport
  *
+ * Gets the remote type the hang monitor was given
+ * ([property@Perfmon.HangMonitor:remote-type]).
+ *
  * Returns: (nullable): the remote type; always %NULL unless the process
  *   type is "tab"
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_remote_type (PerfmonHangReport *self)
@@ -367,7 +399,11 @@ perfmon_hang_report_get_remote_type (PerfmonHangReport *self)
  * @self: a #PerfmonHangReport
  * @key: an annotation's name, such as "Unrecovered"
  *
+ * Looks up one annotation of the report by its name.
+ *
  * Returns: (nullable): the value of the annotation @key, or %NULL
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_annotation (PerfmonHangReport *self,
@@ -383,8 +419,12 @@ perfmon_hang_report_get_annotation (PerfmonHangReport *self,
  * perfmon_hang_report_dup_annotation_keys:
  * @self: a #PerfmonHangReport
  *
+ * Gets the names of the report's annotations (see perfmon_annotate()).
+ *
  * Returns: (transfer full) (array zero-terminated=1): the names of the
  *   report's annotations, in the order they were made
+ *
+ * Since: 0.1
  */
 char **
 perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self)
@@ -410,6 +450,8 @@ perfmon_hang_report_dup_annotation_keys (PerfmonHangReport *self)
  * label first, each "label" or "label dynamic".
  *
  * Returns: (transfer none) (array zero-terminated=1): the label stack
+ *
+ * Since: 0.1
  */
 const char * const *
 perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
@@ -430,6 +472,8 @@ perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
  * (module indices and hex offsets) is in [method@HangReport.to_json].
  *
  * Returns: (transfer full) (array zero-terminated=1): the stack
+ *
+ * Since: 0.1
  */
 char **
 perfmon_hang_report_dup_stack (PerfmonHangReport *self)
@@ -471,9 +515,13 @@ perfmon_hang_report_dup_stack (PerfmonHangReport *self)
  * perfmon_hang_report_get_stack_unavailable_reason:
  * @self: a #PerfmonHangReport
  *
+ * Gets why the report has no native stack, when it has none.
+ *
  * Returns: (nullable): why the report has no native frames (for example
  *   the thread did not answer the signal, with its kernel wait channel), or
  *   %NULL if it has them
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self)
@@ -598,6 +646,8 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
  * are no native frames, "stackUnavailable" saying why.
  *
  * Returns: (transfer full): the report as a JSON object
+ *
+ * Since: 0.1
  */
 char *
 perfmon_hang_report_to_json (PerfmonHangReport *self)

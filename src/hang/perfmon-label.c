@@ -291,6 +291,8 @@ label_push_at (const char *label,
  *
  * Bindings call perfmon_label_push_interned() under this name, since their
  * strings do not outlive the call.
+ *
+ * Since: 0.1
  */
 void
 perfmon_label_push (const char *label,
@@ -313,6 +315,8 @@ perfmon_label_push (const char *label,
  * call takes GLib's global intern lock, and the first push of each distinct
  * @label allocates, so C code with string literals should call
  * perfmon_label_push().
+ *
+ * Since: 0.1
  */
 void
 perfmon_label_push_interned (const char *label,
@@ -329,6 +333,8 @@ perfmon_label_push_interned (const char *label,
  * Pops the frame pushed last by perfmon_label_push() on the calling thread.
  * Popping an empty stack is a programming error: it is reported with
  * g_critical() and does nothing.
+ *
+ * Since: 0.1
  */
 void
 perfmon_label_pop (void)

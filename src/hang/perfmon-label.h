@@ -57,6 +57,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonLabelGuard, _perfmon_label_guard_free)
  *
  * Pushes @label on the calling thread's label stack and pops it when the
  * enclosing scope ends. See perfmon_label_push().
+ *
+ * Since: 0.1
  */
 #define PERFMON_AUTO_LABEL(label) \
   G_GNUC_UNUSED g_autoptr(PerfmonLabelGuard) _PERFMON_LABEL_GUARD_NAME (__LINE__) = \
@@ -69,6 +71,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonLabelGuard, _perfmon_label_guard_free)
  *
  * Pushes @label with the dynamic text @dynamic on the calling thread's label
  * stack and pops it when the enclosing scope ends. See perfmon_label_push().
+ *
+ * Since: 0.1
  */
 #define PERFMON_AUTO_LABEL_DYNAMIC(label, dynamic) \
   G_GNUC_UNUSED g_autoptr(PerfmonLabelGuard) _PERFMON_LABEL_GUARD_NAME (__LINE__) = \

@@ -5,20 +5,32 @@
  *
  * Before the program's main(), on its main thread, the constructor attaches
  * the default monitor (perfmon_monitor_get_default()) and a hang monitor to
- * the default main context. At exit it prints what it saw: iterations, CPU,
- * the jank histogram and the hangs with their stacks, to stderr or, as
- * JSON, to a file.
+ * the default main context.
+ *
+ * The summary is not printed here but by "perfmon run", the parent of the
+ * command, from what each preloaded process leaves in the run's private
+ * directory: "<pid>.json", written atomically (a whole file or the previous
+ * one) at exit, after each hang, and, while the main loop works, at most
+ * once a second (a checkpoint). So a process that dies of a signal (Ctrl-C,
+ * SIGTERM), that exits from another thread, or that closes its standard
+ * error still leaves its figures, at worst a second old; "final" says
+ * whether the file was written at exit. A process that runs no main loop
+ * and is not the command itself (the children of a shell script) leaves a
+ * file only if it exits normally having iterated, so that a script running
+ * thousands of commands does not leave thousands of files.
  *
  * Settings come from the environment, as "perfmon run" sets it:
+ *   PERFMON_RUN_DIR           the run's private directory; without it, no
+ *                             summary is left anywhere
+ *   PERFMON_RUN_PID           the pid of "perfmon run": its direct child
+ *                             (the command) always leaves a file
  *   PERFMON_RUN_THRESHOLD_MS  hang threshold (ms)
  *   PERFMON_RUN_PERMAHANG_MS  permahang threshold (ms)
- *   PERFMON_RUN_SUMMARY       write the summary as JSON to this file
+ *   PERFMON_RUN_STATE_DIR     pings and logs go under this directory
+ *                             instead of $XDG_STATE_HOME/perfmon
  *   PERFMON_RUN_NO_EXPORT     "1": do not serve the monitor on the session
  *                             bus (by default it is, and registers with
  *                             perfmond, when a session bus exists)
- *   PERFMON_RUN_PID           only this process prints a summary: children
- *                             inherit LD_PRELOAD and are monitored, but
- *                             the summary is the command's own
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -41,9 +53,9 @@
  * priority and callback, attach it.
  *
  * Threads: the constructor and the exit handler run on the main thread
- * (an exit from another thread prints no summary: the monitor's snapshot
- * belongs to the main thread); the hang signal arrives on the default main
- * context, on the thread that iterates it.
+ * (an exit from another thread writes no final file: the monitor's
+ * snapshot belongs to the main thread); checkpoints and the hang signal
+ * come on the default main context, on the thread that iterates it.
  */
 #define _GNU_SOURCE  /* gettid(), execvpe() */
 #include "config.h"
@@ -60,8 +72,8 @@
 
 /* Reports kept for the summary; later hangs are only counted. */
 #define MAX_KEPT_HANGS 20
-/* Native frames printed per hang in the text summary. */
-#define MAX_PRINTED_FRAMES 16
+/* Checkpoints while the loop works: at most one per this many µs. */
+#define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
 
 static struct
 {
@@ -72,9 +84,10 @@ static struct
   gint64              start_us;       /* monotonic */
   pid_t               pid;
   pid_t               main_tid;
-  char               *summary_path;
-  gboolean            print_summary;
+  char               *summary_path;   /* <run dir>/<pid>.json, or NULL */
+  gboolean            is_command;     /* the direct child of perfmon run */
   GDBusConnection    *bus;            /* exported on */
+  GSource            *checkpoint;
 } preload;
 
 static void
@@ -113,6 +126,8 @@ env_ms (const char *name)
   return (guint) value;
 }
 
+static void write_checkpoint (gboolean final);
+
 static void
 on_hang (PerfmonHangMonitor *hang_monitor,
          PerfmonHangReport  *report,
@@ -121,6 +136,8 @@ on_hang (PerfmonHangMonitor *hang_monitor,
   preload.n_hangs++;
   if (preload.hangs->len < MAX_KEPT_HANGS)
     g_ptr_array_add (preload.hangs, perfmon_hang_report_ref (report));
+  /* A hang is news worth a file at once: the process may not live long. */
+  write_checkpoint (FALSE);
 }
 
 static void
@@ -135,7 +152,7 @@ on_bus (GObject      *source,
       !perfmon_monitor_export_full (preload.monitor, preload.hang_monitor, bus,
                                     PERFMON_EXPORT_FLAGS_NONE, &error))
     {
-      if (preload.print_summary)
+      if (preload.is_command)
         preload_message ("not exported on the session bus: %s", error->message);
       return;
     }
@@ -177,62 +194,10 @@ thread_stats (PerfmonSnapshot *snapshot)
   return NULL;
 }
 
-static void
-print_text_summary (PerfmonSnapshot *snapshot,
-                    double           seconds)
-{
-  PerfmonGroupStats *thread = thread_stats (snapshot);
-  const guint64 *durations = thread != NULL ? perfmon_group_stats_get_durations (thread, NULL) : NULL;
-  g_autoptr(GString) histogram = g_string_new (NULL);
-
-  for (guint d = 0; durations != NULL && d < PERFMON_N_DURATIONS; d++)
-    g_string_append_printf (histogram, " %u:%" G_GUINT64_FORMAT, 1u << d, durations[d]);
-
-  g_printerr ("\nperfmon: summary of %s (pid %u), %.2f s:\n",
-              perfmon_snapshot_get_process_name (snapshot), perfmon_snapshot_get_pid (snapshot), seconds);
-  g_printerr ("  main loop: %" G_GUINT64_FORMAT " iterations, %.1f ms of CPU in them, %.1f ms blocked\n",
-              thread != NULL ? perfmon_group_stats_get_ticks (thread) : 0,
-              thread != NULL ? perfmon_group_stats_get_cpu_time (thread) / 1000.0 : 0.0,
-              thread != NULL ? perfmon_group_stats_get_blocked_time (thread) / 1000.0 : 0.0);
-  g_printerr ("  process CPU: user %.1f ms, system %.1f ms\n",
-              perfmon_snapshot_get_user_time (snapshot) / 1000.0,
-              perfmon_snapshot_get_system_time (snapshot) / 1000.0);
-  g_printerr ("  iterations over N ms (N:count):%s\n", histogram->str);
-  g_printerr ("  hangs: %u (threshold %u ms)%s\n", preload.n_hangs,
-              perfmon_hang_monitor_get_threshold (preload.hang_monitor), preload.n_hangs > 0 ? ":" : "");
-
-  for (guint i = 0; i < preload.hangs->len; i++)
-    {
-      PerfmonHangReport *report = g_ptr_array_index (preload.hangs, i);
-      g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
-      const char * const *labels = perfmon_hang_report_get_pseudo_stack (report);
-      guint n_frames = g_strv_length (stack);
-
-      g_printerr ("  - %.0f ms in %s\n", perfmon_hang_report_get_duration (report),
-                  perfmon_hang_report_get_runnable_name (report) != NULL
-                    ? perfmon_hang_report_get_runnable_name (report) : "(unknown)");
-      if (labels != NULL && labels[0] != NULL)
-        {
-          g_autofree char *joined = g_strjoinv (" > ", (char **) labels);
-          g_printerr ("      labels: %s\n", joined);
-        }
-      if (n_frames == 0)
-        g_printerr ("      no stack: %s\n",
-                    perfmon_hang_report_get_stack_unavailable_reason (report) != NULL
-                      ? perfmon_hang_report_get_stack_unavailable_reason (report) : "unknown reason");
-      /* Innermost first, as a backtrace reads. */
-      for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
-        g_printerr ("      #%-2u %s\n", f, stack[n_frames - 1 - f]);
-      if (n_frames > MAX_PRINTED_FRAMES)
-        g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
-    }
-  if (preload.n_hangs > preload.hangs->len)
-    g_printerr ("  (%u more hangs not shown)\n", preload.n_hangs - preload.hangs->len);
-}
-
 static gboolean
 write_json_summary (PerfmonSnapshot *snapshot,
                     double           seconds,
+                    gboolean         final,
                     GError         **error)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
@@ -249,6 +214,12 @@ write_json_summary (PerfmonSnapshot *snapshot,
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "version");
   json_builder_add_int_value (builder, 1);
+  json_builder_set_member_name (builder, "final");
+  json_builder_add_boolean_value (builder, final);
+  json_builder_set_member_name (builder, "command");
+  json_builder_add_boolean_value (builder, preload.is_command);
+  json_builder_set_member_name (builder, "start_time");
+  json_builder_add_int_value (builder, preload.start_us);
   json_builder_set_member_name (builder, "pid");
   json_builder_add_int_value (builder, perfmon_snapshot_get_pid (snapshot));
   json_builder_set_member_name (builder, "process_name");
@@ -259,6 +230,12 @@ write_json_summary (PerfmonSnapshot *snapshot,
   json_builder_add_int_value (builder, thread != NULL ? (gint64) perfmon_group_stats_get_ticks (thread) : 0);
   json_builder_set_member_name (builder, "cpu_time");
   json_builder_add_int_value (builder, thread != NULL ? (gint64) perfmon_group_stats_get_cpu_time (thread) : 0);
+  json_builder_set_member_name (builder, "blocked_time");
+  json_builder_add_int_value (builder, thread != NULL ? (gint64) perfmon_group_stats_get_blocked_time (thread) : 0);
+  json_builder_set_member_name (builder, "user_time");
+  json_builder_add_int_value (builder, (gint64) perfmon_snapshot_get_user_time (snapshot));
+  json_builder_set_member_name (builder, "system_time");
+  json_builder_add_int_value (builder, (gint64) perfmon_snapshot_get_system_time (snapshot));
   json_builder_set_member_name (builder, "durations");
   json_builder_begin_array (builder);
   for (guint d = 0; thread != NULL && d < PERFMON_N_DURATIONS; d++)
@@ -293,44 +270,113 @@ write_json_summary (PerfmonSnapshot *snapshot,
   return g_file_set_contents (preload.summary_path, text, -1, error);
 }
 
+/* Leaves this process's figures for perfmon run; on the monitor's thread. */
 static void
-perfmon_preload_at_exit (void)
+write_checkpoint (gboolean final)
 {
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   g_autoptr(GError) error = NULL;
+  PerfmonGroupStats *thread;
   double seconds;
 
+  if (preload.summary_path == NULL)
+    return;
+  seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
+  snapshot = perfmon_monitor_snapshot (preload.monitor);
+  thread = thread_stats (snapshot);
+  /* Processes without a main loop (the commands of a shell script) are
+   * not worth a file; the command itself always is. */
+  if (!preload.is_command && preload.n_hangs == 0 &&
+      (thread == NULL || perfmon_group_stats_get_ticks (thread) == 0))
+    return;
+  if (!write_json_summary (snapshot, seconds, final, &error))
+    preload_message ("cannot write the summary to %s: %s", preload.summary_path, error->message);
+}
+
+/* The checkpoint source: never wakes an idle loop. Its prepare runs once
+ * per iteration; after the loop has iterated, it asks for one wake-up
+ * CHECKPOINT_INTERVAL_US after the previous checkpoint, and then sleeps
+ * again until the loop does something. */
+typedef struct
+{
+  GSource source;
+  gint64  last_write_us;
+  gint    iterations;   /* since the last checkpoint; -1 just after one */
+} CheckpointSource;
+
+static gboolean
+checkpoint_prepare (GSource *source,
+                    gint    *timeout)
+{
+  CheckpointSource *self = (CheckpointSource *) source;
+  gint64 due;
+
+  if (self->iterations < G_MAXINT)
+    self->iterations++;
+  /* The iteration that follows the checkpoint's own dispatch is no news. */
+  if (self->iterations <= 0)
+    {
+      *timeout = -1;
+      return FALSE;
+    }
+  due = self->last_write_us + CHECKPOINT_INTERVAL_US - g_source_get_time (source);
+  if (due <= 0)
+    return TRUE;
+  *timeout = (gint) ((due + 999) / 1000);
+  return FALSE;
+}
+
+static gboolean
+checkpoint_check (GSource *source)
+{
+  CheckpointSource *self = (CheckpointSource *) source;
+
+  return self->iterations > 0 &&
+         g_source_get_time (source) >= self->last_write_us + CHECKPOINT_INTERVAL_US;
+}
+
+static gboolean
+checkpoint_dispatch (GSource     *source,
+                     GSourceFunc  callback,
+                     gpointer     data)
+{
+  CheckpointSource *self = (CheckpointSource *) source;
+
+  write_checkpoint (FALSE);
+  self->last_write_us = g_get_monotonic_time ();
+  self->iterations = -1;
+  return G_SOURCE_CONTINUE;
+}
+
+static GSourceFuncs checkpoint_funcs = {
+  .prepare = checkpoint_prepare,
+  .check = checkpoint_check,
+  .dispatch = checkpoint_dispatch,
+};
+
+static void
+perfmon_preload_at_exit (void)
+{
   if (preload.monitor == NULL)
     return;
   /* A child forked without exec: the watchdog thread did not come along,
-   * and the summary is its parent's to print. */
+   * and the file is its parent's. */
   if (getpid () != preload.pid)
     return;
+  /* The monitor's snapshot belongs to the main thread: the last
+   * checkpoint stands. */
   if (gettid () != preload.main_tid)
-    {
-      if (preload.print_summary)
-        preload_message ("the program exited from a thread other than its main thread: no summary");
-      return;
-    }
+    return;
 
   /* Stopping finishes a hang still going on (a program that quits its
    * loop from inside a long dispatch) and delivers the hangs not yet
    * signalled. */
   perfmon_hang_monitor_stop (preload.hang_monitor);
+  write_checkpoint (TRUE);
 
-  if (preload.print_summary)
-    {
-      seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
-      snapshot = perfmon_monitor_snapshot (preload.monitor);
-      if (preload.summary_path != NULL)
-        {
-          if (!write_json_summary (snapshot, seconds, &error))
-            preload_message ("cannot write the summary to %s: %s", preload.summary_path, error->message);
-        }
-      else
-        print_text_summary (snapshot, seconds);
-    }
-
+  if (preload.checkpoint != NULL)
+    g_source_destroy (preload.checkpoint);
+  g_clear_pointer (&preload.checkpoint, g_source_unref);
   if (preload.bus != NULL)
     perfmon_monitor_unexport (preload.monitor, preload.bus);
   g_clear_object (&preload.bus);
@@ -512,7 +558,9 @@ static void
 perfmon_preload_init (void)
 {
   g_autoptr(GError) error = NULL;
-  const char *summary_pid = g_getenv ("PERFMON_RUN_PID");
+  const char *run_pid = g_getenv ("PERFMON_RUN_PID");
+  const char *run_dir = g_getenv ("PERFMON_RUN_DIR");
+  const char *state_dir = g_getenv ("PERFMON_RUN_STATE_DIR");
   guint threshold_ms = env_ms ("PERFMON_RUN_THRESHOLD_MS");
   guint permahang_ms = env_ms ("PERFMON_RUN_PERMAHANG_MS");
 
@@ -523,9 +571,12 @@ perfmon_preload_init (void)
   preload.start_us = g_get_monotonic_time ();
   preload.pid = getpid ();
   preload.main_tid = gettid ();
-  preload.print_summary = summary_pid == NULL || atoi (summary_pid) == getpid ();
-  if (preload.print_summary && g_getenv ("PERFMON_RUN_SUMMARY") != NULL && *g_getenv ("PERFMON_RUN_SUMMARY") != '\0')
-    preload.summary_path = g_strdup (g_getenv ("PERFMON_RUN_SUMMARY"));
+  preload.is_command = run_pid != NULL && atoi (run_pid) == getppid ();
+  if (run_dir != NULL && g_path_is_absolute (run_dir))
+    {
+      g_autofree char *name = g_strdup_printf ("%d.json", (int) preload.pid);
+      preload.summary_path = g_build_filename (run_dir, name, NULL);
+    }
 
   resolve_real_functions ();
   preload.monitor = perfmon_monitor_get_default ();
@@ -537,6 +588,13 @@ perfmon_preload_init (void)
     perfmon_hang_monitor_set_threshold (preload.hang_monitor, threshold_ms);
   if (permahang_ms != 0)
     perfmon_hang_monitor_set_permahang_threshold (preload.hang_monitor, permahang_ms);
+  if (state_dir != NULL && g_path_is_absolute (state_dir))
+    {
+      g_autofree char *pings_dir = g_build_filename (state_dir, "pings", NULL);
+      g_autofree char *log_dir = g_build_filename (state_dir, "watchdog", NULL);
+
+      g_object_set (preload.hang_monitor, "pings-dir", pings_dir, "log-dir", log_dir, NULL);
+    }
   g_signal_connect (preload.hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
 
   /* Its signals come on the default context, which the program's loop
@@ -550,6 +608,14 @@ perfmon_preload_init (void)
 
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_EXPORT"), "1") != 0 && session_bus_exists ())
     g_idle_add_full (G_PRIORITY_DEFAULT, export_on_first_iteration, NULL, NULL);
+
+  if (preload.summary_path != NULL)
+    {
+      preload.checkpoint = g_source_new (&checkpoint_funcs, sizeof (CheckpointSource));
+      g_source_set_name (preload.checkpoint, "perfmon run checkpoint");
+      ((CheckpointSource *) preload.checkpoint)->last_write_us = preload.start_us;
+      g_source_attach (preload.checkpoint, NULL);
+    }
 
   /* After the hang monitor's own exit handler, so that this one runs first
    * (atexit is last in, first out) and sees every hang. */

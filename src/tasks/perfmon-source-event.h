@@ -28,6 +28,8 @@ G_BEGIN_DECLS
  * The kind of event from outside the program (the seed's "source event")
  * that started a chain of tasks. Every task dispatched while a source event
  * is current, directly or through other tasks, carries its id and type.
+ *
+ * Since: 0.1
  */
 typedef enum
 {

@@ -34,6 +34,8 @@
  * Perfetto UI or chrome://tracing.
  *
  * A task log is immutable: any thread may use it.
+ *
+ * Since: 0.1
  */
 struct _PerfmonTaskLog
 {
@@ -520,6 +522,8 @@ _perfmon_task_log_new_from_bytes (GBytes * const     *files,
  * %PERFMON_ERROR_UNSUPPORTED_VERSION.
  *
  * Returns: (transfer full): the task log, or %NULL with @error set
+ *
+ * Since: 0.1
  */
 PerfmonTaskLog *
 perfmon_task_log_new_from_files (const char * const  *paths,
@@ -559,6 +563,8 @@ perfmon_task_log_new_from_files (const char * const  *paths,
  * Reads one task log; see [ctor@TaskLog.new_from_files].
  *
  * Returns: (transfer full): the task log, or %NULL with @error set
+ *
+ * Since: 0.1
  */
 PerfmonTaskLog *
 perfmon_task_log_new_from_file (const char  *path,
@@ -577,8 +583,12 @@ perfmon_task_log_new_from_file (const char  *path,
  * perfmon_task_log_get_tasks:
  * @self: a task log
  *
+ * Gets every task of the log.
+ *
  * Returns: (transfer none) (element-type PerfmonTask): every task whose
  *   dispatch was recorded, by dispatch time
+ *
+ * Since: 0.1
  */
 GPtrArray *
 perfmon_task_log_get_tasks (PerfmonTaskLog *self)
@@ -593,8 +603,12 @@ perfmon_task_log_get_tasks (PerfmonTaskLog *self)
  * @self: a task log
  * @id: a task id
  *
+ * Looks a task up by its id.
+ *
  * Returns: (transfer none) (nullable): the task, or %NULL if the log has no
  *   task of that id
+ *
+ * Since: 0.1
  */
 PerfmonTask *
 perfmon_task_log_find_task (PerfmonTaskLog *self,
@@ -625,6 +639,8 @@ steal_ids (GArray *ids,
  *
  * Returns: (array length=n_ids) (transfer full): the ancestors' ids, the
  *   parent first; empty for an unknown @id
+ *
+ * Since: 0.1
  */
 guint64 *
 perfmon_task_log_find_ancestors (PerfmonTaskLog *self,
@@ -680,6 +696,8 @@ build_children (PerfmonTaskLog *self)
  *
  * Returns: (array length=n_ids) (transfer full): the followers' ids,
  *   breadth first; empty for an unknown @id
+ *
+ * Since: 0.1
  */
 guint64 *
 perfmon_task_log_find_followers (PerfmonTaskLog *self,
@@ -728,6 +746,8 @@ perfmon_task_log_find_followers (PerfmonTaskLog *self,
  *
  * Returns: (array length=n_ids) (transfer full): the blockers' ids, in the
  *   order they ran; empty for an unknown @id or one that never ran
+ *
+ * Since: 0.1
  */
 guint64 *
 perfmon_task_log_find_blockers (PerfmonTaskLog *self,
@@ -848,6 +868,8 @@ perfmon_task_log_find_task_by_serial (PerfmonTaskLog *self,
  * @self: a task log
  * @task: a task of @self
  *
+ * Finds the task that dispatched @task.
+ *
  * Returns: (transfer none) (nullable): the task that dispatched @task, or
  *   %NULL if @task is a root or the log does not have its parent
  *
@@ -958,8 +980,12 @@ perfmon_task_log_get_blocker_tasks (PerfmonTaskLog *self,
  * perfmon_task_log_get_dropped_records:
  * @self: a task log
  *
+ * Gets how many records the tracer dropped because a buffer was full.
+ *
  * Returns: how many records the tracer could not keep (full buffers), over
  *   all files: the graph misses what they said
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_log_get_dropped_records (PerfmonTaskLog *self)
@@ -973,9 +999,14 @@ perfmon_task_log_get_dropped_records (PerfmonTaskLog *self)
  * perfmon_task_log_get_unmatched_records:
  * @self: a task log
  *
+ * Gets how many records referred to a task whose dispatch is not in the
+ * log (a flight recorder overwrote it).
+ *
  * Returns: how many records name a task or message the log does not have
  *   (a BEGIN whose DISPATCH a flight recorder had overwritten, a D-Bus
  *   message whose other side was not traced); they are ignored
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_log_get_unmatched_records (PerfmonTaskLog *self)
@@ -1090,6 +1121,8 @@ add_flow (JsonBuilder *builder,
  * Times are CLOCK_MONOTONIC microseconds; task ids are hexadecimal strings.
  *
  * Returns: (transfer full): the JSON text
+ *
+ * Since: 0.1
  */
 char *
 perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)

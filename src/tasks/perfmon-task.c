@@ -26,6 +26,8 @@
  *
  * A `PerfmonTask` is immutable and reference counted; any thread may read
  * it.
+ *
+ * Since: 0.1
  */
 
 G_DEFINE_BOXED_TYPE (PerfmonTask, perfmon_task, perfmon_task_ref, perfmon_task_unref)
@@ -78,6 +80,8 @@ _perfmon_task_seal (PerfmonTask *self)
  * Acquires a reference on @self.
  *
  * Returns: (transfer full): @self
+ *
+ * Since: 0.1
  */
 PerfmonTask *
 perfmon_task_ref (PerfmonTask *self)
@@ -94,6 +98,8 @@ perfmon_task_ref (PerfmonTask *self)
  * @self: (transfer full): a `PerfmonTask`
  *
  * Releases a reference on @self; the last one frees it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_unref (PerfmonTask *self)
@@ -121,6 +127,8 @@ perfmon_task_unref (PerfmonTask *self)
  * the pid of the process that dispatched it in the high 32 bits.
  *
  * Returns: the id of the task
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_id (PerfmonTask *self)
@@ -138,6 +146,8 @@ perfmon_task_get_id (PerfmonTask *self)
  * @self handles). A task that no other task dispatched is its own parent.
  *
  * Returns: the id of the parent task, or the id of @self
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_parent_id (PerfmonTask *self)
@@ -216,6 +226,8 @@ perfmon_task_dup_parent_id_string (PerfmonTask *self)
  * source event or outside any task, and is its own parent.
  *
  * Returns: %TRUE if @self is its own parent
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_task_is_root (PerfmonTask *self)
@@ -234,6 +246,8 @@ perfmon_task_is_root (PerfmonTask *self)
  * has the sending task's source event.
  *
  * Returns: the source event id, or 0 if there was none
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_source_event_id (PerfmonTask *self)
@@ -251,6 +265,8 @@ perfmon_task_get_source_event_id (PerfmonTask *self)
  * [method@Task.get_source_event_id].
  *
  * Returns: the source event type, %PERFMON_SOURCE_EVENT_UNKNOWN if none
+ *
+ * Since: 0.1
  */
 PerfmonSourceEventType
 perfmon_task_get_source_event_type (PerfmonTask *self)
@@ -267,6 +283,8 @@ perfmon_task_get_source_event_type (PerfmonTask *self)
  * Gets when @self was dispatched (queued).
  *
  * Returns: the dispatch time, in monotonic microseconds
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_dispatch_time (PerfmonTask *self)
@@ -284,6 +302,8 @@ perfmon_task_get_dispatch_time (PerfmonTask *self)
  * [method@Task.get_process].
  *
  * Returns: the thread id (as gettid() gives it) of the dispatching thread
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_dispatch_thread (PerfmonTask *self)
@@ -302,6 +322,8 @@ perfmon_task_get_dispatch_thread (PerfmonTask *self)
  *
  * Returns: the begin time in monotonic microseconds, or -1 if @self never
  *   ran
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_begin_time (PerfmonTask *self)
@@ -322,6 +344,8 @@ perfmon_task_get_begin_time (PerfmonTask *self)
  *
  * Returns: the end time in monotonic microseconds, or -1 if @self never
  *   ran or the log ends while its first run was going on
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_end_time (PerfmonTask *self)
@@ -347,6 +371,8 @@ perfmon_task_get_end_time (PerfmonTask *self)
  * [method@TaskLog.find_blockers]) kept it in its queue.
  *
  * Returns: the queueing time in microseconds, or -1 if @self never ran
+ *
+ * Since: 0.1
  */
 gint64
 perfmon_task_get_queueing_time (PerfmonTask *self)
@@ -367,6 +393,8 @@ perfmon_task_get_queueing_time (PerfmonTask *self)
  * repeating source.
  *
  * Returns: the number of runs of @self in the log
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_n_runs (PerfmonTask *self)
@@ -390,6 +418,8 @@ perfmon_task_get_n_runs (PerfmonTask *self)
  *
  * Returns: %TRUE if @index is a run of @self; %FALSE (and nothing stored)
  *   if it is out of range
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_task_get_run (PerfmonTask *self,
@@ -421,6 +451,8 @@ perfmon_task_get_run (PerfmonTask *self,
  * [method@Task.get_process].
  *
  * Returns: the thread id (as gettid() gives it), or 0 if @self never ran
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_thread (PerfmonTask *self)
@@ -441,6 +473,8 @@ perfmon_task_get_thread (PerfmonTask *self)
  *
  * Returns: (nullable): the thread's name, or %NULL if @self never ran or
  *   the log does not name its thread
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_thread_name (PerfmonTask *self)
@@ -457,6 +491,8 @@ perfmon_task_get_thread_name (PerfmonTask *self)
  * Gets the process @self belongs to.
  *
  * Returns: the pid of the process
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_process (PerfmonTask *self)
@@ -474,6 +510,8 @@ perfmon_task_get_process (PerfmonTask *self)
  * 31 bytes).
  *
  * Returns: the name of the process, possibly empty
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_process_name (PerfmonTask *self)
@@ -494,6 +532,8 @@ perfmon_task_get_process_name (PerfmonTask *self)
  * callback's symbol, else its type.
  *
  * Returns: the name of the task, or "??" if unknown
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_name (PerfmonTask *self)
@@ -510,6 +550,8 @@ perfmon_task_get_name (PerfmonTask *self)
  * Gets how many labels code running as @self added.
  *
  * Returns: the number of labels of @self
+ *
+ * Since: 0.1
  */
 guint
 perfmon_task_get_n_labels (PerfmonTask *self)
@@ -530,6 +572,8 @@ perfmon_task_get_n_labels (PerfmonTask *self)
  *
  * Returns: (nullable): the text of the label, or %NULL if @index is out of
  *   range
+ *
+ * Since: 0.1
  */
 const char *
 perfmon_task_get_label (PerfmonTask *self,
@@ -557,6 +601,8 @@ perfmon_task_get_label (PerfmonTask *self,
  * Gets the texts of all the labels of @self, by time.
  *
  * Returns: (transfer none) (array zero-terminated=1): the labels
+ *
+ * Since: 0.1
  */
 const char * const *
 perfmon_task_get_labels (PerfmonTask *self)

@@ -158,6 +158,8 @@ on_reply (GObject      *source,
  *
  * Like g_dbus_connection_call(), call it from the thread that runs the
  * thread-default main context @callback is to run in.
+ *
+ * Since: 0.1
  */
 void
 perfmon_dbus_connection_call (GDBusConnection    *connection,
@@ -224,6 +226,8 @@ perfmon_dbus_connection_call (GDBusConnection    *connection,
  * g_dbus_connection_call_finish().
  *
  * Returns: (transfer full): the reply's tuple, or %NULL with @error set
+ *
+ * Since: 0.1
  */
 GVariant *
 perfmon_dbus_connection_call_finish (GDBusConnection  *connection,
@@ -252,6 +256,8 @@ perfmon_dbus_connection_call_finish (GDBusConnection  *connection,
  * that the reply is linked too.
  *
  * Pairs nest, 16 deep at most per thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_dbus_method_invocation_begin (GDBusMethodInvocation *invocation)
@@ -285,6 +291,8 @@ perfmon_dbus_method_invocation_begin (GDBusMethodInvocation *invocation)
  *
  * Ends the task perfmon_dbus_method_invocation_begin() started last on
  * the calling thread.
+ *
+ * Since: 0.1
  */
 void
 perfmon_dbus_method_invocation_end (void)
@@ -334,6 +342,8 @@ send_reply (GDBusMethodInvocation *invocation,
  * to learn its serial and records DBUS_SEND for the calling thread's task,
  * which links the caller's reply task to it. Unlike GLib's, it does not
  * check @parameters against the method's introspection data.
+ *
+ * Since: 0.1
  */
 void
 perfmon_dbus_method_invocation_return_value (GDBusMethodInvocation *invocation,
@@ -362,6 +372,8 @@ perfmon_dbus_method_invocation_return_value (GDBusMethodInvocation *invocation,
  *
  * g_dbus_method_invocation_return_gerror(), traced like
  * perfmon_dbus_method_invocation_return_value().
+ *
+ * Since: 0.1
  */
 void
 perfmon_dbus_method_invocation_return_gerror (GDBusMethodInvocation *invocation,

@@ -625,6 +625,8 @@ _perfmon_task_leave (const PerfmonTaskContext *saved)
  *
  * Returns: the id of the source event, unique across the processes of a
  *   session like task ids
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_source_event_begin (PerfmonSourceEventType type)
@@ -639,6 +641,8 @@ perfmon_source_event_begin (PerfmonSourceEventType type)
  *
  * Ends the calling thread's source event: the thread goes back to the
  * source event of the task that runs on it, or to none outside any task.
+ *
+ * Since: 0.1
  */
 void
 perfmon_source_event_end (void)
@@ -655,6 +659,8 @@ perfmon_source_event_end (void)
  * belong to.
  *
  * Returns: its id, 0 if there is none
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_source_event_get_current (PerfmonSourceEventType *type)
@@ -672,6 +678,8 @@ perfmon_source_event_get_current (PerfmonSourceEventType *type)
  * know: its id is in DISPATCH, BEGIN, END and LABEL records.
  *
  * Returns: its id, 0 outside any traced task
+ *
+ * Since: 0.1
  */
 guint64
 perfmon_task_get_current (void)
@@ -710,6 +718,8 @@ add_label (const char *prefix,
  * system call, no allocation (with glibc's vsnprintf() and the usual
  * conversions); at most 240 bytes are kept, cut at a UTF-8 character
  * boundary. Nothing happens when tracing is off.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label (const char *format,
@@ -728,6 +738,8 @@ perfmon_task_add_label (const char *format,
  * @args: its arguments
  *
  * perfmon_task_add_label() with a va_list.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label_valist (const char *format,
@@ -743,6 +755,8 @@ perfmon_task_add_label_valist (const char *format,
  * Adds @text, as it is, as a label of the task that runs on the calling
  * thread; see perfmon_task_add_label(). Bindings, which cannot call a
  * printf-style function, call this: `Perfmon.Task.add_label_literal()`.
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_add_label_literal (const char *text)
@@ -908,6 +922,8 @@ attach_task_source (GSource *source)
  * Any thread may call it.
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_idle_add_full (int            priority,
@@ -932,6 +948,8 @@ perfmon_idle_add_full (int            priority,
  * notify, as g_idle_add().
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_idle_add (GSourceFunc function,
@@ -957,6 +975,8 @@ perfmon_idle_add (GSourceFunc function,
  * With tracing off it is g_timeout_add_full().
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_timeout_add_full (int            priority,
@@ -983,6 +1003,8 @@ perfmon_timeout_add_full (int            priority,
  * notify, as g_timeout_add().
  *
  * Returns: the id (greater than 0) of the event source
+ *
+ * Since: 0.1
  */
 guint
 perfmon_timeout_add (guint       interval,
@@ -1032,6 +1054,8 @@ run_task_inline (const PerfmonTaskIds *ids,
  * g_main_context_invoke_full().
  *
  * Any thread may call it.
+ *
+ * Since: 0.1
  */
 void
 perfmon_main_context_invoke_full (GMainContext  *context,
@@ -1086,6 +1110,8 @@ perfmon_main_context_invoke_full (GMainContext  *context,
  *
  * perfmon_main_context_invoke_full() at %G_PRIORITY_DEFAULT with no
  * destroy notify, as g_main_context_invoke().
+ *
+ * Since: 0.1
  */
 void
 perfmon_main_context_invoke (GMainContext *context,
@@ -1148,6 +1174,8 @@ _perfmon_tracer_owns_pool_func (GFunc func)
  * tracer's.
  *
  * Returns: (transfer full) (nullable): the pool, or %NULL with @error set
+ *
+ * Since: 0.1
  */
 GThreadPool *
 perfmon_thread_pool_new (GFunc     func,
@@ -1183,6 +1211,8 @@ perfmon_thread_pool_new (GFunc     func,
  * task current. Any thread may call it.
  *
  * Returns: %TRUE, or %FALSE with @error set if a thread could not be made
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_thread_pool_push (GThreadPool *pool,
@@ -1212,6 +1242,8 @@ perfmon_thread_pool_push (GThreadPool *pool,
  * @wait_: whether to wait for the items to be processed
  *
  * g_thread_pool_free() for a pool made by perfmon_thread_pool_new().
+ *
+ * Since: 0.1
  */
 void
 perfmon_thread_pool_free (GThreadPool *pool,
@@ -1272,6 +1304,8 @@ _perfmon_tracer_gtask_is_wrapped (gpointer gtask)
  * g_task_run_in_thread() as a task: dispatched now, as a child of the
  * calling thread's task, and run (BEGIN … END) in the worker thread.
  * With tracing off it is g_task_run_in_thread().
+ *
+ * Since: 0.1
  */
 void
 perfmon_task_run_in_thread (GTask           *task,
@@ -1907,6 +1941,8 @@ cycles_seconds_ago (guint seconds)
  *   recording started with perfmon_tracer_start() or
  *   perfmon_tracer_start_flight_recorder() runs, or %G_FILE_ERROR_NOENT if
  *   the directory of @path does not exist
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_start (const char  *path,
@@ -1955,6 +1991,8 @@ perfmon_tracer_start (const char  *path,
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT (for
  *   @seconds out of range) or %PERFMON_ERROR_TRACING_STATE
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_start_flight_recorder (guint    seconds,
@@ -2002,6 +2040,8 @@ perfmon_tracer_start_flight_recorder (guint    seconds,
  * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the file cannot be
  *   written)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_dump (const char  *path,
@@ -2050,6 +2090,8 @@ perfmon_tracer_dump (const char  *path,
  * Returns: %TRUE, or %FALSE with @error set: %PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the log could not be
  *   written (the recording stops all the same)
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_stop (GError **error)
@@ -2101,6 +2143,8 @@ perfmon_tracer_stop (GError **error)
  * monitor runs for its jank traces.
  *
  * Returns: %TRUE if they are
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_is_active (void)
@@ -2120,6 +2164,8 @@ perfmon_tracer_is_active (void)
  * recent records that fit.
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_tracer_set_buffer_size (gsize    bytes,

@@ -127,6 +127,8 @@ void _perfmon_task_label_guard_end   (PerfmonTaskLabelGuard *guard);
  * task now, and "End " followed by the same text when the enclosing scope
  * ends, whichever way it ends (the seed's AutoScopedLabel). See
  * perfmon_task_add_label().
+ *
+ * Since: 0.1
  */
 #define PERFMON_AUTO_TASK_LABEL(...) \
   G_GNUC_UNUSED __attribute__ ((cleanup (_perfmon_task_label_guard_end))) \

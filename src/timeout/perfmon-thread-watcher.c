@@ -38,6 +38,8 @@
  * Threads: create the watcher on a thread whose thread-default
  * #GMainContext (at creation) runs: its signals are emitted there.
  * Register, unregister and report on the watched threads.
+ *
+ * Since: 0.1
  */
 
 typedef struct
@@ -129,6 +131,8 @@ on_thread_exit (gpointer data)
  * context of the calling thread.
  *
  * Returns: (transfer full): a new watcher
+ *
+ * Since: 0.1
  */
 PerfmonThreadWatcher *
 perfmon_thread_watcher_new (void)
@@ -157,6 +161,8 @@ perfmon_thread_watcher_new (void)
  * process (another handler owns the capture signal).
  *
  * Returns: %TRUE if the thread is registered
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_thread_watcher_register (PerfmonThreadWatcher  *self,
@@ -223,6 +229,8 @@ perfmon_thread_watcher_register (PerfmonThreadWatcher  *self,
  * @self: the watcher the calling thread registered with
  *
  * Ends the calling thread's registration: it is no longer watched.
+ *
+ * Since: 0.1
  */
 void
 perfmon_thread_watcher_unregister (PerfmonThreadWatcher *self)
@@ -250,6 +258,8 @@ perfmon_thread_watcher_unregister (PerfmonThreadWatcher *self)
  *
  * Costs a thread-local read, a cycle-counter read and a store: no lock, no
  * system call, no allocation.
+ *
+ * Since: 0.1
  */
 void
 perfmon_thread_watcher_report (void)
@@ -438,6 +448,8 @@ perfmon_thread_watcher_class_init (PerfmonThreadWatcherClass *klass)
    * Emitted, in the thread-default main context of the thread that created
    * the watcher, when a registered thread has not reported for one period
    * (then @escalated is %FALSE) and for two (%TRUE).
+   *
+   * Since: 0.1
    */
   signals[SIGNAL_STUCK] =
     g_signal_new ("stuck", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,

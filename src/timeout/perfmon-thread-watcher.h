@@ -18,18 +18,24 @@ G_BEGIN_DECLS
  * PERFMON_THREAD_WATCH_DEFAULT_PERIOD_MS:
  *
  * The period a thread registers with when it asks for 0: the seed's 3 s.
+ *
+ * Since: 0.1
  */
 #define PERFMON_THREAD_WATCH_DEFAULT_PERIOD_MS 3000
 /**
  * PERFMON_THREAD_WATCH_MIN_PERIOD_MS:
  *
  * The shortest period a thread may register with.
+ *
+ * Since: 0.1
  */
 #define PERFMON_THREAD_WATCH_MIN_PERIOD_MS 3000
 /**
  * PERFMON_THREAD_WATCH_MAX_PERIOD_MS:
  *
  * The longest period a thread may register with.
+ *
+ * Since: 0.1
  */
 #define PERFMON_THREAD_WATCH_MAX_PERIOD_MS 15000
 

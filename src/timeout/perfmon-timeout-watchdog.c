@@ -131,6 +131,8 @@ _perfmon_timeout_current_tid (void)
  * is created when the first log is written.
  *
  * Any thread may call it; logs written from then on go to @dir.
+ *
+ * Since: 0.1
  */
 void
 perfmon_timeout_set_log_dir (const char *dir)
@@ -150,6 +152,8 @@ perfmon_timeout_set_log_dir (const char *dir)
  * default.
  *
  * Returns: (transfer full) (type filename): the log directory
+ *
+ * Since: 0.1
  */
 char *
 perfmon_timeout_get_log_dir (void)

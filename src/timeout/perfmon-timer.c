@@ -140,6 +140,8 @@ check_arguments (const char            *name,
  * no timer is live.
  *
  * Returns: the timer's id, never 0; 0 on failure
+ *
+ * Since: 0.1
  */
 guint
 perfmon_timer_set (const char            *name,
@@ -211,6 +213,8 @@ perfmon_timer_set (const char            *name,
  * Returns: %TRUE if the timer was live; %FALSE if it already expired (its
  *   actions may still be running on the watchdog thread), was cancelled,
  *   or @id is no timer's
+ *
+ * Since: 0.1
  */
 gboolean
 perfmon_timer_cancel (guint id)

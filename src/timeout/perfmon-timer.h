@@ -19,6 +19,8 @@ G_BEGIN_DECLS
  *
  * How many timers may be set and not yet fired or cancelled at once, in
  * the whole process (the seed's limit).
+ *
+ * Since: 0.1
  */
 #define PERFMON_TIMER_MAX_LIVE 128
 
@@ -37,6 +39,8 @@ G_BEGIN_DECLS
  *
  * What happens when a timer expires before it is cancelled. The actions
  * run in the order log, callback, recovery.
+ *
+ * Since: 0.1
  */
 typedef enum /*< flags >*/
 {
@@ -56,6 +60,8 @@ typedef enum /*< flags >*/
  * %PERFMON_TIMER_FLAG_CALLBACK expires. It must be thread-safe, and
  * short: while it runs, no other timer fires and no stuck thread is
  * reported.
+ *
+ * Since: 0.1
  */
 typedef void (*PerfmonTimerCallback) (guint       id,
                                       const char *name,

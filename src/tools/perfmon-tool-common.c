@@ -7,6 +7,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
@@ -295,7 +299,26 @@ append_count (GString *out,
     g_string_append (out, " ++M");
 }
 
-#define NAME_WIDTH 18
+/* The name column: at least this wide, and wider when the terminal
+ * allows; the rest of a row is REST_WIDTH columns. */
+#define MIN_NAME_WIDTH 18
+#define REST_WIDTH (1 + 6 + 1 + 6 + 1 + 6 + PERFMON_N_DURATIONS * 4)
+
+/* The columns the table may use: the terminal's, or $COLUMNS, or no
+ * limit (0) when the output is a file or a pipe. */
+static guint
+output_width (void)
+{
+  struct winsize size;
+  const char *columns = g_getenv ("COLUMNS");
+  guint64 value;
+
+  if (isatty (STDOUT_FILENO) && ioctl (STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    return size.ws_col;
+  if (columns != NULL && g_ascii_string_to_unsigned (columns, 10, 1, 10000, &value, NULL))
+    return (guint) value;
+  return 0;
+}
 
 void
 perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
@@ -306,10 +329,19 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
   double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
   gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
   guint rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+  guint width = output_width ();
+  guint name_width = MIN_NAME_WIDTH;
 
-  g_print ("%*s  jank: iterations over N ms\n", NAME_WIDTH + 1 + 6 + 1 + 6 + 1 + 6, "");
+  /* As wide as the longest name, within the width (less one column: a
+   * terminal wraps a line that fills the last one). */
+  for (guint i = 0; i < rows; i++)
+    name_width = MAX (name_width, (guint) g_utf8_strlen (perfmon_group_stats_get_name (g_ptr_array_index (groups, i)), -1));
+  if (width > 0)
+    name_width = MIN (name_width, MAX (MIN_NAME_WIDTH, width - 1 > REST_WIDTH ? width - 1 - REST_WIDTH : 0));
+
+  g_print ("%*s  iterations over N ms of CPU\n", (int) name_width + 1 + 6 + 1 + 6 + 1 + 6, "");
   g_print ("%-*s %-6s %6s %6s   1   2   4   8  16  32  64 128 256 512\n",
-           NAME_WIDTH, "GROUP", "KIND",
+           (int) name_width, "GROUP", "KIND",
            percent ? "CPU%" : "CPU s",
            percent ? "BLK%" : "BLK s");
 
@@ -323,9 +355,9 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
       double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
       g_autofree char *shown_name = NULL;
 
-      if (g_utf8_strlen (name, -1) > NAME_WIDTH)
+      if ((guint) g_utf8_strlen (name, -1) > name_width)
         {
-          shown_name = g_utf8_substring (name, 0, NAME_WIDTH - 1);
+          shown_name = g_utf8_substring (name, 0, name_width - 1);
           shown_name = g_realloc (shown_name, strlen (shown_name) + 2);
           strcat (shown_name, "~");
         }
@@ -334,7 +366,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
 
       /* Padded by characters, not bytes: names are UTF-8. */
       g_string_append (line, shown_name);
-      for (glong pad = g_utf8_strlen (shown_name, -1); pad < NAME_WIDTH; pad++)
+      for (glong pad = g_utf8_strlen (shown_name, -1); pad < (glong) name_width; pad++)
         g_string_append_c (line, ' ');
       g_string_append_printf (line, " %-6s ", perfmon_tool_kind_label (perfmon_group_stats_get_kind (stats)));
       if (percent)
@@ -376,4 +408,39 @@ perfmon_tool_table_to_json (PerfmonSnapshot *snapshot,
       json_object_set_double_member (group, "blocked_percent", 100.0 * blocked / interval_us);
     }
   return root;
+}
+
+void
+perfmon_tool_remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+        perfmon_tool_remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+void
+perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot)
+{
+  gint64 wall_time = perfmon_snapshot_get_wall_time (snapshot);
+  g_autoptr(GDateTime) utc = NULL;
+  g_autoptr(GDateTime) local = NULL;
+  g_autofree char *text = NULL;
+
+  if (wall_time <= 0)
+    return;
+  utc = g_date_time_new_from_unix_utc (wall_time / G_USEC_PER_SEC);
+  local = utc != NULL ? g_date_time_to_local (utc) : NULL;
+  text = local != NULL ? g_date_time_format (local, "%Y-%m-%d %H:%M:%S") : NULL;
+  if (text != NULL)
+    g_print ("taken at %s\n", text);
 }

@@ -88,7 +88,8 @@ typedef enum
 
 /* The groups sorted by CPU time, most first (a new array holding refs). */
 GPtrArray       *perfmon_tool_sorted_groups  (PerfmonSnapshot *snapshot);
-/* The table of top, snapshot and diff: 79 columns at most. */
+/* The table of top, snapshot and diff, as wide as the terminal allows
+ * (names are cut to fit), uncut in a file or a pipe unless $COLUMNS is set. */
 void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
                                               PerfmonToolTableMode mode,
                                               guint                max_rows);
@@ -96,5 +97,24 @@ void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
  * percentages of the interval when @with_percent. */
 JsonNode        *perfmon_tool_table_to_json  (PerfmonSnapshot *snapshot,
                                               gboolean         with_percent);
+
+/* "taken at YYYY-MM-DD HH:MM:SS" (local time) and a newline, when the
+ * snapshot knows its wall-clock time. */
+void             perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot);
+
+/* Deletes @path and everything under it, never following symbolic links. */
+void             perfmon_tool_remove_tree    (const char *path);
+
+/* The array @member of @object, or NULL if it is none
+ * (perfmon-tool-hangs.c). */
+JsonArray       *perfmon_tool_json_get_array (JsonObject *object,
+                                              const char *member);
+
+/* A hang report's frame @index ("stack" order) as a person reads it, and
+ * the one name shown for a hang without a runnable name
+ * (perfmon-tool-hangs.c). */
+char            *perfmon_tool_hang_frame_text (JsonObject *report,
+                                               guint       index);
+const char      *perfmon_tool_runnable_name   (const char *runnable);
 
 G_END_DECLS

@@ -162,24 +162,6 @@ stop_process (GSubprocess **process,
 }
 
 static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
-static void
 demo_clear (Demo *demo)
 {
   stop_process (&demo->program, "the demo program");
@@ -187,7 +169,7 @@ demo_clear (Demo *demo)
   g_clear_object (&demo->bus);
   stop_process (&demo->bus_daemon, "the private dbus-daemon");
   if (demo->tmp_dir != NULL)
-    remove_tree (demo->tmp_dir);
+    perfmon_tool_remove_tree (demo->tmp_dir);
   g_clear_pointer (&demo->tmp_dir, g_free);
 }
 

@@ -25,7 +25,7 @@ perfmon_tool_diff (int    argc,
   g_option_context_set_summary (context,
                                 "Subtracts two snapshots of one process, as 'perfmon snapshot --json'\n"
                                 "writes them, and prints what each group used in between: CPU and\n"
-                                "blocked time, and the iterations over 1, 2, 4 … 512 ms.");
+                                "blocked time, and the iterations that used over 1, 2, 4 … 512 ms of CPU.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;
@@ -60,13 +60,16 @@ perfmon_tool_diff (int    argc,
       return PERFMON_TOOL_EXIT_OK;
     }
 
-  g_print ("%s (pid %u): %.3f s between the snapshots\nprocess CPU: user %.2f s, system %.2f s\n\n",
+  g_print ("%s (pid %u): %.3f s between the snapshots\nprocess CPU: user %.2f s, system %.2f s\n",
            perfmon_snapshot_get_pid (delta) != 0
              ? perfmon_snapshot_get_process_name (delta) : "all processes",
            perfmon_snapshot_get_pid (delta),
            (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
            (double) perfmon_snapshot_get_user_time (delta) / G_USEC_PER_SEC,
            (double) perfmon_snapshot_get_system_time (delta) / G_USEC_PER_SEC);
+  /* The newer snapshot's. */
+  perfmon_tool_print_taken_at (delta);
+  g_print ("\n");
   perfmon_tool_print_table (delta, PERFMON_TOOL_TABLE_TIMES, 0);
   return PERFMON_TOOL_EXIT_OK;
 }

@@ -113,6 +113,26 @@ runnable_or_unknown (const char *runnable)
   return runnable != NULL && *runnable != '\0' ? runnable : "(unnamed source)";
 }
 
+JsonArray *
+perfmon_tool_json_get_array (JsonObject *object,
+                             const char *member)
+{
+  return get_array (object, member);
+}
+
+char *
+perfmon_tool_hang_frame_text (JsonObject *report,
+                              guint       index)
+{
+  return frame_text (report, index);
+}
+
+const char *
+perfmon_tool_runnable_name (const char *runnable)
+{
+  return runnable_or_unknown (runnable);
+}
+
 static JsonObject *
 parse_report (const char *text,
               const char *id,

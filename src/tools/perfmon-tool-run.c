@@ -3,14 +3,33 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Puts libperfmon-preload.so into LD_PRELOAD, passes the settings in the
- * environment (see src/preload/perfmon-preload.c) and execs the command:
- * the command keeps perfmon's pid, its signals and its exit status.
+ * environment (see src/preload/perfmon-preload.c), runs the command as a
+ * child and waits for it. Every preloaded process leaves its figures in a
+ * private run directory ("<pid>.json", rewritten at exit, after each hang
+ * and at most once a second while its loop works); when the command ends,
+ * however it ends (its exit, a signal, a program that closed its standard
+ * error, a shell that ran the real program as its child), this process
+ * reads them, prints the summary and deletes the directory.
+ *
+ * Signals: a terminal's Ctrl-C (SIGINT) and Ctrl-\ (SIGQUIT) reach the
+ * command directly (it is in the same process group); here they are only
+ * waited out. SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to this process by
+ * kill() are passed on to the command. When the command dies of a signal,
+ * perfmon prints the summary and then dies of the same signal, so that a
+ * shell sees what happened.
  */
-#define _GNU_SOURCE  /* gettid(), execvpe() */
+#define _GNU_SOURCE  /* wait4() */
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
@@ -19,6 +38,30 @@
  * timeout(1) give them: scripts tell them from the command's own. */
 #define EXIT_CANNOT_EXECUTE 126
 #define EXIT_NOT_FOUND      127
+
+/* Native frames printed per hang in the text summary. */
+#define MAX_PRINTED_FRAMES 16
+
+/* The command, for the signal handler that passes signals on: 0 until it
+ * runs, and in the forked child before its exec (where the handlers are
+ * still installed). */
+static volatile sig_atomic_t command_pid;
+
+static const int forwarded_signals[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
+
+static void
+forward_signal (int        signum,
+                siginfo_t *info,
+                void      *context)
+{
+  int saved_errno = errno;
+
+  /* si_code <= 0: sent by kill(), sigqueue() or tgkill(); the terminal's
+   * (SI_KERNEL) already reached the whole foreground process group. */
+  if (command_pid > 0 && getpid () != command_pid && info->si_code <= 0 && info->si_pid != command_pid)
+    kill ((pid_t) command_pid, signum);
+  errno = saved_errno;
+}
 
 /* Where the module is: PERFMON_PRELOAD_PATH if set (the tests set it),
  * else the build tree's when this perfmon is the build tree's, else where
@@ -49,6 +92,334 @@ check_ms (const char *option,
   return TRUE;
 }
 
+/* --- the private run directory ------------------------------------------- */
+
+#define RUN_DIR_PREFIX "perfmon-run-"
+
+/* Deletes the run directories ("perfmon-run-<pid>-XXXXXX" in $TMPDIR) of
+ * perfmon runs that are gone without cleaning up (SIGKILL, a crash), so
+ * that they do not pile up. A directory whose pid lives, or is another
+ * user's, stays. */
+static void
+delete_stale_run_dirs (void)
+{
+  g_autoptr(GDir) dir = g_dir_open (g_get_tmp_dir (), 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+      guint64 pid;
+      char *end;
+
+      if (!g_str_has_prefix (name, RUN_DIR_PREFIX))
+        continue;
+      pid = g_ascii_strtoull (name + strlen (RUN_DIR_PREFIX), &end, 10);
+      if (end == name + strlen (RUN_DIR_PREFIX) || *end != '-' || pid == 0 || pid > G_MAXINT)
+        continue;
+      if (kill ((pid_t) pid, 0) == 0 || errno != ESRCH)
+        continue;
+      path = g_build_filename (g_get_tmp_dir (), name, NULL);
+      /* Only our own, and never through a symbolic link. */
+      if (g_lstat (path, &st) == 0 && S_ISDIR (st.st_mode) && st.st_uid == getuid ())
+        perfmon_tool_remove_tree (path);
+    }
+}
+
+/* --- reading what the processes left ----------------------------------- */
+
+static gint64
+member_int (JsonObject *object,
+            const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64
+    ? json_node_get_int (node) : 0;
+}
+
+static gboolean
+member_bool (JsonObject *object,
+             const char *name)
+{
+  JsonNode *node = json_object_get_member (object, name);
+
+  return node != NULL && JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_BOOLEAN
+    && json_node_get_boolean (node);
+}
+
+static gint
+compare_processes (gconstpointer a,
+                   gconstpointer b)
+{
+  JsonObject *pa = json_node_get_object (*(JsonNode **) a);
+  JsonObject *pb = json_node_get_object (*(JsonNode **) b);
+  gint64 sa = member_int (pa, "start_time"), sb = member_int (pb, "start_time");
+
+  /* The command first, then the others in the order they started. */
+  if (member_bool (pa, "command") != member_bool (pb, "command"))
+    return member_bool (pa, "command") ? -1 : 1;
+  return sa < sb ? -1 : sa > sb;
+}
+
+/* The "<pid>.json" files of @run_dir, parsed; unreadable ones (a process
+ * that wrote nonsense) are skipped with a message. */
+static GPtrArray *
+read_processes (const char *run_dir)
+{
+  g_autoptr(GPtrArray) processes = g_ptr_array_new_with_free_func ((GDestroyNotify) json_node_unref);
+  g_autoptr(GDir) dir = g_dir_open (run_dir, 0, NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autoptr(JsonParser) parser = NULL;
+      g_autoptr(GError) error = NULL;
+
+      if (!g_str_has_suffix (name, ".json"))
+        continue;
+      path = g_build_filename (run_dir, name, NULL);
+      parser = json_parser_new ();
+      if (!json_parser_load_from_file (parser, path, &error) ||
+          !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+        {
+          perfmon_tool_error ("run: skipping the unreadable figures of process %.*s",
+                              (int) (strlen (name) - strlen (".json")), name);
+          continue;
+        }
+      g_ptr_array_add (processes, json_node_ref (json_parser_get_root (parser)));
+    }
+  g_ptr_array_sort (processes, compare_processes);
+  return g_steal_pointer (&processes);
+}
+
+/* The process the summary is about: the command if it ran a main loop
+ * (or hung), else the first process that did (the program a shell script
+ * started), else the command. */
+static JsonObject *
+main_process (GPtrArray *processes)
+{
+  JsonObject *command = NULL;
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      JsonObject *process = json_node_get_object (g_ptr_array_index (processes, i));
+
+      if (member_int (process, "iterations") > 0 || member_int (process, "hang_count") > 0)
+        return process;
+      if (member_bool (process, "command") && command == NULL)
+        command = process;
+    }
+  return command;
+}
+
+static const char *
+signal_name (int signum)
+{
+  const char *abbrev = sigabbrev_np (signum);
+  static char text[32];
+
+  if (abbrev == NULL)
+    return "an unknown signal";
+  g_snprintf (text, sizeof text, "SIG%s", abbrev);
+  return text;
+}
+
+static void
+print_process (JsonObject *process,
+               int         wait_status)
+{
+  JsonArray *durations = perfmon_tool_json_get_array (process, "durations");
+  JsonArray *hangs = perfmon_tool_json_get_array (process, "hangs");
+  g_autoptr(GString) histogram = g_string_new (NULL);
+  JsonNode *seconds = json_object_get_member (process, "seconds");
+  guint n_hangs = (guint) member_int (process, "hang_count");
+
+  for (guint d = 0; durations != NULL && d < json_array_get_length (durations); d++)
+    g_string_append_printf (histogram, " %u:%" G_GINT64_FORMAT, 1u << d,
+                            json_array_get_int_element (durations, d));
+
+  g_printerr ("\nperfmon: summary of %s (pid %" G_GINT64_FORMAT "), %.2f s:\n",
+              json_object_get_string_member_with_default (process, "process_name", "?"),
+              member_int (process, "pid"),
+              seconds != NULL && JSON_NODE_HOLDS_VALUE (seconds) ? json_node_get_double (seconds) : 0.0);
+  if (!member_bool (process, "final"))
+    {
+      if (member_bool (process, "command") && WIFSIGNALED (wait_status))
+        g_printerr ("  killed by %s: the figures of its last checkpoint (at most 1 s before)\n",
+                    signal_name (WTERMSIG (wait_status)));
+      else
+        g_printerr ("  ended without exit(): the figures of its last checkpoint (at most 1 s before)\n");
+    }
+  g_printerr ("  main loop: %" G_GINT64_FORMAT " iterations, %.1f ms of CPU in them, %.1f ms blocked\n",
+              member_int (process, "iterations"), member_int (process, "cpu_time") / 1000.0,
+              member_int (process, "blocked_time") / 1000.0);
+  g_printerr ("  process CPU: user %.1f ms, system %.1f ms\n",
+              member_int (process, "user_time") / 1000.0, member_int (process, "system_time") / 1000.0);
+  g_printerr ("  iterations that used over N ms of CPU (N:count):%s\n", histogram->str);
+  g_printerr ("  hangs: %u (threshold %" G_GINT64_FORMAT " ms)%s\n", n_hangs,
+              member_int (process, "hang_threshold"), n_hangs > 0 ? ", in wall time:" : "");
+
+  for (guint i = 0; hangs != NULL && i < json_array_get_length (hangs); i++)
+    {
+      JsonNode *node = json_array_get_element (hangs, i);
+      JsonObject *report = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+      JsonArray *labels, *stack;
+      JsonNode *duration;
+      guint n_frames;
+
+      if (report == NULL)
+        continue;
+      labels = perfmon_tool_json_get_array (report, "pseudoStack");
+      stack = perfmon_tool_json_get_array (report, "stack");
+      duration = json_object_get_member (report, "duration");
+      n_frames = stack != NULL ? json_array_get_length (stack) : 0;
+      g_printerr ("  - %.0f ms (wall) in %s\n",
+                  duration != NULL && JSON_NODE_HOLDS_VALUE (duration) ? json_node_get_double (duration) : 0.0,
+                  perfmon_tool_runnable_name (json_object_get_string_member_with_default (report, "runnableName", NULL)));
+      if (labels != NULL && json_array_get_length (labels) > 0)
+        {
+          g_autoptr(GString) joined = g_string_new (NULL);
+
+          for (guint l = 0; l < json_array_get_length (labels); l++)
+            {
+              JsonNode *label = json_array_get_element (labels, l);
+
+              if (JSON_NODE_HOLDS_VALUE (label) && json_node_get_value_type (label) == G_TYPE_STRING)
+                g_string_append_printf (joined, "%s%s", joined->len > 0 ? " > " : "",
+                                        json_node_get_string (label));
+            }
+          g_printerr ("      labels: %s\n", joined->str);
+        }
+      if (n_frames == 0)
+        g_printerr ("      no stack: %s\n",
+                    json_object_get_string_member_with_default (report, "stackUnavailable", "unknown reason"));
+      /* Innermost first, as a backtrace reads. */
+      for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
+        {
+          g_autofree char *text = perfmon_tool_hang_frame_text (report, n_frames - 1 - f);
+
+          g_printerr ("      #%-2u %s\n", f, text);
+        }
+      if (n_frames > MAX_PRINTED_FRAMES)
+        g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
+    }
+  if (hangs != NULL && n_hangs > json_array_get_length (hangs))
+    g_printerr ("  (%u more hangs not shown)\n", n_hangs - json_array_get_length (hangs));
+}
+
+static void
+print_summary (GPtrArray        *processes,
+               const char       *command,
+               pid_t             pid,
+               int               wait_status,
+               const struct rusage *usage)
+{
+  gboolean have_command = FALSE;
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      JsonObject *process = json_node_get_object (g_ptr_array_index (processes, i));
+
+      have_command = have_command || member_bool (process, "command");
+      print_process (process, wait_status);
+    }
+  if (!have_command)
+    {
+      /* A static program, one that unset LD_PRELOAD, or one killed before
+       * its first checkpoint: what the kernel says is all there is. */
+      g_printerr ("\nperfmon: summary of %s (pid %d):\n", command, (int) pid);
+      g_printerr ("  no figures from the program (it did not load the preload module, or ended before its first checkpoint)\n");
+      g_printerr ("  process CPU: user %.1f ms, system %.1f ms\n",
+                  usage->ru_utime.tv_sec * 1000.0 + usage->ru_utime.tv_usec / 1000.0,
+                  usage->ru_stime.tv_sec * 1000.0 + usage->ru_stime.tv_usec / 1000.0);
+    }
+  if (WIFSIGNALED (wait_status))
+    g_printerr ("perfmon: %s was killed by %s\n", command, signal_name (WTERMSIG (wait_status)));
+}
+
+static gboolean
+write_summary (GPtrArray   *processes,
+               int          wait_status,
+               const char  *path,
+               GError     **error)
+{
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(JsonNode) root = NULL;
+  g_autofree char *text = NULL;
+  JsonObject *main = main_process (processes);
+
+  json_builder_begin_object (builder);
+  if (main != NULL)
+    {
+      JsonObjectIter iter;
+      const char *member;
+      JsonNode *value;
+
+      json_object_iter_init (&iter, main);
+      while (json_object_iter_next (&iter, &member, &value))
+        {
+          if (g_str_equal (member, "final"))
+            continue;
+          json_builder_set_member_name (builder, member);
+          json_builder_add_value (builder, json_node_copy (value));
+        }
+    }
+  else
+    {
+      json_builder_set_member_name (builder, "version");
+      json_builder_add_int_value (builder, 1);
+    }
+  /* Whether the figures are those of the main process's exit rather than
+   * of a checkpoint. */
+  json_builder_set_member_name (builder, "complete");
+  json_builder_add_boolean_value (builder, main != NULL && member_bool (main, "final"));
+  json_builder_set_member_name (builder, "exit_status");
+  if (WIFEXITED (wait_status))
+    json_builder_add_int_value (builder, WEXITSTATUS (wait_status));
+  else
+    json_builder_add_null_value (builder);
+  json_builder_set_member_name (builder, "exit_signal");
+  if (WIFSIGNALED (wait_status))
+    json_builder_add_int_value (builder, WTERMSIG (wait_status));
+  else
+    json_builder_add_null_value (builder);
+  json_builder_set_member_name (builder, "processes");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < processes->len; i++)
+    json_builder_add_value (builder, json_node_copy (g_ptr_array_index (processes, i)));
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+
+  root = json_builder_get_root (builder);
+  text = json_to_string (root, TRUE);
+  return perfmon_tool_write_output (path, text, error);
+}
+
+/* Ends this process as the command ended: the same status, or the same
+ * signal (without a core dump of perfmon itself). */
+static int
+exit_like (int wait_status)
+{
+  if (WIFSIGNALED (wait_status))
+    {
+      int signum = WTERMSIG (wait_status);
+      struct rlimit no_core = { 0, 0 };
+      sigset_t set;
+
+      setrlimit (RLIMIT_CORE, &no_core);
+      signal (signum, SIG_DFL);
+      sigemptyset (&set);
+      sigaddset (&set, signum);
+      sigprocmask (SIG_UNBLOCK, &set, NULL);
+      raise (signum);
+      return 128 + signum;
+    }
+  return WIFEXITED (wait_status) ? WEXITSTATUS (wait_status) : PERFMON_TOOL_EXIT_FAILED;
+}
+
 int
 perfmon_tool_run (int    argc,
                   char **argv)
@@ -58,35 +429,64 @@ perfmon_tool_run (int    argc,
   gint64 permahang = G_MININT64;
   g_autofree char *summary = NULL;
   gboolean no_export = FALSE;
+  gboolean no_state = FALSE;
   const GOptionEntry entries[] = {
     { "threshold", 't', 0, G_OPTION_ARG_INT64, &threshold,
-      "A main-loop iteration this long is a hang (default 128)", "MS" },
+      "A main-loop iteration this long (wall time) is a hang (default 128)", "MS" },
     { "permahang", 0, 0, G_OPTION_ARG_INT64, &permahang,
       "A hang this long is saved while it lasts (default 8192)", "MS" },
     { "no-export", 0, 0, G_OPTION_ARG_NONE, &no_export,
       "Do not serve the monitor on the session bus nor register with perfmond", NULL },
+    { "no-state", 0, 0, G_OPTION_ARG_NONE, &no_state,
+      "Keep hang pings and logs in the run's private directory, deleted at the end", NULL },
     { "summary", 's', 0, G_OPTION_ARG_FILENAME, &summary,
       "Write the summary as JSON to FILE instead of standard error", "FILE" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("-- COMMAND [ARG…]");
+  g_autoptr(GError) error = NULL;
   g_auto(GStrv) env = NULL;
   g_autofree char *pid_text = NULL;
   g_autofree char *preload_value = NULL;
+  g_autofree char *run_dir = NULL;
+  g_autoptr(GPtrArray) processes = NULL;
+  struct sigaction action = { 0 };
+  struct sigaction old_actions[G_N_ELEMENTS (forwarded_signals)];
+  struct rusage usage = { 0 };
   const char *module = preload_path ();
   const char *old_preload;
+  GPid pid;
+  int wait_status = 0;
   int first;
 
   g_option_context_set_summary (context,
                                 "Runs an unmodified GLib program with perfmon watching its main loop:\n"
                                 "accounting and hang detection on the default main context, served on\n"
                                 "the session bus (when there is one) for perfmond and 'perfmon top'.\n"
-                                "At exit the program prints a summary (iterations, CPU, the jank\n"
-                                "histogram, hangs with their stacks) to standard error, or to\n"
-                                "--summary FILE as JSON.\n"
+                                "When the program ends, however it ends (Ctrl-C, SIGTERM, a program\n"
+                                "that closed its standard error, a shell script that ran it), perfmon\n"
+                                "prints a summary (iterations, CPU, the histogram of CPU time per\n"
+                                "iteration, hangs in wall time with their stacks) to standard error,\n"
+                                "or to --summary FILE as JSON.\n"
                                 "\n"
-                                "The exit status is the command's; 126 if it cannot be executed, 127\n"
-                                "if it is not found, 2 for a wrong perfmon command line.");
+                                "What it writes where:\n"
+                                "  - the summary's data: a private directory in $TMPDIR, deleted at\n"
+                                "    the end;\n"
+                                "  - hangs, as pings, under $XDG_STATE_HOME/perfmon/pings (with a\n"
+                                "    random client id kept in its file 'client-id' there), and jank\n"
+                                "    and timeout logs under $XDG_STATE_HOME/perfmon/watchdog, as a\n"
+                                "    program using libperfmon does. --no-state keeps them in the\n"
+                                "    private directory instead; 'perfmon state' lists and deletes\n"
+                                "    them.\n"
+                                "\n"
+                                "To take a hang's stack, perfmon signals the hung thread, and only it\n"
+                                "(SIGRTMIN+3, sent with tgkill()): a sleep() or another system call\n"
+                                "that thread is in may return early (EINTR), as under a sampling\n"
+                                "profiler. Other threads never see the signal.\n"
+                                "\n"
+                                "The exit status is the command's (if a signal killed it, perfmon\n"
+                                "ends with the same signal); 126 if it cannot be executed, 127 if it\n"
+                                "is not found, 2 for a wrong perfmon command line.");
   g_option_context_add_main_entries (context, entries, NULL);
   /* Options after the command are the command's. */
   g_option_context_set_strict_posix (context, TRUE);
@@ -110,6 +510,30 @@ perfmon_tool_run (int    argc,
       return PERFMON_TOOL_EXIT_FAILED;
     }
 
+  /* GSpawn does not tell "not found" apart from other failures. */
+  if (!g_file_test (argv[first], G_FILE_TEST_EXISTS) || strchr (argv[first], '/') == NULL)
+    {
+      g_autofree char *found = g_find_program_in_path (argv[first]);
+
+      if (found == NULL)
+        {
+          perfmon_tool_error ("run: cannot run '%s': command not found", argv[first]);
+          return EXIT_NOT_FOUND;
+        }
+    }
+
+  delete_stale_run_dirs ();
+  {
+    /* The pid in the name tells a later run whether this one is gone. */
+    g_autofree char *template = g_strdup_printf (RUN_DIR_PREFIX "%d-XXXXXX", (int) getpid ());
+    run_dir = g_dir_make_tmp (template, &error);
+  }
+  if (run_dir == NULL)
+    {
+      perfmon_tool_error ("run: %s", error->message);
+      return PERFMON_TOOL_EXIT_FAILED;
+    }
+
   env = g_get_environ ();
   /* The dynamic loader reads the list from the left: earlier modules (a
    * sanitizer runtime must be first) stay first. */
@@ -117,16 +541,20 @@ perfmon_tool_run (int    argc,
   preload_value = old_preload != NULL && *old_preload != '\0'
     ? g_strconcat (old_preload, ":", module, NULL) : g_strdup (module);
   env = g_environ_setenv (env, "LD_PRELOAD", preload_value, TRUE);
-  /* exec keeps the pid: the command itself prints the summary, not the
-   * children it starts. */
   pid_text = g_strdup_printf ("%d", (int) getpid ());
   env = g_environ_setenv (env, "PERFMON_RUN_PID", pid_text, TRUE);
+  env = g_environ_setenv (env, "PERFMON_RUN_DIR", run_dir, TRUE);
   env = g_environ_unsetenv (env, "PERFMON_RUN_THRESHOLD_MS");
   env = g_environ_unsetenv (env, "PERFMON_RUN_PERMAHANG_MS");
-  env = g_environ_unsetenv (env, "PERFMON_RUN_SUMMARY");
+  env = g_environ_unsetenv (env, "PERFMON_RUN_STATE_DIR");
   env = g_environ_unsetenv (env, "PERFMON_RUN_NO_EXPORT");
   if (no_export)
     env = g_environ_setenv (env, "PERFMON_RUN_NO_EXPORT", "1", TRUE);
+  if (no_state)
+    {
+      g_autofree char *state_dir = g_build_filename (run_dir, "state", NULL);
+      env = g_environ_setenv (env, "PERFMON_RUN_STATE_DIR", state_dir, TRUE);
+    }
   if (threshold != G_MININT64)
     {
       g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT, threshold);
@@ -137,15 +565,48 @@ perfmon_tool_run (int    argc,
       g_autofree char *text = g_strdup_printf ("%" G_GINT64_FORMAT, permahang);
       env = g_environ_setenv (env, "PERFMON_RUN_PERMAHANG_MS", text, TRUE);
     }
+
+  /* Before the command exists, so that no signal meant for it is lost;
+   * exec gives the command the default dispositions back. */
+  action.sa_sigaction = forward_signal;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset (&action.sa_mask);
+  for (guint i = 0; i < G_N_ELEMENTS (forwarded_signals); i++)
+    sigaction (forwarded_signals[i], &action, &old_actions[i]);
+
+  if (!g_spawn_async (NULL, argv + first, env,
+                      G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
+                      G_SPAWN_CHILD_INHERITS_STDIN | G_SPAWN_LEAVE_DESCRIPTORS_OPEN,
+                      NULL, NULL, &pid, &error))
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (forwarded_signals); i++)
+        sigaction (forwarded_signals[i], &old_actions[i], NULL);
+      perfmon_tool_remove_tree (run_dir);
+      perfmon_tool_error ("run: cannot run '%s': %s", argv[first], error->message);
+      return EXIT_CANNOT_EXECUTE;
+    }
+  command_pid = pid;
+
+  while (wait4 (pid, &wait_status, 0, &usage) < 0)
+    {
+      if (errno != EINTR)
+        {
+          perfmon_tool_error ("run: waiting for '%s': %s", argv[first], g_strerror (errno));
+          wait_status = PERFMON_TOOL_EXIT_FAILED << 8;
+          break;
+        }
+    }
+  command_pid = 0;
+
+  processes = read_processes (run_dir);
   if (summary != NULL)
     {
-      /* The command may chdir: give it an absolute path. */
-      g_autofree char *absolute = g_canonicalize_filename (summary, NULL);
-      env = g_environ_setenv (env, "PERFMON_RUN_SUMMARY", absolute, TRUE);
+      if (!write_summary (processes, wait_status, summary, &error))
+        perfmon_tool_error ("run: cannot write the summary: %s", error->message);
     }
+  else
+    print_summary (processes, argv[first], pid, wait_status, &usage);
+  perfmon_tool_remove_tree (run_dir);
 
-  execvpe (argv[first], argv + first, env);
-
-  perfmon_tool_error ("run: cannot run '%s': %s", argv[first], g_strerror (errno));
-  return errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXECUTE;
+  return exit_like (wait_status);
 }

@@ -93,12 +93,14 @@ perfmon_tool_snapshot (int    argc,
       return PERFMON_TOOL_EXIT_OK;
     }
 
-  g_print ("%s (pid %u): process CPU user %.2f s, system %.2f s\n\n",
+  g_print ("%s (pid %u): process CPU user %.2f s, system %.2f s\n",
            pid != 0 || bus_name != NULL
              ? perfmon_snapshot_get_process_name (snapshot) : "all processes, merged",
            perfmon_snapshot_get_pid (snapshot),
            (double) perfmon_snapshot_get_user_time (snapshot) / G_USEC_PER_SEC,
            (double) perfmon_snapshot_get_system_time (snapshot) / G_USEC_PER_SEC);
+  perfmon_tool_print_taken_at (snapshot);
+  g_print ("\n");
   perfmon_tool_print_table (snapshot, PERFMON_TOOL_TABLE_TIMES, 0);
   return PERFMON_TOOL_EXIT_OK;
 }

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "perfmon-tool.h"
@@ -62,11 +64,13 @@ print_refresh (PerfmonSnapshot *delta,
 
   if (clear)
     g_print ("\033[H\033[2J");
-  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n\n",
+  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n",
            pid != 0 ? perfmon_snapshot_get_process_name (delta) : "all processes, merged",
            (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
            100.0 * (double) perfmon_snapshot_get_user_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1),
            100.0 * (double) perfmon_snapshot_get_system_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1));
+  perfmon_tool_print_taken_at (delta);
+  g_print ("\n");
   /* A terminal of 24 lines keeps the header and the busiest groups. */
   perfmon_tool_print_table (delta, PERFMON_TOOL_TABLE_PERCENT, clear ? 18 : 0);
   if (!clear)
@@ -81,7 +85,7 @@ perfmon_tool_top (int    argc,
   gboolean once = FALSE;
   gboolean json = FALSE;
   g_autofree char *interval_text = NULL;
-  int count = 0;
+  int count = -1;
   const GOptionEntry entries[] = {
     { "pid", 'p', 0, G_OPTION_ARG_INT64, &pid, "Show one process (default: all, aggregated)", "PID" },
     { "once", '1', 0, G_OPTION_ARG_NONE, &once, "Print one table, after one interval, and exit", NULL },
@@ -101,8 +105,8 @@ perfmon_tool_top (int    argc,
                                 "A live table of the performance groups of every monitored process\n"
                                 "(merged by window and add-on by perfmond) or of one (--pid): the CPU\n"
                                 "and the blocked time of each group as a share of the last interval,\n"
-                                "and its jank: how many iterations it ran over 1, 2, 4 … 512 ms.\n"
-                                "Sorted by CPU.");
+                                "and its histogram: in how many main-loop iterations it used over 1, 2,\n"
+                                "4 … 512 ms of CPU time. Sorted by CPU.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;
@@ -111,7 +115,8 @@ perfmon_tool_top (int    argc,
   if (pid < 0 || pid > G_MAXUINT32)
     return perfmon_tool_usage_error ("--pid must be a process id in [1, %u], got %" G_GINT64_FORMAT,
                                      G_MAXUINT32, pid);
-  if (count < 0 || count > 1000000)
+  /* -1: not given, refresh until interrupted. */
+  if (count != -1 && (count < 1 || count > 1000000))
     return perfmon_tool_usage_error ("--count must be in [1, 1000000], got %d", count);
   if (once && count > 1)
     return perfmon_tool_usage_error ("--once and --count %d disagree: give one", count);
@@ -133,7 +138,7 @@ perfmon_tool_top (int    argc,
       return PERFMON_TOOL_EXIT_FAILED;
     }
 
-  for (int shown = 0; count == 0 || shown < count; )
+  for (int shown = 0; count == -1 || shown < count; )
     {
       g_autoptr(PerfmonSnapshot) current = NULL;
       g_autoptr(PerfmonSnapshot) delta = NULL;
@@ -158,6 +163,15 @@ perfmon_tool_top (int    argc,
 
       print_refresh (delta, (guint) pid, json, clear);
       shown++;
+      /* Whoever read the output is gone (perfmon top | head): stop. GDBus
+       * ignores SIGPIPE, so the failed write is how we learn it. */
+      if (fflush (stdout) != 0 || ferror (stdout))
+        {
+          if (errno == EPIPE)
+            return PERFMON_TOOL_EXIT_OK;
+          perfmon_tool_error ("cannot write the output: %s", g_strerror (errno));
+          return PERFMON_TOOL_EXIT_FAILED;
+        }
     }
 
   return PERFMON_TOOL_EXIT_OK;

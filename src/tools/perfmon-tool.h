@@ -27,5 +27,6 @@ int perfmon_tool_hangs    (int argc, char **argv);
 int perfmon_tool_tasks    (int argc, char **argv);  /* perfmon-tool-tasks.c */
 int perfmon_tool_run      (int argc, char **argv);
 int perfmon_tool_demo     (int argc, char **argv);
+int perfmon_tool_state    (int argc, char **argv);
 
 G_END_DECLS

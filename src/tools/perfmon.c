@@ -22,7 +22,7 @@ typedef struct
 } Command;
 
 static const Command commands[] = {
-  { "top",      perfmon_tool_top,      "Live table of CPU, blocked time and jank per group" },
+  { "top",      perfmon_tool_top,      "Live table of CPU and blocked time per group" },
   { "snapshot", perfmon_tool_snapshot, "Print one snapshot, as a table or as JSON" },
   { "diff",     perfmon_tool_diff,     "What changed between two snapshot files" },
   { "hangs",    perfmon_tool_hangs,    "List the hangs of the session, show one with its stacks" },
@@ -30,6 +30,7 @@ static const Command commands[] = {
   { "tasks",    perfmon_tool_tasks,    "Analyse a task log: causality, queueing, blockers" },
 #endif
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
+  { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },
   { "demo",     perfmon_tool_demo,     "Show perfmon at work on a janky demo program" },
 };
 

@@ -16,7 +16,7 @@ const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
 
 const N_DURATIONS = 10;
-const VARIANT_TYPE = '(uxxusttatauasatasauatatatat)';
+const VARIANT_TYPE = '(uxxusttatauasatasauatatatatx)';
 
 class AssertionError extends Error {}
 
@@ -480,8 +480,9 @@ const tests = {
         assertEqual(Perfmon.Snapshot.new_from_json(text).to_json(), text, 'JSON round trip');
 
         const doc = JSON.parse(text);
-        assertEqual(Object.keys(doc), ['version', 'timestamp', 'interval', 'pid', 'process_name',
-            'user_time', 'system_time', 'groups'], 'JSON members');
+        assertEqual(Object.keys(doc), ['version', 'timestamp', 'wall_time', 'interval', 'pid',
+            'process_name', 'user_time', 'system_time', 'groups'], 'JSON members');
+        assertEqual(doc.wall_time, snapshot.get_wall_time(), 'wall time');
         assertEqual(doc.version, 1, 'version');
         assertEqual(doc.groups.map(g => g.kind).sort(),
             ['addon', 'compartment', 'thread', 'window'], 'kinds');

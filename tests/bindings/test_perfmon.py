@@ -25,7 +25,7 @@ gi.require_version('Perfmon', '1')
 from gi.repository import GLib, Perfmon  # noqa: E402
 
 N_DURATIONS = 10
-VARIANT_TYPE = '(uxxusttatauasatasauatatatat)'
+VARIANT_TYPE = '(uxxusttatauasatasauatatatatx)'
 
 
 def burn(seconds):
@@ -785,8 +785,9 @@ class TestSnapshot(PerfmonTestCase):
                      b.get_ticks(), list(b.get_durations())))
 
         doc = json.loads(newer.to_json())
-        self.assertEqual(list(doc), ['version', 'timestamp', 'interval', 'pid', 'process_name',
-                                     'user_time', 'system_time', 'groups'])
+        self.assertEqual(list(doc), ['version', 'timestamp', 'wall_time', 'interval', 'pid',
+                                     'process_name', 'user_time', 'system_time', 'groups'])
+        self.assertEqual(doc['wall_time'], newer.get_wall_time())
         self.assertEqual(doc['version'], 1)
         self.assertEqual(doc['pid'], os.getpid())
         self.assertEqual(sorted(g['kind'] for g in doc['groups']),
@@ -872,8 +873,9 @@ class TestSnapshot(PerfmonTestCase):
                             .equal(variant))
 
         (version, timestamp, interval, pid, name, utime, stime, ids, kinds, names, window_ids,
-         addon_ids, addon_indexes, cpu_times, blocked_times, ticks, durations) = \
+         addon_ids, addon_indexes, cpu_times, blocked_times, ticks, durations, wall_time) = \
             newer.to_variant().unpack()
+        self.assertEqual(wall_time, newer.get_wall_time())
         self.assertEqual(version, 1)
         self.assertEqual(timestamp, newer.get_timestamp())
         self.assertEqual(pid, os.getpid())

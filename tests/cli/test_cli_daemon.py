@@ -77,6 +77,54 @@ class DaemonCliTest(BusTestCase):
         self.assertExit(result, 0)
         self.assertGreater(json.loads(result.stdout)['interval'], 0)
 
+    def daemon_log(self, debug):
+        """What perfmond prints while a process registers, hangs and leaves."""
+        env = dict(self.env)
+        env.pop('G_MESSAGES_DEBUG', None)
+        if debug:
+            env['G_MESSAGES_DEBUG'] = 'perfmond'
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '200',
+                             '--pidfile', self.path('perfmond-%d.pid' % debug)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            universal_newlines=True)
+        self.eventually(lambda: self.perfmon('hangs', 'list').returncode == 0,
+                        'perfmond to own its name')
+        example = self.start_example()
+
+        def hang_of_example():
+            result = self.perfmon('hangs', 'list', '--json')
+            return [h for h in json.loads(result.stdout) if h['pid'] == example.pid]
+        self.eventually(hang_of_example, 'a hang of the example', timeout=30)
+        self.stop(example)
+        daemon.terminate()
+        # GLib prints debug messages on standard output, others on error.
+        return daemon.communicate(timeout=30)[0]
+
+    def test_daemon_routine_messages_are_debug(self):
+        quiet = self.daemon_log(debug=False)
+        for routine in ('registered', 'hang ', 'owns '):
+            self.assertNotIn(routine, quiet)
+        verbose = self.daemon_log(debug=True)
+        for routine in ('registered', 'hang ', 'owns '):
+            self.assertIn(routine, verbose)
+
+    def test_top_into_a_closed_pipe(self):
+        # head exits after two lines; top must notice and exit, not refresh
+        # forever into a pipe nobody reads.
+        self.start_daemon()
+        self.start_example()
+        result = subprocess.run(['sh', '-c', '"$0" top --interval 0.2 | head -2; echo done',
+                                 os.environ['PERFMON_TOOL']], env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=60)
+        self.assertEqual(result.stdout.splitlines()[-1], 'done')
+        self.assertEqual(len(result.stdout.splitlines()), 3)
+
+    def test_top_count_zero(self):
+        result = self.perfmon('top', '--count', '0')
+        self.assertExit(result, 2)
+        self.assertIn('--count must be in [1, 1000000], got 0', result.stderr)
+
     def test_top_once_json(self):
         self.start_daemon()
         example = self.start_example()
@@ -126,14 +174,25 @@ class DaemonCliTest(BusTestCase):
         self.assertExit(result, 1)
         self.assertIn('no-such-hang', result.stderr)
 
+    def command_pid(self, run):
+        """The pid of the command that the perfmon run process @run started."""
+        try:
+            with open('/proc/%d/task/%d/children' % (run.pid, run.pid)) as f:
+                children = f.read().split()
+        except OSError:
+            return None
+        return int(children[0]) if children else None
+
     def test_run_exports_an_unmodified_program(self):
         self.start_daemon()
         waiter = self.start([os.environ['PERFMON_TOOL'], 'run', '--summary', self.path('s.json'),
                              '--', 'gdbus', 'wait', '--session', '--timeout', '30',
                              'org.example.Nothing'], env=self.foreign_env())
-        self.eventually(lambda: self.perfmon('snapshot', '--pid', str(waiter.pid)).returncode == 0,
+        # perfmon run waits for the command, its child, to print the summary.
+        pid = self.eventually(lambda: self.command_pid(waiter), 'gdbus to start')
+        self.eventually(lambda: self.perfmon('snapshot', '--pid', str(pid)).returncode == 0,
                         'gdbus under perfmon run to register')
-        data = self.snapshot_json(waiter.pid)
+        data = self.snapshot_json(pid)
         self.assertIn('thread', {g['kind'] for g in data['groups']})
 
     def test_run_forwards_hangs_while_the_program_sleeps(self):
@@ -146,10 +205,12 @@ class DaemonCliTest(BusTestCase):
                               os.environ['PERFMON_UNINSTRUMENTED'], '30'],
                              env=self.foreign_env(own=True), stdout=subprocess.DEVNULL)
 
+        pid = self.eventually(lambda: self.command_pid(program), 'the program to start')
+
         def hang_of_program():
             result = self.perfmon('hangs', 'list', '--json')
             self.assertExit(result, 0)
-            return [h for h in json.loads(result.stdout) if h['pid'] == program.pid]
+            return [h for h in json.loads(result.stdout) if h['pid'] == pid]
         hangs = self.eventually(hang_of_program, 'the hang of the program under perfmon run')
         self.assertEqual(hangs[0]['process_name'], 'uninstrumented-loop')
         self.assertIsNone(program.poll(), 'the program should still be running')

@@ -63,6 +63,51 @@ class DiffTest(CliTestCase):
         for line in lines:
             self.assertLessEqual(len(line), 80, line)
 
+    def long_name_snapshots(self):
+        name = 'main thread (python3 1234567)'
+        older = snapshot(1000000, [group(1, 'thread', name, 0, 0, [0] * 10)])
+        newer = snapshot(2000000, [group(1, 'thread', name, 5000, 3, [1] + [0] * 9)])
+        return name, self.write('older.json', older), self.write('newer.json', newer)
+
+    def test_table_uses_the_width(self):
+        name, older, newer = self.long_name_snapshots()
+        # Not a terminal, no COLUMNS: nothing is cut.
+        env = dict(self.env)
+        env.pop('COLUMNS', None)
+        result = self.perfmon('diff', older, newer, env=env)
+        self.assertExit(result, 0)
+        self.assertIn(name, result.stdout)
+        # A wide terminal shows the whole name...
+        env['COLUMNS'] = '150'
+        result = self.perfmon('diff', older, newer, env=env)
+        self.assertIn(name, result.stdout)
+        self.assertTrue(all(len(l) < 150 for l in result.stdout.splitlines()), result.stdout)
+        # ...an 80-column one cuts it to fit.
+        env['COLUMNS'] = '80'
+        result = self.perfmon('diff', older, newer, env=env)
+        self.assertNotIn(name, result.stdout)
+        self.assertIn('main thread (pyth', result.stdout)
+        self.assertTrue(all(len(l) < 80 for l in result.stdout.splitlines()), result.stdout)
+
+    def test_wall_clock_time(self):
+        older = dict(OLDER, wall_time=1767225600000000)
+        newer = dict(NEWER, wall_time=1767225602000000)   # 2026-01-01 00:00:02 UTC
+        env = dict(self.env, TZ='UTC')
+        result = self.perfmon('diff', self.write('o.json', older), self.write('n.json', newer), env=env)
+        self.assertExit(result, 0)
+        self.assertIn('taken at 2026-01-01 00:00:02', result.stdout)
+        result = self.perfmon('diff', self.write('o.json', older), self.write('n.json', newer),
+                              '--json', env=env)
+        self.assertEqual(json.loads(result.stdout)['wall_time'], 1767225602000000)
+        # Files from before wall times: nothing to show.
+        result = self.perfmon('diff', self.write('o.json', OLDER), self.write('n.json', NEWER), env=env)
+        self.assertNotIn('taken at', result.stdout)
+
+    def test_histogram_says_cpu(self):
+        _, older, newer = self.long_name_snapshots()
+        result = self.perfmon('diff', older, newer)
+        self.assertIn('over N ms of CPU', result.stdout)
+
     def test_json(self):
         older = self.write('older.json', OLDER)
         newer = self.write('newer.json', NEWER)

@@ -29,7 +29,7 @@ def have_pygobject_gtk4():
 class GtkTest(BusTestCase):
     def start_under_xvfb(self, *command, env=None, run_args=()):
         """Starts perfmon run -- COMMAND under xvfb-run; returns the
-        process and the command's pid (perfmon run execs it)."""
+        process and the command's pid (the child of perfmon run)."""
         pidfile = self.path('pid')
         script = 'echo $$ > "$0"; exec "$@"'
         process = self.start(['xvfb-run', '-a', 'sh', '-c', script, pidfile, TOOL, 'run'] + list(run_args) + ['--']
@@ -40,8 +40,11 @@ class GtkTest(BusTestCase):
         def read_pid():
             try:
                 with open(pidfile) as f:
-                    return int(f.read().strip() or 0)
-            except (FileNotFoundError, ValueError):
+                    run_pid = int(f.read().strip() or 0)
+                with open('/proc/%d/task/%d/children' % (run_pid, run_pid)) as f:
+                    children = f.read().split()
+                return int(children[0]) if children else 0
+            except (OSError, ValueError):
                 return 0
         pid = self.eventually(read_pid, 'the program to start')
         return process, pid

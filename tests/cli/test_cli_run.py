@@ -7,12 +7,16 @@
 # Debian-shipped one is gdbus (GLib 2.74's "gdbus wait" runs a GMainLoop),
 # on a private bus from dbus-run-session.
 
+import glob
 import json
 import os
 import shutil
+import signal
+import subprocess
+import time
 import unittest
 
-from clitest import CliTestCase
+from clitest import CliTestCase, TOOL
 
 UNINSTRUMENTED = os.environ['PERFMON_UNINSTRUMENTED']
 
@@ -45,7 +49,7 @@ class RunTest(CliTestCase):
         self.assertExit(result, 3)
         self.assertIn('perfmon: summary of uninstrumented-loop', result.stderr)
         self.assertIn('hangs: 1 (threshold 128 ms)', result.stderr)
-        self.assertRegex(result.stderr, r'- \d+ ms in GIdleSource')
+        self.assertRegex(result.stderr, r'- \d+ ms \(wall\) in GIdleSource')
 
     def test_high_threshold_no_hang(self):
         summary = self.path('summary.json')
@@ -66,6 +70,142 @@ class RunTest(CliTestCase):
                               'echo "$LD_PRELOAD"', env=env)
         self.assertExit(result, 0)
         self.assertEqual(result.stdout.strip(), first + ':' + module)
+
+    def run_dir_files(self, tmpdir):
+        return glob.glob(os.path.join(tmpdir, 'perfmon-run-*', '*.json'))
+
+    def start_lingering(self, *options, command=None):
+        """perfmon run on a program that hangs once, then idles for a minute:
+        returns the perfmon process once the program has left its checkpoint
+        with the hang in the run's private directory."""
+        tmpdir = self.path('tmp')
+        os.makedirs(tmpdir)
+        env = self.foreign_env(own=command is None)
+        env['TMPDIR'] = tmpdir
+        process = subprocess.Popen([TOOL, 'run', '--threshold', '100'] + list(options) +
+                                   ['--'] + (command or [UNINSTRUMENTED, '60']), env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   universal_newlines=True, start_new_session=True)
+        self.addCleanup(self.kill_group, process)
+        deadline = time.monotonic() + 30
+        while True:
+            hung = False
+            for name in self.run_dir_files(tmpdir):
+                try:
+                    with open(name) as f:
+                        hung = hung or json.load(f)['hang_count'] >= 1
+                except (OSError, ValueError):
+                    pass
+            if hung:
+                return process
+            if process.poll() is not None or time.monotonic() > deadline:
+                self.fail('no checkpoint with the hang: ' + process.stderr.read())
+            time.sleep(0.05)
+
+    def kill_group(self, process):
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+
+    def test_summary_survives_sigterm(self):
+        process = self.start_lingering()
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+        # The command was terminated (perfmon passed SIGTERM on), and perfmon
+        # ends the same way, so that the shell sees it.
+        self.assertEqual(process.returncode, -signal.SIGTERM, err)
+        self.assertIn('perfmon: summary of uninstrumented-loop', err)
+        self.assertIn('hangs: 1 (threshold 100 ms)', err)
+        self.assertIn('SIGTERM', err)
+        # Nothing left behind.
+        self.assertEqual(self.run_dir_files(self.path('tmp')), [])
+
+    def test_summary_survives_ctrl_c(self):
+        summary = self.path('summary.json')
+        process = self.start_lingering('--summary', summary)
+        # What a terminal does on Ctrl-C: SIGINT to the whole process group.
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        self.assertEqual(process.returncode, -signal.SIGINT, err)
+        with open(summary) as f:
+            data = json.load(f)
+        self.assertEqual(data['process_name'], 'uninstrumented-loop')
+        self.assertEqual(data['hang_count'], 1)
+        self.assertGreater(data['iterations'], 5)
+        self.assertEqual(data['exit_signal'], signal.SIGINT)
+        self.assertFalse(data['complete'])
+
+    def test_summary_survives_ctrl_c_of_python(self):
+        # PyGObject turns SIGINT into KeyboardInterrupt, and Python then
+        # kills itself with SIGINT: no C exit handler runs.
+        script = self.path('linger.py')
+        with open(script, 'w') as f:
+            f.write('from gi.repository import GLib\n'
+                    'def hang():\n'
+                    '    end = GLib.get_monotonic_time() + 300000\n'
+                    '    while GLib.get_monotonic_time() < end:\n'
+                    '        pass\n'
+                    '    return False\n'
+                    'GLib.timeout_add(50, hang)\n'
+                    'GLib.MainLoop().run()\n')
+        process = self.start_lingering(command=['/usr/bin/python3', script])
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        self.assertEqual(process.returncode, -signal.SIGINT, err)
+        self.assertIn('KeyboardInterrupt', err)
+        self.assertIn('perfmon: summary of python3', err)
+        self.assertIn('hangs: 1 (threshold 100 ms)', err)
+        self.assertIn('killed by SIGINT', err)
+
+    def test_summary_of_sh_c_wrapper(self):
+        # sh runs the program as its child (the "; true" keeps it from
+        # exec'ing it): the summary is the program's, the one that ran a
+        # main loop.
+        summary = self.path('summary.json')
+        result = self.perfmon('run', '--threshold', '100', '--summary', summary, '--',
+                              '/bin/sh', '-c', UNINSTRUMENTED + '; exit 5',
+                              env=self.foreign_env(own=True))
+        self.assertExit(result, 5)
+        with open(summary) as f:
+            data = json.load(f)
+        self.assertEqual(data['process_name'], 'uninstrumented-loop')
+        self.assertEqual(data['hang_count'], 1)
+        self.assertTrue(data['complete'])
+        names = sorted(p['process_name'] for p in data['processes'])
+        self.assertIn('uninstrumented-loop', names)
+        self.assertEqual(data['exit_status'], 5)
+
+    def test_summary_when_program_closes_stderr(self):
+        # ls closes its standard error before it exits: perfmon itself prints.
+        result = self.perfmon('run', '--', 'ls', '/', env=self.foreign_env())
+        self.assertExit(result, 0)
+        self.assertIn('perfmon: summary of ls', result.stderr)
+        self.assertIn('main loop: 0 iterations', result.stderr)
+
+    def test_histogram_says_cpu(self):
+        result = self.perfmon('run', '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
+        self.assertExit(result, 3)
+        self.assertIn('iterations that used over N ms of CPU', result.stderr)
+        # A hang is wall time, and says so.
+        self.assertRegex(result.stderr, r'- \d+ ms \(wall\) in GIdleSource')
+
+    def test_stale_run_dirs_are_deleted(self):
+        # The private directory of a perfmon run that was killed (SIGKILL:
+        # it could not clean up) goes at the next run; one of a perfmon run
+        # still going stays.
+        tmpdir = self.path('tmp')
+        os.makedirs(os.path.join(tmpdir, 'perfmon-run-999999999-AbCdEf'))
+        with open(os.path.join(tmpdir, 'perfmon-run-999999999-AbCdEf', '42.json'), 'w') as f:
+            f.write('{}')
+        live = os.path.join(tmpdir, 'perfmon-run-%d-GhIjKl' % os.getpid())
+        os.makedirs(live)
+        env = self.foreign_env()
+        env['TMPDIR'] = tmpdir
+        result = self.perfmon('run', '--', 'true', env=env)
+        self.assertExit(result, 0)
+        self.assertEqual(sorted(os.listdir(tmpdir)), [os.path.basename(live)])
 
     def test_command_not_found(self):
         result = self.perfmon('run', '--', self.path('no-such-program'))

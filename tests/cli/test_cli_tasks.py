@@ -61,8 +61,39 @@ class TasksTest(CliTestCase):
         self.assertEqual(starts, finishes)
         self.assertEqual(len([e for e in events if e['ph'] == 'X']), 3)
 
+    def test_verb_first(self):
+        # Like the other commands: the verb, its argument, then the logs.
+        result = self.perfmon('tasks', 'dump', self.log)
+        self.assertExit(result, 0)
+        self.assertIn('3 tasks', result.stdout)
+        result = self.perfmon('tasks', 'ancestors', self.ids[2], self.log)
+        self.assertExit(result, 0)
+        self.assertIn(self.ids[0], result.stdout)
+        out = self.path('trace.json')
+        self.assertExit(self.perfmon('tasks', 'export', out, self.log), 0)
+        self.assertTrue(os.path.exists(out))
+
+    def test_json(self):
+        result = self.perfmon('tasks', 'dump', '--json', self.log)
+        self.assertExit(result, 0)
+        data = json.loads(result.stdout)
+        self.assertEqual(len(data['tasks']), 3)
+        first = [t for t in data['tasks'] if t['id'] == int(self.ids[0], 16)][0]
+        self.assertEqual(first['name'], 'writer_step_one')
+        self.assertEqual(first['source_event_type'], 'key')
+        self.assertIn('the chain starts', first['labels'])
+        self.assertIn('dropped_records', data)
+
+        result = self.perfmon('tasks', 'followers', self.ids[0], self.log, '--json')
+        self.assertExit(result, 0)
+        data = json.loads(result.stdout)
+        self.assertEqual(data['task']['id'], int(self.ids[0], 16))
+        self.assertEqual([t['id'] for t in data['followers']],
+                         [int(self.ids[1], 16), int(self.ids[2], 16)])
+
     def test_errors(self):
         self.assertExit(self.perfmon('tasks', 'dump'), 2)
+        self.assertExit(self.perfmon('tasks', 'ancestors', self.log), 2)
         self.assertExit(self.perfmon('tasks', self.log), 2)
         self.assertExit(self.perfmon('tasks', self.log, 'ancestors'), 2)
         self.assertExit(self.perfmon('tasks', self.log, 'ancestors', 'not-an-id'), 2)

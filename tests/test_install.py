@@ -1,0 +1,212 @@
+#!/usr/bin/python3
+# test_install.py: install into a temporary directory and use only that copy
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Usage: test_install.py BUILDDIR MESON
+#
+# `meson install --destdir` puts the build under a scratch directory; then a
+# C program built with pkg-config, a Python script and a GJS script use the
+# library, typelib and PyGObject override from there, in an environment that
+# names no part of the build tree, and check that they did. The layout is
+# checked too: perfmond in libexec, where the D-Bus activation file and the
+# systemd unit start it; the PyGObject override where Debian's python3 looks;
+# libunwind among the .pc's private requirements; man pages and bash
+# completion.
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILDDIR, MESON = sys.argv[1:3]
+del sys.argv[1:3]
+BUILDDIR = os.path.abspath(BUILDDIR)
+with open(os.path.join(BUILDDIR, 'src', 'perfmon-version.h')) as f:
+    PERFMON_VERSION_S = f.read().split('#define PERFMON_VERSION_S "')[1].split('"')[0]
+SOURCEDIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+C_PROGRAM = r'''
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <perfmon.h>
+
+#if !PERFMON_CHECK_VERSION (0, 1, 0)
+#error "PERFMON_CHECK_VERSION says the installed perfmon is older than 0.1.0"
+#endif
+
+int
+main (void)
+{
+  PerfmonMonitor *monitor = perfmon_monitor_get_default ();
+  g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+  Dl_info info;
+
+  g_assert_true (dladdr ((void *) perfmon_monitor_get_default, &info));
+  g_print ("%s\n%s\n", info.dli_fname, PERFMON_VERSION_S);
+  return perfmon_snapshot_get_pid (snapshot) > 0 ? 0 : 1;
+}
+'''
+
+PYTHON_SCRIPT = r'''
+import gi
+gi.require_version('Perfmon', '1')
+from gi.repository import GIRepository, Perfmon
+import gi.overrides.Perfmon
+
+monitor = Perfmon.Monitor.get_default()
+compartment = monitor.create_compartment('installed', 0, 'installed@example.org')
+with compartment:          # the override's context manager
+    pass
+print(GIRepository.Repository.get_default().get_typelib_path('Perfmon'))
+print(gi.overrides.Perfmon.__file__)
+print('%d.%d.%d' % (Perfmon.MAJOR_VERSION, Perfmon.MINOR_VERSION, Perfmon.MICRO_VERSION))
+'''
+
+GJS_SCRIPT = r'''
+imports.gi.versions.Perfmon = '1';
+imports.gi.versions.GIRepository = '2.0';
+const {GIRepository, Perfmon} = imports.gi;
+const monitor = Perfmon.Monitor.get_default();
+const compartment = monitor.create_compartment('installed', 0, 'installed@example.org');
+compartment.enter();
+compartment.leave();
+print(GIRepository.Repository.get_default().get_typelib_path('Perfmon'));
+'''
+
+
+class InstallTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix='perfmon-install-')
+        cls.destdir = os.path.join(cls.tmp, 'root')
+        subprocess.run([MESON, 'install', '-C', BUILDDIR, '--no-rebuild', '--quiet',
+                        '--destdir', cls.destdir], check=True, stdout=subprocess.DEVNULL)
+        installed = json.loads(subprocess.run([MESON, 'introspect', '--installed', BUILDDIR],
+                                              check=True, stdout=subprocess.PIPE).stdout)
+        # Where each file went, by its name.
+        cls.where = {os.path.basename(k): v for k, v in installed.items()}
+        options = json.loads(subprocess.run([MESON, 'introspect', '--buildoptions', BUILDDIR],
+                                            check=True, stdout=subprocess.PIPE).stdout)
+        cls.options = {o['name']: o['value'] for o in options}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def installed(self, name):
+        self.assertIn(name, self.where, '%s is not installed' % name)
+        path = self.destdir + self.where[name]
+        self.assertTrue(os.path.exists(path), path)
+        return path
+
+    def dir_of(self, option):
+        value = self.options[option]
+        return value if os.path.isabs(value) else os.path.join(self.options['prefix'], value)
+
+    def env(self):
+        """The environment of a user of the installed copy: nothing of the build."""
+        env = {k: v for k, v in os.environ.items()
+               if BUILDDIR not in v and SOURCEDIR not in v
+               and k not in ('LD_LIBRARY_PATH', 'GI_TYPELIB_PATH', 'PYTHONPATH', 'PKG_CONFIG_PATH')}
+        libdir = os.path.dirname(self.installed('libperfmon-1.so.0'))
+        env['LD_LIBRARY_PATH'] = libdir
+        env['GI_TYPELIB_PATH'] = os.path.dirname(self.installed('Perfmon-1.typelib'))
+        # The installed .pc, with its prefix moved under the staging root
+        # (what a relocated install needs; the rest of the file is as is).
+        pcdir = os.path.join(self.tmp, 'pkgconfig')
+        os.makedirs(pcdir, exist_ok=True)
+        with open(self.installed('perfmon-1.pc')) as f:
+            pc = f.read()
+        self.assertIn('prefix=%s\n' % self.options['prefix'], pc)
+        with open(os.path.join(pcdir, 'perfmon-1.pc'), 'w') as f:
+            f.write(pc.replace('prefix=%s\n' % self.options['prefix'],
+                               'prefix=%s%s\n' % (self.destdir, self.options['prefix']), 1))
+        env['PKG_CONFIG_PATH'] = pcdir
+        # The override's directory is .../gi/overrides: .../ on sys.path.
+        overrides = os.path.dirname(self.installed('Perfmon.py'))
+        env['PYTHONPATH'] = os.path.dirname(os.path.dirname(overrides))
+        env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
+        env.pop('DBUS_SESSION_BUS_ADDRESS', None)
+        return env
+
+    def run_checked(self, argv, env, cwd=None):
+        result = subprocess.run(argv, env=env, cwd=cwd or self.tmp, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        self.assertEqual(result.returncode, 0, '%s failed:\n%s%s' % (argv, result.stdout, result.stderr))
+        return result.stdout
+
+    def test_perfmond_in_libexec(self):
+        perfmond = self.where['perfmond']
+        self.assertEqual(os.path.dirname(perfmond), self.dir_of('libexecdir'))
+        self.installed('perfmond')
+        with open(self.installed('org.perfmon.Daemon1.service')) as f:
+            self.assertIn('Exec=%s\n' % perfmond, f.read())
+        with open(self.installed('perfmond.service')) as f:
+            self.assertIn('ExecStart=%s\n' % perfmond, f.read())
+
+    def test_pkg_config_requires_libunwind_privately(self):
+        out = self.run_checked(['pkg-config', '--print-requires-private', 'perfmon-1'], self.env())
+        self.assertIn('libunwind', out)
+
+    def test_override_where_debian_python_looks(self):
+        # Debian's python3 finds the override where it would be installed
+        # without a staging root: PyGObject's own overrides directory.
+        target = os.path.dirname(self.where['Perfmon.py'])
+        out = self.run_checked(['/usr/bin/python3', '-c', 'import gi; print(gi._overridesdir)'],
+                               self.env())
+        if not self.options.get('pygobject_overridesdir'):
+            self.assertEqual(target, out.strip())
+
+    def test_c_with_pkg_config(self):
+        env = self.env()
+        with open(os.path.join(self.tmp, 'app.c'), 'w') as f:
+            f.write(C_PROGRAM)
+        flags = self.run_checked(['pkg-config', '--cflags', '--libs', 'perfmon-1'], env).split()
+        self.assertTrue(all(BUILDDIR not in flag and SOURCEDIR not in flag for flag in flags), flags)
+        self.run_checked(['cc', '-Wall', '-Werror', '-o', 'app', 'app.c'] + flags, env)
+        library, version = self.run_checked([os.path.join(self.tmp, 'app')], env).split()
+        self.assertTrue(library.startswith(self.destdir), library)
+        info = json.loads(subprocess.run([MESON, 'introspect', '--projectinfo', BUILDDIR],
+                                         stdout=subprocess.PIPE, check=True).stdout)
+        self.assertEqual(version, info['version'])
+
+    def test_version_string(self):
+        info = json.loads(subprocess.run([MESON, 'introspect', '--projectinfo', BUILDDIR],
+                                         stdout=subprocess.PIPE, check=True).stdout)
+        self.assertEqual(PERFMON_VERSION_S, info['version'])
+
+    def test_python(self):
+        typelib, override, version = self.run_checked(['/usr/bin/python3', '-c', PYTHON_SCRIPT],
+                                                      self.env()).split()
+        self.assertEqual(version, PERFMON_VERSION_S)
+        self.assertTrue(typelib.startswith(self.destdir), typelib)
+        self.assertTrue(override.startswith(self.destdir), override)
+
+    @unittest.skipIf(shutil.which('gjs') is None, 'gjs missing')
+    def test_gjs(self):
+        typelib = self.run_checked(['gjs', '-c', GJS_SCRIPT], self.env()).strip()
+        self.assertTrue(typelib.startswith(self.destdir), typelib)
+
+    def test_api_reference(self):
+        if not self.options['documentation']:
+            self.skipTest('built without -Ddocumentation=true')
+        reference = self.installed('perfmon-1')
+        self.assertEqual(os.path.dirname(self.where['perfmon-1']),
+                         os.path.join(self.dir_of('datadir'), 'doc'))
+        self.assertTrue(os.path.exists(os.path.join(reference, 'index.html')))
+        self.assertTrue(os.path.exists(os.path.join(reference, 'class.HangMonitor.html')))
+
+    def test_man_pages_and_completion(self):
+        self.installed('perfmon.1')
+        self.installed('perfmond.8')
+        completions = [v for v in self.where.values() if v.endswith('/bash-completion/completions/perfmon')]
+        self.assertEqual(len(completions), 1, self.where)
+        self.assertTrue(os.path.exists(self.destdir + completions[0]))
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
