@@ -1019,6 +1019,22 @@ perfmon_hang_monitor_is_running (PerfmonHangMonitor *self)
 
 /* --- configuration ------------------------------------------------------ */
 
+/* report_times_per_app "can be set only once for the processes with the
+ * same PID": it is the process's, whichever hang monitor set it. */
+static GMutex process_report_times_lock;
+static guint process_report_times;      /* under process_report_times_lock */
+static gboolean process_report_times_set;
+
+static void
+overlay_process_report_times (PerfmonJankConfig *config)
+{
+  if (process_report_times_set)
+    {
+      config->report_times_per_app = process_report_times;
+      config->report_times_set = TRUE;
+    }
+}
+
 /**
  * perfmon_hang_monitor_set_event_config:
  * @self: a #PerfmonHangMonitor
@@ -1043,15 +1059,29 @@ perfmon_hang_monitor_set_event_config (PerfmonHangMonitor *self,
                                        GHashTable         *params,
                                        GError            **error)
 {
+  PerfmonJankConfig next;
   gboolean applied;
 
   g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
   g_return_val_if_fail (name != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
+  g_mutex_lock (&process_report_times_lock);
   g_mutex_lock (&self->state_lock);
-  applied = _perfmon_jank_config_apply (&self->jank_config, name, params, error);
+  next = self->jank_config;
+  overlay_process_report_times (&next);
+  applied = _perfmon_jank_config_apply (&next, name, params, error);
+  if (applied)
+    {
+      self->jank_config = next;
+      if (next.report_times_set)
+        {
+          process_report_times = next.report_times_per_app;
+          process_report_times_set = TRUE;
+        }
+    }
   g_mutex_unlock (&self->state_lock);
+  g_mutex_unlock (&process_report_times_lock);
   return applied;
 }
 
@@ -1059,9 +1089,12 @@ void
 _perfmon_hang_monitor_get_jank_config (PerfmonHangMonitor *self,
                                        PerfmonJankConfig  *config)
 {
+  g_mutex_lock (&process_report_times_lock);
   g_mutex_lock (&self->state_lock);
   *config = self->jank_config;
+  overlay_process_report_times (config);
   g_mutex_unlock (&self->state_lock);
+  g_mutex_unlock (&process_report_times_lock);
 }
 
 guint64
