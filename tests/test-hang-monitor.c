@@ -215,6 +215,13 @@ test_hang_report (Fixture       *fixture,
 
   g_assert_cmpuint (fixture->reports->len, ==, 1);
   report = g_ptr_array_index (fixture->reports, 0);
+  /* The seed's "thread": the OS thread's name, not the thread group's. */
+  {
+    g_autofree char *comm = NULL;
+
+    g_assert_true (g_file_get_contents ("/proc/thread-self/comm", &comm, NULL, NULL));
+    g_assert_cmpstr (perfmon_hang_report_get_thread (report), ==, g_strstrip (comm));
+  }
   g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 295.0);
   g_assert_cmpfloat (perfmon_hang_report_get_duration (report), <, 2000.0);
   g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "spell-check-idle");

@@ -13,6 +13,7 @@
 #include "perfmon-group-stats-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-snapshot-private.h"
 
 /**
@@ -1869,25 +1870,6 @@ perfmon_monitor_work_end (PerfmonMonitor *self)
   _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
 }
 
-static const char *
-process_name (void)
-{
-  static char *name;
-
-  if (g_once_init_enter (&name))
-    {
-      char *found = g_strdup (g_get_prgname ());
-
-      if (found == NULL && g_file_get_contents ("/proc/self/comm", &found, NULL, NULL))
-        g_strstrip (found);
-      if (found == NULL)
-        found = g_strdup ("unknown");
-      g_once_init_leave (&name, found);
-    }
-
-  return name;
-}
-
 /**
  * perfmon_monitor_snapshot:
  * @self: a monitor
@@ -1952,7 +1934,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
   return _perfmon_snapshot_new (g_get_monotonic_time (),
                                 0,
                                 (guint) getpid (),
-                                process_name (),
+                                _perfmon_process_name (),
                                 (guint64) usage.ru_utime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_utime.tv_usec,
                                 (guint64) usage.ru_stime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_stime.tv_usec,
                                 g_steal_pointer (&groups));

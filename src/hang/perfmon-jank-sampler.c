@@ -245,6 +245,15 @@ report (PerfmonJankSampler     *sampler,
   const char *data;
   gsize length;
 
+  /* A stack session began at the stack threshold, before the task's
+   * length was known: the seed's ranges decide by that length, now that
+   * the report waited for the task's end (a task of 450 ms or more is not
+   * a stack sampling jank, with log_type 0). */
+  if (!is_trace && sampler->janky_end_us != 0 &&
+      _perfmon_jank_classify ((guint64) MAX (sampler->janky_end_us - sampler->janky_stretch_start_us, 0),
+                              config) != PERFMON_JANK_ACTION_STACK_SAMPLING)
+    return NULL;
+
   g_mutex_lock (&process_limiter_lock);
   allowed = is_trace ? _perfmon_jank_limiter_allow_trace (&process_limiter, real_now_us)
                      : _perfmon_jank_limiter_allow_stack (&process_limiter, config,

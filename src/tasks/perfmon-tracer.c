@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-tracer.h"
@@ -1471,7 +1472,7 @@ serialize_locked (guint   session,
   header.start_time_ns = start_ns;
   header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
   header.dropped_records = dropped;
-  process_name = g_get_prgname () != NULL ? g_get_prgname () : "";
+  process_name = _perfmon_process_name ();
   g_strlcpy (header.process_name, process_name, sizeof header.process_name);
   g_byte_array_append (out, (const guint8 *) &header, sizeof header);
 

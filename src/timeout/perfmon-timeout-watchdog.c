@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perfmon-log-dir-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-stack-capture-private.h"
 #include "perfmon-stack-tree-private.h"
@@ -198,12 +199,9 @@ _perfmon_timeout_write_log (const char *dir,
 char *
 _perfmon_timeout_describe_thread (gint64 tid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%" G_GINT64_FORMAT "/comm", tid);
-  g_autofree char *comm = NULL;
+  g_autofree char *name = _perfmon_thread_name (tid);
 
-  if (!g_file_get_contents (path, &comm, NULL, NULL))
-    return g_strdup_printf ("tid %" G_GINT64_FORMAT, tid);
-  return g_strdup_printf ("%s (tid %" G_GINT64_FORMAT ")", g_strchomp (comm), tid);
+  return g_strdup_printf ("%s (tid %" G_GINT64_FORMAT ")", name, tid);
 }
 
 char *
