@@ -18,6 +18,7 @@
 #include "perfmon-task-file-test.h"
 #include "perfmon-task-private.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-chrome-trace-test.h"
 
 /* Functions whose names the SYMBOL records must carry are not static (the
  * test links with -rdynamic), so they need prototypes. */
@@ -261,6 +262,33 @@ test_repeating_timeout (Fixture       *fixture,
         g_assert_cmpint (test_task_file_get (file, PERFMON_TASK_RECORD_END, repeat.task, i - 1)->time_ns, <=,
                          begin->time_ns);
     }
+}
+
+/* A timeout is queued from when it was due, not from when it was added. */
+static void
+test_timeout_queueing_from_due_time (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  Repeat repeat = { loop, 2, 0 };
+  PerfmonTask *task;
+
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  perfmon_timeout_add (200, repeating_timeout, &repeat);
+  g_main_loop_run (loop);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+
+  log = perfmon_task_log_new_from_file (fixture->path, &error);
+  g_assert_no_error (error);
+  task = perfmon_task_log_find_task (log, repeat.task);
+  g_assert_nonnull (task);
+  /* Due 200 ms after it was added; it ran then, on an idle loop. */
+  g_test_message ("queueing of a 200 ms timeout: %" G_GINT64_FORMAT " us", perfmon_task_get_queueing_time (task));
+  g_assert_cmpint (perfmon_task_get_queueing_time (task), >=, 0);
+  g_assert_cmpint (perfmon_task_get_queueing_time (task), <, 200000);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1008,6 +1036,22 @@ test_dbus_two_processes (Fixture       *fixture,
       }
     g_assert_true (found_handler);
     g_assert_true (found_reply);
+
+    /* The Chrome trace shows both messages as flows the tools draw (the
+     * call from the caller's run to the handler's, the reply from the
+     * handler's to the reply's), and names the handler after its method. */
+    {
+      g_autofree char *json = perfmon_task_log_to_chrome_trace (log);
+      g_autoptr(GPtrArray) targets = g_ptr_array_new_with_free_func (g_free);
+      g_autofree char *handler_id = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", handler->id);
+      g_autofree char *reply_id = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", client.reply_task);
+
+      g_assert_cmpuint (test_check_chrome_trace (json, "D-Bus message", targets), ==, 2);
+      g_assert_true (g_ptr_array_find_with_equal_func (targets, handler_id, g_str_equal, NULL));
+      g_assert_true (g_ptr_array_find_with_equal_func (targets, reply_id, g_str_equal, NULL));
+      g_assert_nonnull (strstr (json, "\"name\":\"" TEST_INTERFACE ".Ping\""));
+      g_assert_null (strstr (json, "\"name\":\"perfmon_dbus_method_invocation_begin\""));
+    }
   }
 
   g_free (client.reply);
@@ -1028,6 +1072,7 @@ main (int   argc,
   g_test_add ((path), Fixture, NULL, fixture_set_up, (func), fixture_tear_down)
 
   ADD ("/tracer/chain", test_chain);
+  ADD ("/tracer/timeout-queueing-from-due-time", test_timeout_queueing_from_due_time);
   ADD ("/tracer/repeating-timeout", test_repeating_timeout);
   ADD ("/tracer/invoke-inline", test_invoke_inline);
   ADD ("/tracer/gtask", test_gtask);

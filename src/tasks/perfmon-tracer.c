@@ -458,7 +458,8 @@ static inline void
 record_dispatch (guint64              task_id,
                  guint64              parent_id,
                  const PerfmonTaskIds *ids,
-                 gconstpointer        callback)
+                 gconstpointer        callback,
+                 guint32              delay_ms)
 {
   RecordSlot slot;
   PerfmonTaskDispatchRecord *record = record_open (&slot, sizeof *record);
@@ -469,7 +470,7 @@ record_dispatch (guint64              task_id,
   record->parent_id = parent_id;
   record->source_event_id = ids->source_event_id;
   record->source_event_type = ids->source_event_type;
-  record->reserved = 0;
+  record->delay_ms = delay_ms;
   record->callback = (guint64) (guintptr) callback;
   record_close (&slot, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record);
 }
@@ -537,15 +538,23 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
 /* Tasks and source events */
 
 void
-_perfmon_task_dispatch (PerfmonTaskIds *ids,
-                        gconstpointer   callback)
+_perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
+                                gconstpointer   callback,
+                                guint32         delay_ms)
 {
   guint64 parent = tls.task_id;
 
   ids->task_id = new_id ();
   ids->source_event_id = tls.source_event_id;
   ids->source_event_type = tls.source_event_type;
-  record_dispatch (ids->task_id, parent != 0 ? parent : ids->task_id, ids, callback);
+  record_dispatch (ids->task_id, parent != 0 ? parent : ids->task_id, ids, callback, delay_ms);
+}
+
+void
+_perfmon_task_dispatch (PerfmonTaskIds *ids,
+                        gconstpointer   callback)
+{
+  _perfmon_task_dispatch_delayed (ids, callback, 0);
 }
 
 void
@@ -562,7 +571,7 @@ _perfmon_task_dispatch_root (PerfmonTaskIds         *ids,
     }
   ids->source_event_id = source_event_id;
   ids->source_event_type = (guint32) source_event_type;
-  record_dispatch (ids->task_id, ids->task_id, ids, callback);
+  record_dispatch (ids->task_id, ids->task_id, ids, callback, 0);
 }
 
 void
@@ -836,7 +845,9 @@ task_source_new (guint          interval_ms,
   if (priority != G_PRIORITY_DEFAULT)
     g_source_set_priority (source, priority);
   g_source_set_callback (source, function, data, notify);
-  _perfmon_task_dispatch (&self->ids, function);
+  /* A timeout is due its interval after the dispatch: queueing counts from
+   * then. */
+  _perfmon_task_dispatch_delayed (&self->ids, function, interval_ms);
   return source;
 }
 
