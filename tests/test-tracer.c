@@ -499,6 +499,53 @@ test_flight_recorder_window (Fixture       *fixture,
   g_assert_true (perfmon_tracer_stop (&error));
 }
 
+static gboolean
+flight_task (gpointer data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+/* The flight recorder holds its seconds at its stated rate, 2000 tasks a
+ * second on a thread: 15 s of that are 30000 tasks, all in the dump. */
+#define FLIGHT_SECONDS 15
+
+static void
+test_flight_recorder_holds_its_seconds (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TestTaskFile) file = NULL;
+  guint n_dispatches = 0, n_ends = 0;
+
+  /* A process of its own: no buffer size set by another test. */
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+      g_test_trap_assert_passed ();
+      return;
+    }
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (FLIGHT_SECONDS, &error));
+  g_assert_no_error (error);
+  /* This thread owns the default context: each runs at once, a task. */
+  for (guint i = 0; i < FLIGHT_SECONDS * 2000; i++)
+    perfmon_main_context_invoke (NULL, flight_task, NULL);
+  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+
+  file = test_task_file_load (fixture->path);
+  for (guint i = 0; i < file->records->len; i++)
+    {
+      const PerfmonTaskRecordHeader *record = g_ptr_array_index (file->records, i);
+
+      n_dispatches += record->type == PERFMON_TASK_RECORD_DISPATCH;
+      n_ends += record->type == PERFMON_TASK_RECORD_END;
+    }
+  g_assert_cmpuint (n_dispatches, ==, FLIGHT_SECONDS * 2000);
+  g_assert_cmpuint (n_ends, ==, FLIGHT_SECONDS * 2000);
+}
+
 static void
 test_flight_recorder_overwrites (Fixture       *fixture,
                                  gconstpointer  data)
@@ -1072,6 +1119,7 @@ main (int   argc,
   g_test_add ((path), Fixture, NULL, fixture_set_up, (func), fixture_tear_down)
 
   ADD ("/tracer/chain", test_chain);
+  ADD ("/tracer/flight-recorder-holds-its-seconds", test_flight_recorder_holds_its_seconds);
   ADD ("/tracer/timeout-queueing-from-due-time", test_timeout_queueing_from_due_time);
   ADD ("/tracer/repeating-timeout", test_repeating_timeout);
   ADD ("/tracer/invoke-inline", test_invoke_inline);

@@ -18,9 +18,10 @@
 #include "perfmon-tracer-private.h"
 
 /* The flight recorder the sampler keeps running while traces may be
- * captured: long enough for the seconds before a jank, the jank itself and
- * the 3 s of checks after it. */
-#define JANK_FLIGHT_RECORDER_SECONDS 30
+ * captured: long enough for the JANK_TRACE_LEAD_US before a jank, the jank
+ * until its detection (450 ms) and the 3 s of checks after it, at the
+ * flight recorder's stated rate (see the tracer). */
+#define JANK_FLIGHT_RECORDER_SECONDS 8
 /* How long a report waits past its time for the janky task to end (its
  * end_time), and how often it looks. */
 #define MAX_REPORT_DELAY_MS          10000

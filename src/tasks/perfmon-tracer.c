@@ -89,6 +89,13 @@
 #define LABEL_MAX           240u   /* bytes of label text, NUL excluded */
 #define DBUS_NAME_MAX       255u
 #define MAX_FLIGHT_SECONDS  3600u
+/* The flight recorder's promise: its seconds at this many tasks per second
+ * on each recording thread (a task: its DISPATCH, BEGIN and END records),
+ * with an eighth more for chunk ends and labels. Unless the buffer size was
+ * set, each thread's buffer is sized for that (a power of two). */
+#define FLIGHT_TASKS_PER_SECOND 2000u
+#define FLIGHT_BYTES_PER_TASK \
+  ((sizeof (PerfmonTaskDispatchRecord) + 2 * sizeof (PerfmonTaskIdRecord)) * 9 / 8)
 
 G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 < CHUNK_SIZE);
 
@@ -155,6 +162,7 @@ static guint    hold_seconds;
 static gint64   session_start_ns;
 static guint64  session_start_cycles;
 static gsize    buffer_size = DEFAULT_BUFFER_SIZE;
+static gboolean buffer_size_set;       /* by perfmon_tracer_set_buffer_size() */
 
 static GMutex     registry_lock;
 static GPtrArray *registry;            /* of Buffer *, under registry_lock */
@@ -1526,11 +1534,27 @@ serialize_locked (guint   session,
 /* ---------------------------------------------------------------------- */
 /* Sessions */
 
+/* Each thread's buffer for a session: the size set, or for the flight
+ * recorder, what holds @seconds at FLIGHT_TASKS_PER_SECOND. */
+static gsize
+session_capacity_for (Mode  new_mode,
+                      guint seconds)
+{
+  guint64 wanted = (guint64) seconds * FLIGHT_TASKS_PER_SECOND * FLIGHT_BYTES_PER_TASK;
+  gsize capacity = MIN_BUFFER_SIZE;
+
+  if (new_mode != MODE_FLIGHT || buffer_size_set)
+    return buffer_size;
+  while (capacity < wanted && capacity < MAX_BUFFER_SIZE)
+    capacity *= 2;
+  return capacity;
+}
+
 static void
 begin_session_locked (Mode  new_mode,
                       guint seconds)
 {
-  gsize capacity = buffer_size;
+  gsize capacity = session_capacity_for (new_mode, seconds);
 
   mode = new_mode;
   flight_seconds = seconds;
@@ -1633,8 +1657,16 @@ perfmon_tracer_start (const char  *path,
  *
  * Starts recording into memory only: each thread's buffer keeps its most
  * recent records, overwriting the oldest, and perfmon_tracer_dump()
- * writes those of the last @seconds (as many as the buffers still hold)
- * to a file whenever asked. perfmon_tracer_stop() ends it.
+ * writes those of the last @seconds to a file whenever asked.
+ * perfmon_tracer_stop() ends it.
+ *
+ * What it holds: each recording thread's buffer is sized for @seconds at
+ * 2000 tasks per second (its dispatch, begin and end: 117 bytes a task
+ * with room for chunk ends, so 234 KB a second, rounded up to a power of
+ * two: 8 s take 2 MiB, 30 s 8 MiB
+ * per thread, in memory touched only as records arrive). A thread that runs
+ * more tasks than that keeps fewer seconds: its most recent records that
+ * fit. perfmon_tracer_set_buffer_size() sets the size instead.
  *
  * Any thread may call it.
  *
@@ -1662,10 +1694,11 @@ perfmon_tracer_start_flight_recorder (guint    seconds,
                            "The tracer already records: stop it first");
       return FALSE;
     }
-  if (mode == MODE_FLIGHT)
+  if (mode == MODE_FLIGHT &&
+      session_capacity_for (MODE_FLIGHT, MAX (seconds, hold_seconds)) <= __atomic_load_n (&session_capacity, __ATOMIC_RELAXED))
     flight_seconds = MAX (seconds, hold_seconds);   /* the held recorder, kept */
   else
-    begin_session_locked (MODE_FLIGHT, seconds);
+    begin_session_locked (MODE_FLIGHT, MAX (seconds, hold_seconds));   /* bigger buffers */
   flight_is_held = FALSE;
   g_mutex_unlock (&control_lock);
   return TRUE;
@@ -1800,9 +1833,10 @@ perfmon_tracer_is_active (void)
  * @error: return location for a #GError
  *
  * Sets the size of the buffer each recording thread gets, from the next
- * start of the tracer on (default 2 MiB, about 40000 tasks). A file
- * recording drops what does not fit; the flight recorder keeps the most
- * recent records that fit.
+ * start of the tracer on (default 2 MiB, about 20000 tasks, for a file
+ * recording; the flight recorder's is sized by its seconds, see
+ * perfmon_tracer_start_flight_recorder()). A file recording drops what does
+ * not fit; the flight recorder keeps the most recent records that fit.
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT
  */
@@ -1823,6 +1857,7 @@ perfmon_tracer_set_buffer_size (gsize    bytes,
   buffer_size = MIN_BUFFER_SIZE;
   while (buffer_size < bytes)
     buffer_size *= 2;
+  buffer_size_set = TRUE;
   g_mutex_unlock (&control_lock);
   return TRUE;
 }
