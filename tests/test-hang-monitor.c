@@ -871,10 +871,35 @@ test_jank_once_per_process (Fixture       *fixture,
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
+  /* An old log of ours that must go for the new one, and a file of the
+   * user's that only looks like ours. */
+  {
+    g_autofree char *filler = g_strnfill (4000, 'x');
+    g_autofree char *old_log = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_20000101000000_1.txt", NULL);
+    g_autofree char *notes = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_notes.txt", NULL);
+
+    g_assert_true (g_file_set_contents (old_log, filler, -1, NULL));
+    g_assert_true (g_file_set_contents (notes, filler, -1, NULL));
+    g_object_set (fixture->hang_monitor, "log-dir-limit", (guint64) 6000, NULL);
+  }
+
   /* A 550 ms task: detected at 100 ms, seen at 200 ms, 8 samples from
    * 300 ms to 1000 ms, the report at 1100 ms. */
   event = run_jank (fixture, fixture->hang_monitor, hang_once, 550, 1600);
   g_assert_nonnull (event);
+
+  /* The log was kept (the seed's log_over_limit is about this log), the
+   * old one aged out, the user's file left alone. */
+  {
+    gboolean over_limit = TRUE;
+    g_autofree char *old_log = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_20000101000000_1.txt", NULL);
+    g_autofree char *notes = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_notes.txt", NULL);
+
+    g_assert_true (g_variant_lookup (event, "log_over_limit", "b", &over_limit));
+    g_assert_false (over_limit);
+    g_assert_false (g_file_test (old_log, G_FILE_TEST_EXISTS));
+    g_assert_true (g_file_test (notes, G_FILE_TEST_EXISTS));
+  }
 
   /* end_time is the task's end, not the report's time. */
   g_assert_true (g_variant_lookup (event, "begin_time", "x", &begin_time));
