@@ -630,18 +630,7 @@ assert_tree_well_formed (const char *tree,
 }
 
 /* The jank limits and start-up window are the process's (the seed's "same
- * PID"): a jank test that needs them fresh runs in a process of its own.
- * Returns TRUE in the parent, which is then done. */
-static gboolean
-run_in_own_process (void)
-{
-  if (g_test_subprocess ())
-    return FALSE;
-  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
-  g_test_trap_assert_passed ();
-  return TRUE;
-}
-
+ * PID"): a jank test that needs them fresh runs in a process of its own. */
 static void
 test_jank_stack_sampling (Fixture       *fixture,
                           gconstpointer  data)
@@ -654,7 +643,7 @@ test_jank_stack_sampling (Fixture       *fixture,
   guint32 sample_count;
   gboolean over_limit;
 
-  if (run_in_own_process ())
+  if (test_run_in_own_process ())
     return;
 
   g_hash_table_insert (params, "log_type", "1");
@@ -741,7 +730,7 @@ test_jank_trace (Fixture       *fixture,
   const PerfmonTaskLabelRecord *label = NULL;
   gint64 begin_time, end_time, time_ms;
 
-  if (run_in_own_process ())
+  if (test_run_in_own_process ())
     return;
 
   g_hash_table_insert (params, "log_type", "2");
@@ -864,7 +853,7 @@ test_jank_once_per_process (Fixture       *fixture,
   guint32 sample_count;
   gint64 begin_time, end_time, time_ms;
 
-  if (run_in_own_process ())
+  if (test_run_in_own_process ())
     return;
 
   set_stack_sampling_config (fixture->hang_monitor);
@@ -962,7 +951,7 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   g_autoptr(GVariant) event = NULL;
   g_autofree char *log = NULL;
 
-  if (run_in_own_process ())
+  if (test_run_in_own_process ())
     return;
 
   set_stack_sampling_config (fixture->hang_monitor);

@@ -115,12 +115,9 @@ test_log_process_name (Fixture       *fixture,
   g_autofree char *name = NULL;
   g_autofree char *expected = NULL;
 
-  if (!g_test_subprocess ())
-    {
-      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
-      g_test_trap_assert_passed ();
-      return;
-    }
+  /* It unsets the program name: a process of its own. */
+  if (test_run_in_own_process ())
+    return;
 
   g_set_prgname (NULL);
   set_timer_and_wait_for_log ("test log process name", fixture->dir);

@@ -518,12 +518,8 @@ test_flight_recorder_holds_its_seconds (Fixture       *fixture,
   guint n_dispatches = 0, n_ends = 0;
 
   /* A process of its own: no buffer size set by another test. */
-  if (!g_test_subprocess ())
-    {
-      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
-      g_test_trap_assert_passed ();
-      return;
-    }
+  if (test_run_in_own_process ())
+    return;
 
   g_assert_true (perfmon_tracer_start_flight_recorder (FLIGHT_SECONDS, &error));
   g_assert_no_error (error);
