@@ -139,7 +139,6 @@ struct _PerfmonMonitor
   guint               open_measures;
   guint32             iteration;            /* the stamp of executed; never 0 */
   PerfmonGroupRecord *executed;             /* groups that ran this iteration */
-  gboolean            anchor_valid;
   guint64             measured_cycles;      /* charged to outermost measures */
   guint64             blocked_us;
   double              cycles_per_us;
@@ -150,6 +149,7 @@ struct _PerfmonMonitor
   gint64              iteration_anchor_cpu; /* CPU times are in cycles */
   guint64             anchor_cycles;
   gint64              anchor_cpu;
+  guint64             anchor_stale_cycles;  /* from then the anchor is old; 0: none */
   guint64             read_stretch_cycles;
   guint64             long_iteration_cycles;
   guint64             anchor_max_age_cycles;
@@ -406,6 +406,17 @@ read_cpu_clock (PerfmonMonitor *self)
   return (gint64) ((double) perfmon_clock_thread_cpu_ns () * self->cycles_per_ns);
 }
 
+/* Takes @cpu, a reading of the CPU clock at @cycles, as the anchor. */
+static inline void
+set_anchor (PerfmonMonitor *self,
+            guint64         cycles,
+            gint64          cpu)
+{
+  self->anchor_cycles = cycles;
+  self->anchor_cpu = cpu;
+  self->anchor_stale_cycles = cycles + self->anchor_max_age_cycles;
+}
+
 static void begin_iteration (PerfmonMonitor *self,
                              guint64         now,
                              gboolean        exact);
@@ -419,6 +430,20 @@ begin_iteration_in_measure (PerfmonMonitor *self)
 }
 
 /* --- measuring --------------------------------------------------------- */
+
+/* The start of a measure at @start when the anchor is ANCHOR_MAX_AGE_US
+ * old: a reading of the CPU clock first, so that the measure's start is
+ * exact even after a long stretch without one (a long enclosing measure). */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+start_measure_with_new_anchor (PerfmonMonitor *self,
+                               Measure        *measure,
+                               guint64         start)
+{
+  refresh_anchor (self, start);
+  measure->anchor_cycles = self->anchor_cycles;
+  measure->anchor_cpu = self->anchor_cpu;
+  measure->start_cycles = start;
+}
 
 /* Acquires @record for a measure unless it is inactive or an enclosing
  * measure holds it; returns the new count of acquired groups. */
@@ -482,8 +507,12 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
   self->open_measures++;
   measure->start_blocked_us = self->blocked_us;
   start = perfmon_clock_cycles ();
-  if (G_UNLIKELY (start - self->anchor_cycles >= self->anchor_max_age_cycles))
-    refresh_anchor (self, start);
+  if (G_UNLIKELY (start >= self->anchor_stale_cycles))
+    {
+      /* A tail call: enter keeps no frame for the rare read. */
+      start_measure_with_new_anchor (self, measure, start);
+      return;
+    }
   measure->anchor_cycles = self->anchor_cycles;
   measure->anchor_cpu = self->anchor_cpu;
   measure->start_cycles = start;
@@ -565,8 +594,7 @@ leave_read_measure (PerfmonMonitor *self,
   gint64 upper = MAX (MIN ((gint64) cycles, cpu_now - measure->anchor_cpu), 0);
   gint64 cpu = CLAMP (cpu_now - (measure->anchor_cpu + gap), 0, upper);
 
-  self->anchor_cpu = cpu_now;
-  self->anchor_cycles = now;
+  set_anchor (self, now, cpu_now);
 
   charge_acquired (self, measure, (guint64) cpu, blocked);
 }
@@ -884,9 +912,7 @@ static G_GNUC_NO_INLINE void
 refresh_anchor (PerfmonMonitor *self,
                 guint64         now)
 {
-  self->anchor_cpu = read_cpu_clock (self);
-  self->anchor_cycles = now;
-  self->anchor_valid = TRUE;
+  set_anchor (self, now, read_cpu_clock (self));
 }
 
 static inline void
@@ -894,7 +920,7 @@ begin_iteration (PerfmonMonitor *self,
                  guint64         now,
                  gboolean        exact)
 {
-  if (exact || G_UNLIKELY (!self->anchor_valid || now - self->anchor_cycles >= self->anchor_max_age_cycles))
+  if (exact || G_UNLIKELY (now >= self->anchor_stale_cycles))
     refresh_anchor (self, now);
 
   self->in_iteration = TRUE;
@@ -924,9 +950,7 @@ iteration_cpu_cycles (PerfmonMonitor *self,
   if (exact || since_anchor >= (gint64) self->read_stretch_cycles)
     {
       end_cpu = read_cpu_clock (self);
-      self->anchor_cpu = end_cpu;
-      self->anchor_cycles = now;
-      self->anchor_valid = TRUE;
+      set_anchor (self, now, end_cpu);
     }
   else
     end_cpu = self->anchor_cpu + since_anchor;
