@@ -21,8 +21,9 @@
 
 /* Only exit and exit_group pass, and, if @allow_thread_cpu_clock,
  * clock_gettime (CLOCK_THREAD_CPUTIME_ID): the one system call a measure
- * makes by design, when it turns out long (over a millisecond), which a
- * preemption of the test on a loaded machine can make any measure. */
+ * makes by design, at its leave when it lasted 25 µs or more (which a
+ * preemption of the test on a loaded machine can make any measure), and
+ * at its enter when the last reading is 2 ms old. */
 static inline int
 forbid_system_calls (gboolean allow_thread_cpu_clock)
 {

@@ -1,4 +1,5 @@
-/* perfmon-test-dirs.h: temporary directories of the tests
+/* perfmon-test-dirs.h: temporary directories of the tests, and tests
+ * that need a process of their own
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -43,4 +44,18 @@ test_remove_tree (const char *path)
     }
   else
     g_assert_cmpint (g_unlink (path), ==, 0);
+}
+
+/* For a test whose state is the process's (the jank limits, the tracer's
+ * buffer size): in the test, TRUE means the test ran in a process of its
+ * own, passed, and the caller is done; FALSE means the caller is that
+ * process and runs the test. */
+static inline gboolean
+test_run_in_own_process (void)
+{
+  if (g_test_subprocess ())
+    return FALSE;
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+  return TRUE;
 }

@@ -7,6 +7,7 @@
 
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -214,6 +215,13 @@ test_hang_report (Fixture       *fixture,
 
   g_assert_cmpuint (fixture->reports->len, ==, 1);
   report = g_ptr_array_index (fixture->reports, 0);
+  /* The seed's "thread": the OS thread's name, not the thread group's. */
+  {
+    g_autofree char *comm = NULL;
+
+    g_assert_true (g_file_get_contents ("/proc/thread-self/comm", &comm, NULL, NULL));
+    g_assert_cmpstr (perfmon_hang_report_get_thread (report), ==, g_strstrip (comm));
+  }
   g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 295.0);
   g_assert_cmpfloat (perfmon_hang_report_get_duration (report), <, 2000.0);
   g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "spell-check-idle");
@@ -417,10 +425,23 @@ test_event_config (Fixture       *fixture,
   g_hash_table_insert (params, "sample_interval", "100");
   g_hash_table_insert (params, "ignore_startup_time", "3");
   g_hash_table_insert (params, "sample_count", "21");
-  g_hash_table_insert (params, "report_times_per_app", "3");
+  g_hash_table_insert (params, "report_times_per_app", "1");
   g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
                                                         params, &error));
   g_assert_no_error (error);
+
+  /* report_times_per_app is the process's, set once: not again through
+   * this monitor or another. */
+  {
+    g_autoptr(PerfmonMonitor) other_monitor = perfmon_monitor_new (fixture->context);
+    g_autoptr(PerfmonHangMonitor) other = perfmon_hang_monitor_new (other_monitor);
+
+    g_hash_table_insert (params, "report_times_per_app", "3");
+    g_assert_false (perfmon_hang_monitor_set_event_config (other, "MAIN_THREAD_JANK", params, &error));
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+    g_assert_nonnull (strstr (error->message, "report_times_per_app"));
+    g_clear_error (&error);
+  }
 }
 
 static JsonObject *
@@ -608,6 +629,8 @@ assert_tree_well_formed (const char *tree,
   g_assert_cmpuint (n_lines, >, 0);
 }
 
+/* The jank limits and start-up window are the process's (the seed's "same
+ * PID"): a jank test that needs them fresh runs in a process of its own. */
 static void
 test_jank_stack_sampling (Fixture       *fixture,
                           gconstpointer  data)
@@ -619,6 +642,9 @@ test_jank_stack_sampling (Fixture       *fixture,
   const char *heaviest;
   guint32 sample_count;
   gboolean over_limit;
+
+  if (test_run_in_own_process ())
+    return;
 
   g_hash_table_insert (params, "log_type", "1");
   g_hash_table_insert (params, "sample_interval", "50");
@@ -704,6 +730,9 @@ test_jank_trace (Fixture       *fixture,
   const PerfmonTaskLabelRecord *label = NULL;
   gint64 begin_time, end_time, time_ms;
 
+  if (test_run_in_own_process ())
+    return;
+
   g_hash_table_insert (params, "log_type", "2");
   g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
                                                         params, &error));
@@ -726,18 +755,22 @@ test_jank_trace (Fixture       *fixture,
   g_assert_cmpstr (log_type, ==, "trace");
   g_assert_true (g_variant_lookup (wait.params, "begin_time", "x", &begin_time));
   g_assert_true (g_variant_lookup (wait.params, "end_time", "x", &end_time));
-  g_assert_cmpint (end_time - begin_time, >=, 3000);
   g_assert_true (g_variant_lookup (wait.params, "time", "x", &time_ms));
+  /* end_time is when the 900 ms task ended, not the report, 3 s after
+   * the capture started. */
+  g_assert_cmpint (end_time - begin_time, >=, 900);
+  g_assert_cmpint (end_time - begin_time, <, 3000);
+  g_assert_cmpint (end_time, <=, time_ms);
 
-  /* The flight recorder's task log, named MAIN_THREAD_JANK_<unix-ms>_<pid>.trace. */
+  /* The flight recorder's task log, named MAIN_THREAD_JANK_<YYYYmmddHHMMSS>_<pid>.trace. */
   logs = g_variant_lookup_value (wait.params, "external_log", G_VARIANT_TYPE_STRING_ARRAY);
   g_assert_nonnull (logs);
   g_assert_cmpuint (g_variant_n_children (logs), ==, 1);
   g_variant_get_child (logs, 0, "&s", &path);
   g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
   name = g_path_get_basename (path);
-  expected_name = g_strdup_printf ("MAIN_THREAD_JANK_%" G_GINT64_FORMAT "_%d.trace", time_ms, (int) getpid ());
-  g_assert_cmpstr (name, ==, expected_name);
+  expected_name = g_strdup_printf ("^MAIN_THREAD_JANK_[0-9]{14}_%d(_[0-9]+)?\\.trace$", (int) getpid ());
+  g_assert_true (g_regex_match_simple (expected_name, name, 0, 0));
   trace = test_task_file_load (path);
   g_assert_cmpuint (trace->header.pid, ==, (guint) getpid ());
   /* The janky task is in it, labelled, begun and ended on this thread. */
@@ -755,6 +788,184 @@ test_jank_trace (Fixture       *fixture,
   g_assert_nonnull (test_task_file_find (trace, PERFMON_TASK_RECORD_BEGIN, label->task_id, 0));
   g_assert_nonnull (test_task_file_find (trace, PERFMON_TASK_RECORD_END, label->task_id, 0));
   g_clear_pointer (&wait.params, g_variant_unref);
+}
+
+/* --- once per process, end_time, skipped and failed samples ------------ */
+
+static void
+set_stack_sampling_config (PerfmonHangMonitor *hang_monitor)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", "100");
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", "8");
+  g_hash_table_insert (params, "report_times_per_app", "1");
+  g_assert_true (perfmon_hang_monitor_set_event_config (hang_monitor, "MAIN_THREAD_JANK", params, &error));
+  g_assert_no_error (error);
+  g_object_set (hang_monitor, "threshold", 5000, NULL);
+}
+
+/* Runs a jank of @ms on @fixture's loop, and the loop for @wait_ms after
+ * it; returns the jank event of @hang_monitor, if any. */
+static GVariant *
+run_jank (Fixture            *fixture,
+          PerfmonHangMonitor *hang_monitor,
+          GSourceFunc         jank,
+          guint               ms,
+          guint               wait_ms)
+{
+  JankWait wait = { fixture->loop, NULL };
+  gulong handler = g_signal_connect (hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
+
+  add_named_source (fixture->context, "jank", jank, GUINT_TO_POINTER (ms), 10);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, wait_ms);
+  g_main_loop_run (fixture->loop);
+  if (wait.params != NULL)
+    {
+      /* The event quit the loop: let the quit source run out too. */
+      add_named_source (fixture->context, "drain", quit_loop, fixture->loop, wait_ms);
+      g_main_loop_run (fixture->loop);
+    }
+  g_signal_handler_disconnect (hang_monitor, handler);
+  return wait.params;
+}
+
+static void
+wait_startup (Fixture *fixture)
+{
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 3100);
+  g_main_loop_run (fixture->loop);
+}
+
+static void
+test_jank_once_per_process (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) event = NULL;
+  g_autoptr(GVariant) again = NULL;
+  g_autoptr(GVariant) other_event = NULL;
+  g_autofree char *log = NULL;
+  g_autofree char *skipped = NULL;
+  guint32 sample_count;
+  gint64 begin_time, end_time, time_ms;
+
+  if (test_run_in_own_process ())
+    return;
+
+  set_stack_sampling_config (fixture->hang_monitor);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  wait_startup (fixture);
+
+  /* An old log of ours that must go for the new one, and a file of the
+   * user's that only looks like ours. */
+  {
+    g_autofree char *filler = g_strnfill (4000, 'x');
+    g_autofree char *old_log = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_20000101000000_1.txt", NULL);
+    g_autofree char *notes = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_notes.txt", NULL);
+
+    g_assert_true (g_file_set_contents (old_log, filler, -1, NULL));
+    g_assert_true (g_file_set_contents (notes, filler, -1, NULL));
+    g_object_set (fixture->hang_monitor, "log-dir-limit", (guint64) 6000, NULL);
+  }
+
+  /* A 550 ms task: detected at 100 ms, seen at 200 ms, 8 samples from
+   * 300 ms to 1000 ms, the report at 1100 ms. */
+  event = run_jank (fixture, fixture->hang_monitor, hang_once, 550, 1600);
+  g_assert_nonnull (event);
+
+  /* The log was kept (the seed's log_over_limit is about this log), the
+   * old one aged out, the user's file left alone. */
+  {
+    gboolean over_limit = TRUE;
+    g_autofree char *old_log = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_20000101000000_1.txt", NULL);
+    g_autofree char *notes = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_notes.txt", NULL);
+
+    g_assert_true (g_variant_lookup (event, "log_over_limit", "b", &over_limit));
+    g_assert_false (over_limit);
+    g_assert_false (g_file_test (old_log, G_FILE_TEST_EXISTS));
+    g_assert_true (g_file_test (notes, G_FILE_TEST_EXISTS));
+  }
+
+  /* end_time is the task's end, not the report's time. */
+  g_assert_true (g_variant_lookup (event, "begin_time", "x", &begin_time));
+  g_assert_true (g_variant_lookup (event, "end_time", "x", &end_time));
+  g_assert_true (g_variant_lookup (event, "time", "x", &time_ms));
+  g_assert_cmpint (end_time - begin_time, >=, 550);
+  g_assert_cmpint (end_time - begin_time, <, 1000);
+  g_assert_cmpint (end_time, <=, time_ms);
+
+  /* Samples of the loop after the task (the last ones, 450 ms later at
+   * least) are not samples of the jank: skipped, and the log says so. */
+  g_assert_true (g_variant_lookup (event, "sample_count", "u", &sample_count));
+  g_assert_cmpuint (sample_count, >=, 1);
+  g_assert_cmpuint (sample_count, <, 8);
+  log = read_single_log (event);
+  skipped = g_strdup_printf ("\n%u of 8 samples skipped: the main loop was no longer in the janky task",
+                             8 - sample_count);
+  g_assert_nonnull (strstr (log, skipped));
+  assert_tree_well_formed (log, sample_count);
+
+  /* Once per process: not again after a restart... */
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  again = run_jank (fixture, fixture->hang_monitor, hang_once, 550, 1600);
+  g_assert_null (again);
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+
+  /* ... nor through another hang monitor. */
+  {
+    g_autoptr(PerfmonHangMonitor) other = perfmon_hang_monitor_new (fixture->monitor);
+
+    g_object_set (other, "pings-dir", fixture->pings_dir, "log-dir", fixture->dir, NULL);
+    set_stack_sampling_config (other);
+    g_assert_true (perfmon_hang_monitor_start (other, &error));
+    other_event = run_jank (fixture, other, hang_once, 550, 1600);
+    g_assert_null (other_event);
+    perfmon_hang_monitor_stop (other);
+  }
+}
+
+/* A jank the sampler cannot unwind: the thread blocks the capture signal
+ * while it sleeps in the kernel. */
+static gboolean
+hang_blocking_signals (gpointer data)
+{
+  sigset_t all, saved;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &saved);
+  g_usleep (GPOINTER_TO_UINT (data) * 1000);
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_jank_failed_sample_wchan (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) event = NULL;
+  g_autofree char *log = NULL;
+
+  if (test_run_in_own_process ())
+    return;
+
+  set_stack_sampling_config (fixture->hang_monitor);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  wait_startup (fixture);
+
+  event = run_jank (fixture, fixture->hang_monitor, hang_blocking_signals, 700, 2500);
+  g_assert_nonnull (event);
+  log = read_single_log (event);
+  g_test_message ("%s", log);
+  /* The seed: a sample that fails prints the thread's kernel wait channel. */
+  g_assert_nonnull (strstr (log, "failed: no stack of thread"));
+  g_assert_nonnull (strstr (log, "wchan "));
+  g_assert_nonnull (strstr (log, "blocks the signal"));
 }
 
 /* The child of the permahang test: hangs for ever in its main loop, and
@@ -1007,6 +1218,8 @@ main (int    argc,
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
   ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);
   ADD ("/hang-monitor/jank-trace", test_jank_trace);
+  ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);
+  ADD ("/hang-monitor/jank-failed-sample-wchan", test_jank_failed_sample_wchan);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
   g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
   g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);

@@ -43,27 +43,29 @@ test_classify (void)
   PerfmonJankConfig config;
 
   _perfmon_jank_config_init (&config);
-  g_assert_cmpint (_perfmon_jank_classify (0, &config), ==, PERFMON_JANK_ACTION_NONE);
-  g_assert_cmpint (_perfmon_jank_classify (150, &config), ==, PERFMON_JANK_ACTION_NONE);
-  g_assert_cmpint (_perfmon_jank_classify (151, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
-  g_assert_cmpint (_perfmon_jank_classify (449, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
-  /* 450 ms does not "exceed 450 ms": stack sampling, not a trace. */
-  g_assert_cmpint (_perfmon_jank_classify (450, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
-  g_assert_cmpint (_perfmon_jank_classify (451, &config), ==, PERFMON_JANK_ACTION_TRACE);
+  g_assert_cmpint (_perfmon_jank_classify (0000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (150000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (151000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  g_assert_cmpint (_perfmon_jank_classify (449000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  /* The seed's ranges, 150 < t < 450 and t > 450, leave out exactly 450 ms. */
+  g_assert_cmpint (_perfmon_jank_classify (449999, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  g_assert_cmpint (_perfmon_jank_classify (450000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (450001, &config), ==, PERFMON_JANK_ACTION_TRACE);
+  g_assert_cmpint (_perfmon_jank_classify (451000, &config), ==, PERFMON_JANK_ACTION_TRACE);
   g_assert_cmpint (_perfmon_jank_classify (G_MAXUINT64, &config), ==, PERFMON_JANK_ACTION_TRACE);
 
   /* log_type 1: stack only, above one sample_interval. */
   config_with (&config, "1", "100", "3", "5", "1");
-  g_assert_cmpint (_perfmon_jank_classify (100, &config), ==, PERFMON_JANK_ACTION_NONE);
-  g_assert_cmpint (_perfmon_jank_classify (101, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
-  g_assert_cmpint (_perfmon_jank_classify (451, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
-  g_assert_cmpint (_perfmon_jank_classify (100000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  g_assert_cmpint (_perfmon_jank_classify (100000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (101000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  g_assert_cmpint (_perfmon_jank_classify (451000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  g_assert_cmpint (_perfmon_jank_classify (100000000, &config), ==, PERFMON_JANK_ACTION_STACK_SAMPLING);
 
   /* log_type 2: trace only. */
   config_with (&config, "2", NULL, NULL, NULL, NULL);
-  g_assert_cmpint (_perfmon_jank_classify (151, &config), ==, PERFMON_JANK_ACTION_NONE);
-  g_assert_cmpint (_perfmon_jank_classify (450, &config), ==, PERFMON_JANK_ACTION_NONE);
-  g_assert_cmpint (_perfmon_jank_classify (451, &config), ==, PERFMON_JANK_ACTION_TRACE);
+  g_assert_cmpint (_perfmon_jank_classify (151000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (450000, &config), ==, PERFMON_JANK_ACTION_NONE);
+  g_assert_cmpint (_perfmon_jank_classify (451000, &config), ==, PERFMON_JANK_ACTION_TRACE);
 }
 
 static void

@@ -15,7 +15,7 @@
 #include "perfmon-test-dirs.h"
 #include "perfmon-log-dir-private.h"
 
-static const char * const own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, NULL };
+static const char * const own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, "TASK_TIMEOUT_", NULL };
 
 typedef struct
 {
@@ -104,12 +104,15 @@ test_file_name (void)
 {
   g_autoptr(GDateTime) time = g_date_time_new_utc (2026, 1, 2, 3, 4, 5.75);
   g_autofree char *stack = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, time,
-                                                        1234, PERFMON_LOG_DIR_STACK_SUFFIX);
+                                                        1234, 0, PERFMON_LOG_DIR_STACK_SUFFIX);
   g_autofree char *trace = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, time,
-                                                        G_MAXUINT, PERFMON_LOG_DIR_TRACE_SUFFIX);
+                                                        G_MAXUINT, 0, PERFMON_LOG_DIR_TRACE_SUFFIX);
+  g_autofree char *second = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, time,
+                                                         1234, 2, PERFMON_LOG_DIR_STACK_SUFFIX);
 
   g_assert_cmpstr (stack, ==, "MAIN_THREAD_JANK_20260102030405_1234.txt");
   g_assert_cmpstr (trace, ==, "MAIN_THREAD_JANK_20260102030405_4294967295.trace");
+  g_assert_cmpstr (second, ==, "MAIN_THREAD_JANK_20260102030405_1234_2.txt");
 }
 
 static void
@@ -137,63 +140,95 @@ test_missing_dir (Fixture       *fixture,
 }
 
 static void
-test_more_than_100 (Fixture       *fixture,
-                    gconstpointer  data)
+test_oldest_by_name_only_as_needed (Fixture       *fixture,
+                                    gconstpointer  data)
 {
-  for (guint i = 0; i < 150; i++)
+  /* Modified newest first: the time in the name decides, not mtime. */
+  for (guint i = 0; i < 10; i++)
     {
       g_autofree char *name = jank_name (i, i % 2 ? ".txt" : ".trace");
-      make_file (fixture->dir, name, 100, 1000 + i);
+      make_file (fixture->dir, name, 1000, 2000 - i);
     }
 
-  /* 15000 + 100 > 15000: down to the newest 100, which fit. */
-  make_room (fixture->dir, 15000, 100, TRUE);
-  g_assert_cmpuint (count_entries (fixture->dir), ==, 100);
-  for (guint i = 0; i < 150; i++)
+  /* 10000 + 2500 > 11000: the two oldest go, no more. */
+  make_room (fixture->dir, 11000, 2500, FALSE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 8);
+  for (guint i = 0; i < 10; i++)
     {
       g_autofree char *name = jank_name (i, i % 2 ? ".txt" : ".trace");
-      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 50);
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 2);
     }
 }
 
 static void
-test_oldest_half (Fixture       *fixture,
-                  gconstpointer  data)
+test_sequence_orders_one_second (Fixture       *fixture,
+                                 gconstpointer  data)
 {
-  /* Created newest first, so that the names' order differs from age. */
-  for (guint i = 0; i < 10; i++)
+  make_file (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42_10.txt", 1000, 3000);
+  make_file (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42_2.txt", 1000, 2000);
+  make_file (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42.txt", 1000, 1000);
+
+  make_room (fixture->dir, 3000, 1000, FALSE);
+  g_assert_false (exists (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42.txt"));
+  g_assert_true (exists (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42_2.txt"));
+  g_assert_true (exists (fixture->dir, "MAIN_THREAD_JANK_20260101000000_42_10.txt"));
+}
+
+static void
+test_too_big_deletes_nothing (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  for (guint i = 0; i < 4; i++)
     {
-      g_autofree char *name = jank_name (9 - i, ".txt");
+      g_autofree char *name = jank_name (i, ".txt");
       make_file (fixture->dir, name, 1000, 1000 + i);
     }
 
-  make_room (fixture->dir, 10000, 1, TRUE);
-  g_assert_cmpuint (count_entries (fixture->dir), ==, 5);
-  for (guint i = 0; i < 10; i++)
-    {
-      g_autofree char *name = jank_name (9 - i, ".txt");
-      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 5);
-    }
+  make_room (fixture->dir, 5000, 6000, TRUE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 4);
 }
 
+/* Three logs in one second: three files, each whole, none replaced. */
 static void
-test_repeated_halving (Fixture       *fixture,
+test_write_new_unique (Fixture       *fixture,
                        gconstpointer  data)
 {
-  for (guint i = 0; i < 10; i++)
-    {
-      g_autofree char *name = jank_name (i, ".txt");
-      make_file (fixture->dir, name, 1000, 1000 + i);
-    }
+  g_autoptr(GHashTable) paths = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-  /* 10 → 5 (5000 + 500 > 2500) → 2 (2000 + 500 fits). */
-  make_room (fixture->dir, 2500, 500, TRUE);
-  g_assert_cmpuint (count_entries (fixture->dir), ==, 2);
-  for (guint i = 0; i < 10; i++)
+  for (guint i = 0; i < 3; i++)
     {
-      g_autofree char *name = jank_name (i, ".txt");
-      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 8);
+      g_autoptr(GError) error = NULL;
+      g_autofree char *contents = g_strdup_printf ("log %u", i);
+      g_autofree char *read_back = NULL;
+      gboolean over_limit = TRUE;
+      char *path = _perfmon_log_dir_write_new (fixture->dir, own_prefixes, 1000,
+                                               PERFMON_LOG_DIR_JANK_PREFIX, PERFMON_LOG_DIR_STACK_SUFFIX,
+                                               contents, strlen (contents), &over_limit, &error);
+      g_autofree char *name = NULL;
+
+      g_assert_no_error (error);
+      g_assert_nonnull (path);
+      g_assert_false (over_limit);
+      name = g_path_get_basename (path);
+      g_assert_true (g_str_has_prefix (name, PERFMON_LOG_DIR_JANK_PREFIX));
+      g_assert_true (g_file_get_contents (path, &read_back, NULL, NULL));
+      g_assert_cmpstr (read_back, ==, contents);
+      g_assert_true (g_hash_table_add (paths, path));
     }
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 3);
+
+  /* Too big for the limit: not written, over the limit, nothing lost. */
+  {
+    g_autoptr(GError) error = NULL;
+    gboolean over_limit = FALSE;
+    char *path = _perfmon_log_dir_write_new (fixture->dir, own_prefixes, 4, "TASK_TIMEOUT_",
+                                             PERFMON_LOG_DIR_STACK_SUFFIX, "12345", 5, &over_limit, &error);
+
+    g_assert_null (path);
+    g_assert_true (over_limit);
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_LIMIT_REACHED);
+    g_assert_cmpuint (count_entries (fixture->dir), ==, 3);
+  }
 }
 
 static void
@@ -206,11 +241,11 @@ test_same_mtime_by_name (Fixture       *fixture,
       make_file (fixture->dir, name, 1000, 5000);
     }
 
-  make_room (fixture->dir, 3000, 0, TRUE);
+  make_room (fixture->dir, 3000, 0, FALSE);
   for (guint i = 0; i < 4; i++)
     {
       g_autofree char *name = jank_name (i, ".txt");
-      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 2);
+      g_assert_cmpint (exists (fixture->dir, name), ==, i >= 1);
     }
 }
 
@@ -224,6 +259,11 @@ test_others_untouched (Fixture       *fixture,
     "MAIN_THREAD_JANK_20260101000000_1.txt.bak",
     "OTHER_20260101000000_1.txt",
     "main_thread_jank_20260101000000_1.txt",
+    "TASK_TIMEOUT_my-own-notes.txt",
+    "MAIN_THREAD_JANK_20260101000000_1.txt~",
+    "MAIN_THREAD_JANK_2026010100000_1.txt",
+    "MAIN_THREAD_JANK_20260101000000_x.txt",
+    "MAIN_THREAD_JANK_20260101000000_1_.trace",
   };
   g_autofree char *subdir = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_dir.txt", NULL);
   g_autofree char *outside = g_build_filename (fixture->dir, "big.bin", NULL);
@@ -247,9 +287,8 @@ test_others_untouched (Fixture       *fixture,
   make_room (fixture->dir, 5000, 1000, FALSE);
   g_assert_cmpuint (count_entries (fixture->dir), ==, G_N_ELEMENTS (others) + 3 + 4);
 
-  /* An incoming file bigger than the limit: all of ours go, it still
-   * does not fit, the others stay. */
-  make_room (fixture->dir, 5000, 6000, TRUE);
+  /* Ours must all go for the incoming file: the others stay. */
+  make_room (fixture->dir, 5000, 5000, FALSE);
   g_assert_cmpuint (count_entries (fixture->dir), ==, G_N_ELEMENTS (others) + 3);
   for (gsize i = 0; i < G_N_ELEMENTS (others); i++)
     g_assert_true (exists (fixture->dir, others[i]));
@@ -353,9 +392,10 @@ main (int    argc,
   g_test_add_func ("/log-dir/file-name", test_file_name);
   ADD ("aging/fits", test_fits);
   ADD ("aging/missing-dir", test_missing_dir);
-  ADD ("aging/more-than-100", test_more_than_100);
-  ADD ("aging/oldest-half", test_oldest_half);
-  ADD ("aging/repeated-halving", test_repeated_halving);
+  ADD ("aging/oldest-by-name-only-as-needed", test_oldest_by_name_only_as_needed);
+  ADD ("aging/sequence-orders-one-second", test_sequence_orders_one_second);
+  ADD ("aging/too-big-deletes-nothing", test_too_big_deletes_nothing);
+  ADD ("write/new-unique", test_write_new_unique);
   ADD ("aging/same-mtime-by-name", test_same_mtime_by_name);
   ADD ("aging/others-untouched", test_others_untouched);
   ADD ("write/atomically", test_write_atomically);

@@ -420,6 +420,171 @@ test_sleeper_and_burner_share_an_iteration (Fixture       *f,
   assert_durations (stats_of (snapshot, sleeper_addon), none);
 }
 
+/* --- short waits ----------------------------------------------------- */
+
+/* Spins until the thread's CPU clock moved by @us. */
+static void
+burn_cpu_us (guint us)
+{
+  gint64 start = thread_cpu_us ();
+
+  while (thread_cpu_us () - start < (gint64) us)
+    {
+      for (guint i = 0; i < 100; i++)
+        sink += i;
+    }
+}
+
+#define N_SHORT_ITERATIONS 300
+
+typedef struct
+{
+  PerfmonGroup *compartment;
+  PerfmonGroup *sleeper;       /* NULL: the compartment waits itself */
+  guint         n;             /* dispatches so far */
+  gint64        used_us;       /* thread CPU inside the compartment's measures */
+  gint64        sleeper_used_us;
+} ShortWaits;
+
+/* Waits of 50 µs to 1 ms: the case (0.5 ms), then a spread. */
+static guint
+short_wait_us (guint i)
+{
+  return i < N_SHORT_ITERATIONS / 2 ? 500 : 50 + (i * 389) % 951;
+}
+
+/* One dispatch per iteration: the compartment waits (or burns, beside a
+ * sleeper that waits), and measures what the thread really used inside. */
+static gboolean
+short_wait_dispatch (gpointer data)
+{
+  ShortWaits *w = data;
+  guint i = w->n++;
+  gint64 before;
+
+  if (w->compartment == NULL)
+    {
+      /* Code of no compartment: only the top group sees it. */
+      g_usleep (short_wait_us (i));
+      return w->n < N_SHORT_ITERATIONS ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+    }
+
+  perfmon_group_enter (w->compartment);
+  before = thread_cpu_us ();
+  if (w->sleeper == NULL)
+    g_usleep (short_wait_us (i));
+  else
+    burn_cpu_us (50 + (i * 389) % 951);
+  w->used_us += thread_cpu_us () - before;
+  perfmon_group_leave (w->compartment);
+
+  if (w->sleeper != NULL)
+    {
+      perfmon_group_enter (w->sleeper);
+      before = thread_cpu_us ();
+      g_usleep (short_wait_us (i));
+      w->sleeper_used_us += thread_cpu_us () - before;
+      perfmon_group_leave (w->sleeper);
+    }
+
+  return w->n < N_SHORT_ITERATIONS ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+/* Runs N_SHORT_ITERATIONS dispatches of short_wait_dispatch() and checks
+ * that the top group was not charged more than the thread's CPU clock
+ * moved over the same span (+2 %). */
+static void
+run_short_waits (Fixture    *f,
+                 ShortWaits *w)
+{
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) before = NULL;
+  g_autoptr(PerfmonSnapshot) after = NULL;
+  g_autoptr(GSource) source = g_idle_source_new ();
+  gint64 cpu_before;
+  gint64 cpu_used;
+  guint64 thread_charged;
+
+  g_source_set_callback (source, short_wait_dispatch, w, NULL);
+  g_source_attach (source, f->context);
+
+  /* The snapshot counts finished iterations only: what it leaves out of
+   * the current one ran before cpu_before. */
+  g_main_context_iteration (f->context, FALSE);
+  cpu_before = thread_cpu_us ();
+  before = perfmon_monitor_snapshot (f->monitor);
+  while (!g_source_is_destroyed (source))
+    g_main_context_iteration (f->context, TRUE);
+  g_main_context_iteration (f->context, FALSE);
+  after = perfmon_monitor_snapshot (f->monitor);
+  cpu_used = thread_cpu_us () - cpu_before;
+
+  thread_charged = perfmon_group_stats_get_cpu_time (stats_of (after, thread)) -
+                   perfmon_group_stats_get_cpu_time (stats_of (before, thread));
+  g_test_message ("top group charged %" G_GUINT64_FORMAT " us; the thread used %" G_GINT64_FORMAT " us",
+                  thread_charged, cpu_used);
+  g_assert_cmpuint (thread_charged, <=, (guint64) (cpu_used + cpu_used / 50));
+}
+
+static void
+test_short_waits_are_not_cpu (Fixture       *f,
+                              gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "waiter", 0, NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  ShortWaits w = { compartment, NULL, 0, 0, 0 };
+  gint64 charged;
+
+  perfmon_group_set_active (compartment, TRUE);
+  run_short_waits (f, &w);
+
+  /* Charged what the thread used in the measures, ±10 %, +1 ms in all;
+   * wall time would be over 150 ms. */
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  charged = (gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment));
+  g_test_message ("%d short waits: charged %" G_GINT64_FORMAT " us; the thread used %" G_GINT64_FORMAT " us",
+                  N_SHORT_ITERATIONS, charged, w.used_us);
+  g_assert_cmpint (charged, <=, w.used_us + w.used_us / 10 + 1000);
+  g_assert_cmpint (charged, >=, w.used_us - w.used_us / 10 - 1000);
+}
+
+/* Waits in no compartment: the top group is charged the iterations' real
+ * CPU time, not their length (run_short_waits() checks). */
+static void
+test_short_waits_outside_measures (Fixture       *f,
+                                   gconstpointer  data)
+{
+  ShortWaits w = { NULL, NULL, 0, 0, 0 };
+
+  run_short_waits (f, &w);
+}
+
+static void
+test_short_burner_beside_sleeper (Fixture       *f,
+                                  gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) burner = perfmon_monitor_create_compartment (f->monitor, "burner", 0, "burner-addon");
+  g_autoptr(PerfmonGroup) sleeper = perfmon_monitor_create_compartment (f->monitor, "sleeper", 0, "sleeper-addon");
+  g_autoptr(PerfmonGroup) burner_addon = perfmon_monitor_get_addon_group (f->monitor, "burner-addon", NULL);
+  g_autoptr(PerfmonGroup) sleeper_addon = perfmon_monitor_get_addon_group (f->monitor, "sleeper-addon", NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  ShortWaits w = { burner, sleeper, 0, 0, 0 };
+  gint64 burner_charged, sleeper_charged;
+
+  /* Each iteration: 50 µs to 1 ms of CPU, then as long a wait. Shares of
+   * the iteration's CPU by cycles would give the sleeper about half. */
+  run_short_waits (f, &w);
+
+  snapshot = perfmon_monitor_snapshot (f->monitor);
+  burner_charged = (gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, burner_addon));
+  sleeper_charged = (gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, sleeper_addon));
+  g_test_message ("burner charged %" G_GINT64_FORMAT " us, used %" G_GINT64_FORMAT " us; "
+                  "sleeper charged %" G_GINT64_FORMAT " us, used %" G_GINT64_FORMAT " us",
+                  burner_charged, w.used_us, sleeper_charged, w.sleeper_used_us);
+  assert_within_percent (burner_charged, w.used_us, 10);
+  g_assert_cmpint (sleeper_charged, <=, burner_charged / 10);
+}
+
 static gboolean
 nested_enter (gpointer data)
 {
@@ -1157,6 +1322,9 @@ main (int   argc,
   ADD_FIXTURE_TEST ("/monitor/sleep-is-not-cpu", test_sleep_is_not_cpu);
   ADD_FIXTURE_TEST ("/monitor/two-addons-one-window", test_two_addons_one_window);
   ADD_FIXTURE_TEST ("/monitor/sleeper-and-burner-share-an-iteration", test_sleeper_and_burner_share_an_iteration);
+  ADD_FIXTURE_TEST ("/monitor/short-waits-are-not-cpu", test_short_waits_are_not_cpu);
+  ADD_FIXTURE_TEST ("/monitor/short-burner-beside-sleeper", test_short_burner_beside_sleeper);
+  ADD_FIXTURE_TEST ("/monitor/short-waits-outside-measures", test_short_waits_outside_measures);
   ADD_FIXTURE_TEST ("/monitor/nested-main-loop", test_nested_main_loop);
   ADD_FIXTURE_TEST ("/monitor/nested-enter-counts-once", test_nested_enter_counts_once);
   ADD_FIXTURE_TEST ("/monitor/alert-from-context", test_alert_from_context);

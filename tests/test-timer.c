@@ -105,6 +105,30 @@ set_timer_and_wait_for_log (const char *name,
   return id;
 }
 
+/* A program that never set its name: the log still names the process. */
+static void
+test_log_process_name (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autofree char *contents = NULL;
+  g_autofree char *cmdline = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *expected = NULL;
+
+  /* It unsets the program name: a process of its own. */
+  if (test_run_in_own_process ())
+    return;
+
+  g_set_prgname (NULL);
+  set_timer_and_wait_for_log ("test log process name", fixture->dir);
+  contents = read_only_log (fixture->dir);
+  g_assert_true (g_file_get_contents ("/proc/self/cmdline", &cmdline, NULL, NULL));
+  name = g_path_get_basename (cmdline);
+  expected = g_strdup_printf ("Process: %s (pid %d)\n", name, (int) getpid ());
+  g_test_message ("%s", contents);
+  g_assert_nonnull (strstr (contents, expected));
+}
+
 static void
 test_log (Fixture       *fixture,
           gconstpointer  data)
@@ -551,6 +575,7 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add ("/timer/log", Fixture, NULL, fixture_set_up, test_log, fixture_tear_down);
+  g_test_add ("/timer/log-process-name", Fixture, NULL, fixture_set_up, test_log_process_name, fixture_tear_down);
   g_test_add ("/timer/callback", Fixture, NULL, fixture_set_up, test_callback, fixture_tear_down);
   g_test_add ("/timer/cancelled", Fixture, NULL, fixture_set_up, test_cancelled, fixture_tear_down);
   g_test_add ("/timer/limit", Fixture, NULL, fixture_set_up, test_limit, fixture_tear_down);

@@ -18,6 +18,7 @@
 #include "perfmon-task-file-test.h"
 #include "perfmon-task-private.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-chrome-trace-test.h"
 
 /* Functions whose names the SYMBOL records must carry are not static (the
  * test links with -rdynamic), so they need prototypes. */
@@ -263,6 +264,33 @@ test_repeating_timeout (Fixture       *fixture,
     }
 }
 
+/* A timeout is queued from when it was due, not from when it was added. */
+static void
+test_timeout_queueing_from_due_time (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  Repeat repeat = { loop, 2, 0 };
+  PerfmonTask *task;
+
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  perfmon_timeout_add (200, repeating_timeout, &repeat);
+  g_main_loop_run (loop);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+
+  log = perfmon_task_log_new_from_file (fixture->path, &error);
+  g_assert_no_error (error);
+  task = perfmon_task_log_find_task (log, repeat.task);
+  g_assert_nonnull (task);
+  /* Due 200 ms after it was added; it ran then, on an idle loop. */
+  g_test_message ("queueing of a 200 ms timeout: %" G_GINT64_FORMAT " us", perfmon_task_get_queueing_time (task));
+  g_assert_cmpint (perfmon_task_get_queueing_time (task), >=, 0);
+  g_assert_cmpint (perfmon_task_get_queueing_time (task), <, 200000);
+}
+
 /* ---------------------------------------------------------------------- */
 
 typedef struct
@@ -469,6 +497,49 @@ test_flight_recorder_window (Fixture       *fixture,
   /* The flight recorder writes no file when it stops. */
   g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
   g_assert_true (perfmon_tracer_stop (&error));
+}
+
+static gboolean
+flight_task (gpointer data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+/* The flight recorder holds its seconds at its stated rate, 2000 tasks a
+ * second on a thread: 15 s of that are 30000 tasks, all in the dump. */
+#define FLIGHT_SECONDS 15
+
+static void
+test_flight_recorder_holds_its_seconds (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TestTaskFile) file = NULL;
+  guint n_dispatches = 0, n_ends = 0;
+
+  /* A process of its own: no buffer size set by another test. */
+  if (test_run_in_own_process ())
+    return;
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (FLIGHT_SECONDS, &error));
+  g_assert_no_error (error);
+  /* This thread owns the default context: each runs at once, a task. */
+  for (guint i = 0; i < FLIGHT_SECONDS * 2000; i++)
+    perfmon_main_context_invoke (NULL, flight_task, NULL);
+  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+
+  file = test_task_file_load (fixture->path);
+  for (guint i = 0; i < file->records->len; i++)
+    {
+      const PerfmonTaskRecordHeader *record = g_ptr_array_index (file->records, i);
+
+      n_dispatches += record->type == PERFMON_TASK_RECORD_DISPATCH;
+      n_ends += record->type == PERFMON_TASK_RECORD_END;
+    }
+  g_assert_cmpuint (n_dispatches, ==, FLIGHT_SECONDS * 2000);
+  g_assert_cmpuint (n_ends, ==, FLIGHT_SECONDS * 2000);
 }
 
 static void
@@ -1008,6 +1079,22 @@ test_dbus_two_processes (Fixture       *fixture,
       }
     g_assert_true (found_handler);
     g_assert_true (found_reply);
+
+    /* The Chrome trace shows both messages as flows the tools draw (the
+     * call from the caller's run to the handler's, the reply from the
+     * handler's to the reply's), and names the handler after its method. */
+    {
+      g_autofree char *json = perfmon_task_log_to_chrome_trace (log);
+      g_autoptr(GPtrArray) targets = g_ptr_array_new_with_free_func (g_free);
+      g_autofree char *handler_id = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", handler->id);
+      g_autofree char *reply_id = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", client.reply_task);
+
+      g_assert_cmpuint (test_check_chrome_trace (json, "D-Bus message", targets), ==, 2);
+      g_assert_true (g_ptr_array_find_with_equal_func (targets, handler_id, g_str_equal, NULL));
+      g_assert_true (g_ptr_array_find_with_equal_func (targets, reply_id, g_str_equal, NULL));
+      g_assert_nonnull (strstr (json, "\"name\":\"" TEST_INTERFACE ".Ping\""));
+      g_assert_null (strstr (json, "\"name\":\"perfmon_dbus_method_invocation_begin\""));
+    }
   }
 
   g_free (client.reply);
@@ -1028,6 +1115,8 @@ main (int   argc,
   g_test_add ((path), Fixture, NULL, fixture_set_up, (func), fixture_tear_down)
 
   ADD ("/tracer/chain", test_chain);
+  ADD ("/tracer/flight-recorder-holds-its-seconds", test_flight_recorder_holds_its_seconds);
+  ADD ("/tracer/timeout-queueing-from-due-time", test_timeout_queueing_from_due_time);
   ADD ("/tracer/repeating-timeout", test_repeating_timeout);
   ADD ("/tracer/invoke-inline", test_invoke_inline);
   ADD ("/tracer/gtask", test_gtask);

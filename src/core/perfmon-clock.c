@@ -47,14 +47,14 @@ perfmon_clock_cycles_per_us (void)
 }
 
 gint64
-perfmon_clock_thread_cpu_us (void)
+perfmon_clock_thread_cpu_ns (void)
 {
   struct timespec ts;
 
   if (clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
     return 0;
 
-  return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
 gint64

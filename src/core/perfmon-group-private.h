@@ -41,7 +41,7 @@ struct _PerfmonGroupRecord
   } key;
   /* Written on the monitor's thread only. */
   PerfmonGroupRecord *next_executed;
-  guint64             recent_cycles;   /* this iteration's short measures */
+  guint64             recent_cycles;   /* charged this iteration */
   guint64             cpu_time_cycles; /* converted at snapshot: commits stay integer */
   guint64             ticks;
   guint8              kind;
@@ -53,8 +53,7 @@ struct _PerfmonGroupRecord
    * a new iteration resets every group at once. */
   guint32             stamp;
 
-  /* Touched by long measures, blocked time, lookups and snapshots. */
-  guint32             recent_cpu_us;   /* long measures; 0 outside a walked commit */
+  /* Touched by blocked time, lookups and snapshots. */
   gint                holders;        /* atomic; 0 = dead, never revived */
   guint64             id;
   union {
@@ -69,7 +68,7 @@ struct _PerfmonGroupRecord
   char                name[];         /* in the same allocation */
 };
 
-G_STATIC_ASSERT (G_STRUCT_OFFSET (PerfmonGroupRecord, recent_cpu_us) == 64);
+G_STATIC_ASSERT (G_STRUCT_OFFSET (PerfmonGroupRecord, holders) == 64);
 
 /* Parents of a compartment, NULL for other kinds. */
 #define PERFMON_RECORD_WINDOW(r) ((r)->kind == PERFMON_GROUP_KIND_COMPARTMENT ? (r)->key.parents.window : NULL)

@@ -15,6 +15,7 @@
 #include "perfmon-group-stats-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-snapshot-private.h"
 
 /**
@@ -25,9 +26,12 @@
  * A monitor charges the code that runs on its thread to performance groups
  * (see [class@Perfmon.Group]). Between [method@Perfmon.Group.enter] and
  * [method@Perfmon.Group.leave] of a compartment it counts cycles of the
- * CPU's cycle counter; once per event-loop iteration it commits them,
- * renormalised against the thread's real CPU clock, so that time a
- * compartment spends sleeping or blocked is not charged as CPU time.
+ * CPU's cycle counter. A measure of 25 µs or more is charged the CPU time
+ * the thread really used in it (its leave reads the thread's CPU clock), a
+ * shorter one its length; once per event-loop iteration the monitor commits
+ * them, renormalised against the thread's real CPU time in the iteration,
+ * so that time a compartment spends sleeping or blocked, even in waits of
+ * 50 µs, is not charged as CPU time.
  *
  * A monitor attached to a #GMainContext sees the iterations of that context
  * by itself (it wraps the context's poll function). A monitor without a
@@ -57,35 +61,51 @@
 
 /* How CPU time is measured.
  *
- * The thread CPU clock is a system call that costs about as much as a whole
- * empty GLib dispatch, while the cycle counter costs a few nanoseconds. So
- * the monitor reads the CPU clock only where its answer matters, at the end
- * of stretches of LONG_ITERATION_US or more: a long measure (enter to
- * leave) and a long iteration. Only those can land in the histogram (its
- * first bucket is 1 ms), only there does sleeping or descheduling change
- * the verdict, and there the read costs under 0.2 %. A shorter stretch is
- * charged its wall time: its error is at most its own length.
+ * The thread CPU clock (CLOCK_THREAD_CPUTIME_ID) is a real system call
+ * (no vDSO), 0.35 µs on an idle VM and more under load, while the cycle
+ * counter costs a few nanoseconds. So the monitor reads the CPU clock only
+ * at the end of stretches of READ_STRETCH_US or more of the cycle counter,
+ * where the read costs at most 0.35 / 25 = 1.4 % of the stretch (and a
+ * sleep in it, which is what the read is for, costs far more):
  *
- * A long stretch's starting CPU time is estimated from the last reading,
- * "the anchor", plus the cycles since: between the anchor and the start
- * the thread ran only short stretches and polls that did not sleep, so it
- * was running all along. To keep that true the anchor is also refreshed
- * when the thread wakes from a poll that slept (SLEPT_POLL_US or more: the
- * wake-up costs far more than the read) and when it is older than
- * ANCHOR_MAX_AGE_US, at iteration boundaries only, which caps the cost at
- * one read per ANCHOR_MAX_AGE_US of busy loop. Enter and leave of short
- * measures never read it.
+ *  - leave() of a measure of READ_STRETCH_US or more (enter never reads);
+ *  - the end of an iteration whose busy stretch since the last reading is
+ *    READ_STRETCH_US or more;
+ *  - the return of a poll that took READ_STRETCH_US or more (it slept);
+ *  - the start of an iteration, or enter(), when the last reading is
+ *    ANCHOR_MAX_AGE_US old: at most one read per 2 ms of a loop of short
+ *    iterations or of short measures;
+ *  - the start of the monitor's first iteration, and every
+ *    perfmon_monitor_iteration_done() (whose iterations include the
+ *    thread's waits between them).
+ * So the reads are bounded by one per READ_STRETCH_US of time measured or
+ * slept, plus one per ANCHOR_MAX_AGE_US of a busy loop. On a loaded machine
+ * a preemption can stretch any measure past READ_STRETCH_US: it reads
+ * once then, after it lost the CPU for far longer.
+ *
+ * A stretch's starting CPU time is estimated from the last reading, "the
+ * anchor", plus the cycles since: between the anchor and the start the
+ * thread ran only stretches shorter than READ_STRETCH_US and polls that
+ * did not sleep, so it was running all along (an estimate that is off can
+ * only be early, and is clamped: it may undercharge, never overcharge).
+ * CPU times are kept in cycles: a reading is converted once.
+ *
+ * What is charged: a measure of READ_STRETCH_US or more, the CPU the thread
+ * used in it; a shorter one, its length (an error at most its own length,
+ * under READ_STRETCH_US). An iteration's thread group: the CPU used from
+ * its start to its end, by the same rule. Then the seed's renormalisation:
+ * if what the iteration's outermost measures were charged exceeds the
+ * iteration's CPU time, every group of the iteration is scaled down to it.
  *
  * Why per measure and not only per iteration, as in the seed (a group's
  * share of the iteration's measured cycles times the iteration's CPU
  * time): a GLib iteration dispatches every ready source, so one add-on
- * that sleeps 150 ms and another that burns 50 ms often share an
- * iteration, and shares by cycles would charge the sleeper most of the
- * burner's CPU. The iteration's real CPU time still renormalises the
- * result: if what the measures of an iteration were charged exceeds it,
- * every group of the iteration is scaled down to it. */
+ * that sleeps 0.5 ms and another that burns 0.5 ms often share an
+ * iteration, and shares by cycles would charge the sleeper half the
+ * burner's CPU. */
+#define READ_STRETCH_US 25
+/* The histogram's first bucket: only a charge this long is judged. */
 #define LONG_ITERATION_US 1000
-#define SLEPT_POLL_US 50
 #define ANCHOR_MAX_AGE_US 2000
 
 typedef struct
@@ -96,7 +116,7 @@ typedef struct
   guint64             start_cycles;
   guint64             start_blocked_us;
   guint64             anchor_cycles;   /* the anchor as of enter */
-  gint64              anchor_cpu_us;
+  gint64              anchor_cpu;      /* in cycles */
 } Measure;
 
 typedef struct
@@ -123,20 +143,19 @@ struct _PerfmonMonitor
   guint               open_measures;
   guint32             iteration;            /* the stamp of executed; never 0 */
   PerfmonGroupRecord *executed;             /* groups that ran this iteration */
-  gboolean            needs_walk;           /* see commit() */
-  gboolean            anchor_valid;
-  guint64             measured_cycles;      /* outermost short measures */
-  guint64             measured_cpu_us;      /* outermost long measures */
+  guint64             measured_cycles;      /* charged to outermost measures */
   guint64             blocked_us;
   double              cycles_per_us;
   double              us_per_cycle;         /* multiplying beats dividing */
+  double              cycles_per_ns;
   guint64             iteration_start_cycles;
   guint64             iteration_anchor_cycles;
-  gint64              iteration_anchor_cpu_us;
+  gint64              iteration_anchor_cpu; /* CPU times are in cycles */
   guint64             anchor_cycles;
-  gint64              anchor_cpu_us;
+  gint64              anchor_cpu;
+  guint64             anchor_stale_cycles;  /* from then the anchor is old; 0: none */
+  guint64             read_stretch_cycles;
   guint64             long_iteration_cycles;
-  guint64             slept_poll_cycles;
   guint64             anchor_max_age_cycles;
   guint64             n_cpu_clock_reads;
   PerfmonGroupRecord *thread_record;
@@ -385,16 +404,31 @@ group_for_held_record_locked (PerfmonGroupRecord *record)
   return group;
 }
 
+/* The thread's CPU time, in cycles; a system call: see the top of the
+ * file for when. */
 static inline gint64
 read_cpu_clock (PerfmonMonitor *self)
 {
   self->n_cpu_clock_reads++;
-  return perfmon_clock_thread_cpu_us ();
+  return (gint64) ((double) perfmon_clock_thread_cpu_ns () * self->cycles_per_ns);
+}
+
+/* Takes @cpu, a reading of the CPU clock at @cycles, as the anchor. */
+static inline void
+set_anchor (PerfmonMonitor *self,
+            guint64         cycles,
+            gint64          cpu)
+{
+  self->anchor_cycles = cycles;
+  self->anchor_cpu = cpu;
+  self->anchor_stale_cycles = cycles + self->anchor_max_age_cycles;
 }
 
 static void begin_iteration (PerfmonMonitor *self,
                              guint64         now,
                              gboolean        exact);
+static void refresh_anchor  (PerfmonMonitor *self,
+                             guint64         now);
 
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 begin_iteration_in_measure (PerfmonMonitor *self)
@@ -403,6 +437,20 @@ begin_iteration_in_measure (PerfmonMonitor *self)
 }
 
 /* --- measuring --------------------------------------------------------- */
+
+/* The start of a measure at @start when the anchor is ANCHOR_MAX_AGE_US
+ * old: a reading of the CPU clock first, so that the measure's start is
+ * exact even after a long stretch without one (a long enclosing measure). */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+start_measure_with_new_anchor (PerfmonMonitor *self,
+                               Measure        *measure,
+                               guint64         start)
+{
+  refresh_anchor (self, start);
+  measure->anchor_cycles = self->anchor_cycles;
+  measure->anchor_cpu = self->anchor_cpu;
+  measure->start_cycles = start;
+}
 
 /* Acquires @record for a measure unless it is inactive or an enclosing
  * measure holds it; returns the new count of acquired groups. */
@@ -427,6 +475,7 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
   guint n_acquired;
   PerfmonGroupRecord *window;
   PerfmonGroupRecord *addon;
+  guint64 start;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_enter")))
     return;
@@ -464,23 +513,26 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
 
   self->open_measures++;
   measure->start_blocked_us = self->blocked_us;
+  start = perfmon_clock_cycles ();
+  if (G_UNLIKELY (start >= self->anchor_stale_cycles))
+    {
+      /* A tail call: enter keeps no frame for the rare read. */
+      start_measure_with_new_anchor (self, measure, start);
+      return;
+    }
   measure->anchor_cycles = self->anchor_cycles;
-  measure->anchor_cpu_us = self->anchor_cpu_us;
-  measure->start_cycles = perfmon_clock_cycles ();
+  measure->anchor_cpu = self->anchor_cpu;
+  measure->start_cycles = start;
 }
 
-/* Charges the groups @measure acquired, then releases them: @cycles of a
- * short measure, or @cpu_us of a long one. Inlined twice, with
- * @long_measure a constant: the short case, on every leave, stays small. */
+/* Charges the groups @measure acquired @cycles, then releases them. Inlined
+ * twice: the short case, on every leave, stays small. */
 static inline __attribute__ ((always_inline)) void
 charge_acquired (PerfmonMonitor *self,
                  Measure        *measure,
-                 gboolean        long_measure,
                  guint64         cycles,
-                 guint32         cpu_us,
                  guint64         blocked)
 {
-  guint64 cpu_cycles = long_measure ? (guint64) ((double) cpu_us * self->cycles_per_us) : 0;
   guint first = 0;
   guint n_acquired;
   guint32 iteration;
@@ -516,16 +568,8 @@ charge_acquired (PerfmonMonitor *self,
           record->ticks++;
         }
 
-      if (long_measure)
-        {
-          record->recent_cpu_us = (guint32) MIN ((guint64) record->recent_cpu_us + cpu_us, G_MAXUINT32);
-          record->cpu_time_cycles += cpu_cycles;
-        }
-      else
-        {
-          record->recent_cycles += cycles;
-          record->cpu_time_cycles += cycles;
-        }
+      record->recent_cycles += cycles;
+      record->cpu_time_cycles += cycles;
       if (G_UNLIKELY (blocked != 0))
         record->blocked_time_us += blocked;
       record->acquired = FALSE;
@@ -535,46 +579,31 @@ charge_acquired (PerfmonMonitor *self,
   /* What the iteration's outermost measures were charged, for the
    * renormalisation at commit. */
   if (--self->open_measures == 0)
-    {
-      if (long_measure)
-        self->measured_cpu_us += cpu_us;
-      else
-        self->measured_cycles += cycles;
-    }
+    self->measured_cycles += cycles;
 }
 
-/* The leave of a measure of LONG_ITERATION_US or more, ended at @now:
- * worth a read of the CPU clock; see the top of the file. */
+/* The leave of a measure of READ_STRETCH_US or more, ended at @now after
+ * @cycles: worth a read of the CPU clock; see the top of the file. */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
-leave_long_measure (PerfmonMonitor *self,
+leave_read_measure (PerfmonMonitor *self,
                     Measure        *measure,
                     guint64         now,
                     guint64         cycles,
                     guint64         blocked)
 {
   gint64 cpu_now = read_cpu_clock (self);
-  gint64 wall_us = (gint64) ((double) cycles * self->us_per_cycle);
-  gint64 gap_us = (gint64) ((double) (measure->start_cycles - measure->anchor_cycles) * self->us_per_cycle);
+  gint64 gap = (gint64) (measure->start_cycles - measure->anchor_cycles);
   /* What the thread used since the anchor bounds the measure from
-   * above, and is exact if the gap between anchor and enter was idle;
-   * the anchor plus the gap's wall time is exact if the gap ran. A
-   * short gap makes both good to within its length. A long gap with a
-   * measure open around this one ran that measure's code; a long gap
-   * with none open went by with no measure and no iteration boundary:
-   * the thread was waiting (a worker between jobs). */
-  gint64 upper_us = MIN (wall_us, MIN (cpu_now - measure->anchor_cpu_us, G_MAXUINT32));
-  gboolean outermost = self->open_measures == 1;
-  guint32 cpu_us;
+   * above; the anchor plus the gap between anchor and enter is exact if
+   * the gap ran, and enter() made sure that the gap is under
+   * ANCHOR_MAX_AGE_US and that every stretch in it long enough to sleep
+   * was read. */
+  gint64 upper = MAX (MIN ((gint64) cycles, cpu_now - measure->anchor_cpu), 0);
+  gint64 cpu = CLAMP (cpu_now - (measure->anchor_cpu + gap), 0, upper);
 
-  if (outermost && gap_us > ANCHOR_MAX_AGE_US)
-    cpu_us = (guint32) MAX (upper_us, 0);
-  else
-    cpu_us = (guint32) CLAMP (cpu_now - (measure->anchor_cpu_us + gap_us), 0, MAX (upper_us, 0));
-  self->anchor_cpu_us = cpu_now;
-  self->anchor_cycles = now;
-  self->needs_walk = TRUE;
+  set_anchor (self, now, cpu_now);
 
-  charge_acquired (self, measure, TRUE, cycles, cpu_us, blocked);
+  charge_acquired (self, measure, (guint64) cpu, blocked);
 }
 
 /* Returns the cycles of the measure, 0 if nothing was measured. */
@@ -617,10 +646,10 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   cycles = now > measure->start_cycles ? now - measure->start_cycles : 0;
   blocked = self->blocked_us - measure->start_blocked_us;
 
-  if (G_UNLIKELY (cycles >= self->long_iteration_cycles))
-    leave_long_measure (self, measure, now, cycles, blocked);
+  if (G_UNLIKELY (cycles >= self->read_stretch_cycles))
+    leave_read_measure (self, measure, now, cycles, blocked);
   else
-    charge_acquired (self, measure, FALSE, cycles, 0, blocked);
+    charge_acquired (self, measure, cycles, blocked);
   return cycles;
 }
 
@@ -651,7 +680,10 @@ is_compartment (PerfmonGroup *group)
  * [method@Perfmon.Group.leave]. Calls nest: a compartment that calls into
  * another is charged inclusively, and each group is counted once.
  *
- * Costs a few nanoseconds: no lock, no system call, no allocation.
+ * Costs a few nanoseconds: no lock, no allocation, and no system call
+ * unless the monitor's last reading of the thread's CPU clock is 2 ms old
+ * (by the cycle counter): then it reads it, one system call, at most once
+ * per 2 ms.
  *
  * Since: 0.1
  */
@@ -669,6 +701,12 @@ perfmon_group_enter (PerfmonGroup *compartment)
  *
  * Stops running code of @compartment and charges the time since the
  * matching enter to the groups that enter acquired.
+ *
+ * No lock, no allocation. A measure of 25 µs or more (by the cycle
+ * counter) is charged the CPU time the thread really used in it: its leave
+ * reads the thread's CPU clock, one system call, which is at most 1.4 %
+ * of the measure. A shorter measure makes no system call and is charged
+ * its length.
  *
  * Since: 0.1
  */
@@ -703,8 +741,6 @@ next_iteration (PerfmonMonitor *self)
 {
   self->executed = NULL;
   self->measured_cycles = 0;
-  self->measured_cpu_us = 0;
-  self->needs_walk = FALSE;
   if (G_UNLIKELY (++self->iteration == 0))
     self->iteration = 1;
 }
@@ -712,9 +748,6 @@ next_iteration (PerfmonMonitor *self)
 static void
 discard_recent (PerfmonMonitor *self)
 {
-  if (self->needs_walk)
-    for (PerfmonGroupRecord *record = self->executed; record != NULL; record = record->next_executed)
-      record->recent_cpu_us = 0;
   next_iteration (self);
 }
 
@@ -833,28 +866,24 @@ judge (PerfmonMonitor     *self,
     judge_long_charge (self, record, cpu_cycles, now);
 }
 
-/* The groups that ran in an iteration that was long, or had a long
- * measure: if their outermost measures add up to more than the
- * iteration's real CPU time, @iteration_cpu_cycles, each is scaled down to
- * it (the seed's renormalisation); then each is judged. */
+/* The groups that ran in an iteration that used a millisecond or more, or
+ * whose outermost measures were charged more than it used: if they add up
+ * to more than the iteration's CPU time, @iteration_cpu_cycles, each is
+ * scaled down to it (the seed's renormalisation); then each is judged. */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 renormalise_executed (PerfmonMonitor *self,
                       guint64         now,
                       guint64         iteration_cpu_cycles)
 {
-  guint64 measured = self->measured_cycles +
-    (guint64) ((double) self->measured_cpu_us * self->cycles_per_us);
+  guint64 measured = self->measured_cycles;
   double scale = measured > iteration_cpu_cycles ? (double) iteration_cpu_cycles / (double) measured : 1.0;
 
   for (PerfmonGroupRecord *record = self->executed; record != NULL; record = record->next_executed)
     {
-      guint64 charged;
-      guint64 cpu_cycles;
+      guint64 charged = record->recent_cycles;
+      guint64 cpu_cycles = scale < 1.0 ? (guint64) ((double) charged * scale) : charged;
 
-      charged = record->recent_cycles + (guint64) ((double) record->recent_cpu_us * self->cycles_per_us);
-      cpu_cycles = scale < 1.0 ? (guint64) ((double) charged * scale) : charged;
       record->cpu_time_cycles -= MIN (charged - cpu_cycles, record->cpu_time_cycles);
-      record->recent_cpu_us = 0;
       judge (self, record, cpu_cycles, now);
     }
 }
@@ -863,19 +892,21 @@ renormalise_executed (PerfmonMonitor *self,
  * thread's CPU (in cycles). Groups were charged by leave(); the thread
  * group gets the whole iteration.
  *
- * A short iteration (@long_iteration FALSE) with only short measures is
- * done in constant time, however many groups ran: its CPU time is its wall
- * time, which its measures fit in, and nothing in it can reach the
- * histogram or an alert. Otherwise the groups that ran are walked. */
+ * An iteration that used under a millisecond and whose measures were
+ * charged no more than it used (always so for an iteration shorter than
+ * READ_STRETCH_US: its CPU time is its length, which its measures fit in)
+ * is done in constant time, however many groups ran: nothing in it can
+ * reach the histogram or an alert. Otherwise the groups that ran are
+ * walked. */
 static inline void
 commit (PerfmonMonitor *self,
         guint64         now,
-        guint64         iteration_cpu_cycles,
-        gboolean        long_iteration)
+        guint64         iteration_cpu_cycles)
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
 
-  if (G_UNLIKELY (long_iteration || self->needs_walk))
+  if (G_UNLIKELY (iteration_cpu_cycles > self->long_iteration_cycles ||
+                  self->measured_cycles > iteration_cpu_cycles))
     renormalise_executed (self, now, iteration_cpu_cycles);
 
   if (thread_record->active)
@@ -894,9 +925,7 @@ static G_GNUC_NO_INLINE void
 refresh_anchor (PerfmonMonitor *self,
                 guint64         now)
 {
-  self->anchor_cpu_us = read_cpu_clock (self);
-  self->anchor_cycles = now;
-  self->anchor_valid = TRUE;
+  set_anchor (self, now, read_cpu_clock (self));
 }
 
 static inline void
@@ -904,7 +933,7 @@ begin_iteration (PerfmonMonitor *self,
                  guint64         now,
                  gboolean        exact)
 {
-  if (exact || G_UNLIKELY (!self->anchor_valid || now - self->anchor_cycles >= self->anchor_max_age_cycles))
+  if (exact || G_UNLIKELY (now >= self->anchor_stale_cycles))
     refresh_anchor (self, now);
 
   self->in_iteration = TRUE;
@@ -912,29 +941,36 @@ begin_iteration (PerfmonMonitor *self,
   /* The starting CPU time is worked out from the anchor only if the
    * iteration turns out long; see end_iteration(). */
   self->iteration_anchor_cycles = self->anchor_cycles;
-  self->iteration_anchor_cpu_us = self->anchor_cpu_us;
+  self->iteration_anchor_cpu = self->anchor_cpu;
 }
 
 /* The CPU time, in cycles, of the iteration that ends at @now after
- * @wall_cycles: a read of the CPU clock, for a long iteration (or an exact
- * end). */
+ * @wall_cycles, when the anchor moved during it or it lasted
+ * READ_STRETCH_US or more: its end is read from the CPU clock if the
+ * stretch since the anchor is that long (or for an exact end), estimated
+ * from the anchor otherwise. */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) guint64
-read_iteration_cpu_cycles (PerfmonMonitor *self,
-                           guint64         now,
-                           guint64         wall_cycles)
+iteration_cpu_cycles (PerfmonMonitor *self,
+                      guint64         now,
+                      guint64         wall_cycles,
+                      gboolean        exact)
 {
-  gint64 cpu_now = read_cpu_clock (self);
-  gint64 start_cpu_us = self->iteration_anchor_cpu_us +
-    (gint64) ((double) (self->iteration_start_cycles - self->iteration_anchor_cycles) * self->us_per_cycle);
-  gint64 used = cpu_now - start_cpu_us;
+  gint64 start_cpu = self->iteration_anchor_cpu +
+    (gint64) (self->iteration_start_cycles - self->iteration_anchor_cycles);
+  gint64 since_anchor = (gint64) (now - self->anchor_cycles);
+  gint64 end_cpu;
 
-  self->anchor_cpu_us = cpu_now;
-  self->anchor_cycles = now;
-  self->anchor_valid = TRUE;
+  if (exact || since_anchor >= (gint64) self->read_stretch_cycles)
+    {
+      end_cpu = read_cpu_clock (self);
+      set_anchor (self, now, end_cpu);
+    }
+  else
+    end_cpu = self->anchor_cpu + since_anchor;
 
   /* An estimated start can only be early (it assumes the thread ran),
    * so the result is clamped into what is physically possible. */
-  return MIN ((guint64) ((double) MAX (used, 0) * self->cycles_per_us), wall_cycles);
+  return (guint64) CLAMP (end_cpu - start_cpu, 0, (gint64) wall_cycles);
 }
 
 static inline void
@@ -943,15 +979,17 @@ end_iteration (PerfmonMonitor *self,
                gboolean        exact)
 {
   guint64 wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
-  gboolean long_iteration = exact || G_UNLIKELY (wall_cycles >= self->long_iteration_cycles);
+  guint64 cpu_cycles = wall_cycles;
 
   if (G_UNLIKELY (self->depth > 0))
     cancel_measures (self);
 
   self->in_iteration = FALSE;
-  commit (self, now,
-          long_iteration ? read_iteration_cpu_cycles (self, now, wall_cycles) : wall_cycles,
-          long_iteration);
+  /* A short iteration with no reading in it ran all along. */
+  if (G_UNLIKELY (exact || wall_cycles >= self->read_stretch_cycles ||
+                  self->anchor_cycles != self->iteration_anchor_cycles))
+    cpu_cycles = iteration_cpu_cycles (self, now, wall_cycles, exact);
+  commit (self, now, cpu_cycles);
 }
 
 static G_GNUC_NO_INLINE void
@@ -1120,7 +1158,7 @@ poll_then_begin_iteration (PerfmonMonitor *self,
   gint ret = slot->previous (fds, n_fds, timeout);
   guint64 poll_end = perfmon_clock_cycles ();
 
-  begin_iteration (self, poll_end, poll_end - poll_start >= self->slept_poll_cycles);
+  begin_iteration (self, poll_end, poll_end - poll_start >= self->read_stretch_cycles);
   if (watched)
     _perfmon_loop_activity_poll_return (&self->activity, poll_end);
 
@@ -1505,8 +1543,9 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->poll_slot = -1;
   self->cycles_per_us = perfmon_clock_cycles_per_us ();
   self->us_per_cycle = 1.0 / self->cycles_per_us;
+  self->cycles_per_ns = self->cycles_per_us / 1000.0;
+  self->read_stretch_cycles = perfmon_clock_us_to_cycles (READ_STRETCH_US);
   self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
-  self->slept_poll_cycles = perfmon_clock_us_to_cycles (SLEPT_POLL_US);
   self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
   self->alert_threshold_ms = DEFAULT_ALERT_THRESHOLD_MS;
   self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
@@ -2080,25 +2119,6 @@ perfmon_monitor_work_end (PerfmonMonitor *self)
   _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
 }
 
-static const char *
-process_name (void)
-{
-  static char *name;
-
-  if (g_once_init_enter (&name))
-    {
-      char *found = g_strdup (g_get_prgname ());
-
-      if (found == NULL && g_file_get_contents ("/proc/self/comm", &found, NULL, NULL))
-        g_strstrip (found);
-      if (found == NULL)
-        found = g_strdup ("unknown");
-      g_once_init_leave (&name, found);
-    }
-
-  return name;
-}
-
 /**
  * perfmon_monitor_snapshot:
  * @self: a monitor
@@ -2165,7 +2185,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
   return _perfmon_snapshot_new (g_get_monotonic_time (), g_get_real_time (),
                                 0,
                                 (guint) getpid (),
-                                process_name (),
+                                _perfmon_process_name (),
                                 (guint64) usage.ru_utime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_utime.tv_usec,
                                 (guint64) usage.ru_stime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_stime.tv_usec,
                                 g_steal_pointer (&groups));

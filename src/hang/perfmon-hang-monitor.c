@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-error.h"
 #include "perfmon-hang-monitor-private.h"
 #include "perfmon-hang-report-private.h"
@@ -92,7 +93,6 @@ struct _PerfmonHangMonitor
   gboolean             stopping;                /* under activity->mutex */
   gint64               start_time_us;           /* monotonic */
   gint64               last_ping_time_us;       /* monotonic, under state_lock */
-  char                *thread_name;
 
   GMutex               state_lock;              /* the store, the counters */
   PerfmonPingStore    *store;
@@ -389,7 +389,7 @@ tick_jank (PerfmonHangMonitor *self,
   setup.log_dir = self->log_dir;
   setup.log_dir_limit = self->log_dir_limit;
   setup.developer_mode = self->developer_mode;
-  setup.bundle_name = g_get_prgname ();
+  setup.bundle_name = _perfmon_process_name ();
   setup.bundle_version = NULL;
   next = _perfmon_jank_sampler_tick (sampler, &config, &setup, stretch_start_us,
                                      g_get_monotonic_time (), &event);
@@ -422,17 +422,6 @@ static double
 cycles_to_ms (guint64 cycles)
 {
   return (double) cycles / perfmon_clock_cycles_per_us () / 1000.0;
-}
-
-static char *
-thread_name_of (gint64 tid)
-{
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%" G_GINT64_FORMAT "/comm", tid);
-  g_autofree char *contents = NULL;
-
-  if (!g_file_get_contents (path, &contents, NULL, NULL))
-    return g_strdup_printf ("%" G_GINT64_FORMAT, tid);
-  return g_strdup (g_strchomp (contents));
 }
 
 static PerfmonLabelStack *
@@ -483,7 +472,8 @@ build_report (PerfmonHangMonitor *self,
   g_autoptr(GArray) label_addresses = g_array_new (FALSE, FALSE, sizeof (guint64));
   gboolean have_stack;
   PerfmonHangReport *report;
-  g_autofree char *thread_name = g_strdup (self->thread_name);
+  /* The seed's "thread": the OS thread's name, not the thread group's. */
+  g_autofree char *thread_name = _perfmon_thread_name (tid);
   guint n_dropped = 0;
   guint next_label = 0;
 
@@ -497,8 +487,6 @@ build_report (PerfmonHangMonitor *self,
                            "the hang ended while its stack was being taken");
     }
 
-  if (thread_name == NULL)
-    thread_name = thread_name_of (tid);
   report = _perfmon_hang_report_new (thread_name,
                                      have_stack && captured->has_runnable_name
                                        ? captured->runnable_name : NULL,
@@ -832,7 +820,7 @@ write_ping_locked (PerfmonHangMonitor *self,
   if (self->store == NULL)
     return NULL;
 
-  info.app_name = g_get_prgname () != NULL ? g_get_prgname () : "unknown";
+  info.app_name = _perfmon_process_name ();
   info.app_version = NULL;
   info.build_id = NULL;
   info.channel = NULL;
@@ -912,7 +900,6 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
                             GError            **error)
 {
   g_autofree char *ping_path = NULL;
-  g_autofree char *monitor_thread_name = NULL;
 
   g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
@@ -962,10 +949,6 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
     }
   g_mutex_unlock (&self->state_lock);
 
-  g_object_get (self->monitor, "thread-name", &monitor_thread_name, NULL);
-  g_free (self->thread_name);
-  self->thread_name = monitor_thread_name != NULL && monitor_thread_name[0] != '\0'
-    ? g_steal_pointer (&monitor_thread_name) : NULL;
 
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
@@ -1052,6 +1035,22 @@ perfmon_hang_monitor_is_running (PerfmonHangMonitor *self)
 
 /* --- configuration ------------------------------------------------------ */
 
+/* report_times_per_app "can be set only once for the processes with the
+ * same PID": it is the process's, whichever hang monitor set it. */
+static GMutex process_report_times_lock;
+static guint process_report_times;      /* under process_report_times_lock */
+static gboolean process_report_times_set;
+
+static void
+overlay_process_report_times (PerfmonJankConfig *config)
+{
+  if (process_report_times_set)
+    {
+      config->report_times_per_app = process_report_times;
+      config->report_times_set = TRUE;
+    }
+}
+
 /**
  * perfmon_hang_monitor_set_event_config:
  * @self: a #PerfmonHangMonitor
@@ -1078,15 +1077,29 @@ perfmon_hang_monitor_set_event_config (PerfmonHangMonitor *self,
                                        GHashTable         *params,
                                        GError            **error)
 {
+  PerfmonJankConfig next;
   gboolean applied;
 
   g_return_val_if_fail (PERFMON_IS_HANG_MONITOR (self), FALSE);
   g_return_val_if_fail (name != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
+  g_mutex_lock (&process_report_times_lock);
   g_mutex_lock (&self->state_lock);
-  applied = _perfmon_jank_config_apply (&self->jank_config, name, params, error);
+  next = self->jank_config;
+  overlay_process_report_times (&next);
+  applied = _perfmon_jank_config_apply (&next, name, params, error);
+  if (applied)
+    {
+      self->jank_config = next;
+      if (next.report_times_set)
+        {
+          process_report_times = next.report_times_per_app;
+          process_report_times_set = TRUE;
+        }
+    }
   g_mutex_unlock (&self->state_lock);
+  g_mutex_unlock (&process_report_times_lock);
   return applied;
 }
 
@@ -1094,9 +1107,12 @@ void
 _perfmon_hang_monitor_get_jank_config (PerfmonHangMonitor *self,
                                        PerfmonJankConfig  *config)
 {
+  g_mutex_lock (&process_report_times_lock);
   g_mutex_lock (&self->state_lock);
   *config = self->jank_config;
+  overlay_process_report_times (config);
   g_mutex_unlock (&self->state_lock);
+  g_mutex_unlock (&process_report_times_lock);
 }
 
 guint64
@@ -1257,7 +1273,6 @@ perfmon_hang_monitor_finalize (GObject *object)
   g_free (self->log_dir);
   g_free (self->process_type);
   g_free (self->remote_type);
-  g_free (self->thread_name);
   g_mutex_clear (&self->state_lock);
   g_mutex_clear (&self->emissions_lock);
 

@@ -30,7 +30,7 @@ typedef enum
 
 /* What the main thread's @busy_ms (how long the current task has run)
  * calls for under @config. */
-PerfmonJankAction _perfmon_jank_classify (guint64                  busy_ms,
+PerfmonJankAction _perfmon_jank_classify (guint64                  busy_us,
                                           const PerfmonJankConfig *config);
 
 /* The report rate limits of one process. Times are wall-clock µs

@@ -16,10 +16,10 @@
  * Specifications" and "Setting Parameters"):
  *
  * - log_type 0: stack sampling when 150 ms < busy < 450 ms, a trace when
- *   busy "exceeds 450 ms". The seed's two ranges leave exactly 450 ms in
- *   neither; a 450 ms stall is certainly a jank, and it does not exceed
- *   450 ms, so it gets the cheaper stack sampling: 150 < busy ≤ 450 is a
- *   stack, busy > 450 a trace, busy ≤ 150 nothing.
+ *   busy "exceeds 450 ms", as the seed says, in microseconds: a task of
+ *   exactly 450 ms is in neither range and gets neither. The sampler starts
+ *   a stack session at 150 ms, before the task's length is known, and
+ *   reports it only if the task ended under 450 ms.
  * - log_type 1: stack sampling only, and the seed makes sample_interval the
  *   interval of the periodic check: a task is a jank once it has run for
  *   more than one check interval, so the threshold is busy >
@@ -47,27 +47,29 @@
 #define DAY_US  (24 * HOUR_US)
 
 PerfmonJankAction
-_perfmon_jank_classify (guint64                  busy_ms,
+_perfmon_jank_classify (guint64                  busy_us,
                         const PerfmonJankConfig *config)
 {
+  const guint64 trace_us = (guint64) PERFMON_JANK_TRACE_THRESHOLD_MS * 1000;
+
   g_return_val_if_fail (config != NULL, PERFMON_JANK_ACTION_NONE);
 
   switch (config->log_type)
     {
     case PERFMON_JANK_LOG_TYPE_DEFAULT:
-      if (busy_ms > PERFMON_JANK_TRACE_THRESHOLD_MS)
+      if (busy_us > trace_us)
         return PERFMON_JANK_ACTION_TRACE;
-      if (busy_ms > PERFMON_JANK_STACK_THRESHOLD_MS)
+      if (busy_us > (guint64) PERFMON_JANK_STACK_THRESHOLD_MS * 1000 && busy_us < trace_us)
         return PERFMON_JANK_ACTION_STACK_SAMPLING;
       return PERFMON_JANK_ACTION_NONE;
 
     case PERFMON_JANK_LOG_TYPE_STACK:
-      if (busy_ms > config->sample_interval_ms)
+      if (busy_us > (guint64) config->sample_interval_ms * 1000)
         return PERFMON_JANK_ACTION_STACK_SAMPLING;
       return PERFMON_JANK_ACTION_NONE;
 
     case PERFMON_JANK_LOG_TYPE_TRACE:
-      if (busy_ms > PERFMON_JANK_TRACE_THRESHOLD_MS)
+      if (busy_us > trace_us)
         return PERFMON_JANK_ACTION_TRACE;
       return PERFMON_JANK_ACTION_NONE;
 

@@ -18,9 +18,14 @@
 #include "perfmon-tracer-private.h"
 
 /* The flight recorder the sampler keeps running while traces may be
- * captured: long enough for the seconds before a jank, the jank itself and
- * the 3 s of checks after it. */
-#define JANK_FLIGHT_RECORDER_SECONDS 30
+ * captured: long enough for the JANK_TRACE_LEAD_US before a jank, the jank
+ * until its detection (450 ms) and the 3 s of checks after it, at the
+ * flight recorder's stated rate (see the tracer). */
+#define JANK_FLIGHT_RECORDER_SECONDS 8
+/* How long a report waits past its time for the janky task to end (its
+ * end_time), and how often it looks. */
+#define MAX_REPORT_DELAY_MS          10000
+#define REPORT_POLL_US               (10 * 1000)
 /* How much of what led up to the jank a trace shows. */
 #define JANK_TRACE_LEAD_US           (G_GINT64_CONSTANT (3) * G_USEC_PER_SEC)
 
@@ -33,10 +38,17 @@
  * are taken whatever the loop does, as the seed's sampler does; the
  * report, and the rate limits, come at the end. */
 
+/* The seed's limits are per process ("for the processes with the same
+ * PID"): one limiter for every sampler of the process, across hang
+ * monitors and their restarts. Its start is the first sampler's. */
+static GMutex process_limiter_lock;
+static PerfmonJankLimiter process_limiter;   /* under process_limiter_lock */
+static gboolean process_limiter_ready;
+
 struct _PerfmonJankSampler
 {
   PerfmonLoopActivity *activity;
-  PerfmonJankLimiter   limiter;
+  PerfmonJankLimiter   limiter;            /* a copy: only its start is used */
 
   /* The session, if any. */
   PerfmonJankAction    action;
@@ -54,6 +66,14 @@ struct _PerfmonJankSampler
   guint64              stack_stretch;
   guint64              trace_stretch;
 
+  /* The janky stretch, for its end: its index in the activity, and its
+   * end (monotonic) once the checker saw it over, 0 before. */
+  guint64              janky_index;
+  gint64               janky_end_us;
+  guint                samples_skipped;    /* the loop was idle: not the jank */
+  GString             *failed_samples;     /* what the kernel said instead */
+  guint                n_failed_samples;
+
   guint                n_samples_total;
   /* Whether the sampler holds the tracer's flight recorder. */
   gboolean             holds_flight_recorder;
@@ -68,7 +88,14 @@ _perfmon_jank_sampler_new (PerfmonLoopActivity *activity,
   sampler->activity = activity;
   sampler->stack_stretch = G_MAXUINT64;
   sampler->trace_stretch = G_MAXUINT64;
-  _perfmon_jank_limiter_init (&sampler->limiter, start_time_us);
+  g_mutex_lock (&process_limiter_lock);
+  if (!process_limiter_ready)
+    {
+      _perfmon_jank_limiter_init (&process_limiter, start_time_us);
+      process_limiter_ready = TRUE;
+    }
+  sampler->limiter = process_limiter;
+  g_mutex_unlock (&process_limiter_lock);
   return sampler;
 }
 
@@ -76,6 +103,8 @@ static void
 end_session (PerfmonJankSampler *sampler)
 {
   sampler->action = PERFMON_JANK_ACTION_NONE;
+  if (sampler->failed_samples != NULL)
+    g_string_free (g_steal_pointer (&sampler->failed_samples), TRUE);
   g_clear_pointer (&sampler->tree, _perfmon_stack_tree_free);
   g_clear_pointer (&sampler->modules, _perfmon_modules_unref);
 }
@@ -104,23 +133,87 @@ stack_threshold_ms (const PerfmonJankConfig *config)
                                                          : PERFMON_JANK_STACK_THRESHOLD_MS;
 }
 
+/* The failed samples whose reason a log lists; the rest are counted. */
+#define MAX_FAILED_SAMPLES_LISTED 10
+
+/* Takes a sample that is due, at the seed's time, if the loop is still in
+ * the janky stretch: a sample of a loop that went back to poll (or moved
+ * on) is not a sample of the jank, and is only counted as skipped. */
 static void
-take_sample (PerfmonJankSampler *sampler)
+take_sample (PerfmonJankSampler *sampler,
+             gboolean            in_janky_stretch)
 {
-  g_autofree PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
+  g_autofree PerfmonCapturedStack *captured = NULL;
+  g_autoptr(GError) error = NULL;
   gint64 tid = __atomic_load_n (&sampler->activity->thread_id, __ATOMIC_ACQUIRE);
 
   sampler->samples_done++;
+  if (!in_janky_stretch)
+    {
+      sampler->samples_skipped++;
+      return;
+    }
+
   sampler->n_samples_total++;
-  if (tid == 0 || !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, NULL))
+  captured = g_new0 (PerfmonCapturedStack, 1);
+  if (tid == 0 || !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error))
     {
       /* The sample counts, with no frames: the tree's counts stay honest
-       * about how many samples had no stack. */
+       * about how many samples had no stack. The seed prints the thread's
+       * kernel wait channel instead, which the capture's error gives. */
       _perfmon_stack_tree_add_sample (sampler->tree, NULL, 0);
+      if (sampler->failed_samples == NULL)
+        sampler->failed_samples = g_string_new (NULL);
+      if (sampler->n_failed_samples++ < MAX_FAILED_SAMPLES_LISTED)
+        g_string_append_printf (sampler->failed_samples, "sample %u failed: %s\n",
+                                sampler->samples_done,
+                                error != NULL ? error->message : "the thread is not known yet");
       return;
     }
 
   _perfmon_stack_tree_add_captured (sampler->tree, sampler->modules, captured);
+}
+
+/* What the stack log says after the tree, past an empty line: the samples
+ * skipped and the failed ones. */
+static char *
+stack_log_contents (PerfmonJankSampler *sampler)
+{
+  g_autofree char *tree = _perfmon_stack_tree_to_text (sampler->tree);
+  GString *text = g_string_new (tree);
+
+  g_string_append_printf (text, "\n%u of %u samples skipped: the main loop was no longer in the "
+                          "janky task (it was waiting in poll or running another)\n",
+                          sampler->samples_skipped, sampler->samples_done);
+  if (sampler->failed_samples != NULL)
+    {
+      g_string_append (text, sampler->failed_samples->str);
+      if (sampler->n_failed_samples > MAX_FAILED_SAMPLES_LISTED)
+        g_string_append_printf (text, "%u more samples failed\n",
+                                sampler->n_failed_samples - MAX_FAILED_SAMPLES_LISTED);
+    }
+  return g_string_free (text, FALSE);
+}
+
+/* The monotonic end of the janky stretch, if it ended: read from the
+ * activity's ring while the slot still holds that stretch. */
+static void
+note_janky_end (PerfmonJankSampler *sampler,
+                guint64             current_index,
+                gboolean            busy)
+{
+  PerfmonLoopStretch *stretch;
+  guint64 end;
+
+  if (sampler->janky_end_us != 0 || (busy && current_index == sampler->janky_index))
+    return;
+
+  stretch = _perfmon_loop_activity_stretch (sampler->activity, sampler->janky_index);
+  end = __atomic_load_n (&stretch->end, __ATOMIC_ACQUIRE);
+  if (current_index - sampler->janky_index < PERFMON_LOOP_RECENT_STRETCHES && end != 0)
+    sampler->janky_end_us = perfmon_clock_cycles_to_monotonic_us (end);
+  else
+    sampler->janky_end_us = g_get_monotonic_time ();   /* overwritten: late by a tick at most */
 }
 
 static gint64
@@ -138,11 +231,9 @@ report (PerfmonJankSampler     *sampler,
         gint64                   now_us)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GDateTime) when = g_date_time_new_now_local ();
   g_autoptr(GBytes) trace = NULL;
   g_autofree char *contents = NULL;
   g_autofree char *heaviest = NULL;
-  g_autofree char *name = NULL;
   g_autofree char *path = NULL;
   const char *own_prefixes[] = { PERFMON_LOG_DIR_JANK_PREFIX, NULL };
   GVariantBuilder builder;
@@ -151,12 +242,25 @@ report (PerfmonJankSampler     *sampler,
   gboolean written = FALSE;
   gint64 real_now_us = g_get_real_time ();
   gboolean is_trace = sampler->action == PERFMON_JANK_ACTION_TRACE;
+  gboolean allowed;
   const char *data;
   gsize length;
 
-  if (is_trace ? !_perfmon_jank_limiter_allow_trace (&sampler->limiter, real_now_us)
-               : !_perfmon_jank_limiter_allow_stack (&sampler->limiter, config,
-                                                     setup->developer_mode, real_now_us))
+  /* A stack session began at the stack threshold, before the task's
+   * length was known: the seed's ranges decide by that length, now that
+   * the report waited for the task's end (a task of 450 ms or more is not
+   * a stack sampling jank, with log_type 0). */
+  if (!is_trace && sampler->janky_end_us != 0 &&
+      _perfmon_jank_classify ((guint64) MAX (sampler->janky_end_us - sampler->janky_stretch_start_us, 0),
+                              config) != PERFMON_JANK_ACTION_STACK_SAMPLING)
+    return NULL;
+
+  g_mutex_lock (&process_limiter_lock);
+  allowed = is_trace ? _perfmon_jank_limiter_allow_trace (&process_limiter, real_now_us)
+                     : _perfmon_jank_limiter_allow_stack (&process_limiter, config,
+                                                          setup->developer_mode, real_now_us);
+  g_mutex_unlock (&process_limiter_lock);
+  if (!allowed)
     return NULL;
 
   if (is_trace)
@@ -167,30 +271,28 @@ report (PerfmonJankSampler     *sampler,
       trace = _perfmon_tracer_serialize_recent (sampler->janky_stretch_start_us - JANK_TRACE_LEAD_US);
       data = g_bytes_get_data (trace, &length);
       heaviest = g_strdup ("");
-      /* "MAIN_THREAD_JANK_<unix-ms>_<pid>.trace" */
-      name = g_strdup_printf ("%s%" G_GINT64_FORMAT "_%u%s", PERFMON_LOG_DIR_JANK_PREFIX,
-                              real_now_us / 1000, (guint) getpid (), PERFMON_LOG_DIR_TRACE_SUFFIX);
     }
   else
     {
       heaviest = _perfmon_stack_tree_heaviest_stack (sampler->tree);
-      contents = _perfmon_stack_tree_to_text (sampler->tree);
+      contents = stack_log_contents (sampler);
       data = contents;
       length = strlen (contents);
-      name = _perfmon_log_dir_file_name (PERFMON_LOG_DIR_JANK_PREFIX, when, (guint) getpid (),
-                                         PERFMON_LOG_DIR_STACK_SUFFIX);
     }
 
-  path = g_build_filename (setup->log_dir, name, NULL);
-  if (!_perfmon_log_dir_make_room (setup->log_dir, own_prefixes, setup->log_dir_limit,
-                                   length, &over_limit, &error))
-    g_warning ("Could not age the jank logs in %s: %s", setup->log_dir, error->message);
-  else if (length > setup->log_dir_limit)
-    over_limit = TRUE;
-  else if (!_perfmon_log_dir_write_atomically (setup->log_dir, name, data, length, &error))
-    g_warning ("Could not write the jank log %s: %s", path, error->message);
-  else
-    written = TRUE;
+  /* "MAIN_THREAD_JANK_<YYYYmmddHHMMSS>_<pid>[_<n>].txt|.trace", a name of
+   * its own; log_over_limit: this log could not be kept (the seed's "logs
+   * fail to be written"). */
+  path = _perfmon_log_dir_write_new (setup->log_dir, own_prefixes, setup->log_dir_limit,
+                                     PERFMON_LOG_DIR_JANK_PREFIX,
+                                     is_trace ? PERFMON_LOG_DIR_TRACE_SUFFIX : PERFMON_LOG_DIR_STACK_SUFFIX,
+                                     data, length, &over_limit, &error);
+  if (path == NULL)
+    {
+      g_warning ("Could not write the jank log in %s: %s", setup->log_dir, error->message);
+      over_limit = TRUE;
+    }
+  written = path != NULL;
 
   g_variant_builder_init (&logs, G_VARIANT_TYPE_STRING_ARRAY);
   if (written)
@@ -206,7 +308,10 @@ report (PerfmonJankSampler     *sampler,
   g_variant_builder_add (&builder, "{sv}", "uid", g_variant_new_uint32 ((guint32) getuid ()));
   g_variant_builder_add (&builder, "{sv}", "begin_time",
                          g_variant_new_int64 (monotonic_to_real_ms (sampler->janky_stretch_start_us)));
-  g_variant_builder_add (&builder, "{sv}", "end_time", g_variant_new_int64 (monotonic_to_real_ms (now_us)));
+  /* The end of the task, the janky stretch: the report waited for it. */
+  g_variant_builder_add (&builder, "{sv}", "end_time",
+                         g_variant_new_int64 (monotonic_to_real_ms (sampler->janky_end_us != 0
+                                                                    ? sampler->janky_end_us : now_us)));
   g_variant_builder_add (&builder, "{sv}", "external_log", g_variant_builder_end (&logs));
   g_variant_builder_add (&builder, "{sv}", "log_over_limit", g_variant_new_boolean (over_limit));
   /* Jiffies since boot (CLOCK_MONOTONIC in clock ticks) at the task's start. */
@@ -237,6 +342,9 @@ begin_session (PerfmonJankSampler      *sampler,
   sampler->checks_done = 0;
   sampler->jank_at_check = 0;
   sampler->samples_done = 0;
+  sampler->samples_skipped = 0;
+  sampler->n_failed_samples = 0;
+  sampler->janky_end_us = 0;
   _perfmon_jank_sampling_plan (config, action, 0, &sampler->plan);
   if (action == PERFMON_JANK_ACTION_STACK_SAMPLING)
     {
@@ -282,6 +390,7 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
       sampler->trace_stretch != index && sampler->action != PERFMON_JANK_ACTION_TRACE)
     {
       begin_session (sampler, config, PERFMON_JANK_ACTION_TRACE, stretch_start_us, now_us);
+      sampler->janky_index = index;
       sampler->trace_stretch = index;
       sampler->stack_stretch = index;
     }
@@ -290,6 +399,7 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
            sampler->stack_stretch != index && sampler->action == PERFMON_JANK_ACTION_NONE)
     {
       begin_session (sampler, config, PERFMON_JANK_ACTION_STACK_SAMPLING, stretch_start_us, now_us);
+      sampler->janky_index = index;
       sampler->stack_stretch = index;
     }
 
@@ -313,9 +423,17 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
       /* Samples that are due. */
       while (sampler->samples_done < sampler->plan.n_samples &&
              (gint64) sampler->plan.sample_ms[sampler->samples_done] <= elapsed_ms)
-        take_sample (sampler);
+        take_sample (sampler, busy && index == sampler->janky_index);
 
-      if ((gint64) sampler->plan.end_ms <= elapsed_ms)
+      note_janky_end (sampler, index, busy);
+      if ((gint64) sampler->plan.end_ms <= elapsed_ms && sampler->plan.report &&
+          sampler->janky_end_us == 0 && elapsed_ms < (gint64) sampler->plan.end_ms + MAX_REPORT_DELAY_MS)
+        {
+          /* end_time is the task's end: the report waits for it, a
+           * while. */
+          next = now_us + REPORT_POLL_US;
+        }
+      else if ((gint64) sampler->plan.end_ms <= elapsed_ms)
         {
           if (sampler->plan.report)
             *event_out = report (sampler, config, setup, now_us);

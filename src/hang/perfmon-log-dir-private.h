@@ -16,15 +16,13 @@ G_BEGIN_DECLS
 #define PERFMON_LOG_DIR_TRACE_SUFFIX  ".trace"
 /* Default size limit of the directory (seed: 10 MB). */
 #define PERFMON_LOG_DIR_DEFAULT_LIMIT (G_GUINT64_CONSTANT (10) * 1024 * 1024)
-/* With more of our files than this, aging first trims down to it. */
-#define PERFMON_LOG_DIR_MAX_FILES     100
 
 /* Before writing @incoming_bytes into @dir: if our files there (regular
- * files whose names start with one of @own_prefixes and end in .txt or
- * .trace) plus @incoming_bytes exceed @limit_bytes, deletes the oldest of
- * ours until they fit (see the .c). @over_limit (may be NULL) is set TRUE
- * if anything was deleted or the incoming file still does not fit. A
- * missing @dir is empty. Errors name the path. */
+ * files named by _perfmon_log_dir_file_name() with one of @own_prefixes)
+ * plus @incoming_bytes exceed @limit_bytes, deletes the oldest of ours, by
+ * the time in their names, until they fit (see the .c). @over_limit (may
+ * be NULL) is set TRUE if the incoming file cannot fit (then nothing is
+ * deleted). A missing @dir is empty. Errors name the path. */
 gboolean _perfmon_log_dir_make_room         (const char         *dir,
                                              const char * const *own_prefixes,
                                              guint64             limit_bytes,
@@ -42,9 +40,29 @@ gboolean _perfmon_log_dir_write_atomically  (const char  *dir,
                                              GError     **error);
 
 /* "<prefix><YYYYmmddHHMMSS>_<pid><suffix>", the time as @time has it. */
+/* <prefix><YYYYmmddHHMMSS>_<pid><suffix>, or with _<sequence> before the
+ * suffix when @sequence is not 0: the one pattern of perfmon's logs, the
+ * only names aging deletes. */
 char    *_perfmon_log_dir_file_name         (const char  *prefix,
                                              GDateTime   *time,
                                              guint        pid,
+                                             guint        sequence,
                                              const char  *suffix);
+
+/* Ages @dir for @length more bytes, then writes @contents to a new file
+ * named by _perfmon_log_dir_file_name() for now and this process, with
+ * the first sequence number whose name is free: created exclusively, whole
+ * and synced, so two logs of one second never replace each other. Returns
+ * its path, or NULL with @error set; *@over_limit (if not NULL) is TRUE
+ * when the file was not written because it does not fit @limit_bytes. */
+char    *_perfmon_log_dir_write_new         (const char         *dir,
+                                             const char * const *own_prefixes,
+                                             guint64             limit_bytes,
+                                             const char         *prefix,
+                                             const char         *suffix,
+                                             const char         *contents,
+                                             gsize               length,
+                                             gboolean           *over_limit,
+                                             GError            **error);
 
 G_END_DECLS

@@ -18,23 +18,28 @@
 /* Aging. The seed keeps at most 10 MB in its watchdog directory and leaves
  * the rest to the user; a desktop program that nobody cleans up after
  * needs the directory to age by itself. So, before a new file is written,
- * if our files and the new one would exceed the limit, the oldest of ours
- * go: down to PERFMON_LOG_DIR_MAX_FILES when there are more (a directory
- * of thousands of tiny stacks trims in one step, not by halves), otherwise
- * the older half (rounded up, so that one file left does go), and again
- * until the new file fits or none of ours is left.
+ * if our files and the new one would exceed the limit, ours go, oldest
+ * first, one at a time, until the new file fits: the directory never holds
+ * more than the limit and aging never deletes more than it must. A new
+ * file that could not fit even alone deletes nothing.
  *
  * "Ours" is strict: a regular file (not followed through a symlink) whose
- * name starts with one of the caller's prefixes and ends in .txt or
- * .trace. Anything else in the directory, the user's or another program's,
+ * whole name is one that perfmon writes, <prefix><YYYYmmddHHMMSS>_<pid>,
+ * then optionally _<n>, then .txt or .trace, with one of the caller's
+ * prefixes (see _perfmon_log_dir_file_name()). Anything else in the
+ * directory, the user's or another program's ("TASK_TIMEOUT_notes.txt"),
  * is neither counted nor touched: the directory may be shared, and a log
  * aging that deleted someone else's file would be far worse than one that
- * overshoots its limit. Oldest means smallest mtime, then smallest name
- * (our names embed the time, so ties break by age too). */
+ * overshoots its limit. Oldest means the earliest time in the name, then
+ * the smallest sequence number, then the oldest mtime, then the name. */
+
+#define STAMP_LENGTH 14   /* YYYYmmddHHMMSS */
 
 typedef struct
 {
   char   *name;
+  char    stamp[STAMP_LENGTH + 1];
+  guint64 sequence;
   gint64  mtime_ns;
   guint64 size;
 } LogFile;
@@ -54,22 +59,64 @@ compare_age (gconstpointer a,
 {
   const LogFile *fa = *(LogFile * const *) a;
   const LogFile *fb = *(LogFile * const *) b;
+  int by_stamp = strcmp (fa->stamp, fb->stamp);
 
+  if (by_stamp != 0)
+    return by_stamp;
+  if (fa->sequence != fb->sequence)
+    return fa->sequence < fb->sequence ? -1 : 1;
   if (fa->mtime_ns != fb->mtime_ns)
     return fa->mtime_ns < fb->mtime_ns ? -1 : 1;
   return strcmp (fa->name, fb->name);
 }
 
+/* Reads 1 to 10 decimal digits at *@p into @value; advances *@p. */
 static gboolean
-is_own_name (const char         *name,
-             const char * const *own_prefixes)
+parse_number (const char **p,
+              guint64     *value)
 {
-  if (!g_str_has_suffix (name, ".txt") && !g_str_has_suffix (name, ".trace"))
-    return FALSE;
+  const char *start = *p;
 
+  *value = 0;
+  while (g_ascii_isdigit (**p) && *p - start < 10)
+    *value = *value * 10 + (guint64) (*(*p)++ - '0');
+  return *p > start && !g_ascii_isdigit (**p);
+}
+
+/* Whether @name is one perfmon writes with one of @own_prefixes; if so,
+ * its time stamp and sequence number go to @file (if not NULL). */
+static gboolean
+parse_own_name (const char         *name,
+                const char * const *own_prefixes,
+                LogFile            *file)
+{
   for (gsize i = 0; own_prefixes[i] != NULL; i++)
-    if (own_prefixes[i][0] != '\0' && g_str_has_prefix (name, own_prefixes[i]))
+    {
+      const char *p = name;
+      guint64 pid, sequence = 0;
+
+      if (own_prefixes[i][0] == '\0' || !g_str_has_prefix (name, own_prefixes[i]))
+        continue;
+      p += strlen (own_prefixes[i]);
+      for (guint d = 0; d < STAMP_LENGTH; d++)
+        if (!g_ascii_isdigit (p[d]))
+          return FALSE;
+      if (file != NULL)
+        {
+          memcpy (file->stamp, p, STAMP_LENGTH);
+          file->stamp[STAMP_LENGTH] = '\0';
+        }
+      p += STAMP_LENGTH;
+      if (*p++ != '_' || !parse_number (&p, &pid))
+        return FALSE;
+      if (*p == '_' && (p++, !parse_number (&p, &sequence)))
+        return FALSE;
+      if (!g_str_equal (p, PERFMON_LOG_DIR_STACK_SUFFIX) && !g_str_equal (p, PERFMON_LOG_DIR_TRACE_SUFFIX))
+        return FALSE;
+      if (file != NULL)
+        file->sequence = sequence;
       return TRUE;
+    }
 
   return FALSE;
 }
@@ -101,10 +148,11 @@ list_own_files (const char          *dir,
   while ((name = g_dir_read_name (handle)) != NULL)
     {
       g_autofree char *path = NULL;
+      LogFile parsed = { 0, };
       struct stat st;
       LogFile *file;
 
-      if (!is_own_name (name, own_prefixes))
+      if (!parse_own_name (name, own_prefixes, &parsed))
         continue;
 
       path = g_build_filename (dir, name, NULL);
@@ -115,6 +163,7 @@ list_own_files (const char          *dir,
         continue;
 
       file = g_new0 (LogFile, 1);
+      *file = parsed;
       file->name = g_strdup (name);
       file->mtime_ns = (gint64) st.st_mtim.tv_sec * G_GINT64_CONSTANT (1000000000) +
                        st.st_mtim.tv_nsec;
@@ -137,57 +186,138 @@ _perfmon_log_dir_make_room (const char         *dir,
 {
   g_autoptr(GPtrArray) files = NULL;
   guint64 total;
-  gboolean deleted = FALSE;
 
   g_return_val_if_fail (dir != NULL, FALSE);
   g_return_val_if_fail (own_prefixes != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
 
   if (over_limit != NULL)
-    *over_limit = FALSE;
+    *over_limit = incoming_bytes > limit_bytes;
+  /* It cannot fit even alone: nothing is deleted for it. */
+  if (incoming_bytes > limit_bytes)
+    return TRUE;
 
   files = g_ptr_array_new_with_free_func (log_file_free);
   if (!list_own_files (dir, own_prefixes, files, &total, error))
     return FALSE;
 
   /* Written so that a huge incoming_bytes cannot wrap the sum. */
-  while (files->len > 0 &&
-         (incoming_bytes > limit_bytes || total > limit_bytes - incoming_bytes))
+  for (guint i = 0; i < files->len && total > limit_bytes - incoming_bytes; i++)
     {
-      guint n_delete;
+      const LogFile *file = g_ptr_array_index (files, i);
+      g_autofree char *path = g_build_filename (dir, file->name, NULL);
 
-      if (files->len > PERFMON_LOG_DIR_MAX_FILES)
-        n_delete = files->len - PERFMON_LOG_DIR_MAX_FILES;
-      else
-        n_delete = (files->len + 1) / 2;
-
-      for (guint i = 0; i < n_delete; i++)
+      if (g_unlink (path) != 0 && errno != ENOENT)
         {
-          const LogFile *file = g_ptr_array_index (files, i);
-          g_autofree char *path = g_build_filename (dir, file->name, NULL);
+          int saved_errno = errno;
 
-          if (g_unlink (path) != 0 && errno != ENOENT)
-            {
-              int saved_errno = errno;
-
-              g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
-                           "Could not delete old log file “%s”: %s",
-                           path, g_strerror (saved_errno));
-              /* What was deleted is gone: say so even on error. */
-              if (over_limit != NULL)
-                *over_limit = deleted;
-              return FALSE;
-            }
-          deleted = TRUE;
-          total -= file->size;
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                       "Could not delete old log file “%s”: %s",
+                       path, g_strerror (saved_errno));
+          if (over_limit != NULL)
+            *over_limit = TRUE;
+          return FALSE;
         }
-      g_ptr_array_remove_range (files, 0, n_delete);
+      total -= file->size;
     }
 
-  if (over_limit != NULL)
-    *over_limit = deleted || incoming_bytes > limit_bytes ||
-                  total > limit_bytes - incoming_bytes;
   return TRUE;
+}
+
+/* The longest run of names _perfmon_log_dir_write_new() tries. */
+#define MAX_SEQUENCE 10000
+
+char *
+_perfmon_log_dir_write_new (const char         *dir,
+                            const char * const *own_prefixes,
+                            guint64             limit_bytes,
+                            const char         *prefix,
+                            const char         *suffix,
+                            const char         *contents,
+                            gsize               length,
+                            gboolean           *over_limit,
+                            GError            **error)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_local ();
+  g_autofree char *template = NULL;
+  gboolean too_big = FALSE;
+  char *path = NULL;
+  int fd;
+
+  g_return_val_if_fail (dir != NULL, NULL);
+  g_return_val_if_fail (prefix != NULL, NULL);
+  g_return_val_if_fail (suffix != NULL, NULL);
+  g_return_val_if_fail (contents != NULL || length == 0, NULL);
+
+  if (over_limit != NULL)
+    *over_limit = TRUE;
+
+  if (!_perfmon_log_dir_make_room (dir, own_prefixes, limit_bytes, length, &too_big, error))
+    return NULL;
+  if (too_big)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_LIMIT_REACHED,
+                   "%" G_GSIZE_FORMAT " bytes exceed the log directory's limit of %" G_GUINT64_FORMAT,
+                   length, limit_bytes);
+      return NULL;
+    }
+  if (over_limit != NULL)
+    *over_limit = FALSE;
+
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                   "Could not create log directory “%s”: %s", dir, g_strerror (saved_errno));
+      return NULL;
+    }
+
+  /* Written whole and synced under a name no reader takes for a log, then
+   * linked to its name, which fails if the name exists: a reader sees the
+   * whole file or none, and no log replaces another. */
+  template = g_build_filename (dir, ".perfmon-log-XXXXXX", NULL);
+  fd = g_mkstemp_full (template, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 ||
+      !g_file_set_contents_full (template, contents, (gssize) length,
+                                 G_FILE_SET_CONTENTS_DURABLE, 0600, error))
+    {
+      int saved_errno = errno;
+
+      if (fd >= 0)
+        {
+          close (fd);
+          g_unlink (template);
+        }
+      else
+        g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                     "Could not create a log file in “%s”: %s", dir, g_strerror (saved_errno));
+      return NULL;
+    }
+  close (fd);
+
+  for (guint sequence = 0; sequence < MAX_SEQUENCE && path == NULL; sequence++)
+    {
+      g_autofree char *name = _perfmon_log_dir_file_name (prefix, now, (guint) getpid (), sequence, suffix);
+      g_autofree char *candidate = g_build_filename (dir, name, NULL);
+
+      if (link (template, candidate) == 0)
+        path = g_steal_pointer (&candidate);
+      else if (errno != EEXIST)
+        {
+          int saved_errno = errno;
+
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                       "Could not write the log file “%s”: %s", candidate, g_strerror (saved_errno));
+          break;
+        }
+    }
+  if (path == NULL && (error == NULL || *error == NULL))
+    g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_EXIST,
+                 "Could not write a log file in “%s”: %d names of this second are taken",
+                 dir, MAX_SEQUENCE);
+  g_unlink (template);
+  return path;
 }
 
 gboolean
@@ -237,6 +367,7 @@ char *
 _perfmon_log_dir_file_name (const char *prefix,
                             GDateTime  *time,
                             guint       pid,
+                            guint       sequence,
                             const char *suffix)
 {
   g_autofree char *stamp = NULL;
@@ -246,5 +377,7 @@ _perfmon_log_dir_file_name (const char *prefix,
   g_return_val_if_fail (suffix != NULL, NULL);
 
   stamp = g_date_time_format (time, "%Y%m%d%H%M%S");
-  return g_strdup_printf ("%s%s_%u%s", prefix, stamp, pid, suffix);
+  if (sequence == 0)
+    return g_strdup_printf ("%s%s_%u%s", prefix, stamp, pid, suffix);
+  return g_strdup_printf ("%s%s_%u_%u%s", prefix, stamp, pid, sequence, suffix);
 }

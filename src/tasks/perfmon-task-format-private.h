@@ -80,7 +80,9 @@ typedef struct
   guint64 parent_id;
   guint64 source_event_id;     /* 0: none */
   guint32 source_event_type;   /* PerfmonSourceEventType */
-  guint32 reserved;
+  guint32 delay_ms;            /* due this long after the dispatch (a timeout's
+                                * interval); 0: at once. Was "reserved", always
+                                * 0, before: version 1 files agree. */
   guint64 callback;            /* address of the task's function; see SYMBOL */
 } PerfmonTaskDispatchRecord;
 

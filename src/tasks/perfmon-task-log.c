@@ -258,6 +258,7 @@ read_file (Reader      *reader,
                                       ? r.source_event_type : PERFMON_SOURCE_EVENT_UNKNOWN;
             task->callback = r.callback;
             task->dispatch_ns = rh.time_ns;
+            task->delay_ms = r.delay_ms;
             task->dispatch_tid = rh.tid;
             g_hash_table_insert (self->by_id, &task->id, task);
             g_ptr_array_add (self->tasks, task);
@@ -741,7 +742,8 @@ perfmon_task_log_find_followers (PerfmonTaskLog *self,
  * @n_ids: (out): the number of ids returned
  *
  * The tasks that kept the task waiting: those that ran on the thread it
- * ran on, in its process, between its dispatch and its (first) begin. The
+ * ran on, in its process, between when it was due (its dispatch, or for a
+ * timeout its dispatch plus its interval) and its (first) begin. The
  * longer a task's queueing time, the more these cost it.
  *
  * Returns: (array length=n_ids) (transfer full): the blockers' ids, in the
@@ -758,6 +760,7 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
   g_autoptr(GArray) begins = g_array_new (FALSE, FALSE, sizeof (gint64));
   PerfmonTask *task;
   const PerfmonTaskRun *first;
+  gint64 due_ns;
 
   g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
   g_return_val_if_fail (n_ids != NULL, NULL);
@@ -766,6 +769,7 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
   if (task == NULL || task->runs->len == 0)
     return steal_ids (ids, n_ids);
   first = &g_array_index (task->runs, PerfmonTaskRun, 0);
+  due_ns = _perfmon_task_due_ns (task);
 
   for (guint i = 0; i < self->tasks->len; i++)
     {
@@ -778,7 +782,7 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
           const PerfmonTaskRun *run = &g_array_index (other->runs, PerfmonTaskRun, r);
           gint64 end = run->end_ns == -1 ? first->begin_ns : run->end_ns;
 
-          if (run->tid == first->tid && run->begin_ns < first->begin_ns && end > task->dispatch_ns)
+          if (run->tid == first->tid && run->begin_ns < first->begin_ns && end > due_ns)
             {
               /* Sorted by when each blocker first ran in the window. */
               guint at = ids->len;
@@ -1030,11 +1034,23 @@ add_id_member (JsonBuilder *builder,
   json_builder_add_string_value (builder, text);
 }
 
+/* Chrome trace times: microseconds from @base_ns, computed in doubles so
+ * that no input, however corrupt, overflows; @base_ns makes them never
+ * negative. */
+static double
+trace_us (gint64 time_ns,
+          gint64 base_ns)
+{
+  return ((double) time_ns - (double) base_ns) / 1000.0;
+}
+
 static void
 begin_event (JsonBuilder *builder,
              const char  *name,
              const char  *phase,
+             const char  *category,
              gint64       time_ns,
+             gint64       base_ns,
              guint32      pid,
              guint32      tid)
 {
@@ -1043,8 +1059,10 @@ begin_event (JsonBuilder *builder,
   json_builder_add_string_value (builder, name);
   json_builder_set_member_name (builder, "ph");
   json_builder_add_string_value (builder, phase);
+  json_builder_set_member_name (builder, "cat");
+  json_builder_add_string_value (builder, category);
   json_builder_set_member_name (builder, "ts");
-  json_builder_add_double_value (builder, (double) time_ns / 1000.0);
+  json_builder_add_double_value (builder, trace_us (time_ns, base_ns));
   json_builder_set_member_name (builder, "pid");
   json_builder_add_int_value (builder, pid);
   json_builder_set_member_name (builder, "tid");
@@ -1075,32 +1093,132 @@ add_metadata (JsonBuilder *builder,
   json_builder_end_object (builder);
 }
 
-static void
-add_flow (JsonBuilder *builder,
-          guint64      flow_id,
-          const char  *name,
-          gint64       from_ns,
-          guint32      from_pid,
-          guint32      from_tid,
-          const PerfmonTaskRun *to,
-          guint32      to_pid)
+/* The category of the run slices, which the flows share: Chrome DevTools
+ * binds a flow event only to a slice of the same pid, tid, ts and
+ * category. */
+#define TRACE_RUN_CATEGORY "task"
+
+/* A run, for finding the run that encloses a point of a thread. */
+typedef struct
 {
-  begin_event (builder, name, "s", from_ns, from_pid, from_tid);
-  json_builder_set_member_name (builder, "cat");
-  json_builder_add_string_value (builder, "flow");
+  guint32 pid;
+  guint32 tid;
+  gint64  begin_ns;
+  gint64  end_ns;          /* an unfinished run goes on to the end */
+} TraceRun;
+
+static int
+compare_trace_runs (gconstpointer a,
+                    gconstpointer b)
+{
+  const TraceRun *ra = a;
+  const TraceRun *rb = b;
+
+  if (ra->pid != rb->pid)
+    return ra->pid < rb->pid ? -1 : 1;
+  if (ra->tid != rb->tid)
+    return ra->tid < rb->tid ? -1 : 1;
+  if (ra->begin_ns != rb->begin_ns)
+    return ra->begin_ns < rb->begin_ns ? -1 : 1;
+  return 0;
+}
+
+/* The innermost run of @pid/@tid around @time_ns (the latest to begin at
+ * or before it that has not ended), or NULL. @runs is sorted. */
+static const TraceRun *
+enclosing_run (GArray  *runs,
+               guint32  pid,
+               guint32  tid,
+               gint64   time_ns)
+{
+  TraceRun key = { pid, tid, time_ns, 0 };
+  guint lo = 0, hi = runs->len;
+
+  /* The first run after @time_ns on the thread, then back. */
+  while (lo < hi)
+    {
+      guint mid = lo + (hi - lo) / 2;
+
+      if (compare_trace_runs (&g_array_index (runs, TraceRun, mid), &key) <= 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  while (lo-- > 0)
+    {
+      const TraceRun *run = &g_array_index (runs, TraceRun, lo);
+
+      if (run->pid != pid || run->tid != tid)
+        break;
+      if (run->end_ns >= time_ns)
+        return run;
+    }
+  return NULL;
+}
+
+/* A flow from what happened at @from_ns on @from_pid/@from_tid to the run
+ * @to: its start is bound to the run that enclosed that point, with that
+ * run's pid, tid, ts and category (DevTools' rule; for Perfetto it is
+ * inside that slice), its end to @to's slice ("bp": "e", same pid, tid,
+ * ts and category). A flow whose start no run encloses is left out: the
+ * tools would drop it or draw it from nowhere. */
+static gboolean
+add_flow (JsonBuilder          *builder,
+          GArray               *runs,
+          guint64               flow_id,
+          const char           *name,
+          gint64                from_ns,
+          guint32               from_pid,
+          guint32               from_tid,
+          const PerfmonTaskRun *to,
+          guint32               to_pid,
+          gint64                base_ns)
+{
+  const TraceRun *from = enclosing_run (runs, from_pid, from_tid, from_ns);
+
+  if (from == NULL)
+    return FALSE;
+
+  begin_event (builder, name, "s", TRACE_RUN_CATEGORY, from->begin_ns, base_ns, from_pid, from_tid);
   json_builder_set_member_name (builder, "id");
   json_builder_add_int_value (builder, (gint64) flow_id);
+  json_builder_set_member_name (builder, "args");
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "at_us");
+  json_builder_add_double_value (builder, trace_us (from_ns, base_ns));
+  json_builder_end_object (builder);
   json_builder_end_object (builder);
 
-  begin_event (builder, name, "f", to->begin_ns, to_pid, to->tid);
-  json_builder_set_member_name (builder, "cat");
-  json_builder_add_string_value (builder, "flow");
+  begin_event (builder, name, "f", TRACE_RUN_CATEGORY, to->begin_ns, base_ns, to_pid, to->tid);
   json_builder_set_member_name (builder, "id");
   json_builder_add_int_value (builder, (gint64) flow_id);
-  /* Binds to the slice that begins here, the task's run. */
   json_builder_set_member_name (builder, "bp");
   json_builder_add_string_value (builder, "e");
   json_builder_end_object (builder);
+  return TRUE;
+}
+
+/* The name of @task's slices: its callback's, but a D-Bus method handler
+ * (whose callback is the tracer's perfmon_dbus_method_invocation_begin)
+ * is named after the method, from the label that function adds. */
+static char *
+slice_name (PerfmonTask *task)
+{
+  static const char prefix[] = "D-Bus ";
+
+  if (g_str_equal (task->name, "perfmon_dbus_method_invocation_begin") && task->labels->len > 0)
+    {
+      const PerfmonTaskLabel *label = &g_array_index (task->labels, PerfmonTaskLabel, 0);
+
+      if (g_str_has_prefix (label->text, prefix))
+        {
+          const char *method = label->text + strlen (prefix);
+          const char *on = strstr (method, " on ");
+
+          return on != NULL ? g_strndup (method, on - method) : g_strdup (method);
+        }
+    }
+  return g_strdup (task->name);
 }
 
 /**
@@ -1110,15 +1228,21 @@ add_flow (JsonBuilder *builder,
  * Writes the log in the Chrome Trace Event format, for Perfetto UI
  * (ui.perfetto.dev) and chrome://tracing:
  *
- * - one complete ("X") slice per run of a task, named after its callback,
- *   with its ids, source event and queueing time in `args`;
+ * - one complete ("X") slice per run of a task, category "task", named
+ *   after its callback (a D-Bus method handler after its method), with its
+ *   ids, source event and queueing time (from when it was due) in `args`;
  * - an instant ("i") event per label;
- * - a flow ("s" at the dispatch, on the dispatching thread; "f" binding to
- *   the run's slice) from each dispatch to the task's first run, and from
- *   each D-Bus message to the task that handled it;
+ * - a flow from each dispatch to the task's first run, and from each D-Bus
+ *   message to the task that handled it, drawn as both tools bind flows:
+ *   its "s" shares pid, tid, ts and category with the run slice that
+ *   enclosed the dispatch or send (the exact time is in its `args`), its
+ *   "f" ("bp": "e") with the task's run slice; a flow that no run encloses
+ *   (a dispatch from outside any task) is left out;
  * - process and thread names as metadata ("M") events.
  *
- * Times are CLOCK_MONOTONIC microseconds; task ids are hexadecimal strings.
+ * Times are CLOCK_MONOTONIC microseconds (counted from the earliest event
+ * if a corrupt log has times before 0: never negative); task ids are
+ * hexadecimal strings.
  *
  * Returns: (transfer full): the JSON text
  *
@@ -1132,7 +1256,9 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
   g_autoptr(JsonNode) root = NULL;
   g_autoptr(GHashTable) processes = g_hash_table_new (NULL, NULL);
   g_autoptr(GHashTable) threads = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GArray) runs = g_array_new (FALSE, FALSE, sizeof (TraceRun));
   guint64 next_flow_id = 1;
+  gint64 base_ns = 0;
 
   g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), NULL);
 
@@ -1157,22 +1283,44 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
         add_metadata (builder, "thread_name", task->pid, (guint32) key, task->thread_name);
     }
 
+  /* The earliest time of the log, if before 0 (a corrupt file): ts are
+   * counted from there, never negative. */
+  for (guint i = 0; i < self->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (self->tasks, i);
+
+      base_ns = MIN (base_ns, task->dispatch_ns);
+      if (task->dbus_linked)
+        base_ns = MIN (base_ns, task->dbus_send_ns);
+      for (guint r = 0; r < task->runs->len; r++)
+        {
+          const PerfmonTaskRun *run = &g_array_index (task->runs, PerfmonTaskRun, r);
+          TraceRun trace_run = { task->pid, run->tid, run->begin_ns,
+                                 run->end_ns == -1 ? G_MAXINT64 : run->end_ns };
+
+          base_ns = MIN (base_ns, run->begin_ns);
+          g_array_append_val (runs, trace_run);
+        }
+      for (guint l = 0; l < task->labels->len; l++)
+        base_ns = MIN (base_ns, g_array_index (task->labels, PerfmonTaskLabel, l).time_ns);
+    }
+  g_array_sort (runs, compare_trace_runs);
+
   for (guint i = 0; i < self->tasks->len; i++)
     {
       PerfmonTask *task = g_ptr_array_index (self->tasks, i);
       g_autoptr(GEnumClass) types = g_type_class_ref (PERFMON_TYPE_SOURCE_EVENT_TYPE);
       GEnumValue *type = g_enum_get_value (types, task->source_event_type);
+      g_autofree char *name = slice_name (task);
 
       for (guint r = 0; r < task->runs->len; r++)
         {
           const PerfmonTaskRun *run = &g_array_index (task->runs, PerfmonTaskRun, r);
           gint64 end_ns = run->end_ns == -1 ? run->begin_ns : run->end_ns;
 
-          begin_event (builder, task->name, "X", run->begin_ns, task->pid, run->tid);
-          json_builder_set_member_name (builder, "cat");
-          json_builder_add_string_value (builder, "task");
+          begin_event (builder, name, "X", TRACE_RUN_CATEGORY, run->begin_ns, base_ns, task->pid, run->tid);
           json_builder_set_member_name (builder, "dur");
-          json_builder_add_double_value (builder, (double) (end_ns - run->begin_ns) / 1000.0);
+          json_builder_add_double_value (builder, MAX (trace_us (end_ns, run->begin_ns), 0.0));
           json_builder_set_member_name (builder, "args");
           json_builder_begin_object (builder);
           add_id_member (builder, "task_id", task->id);
@@ -1185,7 +1333,7 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
           if (r == 0)
             {
               json_builder_set_member_name (builder, "queueing_us");
-              json_builder_add_double_value (builder, (double) (run->begin_ns - task->dispatch_ns) / 1000.0);
+              json_builder_add_double_value (builder, MAX (trace_us (run->begin_ns, _perfmon_task_due_ns (task)), 0.0));
             }
           if (run->end_ns == -1)
             {
@@ -1200,9 +1348,7 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
         {
           const PerfmonTaskLabel *label = &g_array_index (task->labels, PerfmonTaskLabel, l);
 
-          begin_event (builder, label->text, "i", label->time_ns, task->pid, label->tid);
-          json_builder_set_member_name (builder, "cat");
-          json_builder_add_string_value (builder, "label");
+          begin_event (builder, label->text, "i", "label", label->time_ns, base_ns, task->pid, label->tid);
           json_builder_set_member_name (builder, "s");
           json_builder_add_string_value (builder, "t");
           json_builder_set_member_name (builder, "args");
@@ -1216,11 +1362,13 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
         {
           const PerfmonTaskRun *first = &g_array_index (task->runs, PerfmonTaskRun, 0);
 
-          add_flow (builder, next_flow_id++, "dispatch", task->dispatch_ns, task->pid, task->dispatch_tid,
-                    first, task->pid);
-          if (task->dbus_linked)
-            add_flow (builder, next_flow_id++, "D-Bus message", task->dbus_send_ns, task->dbus_send_pid,
-                      task->dbus_send_tid, first, task->pid);
+          if (add_flow (builder, runs, next_flow_id, "dispatch", task->dispatch_ns, task->pid,
+                        task->dispatch_tid, first, task->pid, base_ns))
+            next_flow_id++;
+          if (task->dbus_linked &&
+              add_flow (builder, runs, next_flow_id, "D-Bus message", task->dbus_send_ns, task->dbus_send_pid,
+                        task->dbus_send_tid, first, task->pid, base_ns))
+            next_flow_id++;
         }
     }
 

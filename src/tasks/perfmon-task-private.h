@@ -36,6 +36,7 @@ struct _PerfmonTask
   PerfmonSourceEventType  source_event_type;
   guint64                 callback;
   gint64                  dispatch_ns;
+  guint32                 delay_ms;       /* due at dispatch_ns + delay_ms */
   guint32                 dispatch_tid;
   guint32                 pid;
   char                   *name;           /* "??" when unknown */
@@ -57,5 +58,9 @@ PerfmonTask *_perfmon_task_new  (guint64      id,
                                  guint64      parent_id,
                                  guint32      pid);
 void         _perfmon_task_seal (PerfmonTask *self);
+
+/* When @self was due to run: its dispatch, or a timeout's dispatch plus its
+ * interval; saturates rather than overflows. Queueing counts from here. */
+gint64       _perfmon_task_due_ns (PerfmonTask *self);
 
 G_END_DECLS

@@ -366,23 +366,38 @@ perfmon_task_get_end_time (PerfmonTask *self)
  * perfmon_task_get_queueing_time:
  * @self: a `PerfmonTask`
  *
- * Gets how long @self waited between its dispatch and the beginning of its
- * first run: the time other tasks (see
- * [method@TaskLog.find_blockers]) kept it in its queue.
+ * Gets how long @self waited between when it was due and the beginning of
+ * its first run: the time other tasks (see
+ * [method@TaskLog.find_blockers]) kept it in its queue. A task is due at
+ * its dispatch, a timeout (perfmon_timeout_add()) its interval later: a
+ * 10 ms timeout that ran on time queued for about 0 ms, not 10.
  *
- * Returns: the queueing time in microseconds, or -1 if @self never ran
+ * Returns: the queueing time in microseconds (0 if it ran before it was
+ *   due), or -1 if @self never ran
  *
  * Since: 0.1
  */
 gint64
 perfmon_task_get_queueing_time (PerfmonTask *self)
 {
+  double queued_ns;
+
   g_return_val_if_fail (self != NULL, -1);
 
   if (self->runs->len == 0)
     return -1;
 
-  return (g_array_index (self->runs, PerfmonTaskRun, 0).begin_ns - self->dispatch_ns) / 1000;
+  /* In doubles: a corrupt file's times cannot overflow. */
+  queued_ns = (double) g_array_index (self->runs, PerfmonTaskRun, 0).begin_ns - (double) _perfmon_task_due_ns (self);
+  return queued_ns <= 0 ? 0 : (gint64) MIN (queued_ns / 1000.0, (double) G_MAXINT64 / 2);
+}
+
+gint64
+_perfmon_task_due_ns (PerfmonTask *self)
+{
+  gint64 delay_ns = (gint64) self->delay_ms * 1000000;
+
+  return self->dispatch_ns > G_MAXINT64 - delay_ns ? G_MAXINT64 : self->dispatch_ns + delay_ns;
 }
 
 /**

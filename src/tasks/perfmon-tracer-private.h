@@ -37,6 +37,11 @@ typedef struct
  * source event, and records DISPATCH with @callback as its name. */
 void     _perfmon_task_dispatch  (PerfmonTaskIds       *ids,
                                   gconstpointer         callback);
+/* The same for a task due @delay_ms after now (a timeout): its queueing
+ * time counts from then. */
+void     _perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
+                                         gconstpointer   callback,
+                                         guint32         delay_ms);
 /* Makes @ids a new task with no parent in this process (its own parent),
  * of source event @source_event_id (0: a new one of type
  * PERFMON_SOURCE_EVENT_DBUS, since this is what the D-Bus wrappers use for

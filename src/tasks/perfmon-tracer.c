@@ -17,6 +17,7 @@
 
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-tracer.h"
@@ -89,6 +90,13 @@
 #define LABEL_MAX           240u   /* bytes of label text, NUL excluded */
 #define DBUS_NAME_MAX       255u
 #define MAX_FLIGHT_SECONDS  3600u
+/* The flight recorder's promise: its seconds at this many tasks per second
+ * on each recording thread (a task: its DISPATCH, BEGIN and END records),
+ * with an eighth more for chunk ends and labels. Unless the buffer size was
+ * set, each thread's buffer is sized for that (a power of two). */
+#define FLIGHT_TASKS_PER_SECOND 2000u
+#define FLIGHT_BYTES_PER_TASK \
+  ((sizeof (PerfmonTaskDispatchRecord) + 2 * sizeof (PerfmonTaskIdRecord)) * 9 / 8)
 
 G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 < CHUNK_SIZE);
 
@@ -155,6 +163,7 @@ static guint    hold_seconds;
 static gint64   session_start_ns;
 static guint64  session_start_cycles;
 static gsize    buffer_size = DEFAULT_BUFFER_SIZE;
+static gboolean buffer_size_set;       /* by perfmon_tracer_set_buffer_size() */
 
 static GMutex     registry_lock;
 static GPtrArray *registry;            /* of Buffer *, under registry_lock */
@@ -461,7 +470,8 @@ record_dispatch_at (guint64               task_id,
                     guint64               parent_id,
                     const PerfmonTaskIds *ids,
                     gconstpointer         callback,
-                    guint64               cycles)
+                    guint64               cycles,
+                    guint32               delay_ms)
 {
   RecordSlot slot;
   PerfmonTaskDispatchRecord *record = record_open (&slot, sizeof *record);
@@ -476,7 +486,7 @@ record_dispatch_at (guint64               task_id,
   record->parent_id = parent_id;
   record->source_event_id = ids->source_event_id;
   record->source_event_type = ids->source_event_type;
-  record->reserved = 0;
+  record->delay_ms = delay_ms;
   record->callback = (guint64) (guintptr) callback;
   record_close (&slot, &record->header, PERFMON_TASK_RECORD_DISPATCH, sizeof *record);
 }
@@ -485,9 +495,10 @@ static inline void
 record_dispatch (guint64               task_id,
                  guint64               parent_id,
                  const PerfmonTaskIds *ids,
-                 gconstpointer         callback)
+                 gconstpointer         callback,
+                 guint32               delay_ms)
 {
-  record_dispatch_at (task_id, parent_id, ids, callback, 0);
+  record_dispatch_at (task_id, parent_id, ids, callback, 0, delay_ms);
 }
 
 static inline void
@@ -553,15 +564,23 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
 /* Tasks and source events */
 
 void
-_perfmon_task_dispatch (PerfmonTaskIds *ids,
-                        gconstpointer   callback)
+_perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
+                                gconstpointer   callback,
+                                guint32         delay_ms)
 {
   guint64 parent = tls.task_id;
 
   ids->task_id = new_id ();
   ids->source_event_id = tls.source_event_id;
   ids->source_event_type = tls.source_event_type;
-  record_dispatch (ids->task_id, parent != 0 ? parent : ids->task_id, ids, callback);
+  record_dispatch (ids->task_id, parent != 0 ? parent : ids->task_id, ids, callback, delay_ms);
+}
+
+void
+_perfmon_task_dispatch (PerfmonTaskIds *ids,
+                        gconstpointer   callback)
+{
+  _perfmon_task_dispatch_delayed (ids, callback, 0);
 }
 
 void
@@ -578,7 +597,7 @@ _perfmon_task_dispatch_root (PerfmonTaskIds         *ids,
     }
   ids->source_event_id = source_event_id;
   ids->source_event_type = (guint32) source_event_type;
-  record_dispatch (ids->task_id, ids->task_id, ids, callback);
+  record_dispatch (ids->task_id, ids->task_id, ids, callback, 0);
 }
 
 void
@@ -890,7 +909,9 @@ task_source_new (guint          interval_ms,
   if (priority != G_PRIORITY_DEFAULT)
     g_source_set_priority (source, priority);
   g_source_set_callback (source, function, data, notify);
-  _perfmon_task_dispatch (&self->ids, function);
+  /* A timeout is due its interval after the dispatch: queueing counts from
+   * then. */
+  _perfmon_task_dispatch_delayed (&self->ids, function, interval_ms);
   return source;
 }
 
@@ -1558,7 +1579,7 @@ auto_dispatch_begin (GSource    *source,
       ready_cycles = late < now ? now - late : 0;
     }
 
-  record_dispatch_at (ids.task_id, parent, &ids, NULL, ready_cycles);
+  record_dispatch_at (ids.task_id, parent, &ids, NULL, ready_cycles, 0);
   record_name (ids.task_id, name);
   saved = &auto_stack.saved[auto_stack.depth++];
   _perfmon_task_enter (&ids, saved);
@@ -1830,7 +1851,7 @@ serialize_locked (guint   session,
   header.start_time_ns = start_ns;
   header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
   header.dropped_records = dropped;
-  process_name = g_get_prgname () != NULL ? g_get_prgname () : "";
+  process_name = _perfmon_process_name ();
   g_strlcpy (header.process_name, process_name, sizeof header.process_name);
   g_byte_array_append (out, (const guint8 *) &header, sizeof header);
 
@@ -1873,11 +1894,27 @@ serialize_locked (guint   session,
 /* ---------------------------------------------------------------------- */
 /* Sessions */
 
+/* Each thread's buffer for a session: the size set, or for the flight
+ * recorder, what holds @seconds at FLIGHT_TASKS_PER_SECOND. */
+static gsize
+session_capacity_for (Mode  new_mode,
+                      guint seconds)
+{
+  guint64 wanted = (guint64) seconds * FLIGHT_TASKS_PER_SECOND * FLIGHT_BYTES_PER_TASK;
+  gsize capacity = MIN_BUFFER_SIZE;
+
+  if (new_mode != MODE_FLIGHT || buffer_size_set)
+    return buffer_size;
+  while (capacity < wanted && capacity < MAX_BUFFER_SIZE)
+    capacity *= 2;
+  return capacity;
+}
+
 static void
 begin_session_locked (Mode  new_mode,
                       guint seconds)
 {
-  gsize capacity = buffer_size;
+  gsize capacity = session_capacity_for (new_mode, seconds);
 
   mode = new_mode;
   flight_seconds = seconds;
@@ -1984,8 +2021,16 @@ perfmon_tracer_start (const char  *path,
  *
  * Starts recording into memory only: each thread's buffer keeps its most
  * recent records, overwriting the oldest, and perfmon_tracer_dump()
- * writes those of the last @seconds (as many as the buffers still hold)
- * to a file whenever asked. perfmon_tracer_stop() ends it.
+ * writes those of the last @seconds to a file whenever asked.
+ * perfmon_tracer_stop() ends it.
+ *
+ * What it holds: each recording thread's buffer is sized for @seconds at
+ * 2000 tasks per second (its dispatch, begin and end: 117 bytes a task
+ * with room for chunk ends, so 234 KB a second, rounded up to a power of
+ * two: 8 s take 2 MiB, 30 s 8 MiB
+ * per thread, in memory touched only as records arrive). A thread that runs
+ * more tasks than that keeps fewer seconds: its most recent records that
+ * fit. perfmon_tracer_set_buffer_size() sets the size instead.
  *
  * Any thread may call it.
  *
@@ -2015,10 +2060,11 @@ perfmon_tracer_start_flight_recorder (guint    seconds,
                            "The tracer already records: stop it first");
       return FALSE;
     }
-  if (mode == MODE_FLIGHT)
+  if (mode == MODE_FLIGHT &&
+      session_capacity_for (MODE_FLIGHT, MAX (seconds, hold_seconds)) <= __atomic_load_n (&session_capacity, __ATOMIC_RELAXED))
     flight_seconds = MAX (seconds, hold_seconds);   /* the held recorder, kept */
   else
-    begin_session_locked (MODE_FLIGHT, seconds);
+    begin_session_locked (MODE_FLIGHT, MAX (seconds, hold_seconds));   /* bigger buffers */
   flight_is_held = FALSE;
   g_mutex_unlock (&control_lock);
   return TRUE;
@@ -2159,9 +2205,10 @@ perfmon_tracer_is_active (void)
  * @error: return location for a #GError
  *
  * Sets the size of the buffer each recording thread gets, from the next
- * start of the tracer on (default 2 MiB, about 40000 tasks). A file
- * recording drops what does not fit; the flight recorder keeps the most
- * recent records that fit.
+ * start of the tracer on (default 2 MiB, about 20000 tasks, for a file
+ * recording; the flight recorder's is sized by its seconds, see
+ * perfmon_tracer_start_flight_recorder()). A file recording drops what does
+ * not fit; the flight recorder keeps the most recent records that fit.
  *
  * Returns: %TRUE, or %FALSE with %PERFMON_ERROR_INVALID_ARGUMENT
  *
@@ -2184,6 +2231,7 @@ perfmon_tracer_set_buffer_size (gsize    bytes,
   buffer_size = MIN_BUFFER_SIZE;
   while (buffer_size < bytes)
     buffer_size *= 2;
+  buffer_size_set = TRUE;
   g_mutex_unlock (&control_lock);
   return TRUE;
 }

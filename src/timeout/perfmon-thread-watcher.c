@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-error.h"
 #include "perfmon-stack-capture-private.h"
 #include "perfmon-thread-watcher.h"
@@ -341,7 +342,7 @@ report_stuck (ThreadWatch *watch,
   g_string_append_printf (contents, "No report for: %" G_GUINT64_FORMAT " ms (period %" G_GINT64_FORMAT " ms)\n",
                           emission->silent_ms, watch->period_us / 1000);
   g_string_append_printf (contents, "Process: %s (pid %d)\n",
-                          g_get_prgname () != NULL ? g_get_prgname () : "", (int) getpid ());
+                          _perfmon_process_name (), (int) getpid ());
   g_string_append_printf (contents, "Thread: %s\n", thread);
   if (emission->stack != NULL)
     g_string_append_printf (contents, "Stack:\n%s", emission->stack);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perfmon-log-dir-private.h"
+#include "perfmon-process-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-stack-capture-private.h"
 #include "perfmon-stack-tree-private.h"
@@ -28,7 +29,6 @@ static gboolean waiting;
 static gboolean wake_pending;
 static gint64   sleeping_until;
 static char    *log_dir;       /* NULL: the default */
-static guint    log_sequence;  /* atomic */
 static guint64  n_rounds;      /* atomic */
 
 static __thread gint64 current_tid;
@@ -188,35 +188,14 @@ _perfmon_timeout_write_log (const char *dir,
     NULL,
   };
   g_autoptr(GError) error = NULL;
-  g_autoptr(GDateTime) now = g_date_time_new_now_local ();
-  g_autofree char *suffix = NULL;
-  g_autofree char *name = NULL;
   gsize length = strlen (contents);
+  char *path;
 
-  /* The name's time has whole seconds: a sequence number keeps two logs
-   * of one second apart. */
-  suffix = g_strdup_printf ("_%u%s", g_atomic_int_add (&log_sequence, 1),
-                            PERFMON_LOG_DIR_STACK_SUFFIX);
-  name = _perfmon_log_dir_file_name (prefix, now, (guint) getpid (), suffix);
-
-  if (!_perfmon_log_dir_make_room (dir, own_prefixes, PERFMON_LOG_DIR_DEFAULT_LIMIT, length,
-                                   NULL, &error))
-    {
-      g_warning ("Could not age the logs in %s: %s", dir, error->message);
-      return NULL;
-    }
-  if (length > PERFMON_LOG_DIR_DEFAULT_LIMIT)
-    {
-      g_warning ("Not writing the log %s: %" G_GSIZE_FORMAT " bytes exceed the limit of the log "
-                 "directory", name, length);
-      return NULL;
-    }
-  if (!_perfmon_log_dir_write_atomically (dir, name, contents, length, &error))
-    {
-      g_warning ("Could not write the log %s in %s: %s", name, dir, error->message);
-      return NULL;
-    }
-  return g_build_filename (dir, name, NULL);
+  path = _perfmon_log_dir_write_new (dir, own_prefixes, PERFMON_LOG_DIR_DEFAULT_LIMIT, prefix,
+                                     PERFMON_LOG_DIR_STACK_SUFFIX, contents, length, NULL, &error);
+  if (path == NULL)
+    g_warning ("Could not write a log in %s: %s", dir, error->message);
+  return path;
 }
 
 /* --- stacks ----------------------------------------------------------------- */
@@ -224,12 +203,9 @@ _perfmon_timeout_write_log (const char *dir,
 char *
 _perfmon_timeout_describe_thread (gint64 tid)
 {
-  g_autofree char *path = g_strdup_printf ("/proc/self/task/%" G_GINT64_FORMAT "/comm", tid);
-  g_autofree char *comm = NULL;
+  g_autofree char *name = _perfmon_thread_name (tid);
 
-  if (!g_file_get_contents (path, &comm, NULL, NULL))
-    return g_strdup_printf ("tid %" G_GINT64_FORMAT, tid);
-  return g_strdup_printf ("%s (tid %" G_GINT64_FORMAT ")", g_strchomp (comm), tid);
+  return g_strdup_printf ("%s (tid %" G_GINT64_FORMAT ")", name, tid);
 }
 
 char *

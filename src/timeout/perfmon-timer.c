@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "perfmon-enum-types.h"
+#include "perfmon-process-private.h"
 #include "perfmon-error.h"
 #include "perfmon-timeout-watchdog-private.h"
 #include "perfmon-timer.h"
@@ -310,7 +311,7 @@ write_timer_log (const Timer *timer)
   g_string_append_printf (contents, "Set at: %s\n", set_at);
   g_string_append_printf (contents, "Expired at: %s\n", expired_at);
   g_string_append_printf (contents, "Process: %s (pid %d)\n",
-                          g_get_prgname () != NULL ? g_get_prgname () : "", (int) getpid ());
+                          _perfmon_process_name (), (int) getpid ());
   g_string_append_printf (contents, "Thread that set the timer: %s\n", thread);
   if (stack != NULL)
     g_string_append_printf (contents, "Stack of that thread:\n%s", stack);

@@ -67,9 +67,9 @@ dispatch (Mode  mode,
   g_main_context_push_thread_default (context);
   g_source_set_callback (source, empty_idle, &run, NULL);
   g_source_attach (source, context);
-  start = perfmon_clock_thread_cpu_us ();
+  start = (perfmon_clock_thread_cpu_ns () / 1000);
   g_main_loop_run (loop);
-  start = perfmon_clock_thread_cpu_us () - start;
+  start = (perfmon_clock_thread_cpu_ns () / 1000) - start;
   g_main_context_pop_thread_default (context);
 
   return (double) start / 1e6;
