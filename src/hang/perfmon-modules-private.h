@@ -38,7 +38,12 @@ guint           _perfmon_modules_get_n (PerfmonModules *modules);
  * - breakpad id: _perfmon_breakpad_id_from_build_id() of the build id, ""
  *   if the object has no build id (the seed hashes the text section then;
  *   we do not).
- * - base: the load base (dlpi_addr), from which offsets are counted.
+ * - base: where offsets are counted from, Breakpad's convention: the
+ *   load bias (dlpi_addr) plus the virtual address of the first PT_LOAD
+ *   segment (0 for shared libraries and PIEs, 0x400000 for a usual
+ *   x86-64 non-PIE executable).
+ * - first load vaddr: that virtual address, as the file says it: an
+ *   offset plus it is the address `nm` and the symbol tables use.
  * - size: the end of the highest PT_LOAD segment, counted from the base:
  *   every offset _perfmon_modules_lookup() returns for the module is
  *   below it. */
@@ -52,11 +57,13 @@ const char     *_perfmon_modules_get_breakpad_id (PerfmonModules *modules,
                                                   guint           index);
 guint64         _perfmon_modules_get_base        (PerfmonModules *modules,
                                                   guint           index);
+guint64         _perfmon_modules_get_first_load_vaddr (PerfmonModules *modules,
+                                                       guint           index);
 guint64         _perfmon_modules_get_size        (PerfmonModules *modules,
                                                   guint           index);
 
 /* Finds the module one of whose PT_LOAD segments holds @pc: stores its
- * index (in the modules list) and @pc's offset from its load base, and
+ * index (in the modules list) and @pc's offset from its base, and
  * returns TRUE. Returns FALSE, and leaves both untouched, if @pc is outside
  * every module (the ping then writes the index -1). Either out pointer may
  * be NULL. Does not allocate or lock. */
