@@ -446,11 +446,12 @@ static void
 add_native_frame (PerfmonHangReport *report,
                   PerfmonModules    *modules,
                   guint64            pc,
-                  gboolean           is_return_address)
+                  gboolean           is_return_address,
+                  gint64             deadline_us)
 {
   PerfmonPcInfo info;
 
-  _perfmon_modules_describe_pc (modules, pc, is_return_address, &info);
+  _perfmon_modules_describe_pc (modules, pc, is_return_address, deadline_us, &info);
   if (info.module_index >= 0)
     _perfmon_hang_report_add_native_frame (report,
                                            _perfmon_modules_get_debug_name (modules, info.module_index),
@@ -512,6 +513,7 @@ build_report (PerfmonHangMonitor *self,
   if (have_stack)
     {
       g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
+      gint64 deadline_us = g_get_monotonic_time () + PERFMON_SYMBOLIZE_BUDGET_MS * 1000;
 
       /* Outermost first. A label goes right after the frame that pushed it:
        * the frames at or above its stack address (stacks grow down) are its
@@ -521,7 +523,7 @@ build_report (PerfmonHangMonitor *self,
           while (next_label < label_texts->len &&
                  g_array_index (label_addresses, guint64, next_label) > captured->sps[i])
             _perfmon_hang_report_add_label_frame (report, g_ptr_array_index (label_texts, next_label++));
-          add_native_frame (report, modules, captured->pcs[i], i > 0);
+          add_native_frame (report, modules, captured->pcs[i], i > 0, deadline_us);
         }
     }
   else

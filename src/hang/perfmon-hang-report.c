@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "perfmon-hang-report-private.h"
+#include "perfmon-symbolizer.h"
 
 /**
  * PerfmonHangReport:
@@ -359,9 +360,10 @@ perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
  * @self: a #PerfmonHangReport
  *
  * The interleaved stack of the hung thread, outermost frame first, for
- * people: a label frame as its text; a native frame as
- * "module+0xoffset (function+offset)", the function only where the module
- * exports a symbol for it, or "0xpc" outside every module. The machine form
+ * people: a label (or Python) frame as its text; a native frame as
+ * perfmon_format_native_frame() writes it, "module+0xoffset
+ * (function+0xdistance)", the function where a symbol table names it, or
+ * "0xpc" outside every module. The machine form
  * (module indices and hex offsets) is in [method@HangReport.to_json].
  *
  * Returns: (transfer full) (array zero-terminated=1): the stack
@@ -382,19 +384,10 @@ perfmon_hang_report_dup_stack (PerfmonHangReport *self)
 
       if (entry->label != NULL)
         line = g_strdup (entry->label);
-      else if (entry->module < 0)
-        line = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", entry->offset);
       else
-        line = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x",
-                                (const char *) g_ptr_array_index (self->module_names, 2 * entry->module),
-                                entry->offset);
-      if (entry->symbol != NULL)
-        {
-          char *with_symbol = g_strdup_printf ("%s (%s+%" G_GUINT64_FORMAT ")", line,
-                                               entry->symbol, entry->symbol_offset);
-          g_free (line);
-          line = with_symbol;
-        }
+        line = perfmon_format_native_frame (entry->module < 0 ? NULL
+                                              : (const char *) g_ptr_array_index (self->module_names, 2 * entry->module),
+                                            entry->offset, entry->symbol, entry->symbol_offset);
       g_strv_builder_add (builder, line);
     }
   lines = g_strv_builder_end (builder);
@@ -482,7 +475,7 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
 
       if (entry->symbol != NULL)
         {
-          g_autofree char *symbol = g_strdup_printf ("%s+%" G_GUINT64_FORMAT,
+          g_autofree char *symbol = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x",
                                                      entry->symbol, entry->symbol_offset);
           json_array_add_string_element (symbols, symbol);
         }

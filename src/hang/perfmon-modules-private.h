@@ -80,6 +80,9 @@ gboolean        _perfmon_modules_lookup (PerfmonModules *modules,
 char           *_perfmon_breakpad_id_from_build_id (const guint8 *build_id,
                                                     gsize         length);
 
+/* How long symbolizing one report or sample may spend loading modules. */
+#define PERFMON_SYMBOLIZE_BUDGET_MS 2000
+
 /* The name of the function that holds @pc, from the dynamic symbol table
  * (dladdr()), not demangled; NULL if there is none (a static or stripped
  * function, or @pc outside every module). Stores @pc's offset from the
@@ -104,11 +107,14 @@ typedef struct
 
 /* Describes @pc, a frame of a captured stack: @is_return_address is TRUE
  * for every frame but the innermost, whose function is then looked up at
- * the call instruction rather than the address after it. Same thread
- * rules as _perfmon_symbolize(). */
+ * the call instruction rather than the address after it. The function
+ * comes from the process's symbolizer (elfutils: symbol tables and debug
+ * files), which loads no module past @deadline_us (monotonic, 0: none),
+ * then from dladdr(). Same thread rules as _perfmon_symbolize(). */
 void            _perfmon_modules_describe_pc (PerfmonModules *modules,
                                               guint64         pc,
                                               gboolean        is_return_address,
+                                              gint64          deadline_us,
                                               PerfmonPcInfo  *info);
 
 G_END_DECLS

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "perfmon-modules-private.h"
+#include "perfmon-symbolizer-private.h"
 
 /* Design.
  *
@@ -414,6 +415,7 @@ void
 _perfmon_modules_describe_pc (PerfmonModules *modules,
                               guint64         pc,
                               gboolean        is_return_address,
+                              gint64          deadline_us,
                               PerfmonPcInfo  *info)
 {
   /* A return address points after its call instruction, which may be the
@@ -429,9 +431,20 @@ _perfmon_modules_describe_pc (PerfmonModules *modules,
   info->offset = pc;
   if (_perfmon_modules_lookup (modules, pc, &index, &offset))
     {
+      const Module *module = g_ptr_array_index (modules->modules, index);
+      PerfmonModuleRef ref = { module->path, module->build_id, NULL };
+
       info->module_index = (int) index;
       info->offset = offset;
+      /* elfutils: .symtab of the object or of its debug file, .dynsym. */
+      info->symbol = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref,
+                                                     offset, is_return_address, deadline_us,
+                                                     &info->symbol_offset);
+      if (info->symbol != NULL)
+        return;
     }
+  /* The vDSO, objects whose file is gone, modules past the deadline:
+   * what the dynamic linker knows. */
   info->symbol = _perfmon_symbolize (lookup_pc, &info->symbol_offset);
   if (info->symbol != NULL && lookup_pc != pc)
     info->symbol_offset += pc - lookup_pc;
