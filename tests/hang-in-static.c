@@ -4,7 +4,8 @@
  * information into a private .build-id tree and checks that the hang
  * report names hang_in_static_function, which no dynamic symbol table has.
  * Prints the report's stack, one frame a line, outermost first; with
- * --json FILE also writes the report's JSON there.
+ * --json FILE also writes the report's JSON there, and with --pings-dir
+ * DIR leaves its ping in DIR.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -55,10 +56,15 @@ main (int    argc,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(PerfmonHangMonitor) hang_monitor = NULL;
-  g_autofree char *pings = g_dir_make_tmp ("hang-in-static-XXXXXX", NULL);
+  g_autofree char *pings = NULL;
+  const char *pings_dir = NULL;
 
-  if (argc == 3 && g_str_equal (argv[1], "--json"))
-    json_path = argv[2];
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (g_str_equal (argv[i], "--json"))
+      json_path = argv[i + 1];
+    else if (g_str_equal (argv[i], "--pings-dir"))
+      pings_dir = argv[i + 1];
+  pings = pings_dir != NULL ? g_strdup (pings_dir) : g_dir_make_tmp ("hang-in-static-XXXXXX", NULL);
 
   loop = g_main_loop_new (NULL, FALSE);
   hang_monitor = perfmon_hang_monitor_new (perfmon_monitor_get_default ());

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-# test_symbolizer.py HANG-IN-STATIC
+# test_symbolizer.py HANG-IN-STATIC PERFMON
 #
 # Native symbols with elfutils: a static function is named from the .symtab
 # of an unstripped program, and from a separate debug file found by build
 # id in a private .build-id tree ($PERFMON_DEBUG_DIRS) once the program is
 # stripped; without the debug file it is not.
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import tempfile
 import unittest
 
 PROGRAM = os.path.abspath(sys.argv.pop(1))
+PERFMON = os.path.abspath(sys.argv.pop(1))
 FUNCTION = 'hang_in_static_function'
 
 
@@ -23,11 +25,12 @@ def build_id(path):
     return re.search(r'Build ID: ([0-9a-f]+)', out).group(1)
 
 
-def run_hang(program, debug_dirs, json_path=None):
+def run_hang(program, debug_dirs, json_path=None, pings_dir=None):
     env = dict(os.environ)
     env['PERFMON_DEBUG_DIRS'] = debug_dirs
     env.pop('DEBUGINFOD_URLS', None)
     args = [program] + (['--json', json_path] if json_path else [])
+    args += ['--pings-dir', pings_dir] if pings_dir else []
     out = subprocess.run(args, env=env, check=True, capture_output=True,
                          text=True, timeout=60).stdout
     return out.splitlines()
@@ -70,6 +73,87 @@ class Symbolizer(unittest.TestCase):
         # Outermost first: main's frames come before the function's.
         frame = named(stack)[0]
         self.assertRegex(frame, r'^hang-in-static\+0x[0-9a-f]+ \(%s\+0x[0-9a-f]+\)$' % FUNCTION)
+
+    def strip_into_tree(self):
+        stripped = os.path.join(self.dir, 'hang-in-static')
+        debug = os.path.join(self.dir, 'hang-in-static.debug')
+        subprocess.run(['objcopy', '--only-keep-debug', PROGRAM, debug], check=True)
+        subprocess.run(['objcopy', '--strip-all', PROGRAM, stripped], check=True)
+        bid = build_id(stripped)
+        tree = os.path.join(self.dir, 'debug', '.build-id', bid[:2])
+        os.makedirs(tree)
+        shutil.move(debug, os.path.join(tree, bid[2:] + '.debug'))
+        return stripped, bid
+
+    def symbolize(self, *args, check=True):
+        env = dict(os.environ)
+        env.pop('DEBUGINFOD_URLS', None)
+        env['PERFMON_DEBUG_DIRS'] = os.path.join(self.dir, 'none')
+        return subprocess.run([PERFMON, 'symbolize'] + list(args), env=env, check=check,
+                              capture_output=True, text=True, timeout=60)
+
+    def test_symbolize_report_and_ping(self):
+        # A report and a ping written where the debug file was not: the
+        # function has no name in them; `perfmon symbolize` with the debug
+        # directory names it, as text and as JSON.
+        stripped, bid = self.strip_into_tree()
+        report = os.path.join(self.dir, 'report.json')
+        pings = os.path.join(self.dir, 'pings')
+        os.mkdir(pings)
+        stack = run_hang(stripped, os.path.join(self.dir, 'none'), report, pings)
+        self.assertFalse(named(stack), '\n'.join(stack))
+        with open(report) as f:
+            self.assertNotIn(FUNCTION, f.read())
+        ping_files = [os.path.join(pings, name) for name in os.listdir(pings)
+                      if name.endswith('.json')]
+        self.assertEqual(len(ping_files), 1, os.listdir(pings))
+
+        debug_dir = os.path.join(self.dir, 'debug')
+        self.assertNotIn(FUNCTION, self.symbolize(report).stdout)
+        out = self.symbolize('--debug-dir', debug_dir, report).stdout
+        self.assertRegex(out, r'#\d+ +hang-in-static\+0x[0-9a-f]+ \(%s\+0x[0-9a-f]+\)' % FUNCTION)
+
+        doc = json.loads(self.symbolize('--json', '-d', debug_dir, report).stdout)
+        self.assertEqual(len(doc['symbols']), len(doc['stack']))
+        self.assertTrue(any(s and s.startswith(FUNCTION + '+0x') for s in doc['symbols']), doc['symbols'])
+        with open(report) as f:
+            original = json.load(f)
+        self.assertEqual(doc['stack'], original['stack'])
+        self.assertEqual(doc['modules'], original['modules'])
+
+        ping = json.loads(self.symbolize('--json', '-d', debug_dir, ping_files[0]).stdout)
+        self.assertEqual(ping['type'], 'bhr')
+        hang = ping['payload']['hangs'][0]
+        self.assertTrue(any(s and s.startswith(FUNCTION + '+0x') for s in hang['symbols']), hang)
+        self.assertIn(FUNCTION, self.symbolize('-d', debug_dir, ping_files[0]).stdout)
+
+    def test_symbolize_stack_tree(self):
+        # A jank stack tree (the seed's text) of the stripped program.
+        stripped, bid = self.strip_into_tree()
+        address = int(subprocess.run(['nm', PROGRAM], check=True, capture_output=True, text=True)
+                      .stdout.split(' ' + FUNCTION)[0].split('\n')[-1].split()[0], 16)
+        readelf = subprocess.run(['readelf', '-lW', PROGRAM], check=True, capture_output=True,
+                                 text=True).stdout
+        vaddr = int([l.split()[2] for l in readelf.splitlines() if l.split()[:1] == ['LOAD']][0], 16)
+        tree = os.path.join(self.dir, 'MAIN_THREAD_JANK_1_2.txt')
+        with open(tree, 'w') as f:
+            f.write('3 #00 pc %08x %s(%s)\n' % (0x1000, stripped, bid))
+            f.write('    3 #01 pc %08x %s(%s)\n' % (address - vaddr + 4, stripped, bid))
+        out = self.symbolize('-d', os.path.join(self.dir, 'debug'), tree).stdout
+        self.assertIn('    3 #01 pc %08x %s(%s+4)(%s)\n' % (address - vaddr + 4, stripped, FUNCTION, bid), out)
+        doc = json.loads(self.symbolize('--json', '-d', os.path.join(self.dir, 'debug'), tree).stdout)
+        self.assertEqual(doc['frames'][1]['symbol'], FUNCTION + '+4')
+        self.assertEqual(doc['frames'][1]['buildId'], bid)
+
+    def test_symbolize_bad_input(self):
+        bad = os.path.join(self.dir, 'bad.json')
+        with open(bad, 'w') as f:
+            f.write('{"hello": 1}')
+        result = self.symbolize(bad, check=False)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn('neither a hang report', result.stderr)
+        result = self.symbolize('--time-budget', '0x', bad, check=False)
+        self.assertEqual(result.returncode, 2)
 
     def test_debuglink(self):
         stripped = os.path.join(self.dir, 'hang-in-static')

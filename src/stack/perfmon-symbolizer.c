@@ -19,6 +19,7 @@
 #include <json-glib/json-glib.h>
 
 #include "perfmon-error.h"
+#include "perfmon-modules-private.h"
 #include "perfmon-symbolizer-private.h"
 
 /**
@@ -872,6 +873,27 @@ _perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
   return name;
 }
 
+/* perfmon_symbolizer_lookup() with a deadline: @id is a breakpad id if it
+ * is 33 hex digits ending in the age 0, else a GNU build id. */
+static char *
+perfmon_symbolizer_lookup_until (PerfmonSymbolizer *self,
+                                 const char        *module,
+                                 const char        *id,
+                                 guint64            offset,
+                                 gboolean           is_return_address,
+                                 gint64             deadline_us,
+                                 guint64           *function_offset)
+{
+  PerfmonModuleRef ref = { module, NULL, NULL };
+
+  if (id != NULL && strlen (id) == PERFMON_BREAKPAD_ID_LENGTH && id[32] == '0' && is_hex (id))
+    ref.breakpad_id = id;
+  else
+    ref.build_id = id;
+  return _perfmon_symbolizer_lookup_ref (self, &ref, offset, is_return_address, deadline_us,
+                                         function_offset);
+}
+
 /**
  * perfmon_symbolizer_lookup:
  * @self: a #PerfmonSymbolizer
@@ -902,19 +924,13 @@ perfmon_symbolizer_lookup (PerfmonSymbolizer *self,
                            gboolean           is_return_address,
                            guint64           *function_offset)
 {
-  PerfmonModuleRef ref = { module, NULL, NULL };
-
   g_return_val_if_fail (PERFMON_IS_SYMBOLIZER (self), NULL);
   g_return_val_if_fail (module != NULL, NULL);
 
-  if (id != NULL && strlen (id) == 33 && id[32] == '0' && is_hex (id))
-    ref.breakpad_id = id;
-  else
-    ref.build_id = id;
-  return _perfmon_symbolizer_lookup_ref (self, &ref, offset, is_return_address,
-                                         g_get_monotonic_time () +
-                                           (gint64) perfmon_symbolizer_get_time_budget (self) * 1000,
-                                         function_offset);
+  return perfmon_symbolizer_lookup_until (self, module, id, offset, is_return_address,
+                                          g_get_monotonic_time () +
+                                            (gint64) perfmon_symbolizer_get_time_budget (self) * 1000,
+                                          function_offset);
 }
 
 /* --- the one frame format ---------------------------------------------- */
@@ -978,4 +994,473 @@ perfmon_format_script_frame (const char *function,
   if (line == 0)
     return g_strdup_printf ("%s (%s)", function, file);
   return g_strdup_printf ("%s (%s:%u)", function, file, line);
+}
+
+/* --- files perfmon writes ---------------------------------------------- */
+
+/* @array's element @index as a string, or NULL. */
+static const char *
+element_string (JsonArray *array,
+                guint      index)
+{
+  JsonNode *node;
+
+  if (array == NULL || index >= json_array_get_length (array))
+    return NULL;
+  node = json_array_get_element (array, index);
+  if (!JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
+    return NULL;
+  return json_node_get_string (node);
+}
+
+static JsonArray *
+member_array (JsonObject *object,
+              const char *member)
+{
+  JsonNode *node = object != NULL ? json_object_get_member (object, member) : NULL;
+
+  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
+}
+
+/* A native frame of a report's "stack": [module index, "hex offset"]. */
+static gboolean
+native_frame (JsonArray *stack,
+              guint      index,
+              gint64    *module_out,
+              guint64   *offset_out)
+{
+  JsonNode *node = json_array_get_element (stack, index);
+  JsonArray *pair;
+  JsonNode *module;
+  const char *hex;
+  char *end = NULL;
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return FALSE;
+  pair = json_node_get_array (node);
+  if (json_array_get_length (pair) != 2)
+    return FALSE;
+  module = json_array_get_element (pair, 0);
+  hex = element_string (pair, 1);
+  if (!JSON_NODE_HOLDS_VALUE (module) || json_node_get_value_type (module) != G_TYPE_INT64 ||
+      hex == NULL || hex[0] == '\0' || strlen (hex) > 16)
+    return FALSE;
+  *offset_out = g_ascii_strtoull (hex, &end, 16);
+  if (end == NULL || *end != '\0')
+    return FALSE;
+  *module_out = json_node_get_int (module);
+  return TRUE;
+}
+
+/* Fills the "symbols" of one hang (a report, or a hang of a ping whose
+ * modules are @modules), and writes its stack as text in @text (may be
+ * NULL), innermost first. Frames that already have a name keep it. */
+static void
+symbolize_hang (PerfmonSymbolizer *self,
+                JsonObject        *hang,
+                JsonArray         *modules,
+                gint64             deadline_us,
+                GString           *text)
+{
+  JsonArray *stack = member_array (hang, "stack");
+  JsonArray *old_symbols = member_array (hang, "symbols");
+  JsonArray *symbols = json_array_new ();
+  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
+  guint n = stack != NULL ? json_array_get_length (stack) : 0;
+  gint innermost = -1;
+
+  for (guint i = 0; i < n; i++)
+    {
+      gint64 module;
+      guint64 offset;
+
+      if (native_frame (stack, i, &module, &offset))
+        innermost = (gint) i;
+    }
+
+  for (guint i = 0; i < n; i++)
+    {
+      const char *known = element_string (old_symbols, i);
+      const char *label = element_string (stack, i);
+      gint64 module = -1;
+      guint64 offset = 0;
+      g_autofree char *function = NULL;
+      guint64 function_offset = 0;
+      const char *debug_name = NULL;
+
+      if (label != NULL)
+        {
+          json_array_add_null_element (symbols);
+          g_ptr_array_add (lines, g_strdup (label));
+          continue;
+        }
+      if (!native_frame (stack, i, &module, &offset))
+        {
+          json_array_add_null_element (symbols);
+          g_ptr_array_add (lines, g_strdup ("?"));
+          continue;
+        }
+      if (module >= 0 && modules != NULL && module < json_array_get_length (modules) &&
+          JSON_NODE_HOLDS_ARRAY (json_array_get_element (modules, (guint) module)))
+        {
+          JsonArray *entry = json_array_get_array_element (modules, (guint) module);
+
+          debug_name = element_string (entry, 0);
+          if (debug_name != NULL && known == NULL)
+            function = perfmon_symbolizer_lookup_until (self, debug_name, element_string (entry, 1),
+                                                        offset, (gint) i != innermost, deadline_us,
+                                                        &function_offset);
+        }
+
+      if (function != NULL)
+        {
+          g_autofree char *symbol = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", function, function_offset);
+
+          json_array_add_string_element (symbols, symbol);
+          g_ptr_array_add (lines, perfmon_format_native_frame (debug_name, offset, function, function_offset));
+        }
+      else if (known != NULL)
+        {
+          g_autofree char *name = NULL;
+          const char *plus = strrchr (known, '+');
+
+          json_array_add_string_element (symbols, known);
+          /* "function+0xN" (or an older "function+N"). */
+          name = plus != NULL ? g_strndup (known, plus - known) : g_strdup (known);
+          g_ptr_array_add (lines, perfmon_format_native_frame (debug_name, offset, name,
+                                                               plus != NULL ? g_ascii_strtoull (plus + 1, NULL, 0) : 0));
+        }
+      else
+        {
+          json_array_add_null_element (symbols);
+          g_ptr_array_add (lines, perfmon_format_native_frame (debug_name, offset, NULL, 0));
+        }
+    }
+  json_object_set_array_member (hang, "symbols", symbols);
+
+  if (text != NULL)
+    for (guint i = lines->len; i > 0; i--)
+      g_string_append_printf (text, "  #%-3u %s\n", lines->len - i, (const char *) g_ptr_array_index (lines, i - 1));
+}
+
+/* One frame line of a jank stack tree (the seed's text):
+ * "[indent][count ]#NN pc OFFSET PATH[(SYMBOL+N)][(BUILD ID)]". */
+typedef struct
+{
+  char    *prefix;       /* up to and with "#NN pc " */
+  guint    count;
+  guint    depth;
+  guint64  offset;
+  char    *path;
+  char    *symbol;       /* "function+N", NULL if none */
+  char    *build_id;     /* NULL if none */
+} TreeLine;
+
+static void
+tree_line_clear (TreeLine *line)
+{
+  g_free (line->prefix);
+  g_free (line->path);
+  g_free (line->symbol);
+  g_free (line->build_id);
+}
+
+static gboolean
+parse_tree_line (const char *text,
+                 TreeLine   *line)
+{
+  const char *p = text;
+  const char *hash;
+  const char *path_end;
+  char *end = NULL;
+
+  memset (line, 0, sizeof *line);
+  while (*p == ' ')
+    p++;
+  if (g_ascii_isdigit (*p))
+    {
+      line->count = (guint) g_ascii_strtoull (p, &end, 10);
+      p = end;
+      while (*p == ' ')
+        p++;
+    }
+  if (*p != '#')
+    return FALSE;
+  hash = p;
+  line->depth = (guint) g_ascii_strtoull (hash + 1, &end, 10);
+  if (end == hash + 1 || !g_str_has_prefix (end, " pc "))
+    return FALSE;
+  p = end + 4;
+  line->offset = g_ascii_strtoull (p, &end, 16);
+  if (end == p || *end != ' ' || end - p > 16)
+    return FALSE;
+  line->prefix = g_strndup (text, p - text);
+  p = end + 1;
+  /* The path ends where the first "(" group that runs to the end of the
+   * line, or to another group, starts. */
+  path_end = strchr (p, '(');
+  while (path_end != NULL && strchr (path_end, ')') == NULL)
+    path_end = strchr (path_end + 1, '(');
+  line->path = g_strndup (p, path_end != NULL ? (gsize) (path_end - p) : strlen (p));
+  p = path_end;
+  while (p != NULL && *p == '(')
+    {
+      const char *close = strchr (p, ')');
+      g_autofree char *group = NULL;
+
+      if (close == NULL)
+        break;
+      group = g_strndup (p + 1, close - p - 1);
+      if (strchr (group, '+') == NULL && is_hex (group) && strlen (group) >= 8)
+        {
+          g_free (line->build_id);
+          line->build_id = g_steal_pointer (&group);
+        }
+      else
+        {
+          g_free (line->symbol);
+          line->symbol = g_steal_pointer (&group);
+        }
+      p = close + 1;
+    }
+  return TRUE;
+}
+
+/* A jank stack tree with names: the same lines, each frame's "(symbol+N)"
+ * filled in where the symbolizer finds one; or, as JSON, its frames. */
+static char *
+symbolize_tree (PerfmonSymbolizer *self,
+                const char        *contents,
+                gboolean           json,
+                gint64             deadline_us)
+{
+  g_auto(GStrv) text_lines = g_strsplit (contents, "\n", -1);
+  guint n = g_strv_length (text_lines);
+  g_autofree TreeLine *lines = g_new0 (TreeLine, n);
+  g_autofree gboolean *parsed = g_new0 (gboolean, n);
+  GString *out = g_string_new (NULL);
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+
+  for (guint i = 0; i < n; i++)
+    parsed[i] = parse_tree_line (text_lines[i], &lines[i]);
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "frames");
+  json_builder_begin_array (builder);
+  for (guint i = 0; i < n; i++)
+    {
+      TreeLine *line = &lines[i];
+      /* A leaf (the innermost frame of its samples) is no return address. */
+      gboolean leaf = i + 1 >= n || !parsed[i + 1] || lines[i + 1].depth <= line->depth;
+
+      if (!parsed[i])
+        {
+          if (!json && text_lines[i][0] != '\0')
+            g_string_append_printf (out, "%s\n", text_lines[i]);
+          continue;
+        }
+      if (line->symbol == NULL && line->path[0] != '\0' && !g_str_equal (line->path, "[unknown]"))
+        {
+          guint64 function_offset = 0;
+          g_autofree char *function = perfmon_symbolizer_lookup_until (self, line->path, line->build_id,
+                                                                       line->offset, !leaf, deadline_us,
+                                                                       &function_offset);
+
+          if (function != NULL)
+            line->symbol = g_strdup_printf ("%s+%" G_GUINT64_FORMAT, function, function_offset);
+        }
+      if (json)
+        {
+          json_builder_begin_object (builder);
+          json_builder_set_member_name (builder, "count");
+          json_builder_add_int_value (builder, line->count);
+          json_builder_set_member_name (builder, "depth");
+          json_builder_add_int_value (builder, line->depth);
+          json_builder_set_member_name (builder, "pc");
+          {
+            g_autofree char *hex = g_strdup_printf ("%" G_GINT64_MODIFIER "x", line->offset);
+            json_builder_add_string_value (builder, hex);
+          }
+          json_builder_set_member_name (builder, "path");
+          json_builder_add_string_value (builder, line->path);
+          json_builder_set_member_name (builder, "symbol");
+          if (line->symbol != NULL)
+            json_builder_add_string_value (builder, line->symbol);
+          else
+            json_builder_add_null_value (builder);
+          json_builder_set_member_name (builder, "buildId");
+          if (line->build_id != NULL)
+            json_builder_add_string_value (builder, line->build_id);
+          else
+            json_builder_add_null_value (builder);
+          json_builder_end_object (builder);
+        }
+      else
+        {
+          g_string_append_printf (out, "%s%08" G_GINT64_MODIFIER "x %s", line->prefix, line->offset, line->path);
+          if (line->symbol != NULL)
+            g_string_append_printf (out, "(%s)", line->symbol);
+          if (line->build_id != NULL)
+            g_string_append_printf (out, "(%s)", line->build_id);
+          g_string_append_c (out, '\n');
+        }
+    }
+  json_builder_end_array (builder);
+  json_builder_end_object (builder);
+  for (guint i = 0; i < n; i++)
+    tree_line_clear (&lines[i]);
+
+  if (json)
+    {
+      g_autoptr(JsonNode) root = json_builder_get_root (builder);
+
+      g_string_free (out, TRUE);
+      return json_to_string (root, TRUE);
+    }
+  return g_string_free (out, FALSE);
+}
+
+static void
+append_hang_header (GString    *text,
+                    JsonObject *hang)
+{
+  JsonNode *duration = json_object_get_member (hang, "duration");
+  JsonNode *thread = json_object_get_member (hang, "thread");
+  JsonNode *runnable = json_object_get_member (hang, "runnableName");
+
+  g_string_append_printf (text, "Hang of %.0f ms on thread \"%s\", running %s\n",
+                          duration != NULL && JSON_NODE_HOLDS_VALUE (duration) &&
+                            json_node_get_value_type (duration) != G_TYPE_STRING
+                            ? json_node_get_double (duration) : 0.0,
+                          thread != NULL && JSON_NODE_HOLDS_VALUE (thread) &&
+                            json_node_get_value_type (thread) == G_TYPE_STRING
+                            ? json_node_get_string (thread) : "?",
+                          runnable != NULL && JSON_NODE_HOLDS_VALUE (runnable) &&
+                            json_node_get_value_type (runnable) == G_TYPE_STRING
+                            ? json_node_get_string (runnable) : "?");
+  g_string_append (text, "Stack (innermost first):\n");
+}
+
+/**
+ * perfmon_symbolizer_symbolize:
+ * @self: a #PerfmonSymbolizer
+ * @contents: (array length=length) (element-type guint8): a file perfmon
+ *   wrote: a hang report ([method@HangReport.to_json], a saved hang), a
+ *   "bhr" ping or a jank stack tree (`MAIN_THREAD_JANK_*` text)
+ * @length: the length of @contents, or -1 if it is NUL-terminated text
+ * @json: %TRUE for the result as JSON, keeping the input's structure
+ * @error: return location for a #GError
+ *
+ * Names the frames of @contents, the way a symbol server names the frames
+ * of Mozilla's pings: on this machine, from the objects and debug files it
+ * has (or debuginfod). A report or a ping gets the "symbols" of each hang
+ * filled in (as JSON), or its stacks printed innermost first in the one
+ * frame format (as text); a stack tree gets "(function+N)" after each
+ * frame. Names the
+ * input already has are kept. Loading modules stops at the time budget.
+ *
+ * Returns: (transfer full): the symbolized contents, or %NULL with
+ *   @error set (%PERFMON_ERROR_INVALID_DATA) if @contents is none of those
+ *
+ * Since: 1.0
+ */
+char *
+perfmon_symbolizer_symbolize (PerfmonSymbolizer *self,
+                              const char        *contents,
+                              gssize             length,
+                              gboolean           json,
+                              GError           **error)
+{
+  gint64 deadline_us;
+  gsize size;
+  g_autoptr(JsonParser) parser = NULL;
+  JsonNode *root;
+
+  g_return_val_if_fail (PERFMON_IS_SYMBOLIZER (self), NULL);
+  g_return_val_if_fail (contents != NULL || length == 0, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  deadline_us = g_get_monotonic_time () + (gint64) perfmon_symbolizer_get_time_budget (self) * 1000;
+  size = length < 0 ? strlen (contents) : (gsize) length;
+
+  /* A task log is binary (see `perfmon symbolize`, which reads them). */
+  if (memchr (contents, '\0', size) != NULL)
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                           "binary input: not a hang report, a ping nor a stack tree");
+      return NULL;
+    }
+
+  if (!g_utf8_validate (contents, size, NULL))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                           "the input is neither UTF-8 text nor a task log");
+      return NULL;
+    }
+
+  parser = json_parser_new_immutable ();
+  if (json_parser_load_from_data (parser, contents, size, NULL) &&
+      (root = json_parser_get_root (parser)) != NULL && JSON_NODE_HOLDS_OBJECT (root))
+    {
+      g_autoptr(JsonNode) copy = json_node_copy (root);
+      JsonObject *object = json_node_get_object (copy);
+      JsonObject *payload = json_object_has_member (object, "payload") &&
+                            JSON_NODE_HOLDS_OBJECT (json_object_get_member (object, "payload"))
+                              ? json_object_get_object_member (object, "payload") : NULL;
+      GString *text = g_string_new (NULL);
+
+      if (payload != NULL && member_array (payload, "hangs") != NULL)
+        {
+          JsonArray *hangs = member_array (payload, "hangs");
+          JsonArray *modules = member_array (payload, "modules");
+
+          for (guint i = 0; i < json_array_get_length (hangs); i++)
+            {
+              JsonNode *hang = json_array_get_element (hangs, i);
+
+              if (!JSON_NODE_HOLDS_OBJECT (hang))
+                continue;
+              if (i > 0)
+                g_string_append_c (text, '\n');
+              append_hang_header (text, json_node_get_object (hang));
+              symbolize_hang (self, json_node_get_object (hang), modules, deadline_us, text);
+            }
+        }
+      else if (member_array (object, "stack") != NULL)
+        {
+          append_hang_header (text, object);
+          symbolize_hang (self, object, member_array (object, "modules"), deadline_us, text);
+        }
+      else
+        {
+          g_string_free (text, TRUE);
+          g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                               "a JSON object that is neither a hang report (no \"stack\") "
+                               "nor a ping (no \"payload\".\"hangs\")");
+          return NULL;
+        }
+
+      if (json)
+        {
+          g_string_free (text, TRUE);
+          return json_to_string (copy, TRUE);
+        }
+      return g_string_free (text, FALSE);
+    }
+
+  {
+    g_auto(GStrv) lines = g_strsplit (contents, "\n", 2);
+    TreeLine first;
+    gboolean is_tree = parse_tree_line (lines[0] != NULL ? lines[0] : "", &first);
+
+    tree_line_clear (&first);
+    if (!is_tree)
+      {
+        g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                             "not a hang report, a ping, a jank stack tree (first line "
+                             "\"COUNT #NN pc OFFSET PATH\")");
+        return NULL;
+      }
+  }
+  return symbolize_tree (self, contents, json, deadline_us);
 }
