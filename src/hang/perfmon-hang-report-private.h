@@ -44,14 +44,17 @@ void _perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
                                             guint64            symbol_offset);
 void _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
                                                  const char        *reason);
+void _perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
+                                                        const char        *reason);
 
 /* The report as the hang record that is persisted and then merged into a
  * ping: the seed's fields (duration, thread, runnableName, process,
  * remoteType, annotations, pseudoStack, stack, with native frames as
  * [index into "modules", "hex offset"]) plus "modules" (the [debug name,
  * breakpad id] pairs the stack refers to), "symbols" (each stack entry's
- * "function+offset", or null) and, when no native stack could be taken,
- * "stackUnavailable" (why). */
+ * "function+0xoffset", or null), when no native stack could be taken,
+ * "stackUnavailable" (why), and when a Python program's frames could not
+ * be read, "scriptStackUnavailable" (why). */
 JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
 
 G_END_DECLS

@@ -44,6 +44,7 @@ struct _PerfmonHangReport
   GArray     *stack;               /* of StackEntry, outermost first */
   GPtrArray  *module_names;        /* of char *: debug name, breakpad id, ... */
   char       *stack_unavailable;
+  char       *script_stack_unavailable;
 };
 
 G_DEFINE_BOXED_TYPE (PerfmonHangReport, perfmon_hang_report,
@@ -119,6 +120,7 @@ perfmon_hang_report_unref (PerfmonHangReport *self)
   g_array_unref (self->stack);
   g_ptr_array_unref (self->module_names);
   g_free (self->stack_unavailable);
+  g_free (self->script_stack_unavailable);
   g_free (self);
 }
 
@@ -219,6 +221,14 @@ _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
 {
   g_free (self->stack_unavailable);
   self->stack_unavailable = g_strdup (reason);
+}
+
+void
+_perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
+                                                   const char        *reason)
+{
+  g_free (self->script_stack_unavailable);
+  self->script_stack_unavailable = g_strdup (reason);
 }
 
 /**
@@ -411,6 +421,29 @@ perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self)
   return self->stack_unavailable;
 }
 
+/**
+ * perfmon_hang_report_get_script_stack_unavailable_reason:
+ * @self: a #PerfmonHangReport
+ *
+ * A hang of a thread that runs Python code has its Python frames in the
+ * stack and the pseudo stack, each as perfmon_format_script_frame() writes
+ * it, "function (file:line)". When they could not be read without
+ * stalling the program (the interpreter did not release its GIL in time),
+ * the report keeps its native stack and says why here.
+ *
+ * Returns: (nullable): why the report has no Python frames although the
+ *   process runs Python, or %NULL
+ *
+ * Since: 1.0
+ */
+const char *
+perfmon_hang_report_get_script_stack_unavailable_reason (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->script_stack_unavailable;
+}
+
 static JsonArray *
 string_pair (const char *first,
              const char *second)
@@ -493,6 +526,8 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
 
   if (self->stack_unavailable != NULL)
     json_object_set_string_member (object, "stackUnavailable", self->stack_unavailable);
+  if (self->script_stack_unavailable != NULL)
+    json_object_set_string_member (object, "scriptStackUnavailable", self->script_stack_unavailable);
 
   return object;
 }
@@ -507,7 +542,9 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
  * "stack" as `[module index, "hex offset"]` into the report's own
  * "modules" list of `[debug file name, breakpad id]`; plus "symbols", the
  * function name and offset of each "stack" entry or null, and, when there
- * are no native frames, "stackUnavailable" saying why.
+ * are no native frames, "stackUnavailable" saying why, and when the
+ * Python frames of a Python program could not be read,
+ * "scriptStackUnavailable" saying why.
  *
  * Returns: (transfer full): the report as a JSON object
  */
