@@ -40,6 +40,46 @@ class SymbolsTest(CliTestCase):
                   if line.strip().startswith('#')]
         self.assertTrue(any(FRAME.match(frame) for frame in frames), result.stderr)
 
+    def test_run_python_program(self):
+        # A PyGObject program that knows nothing of perfmon: the summary
+        # names the Python function that hung, "function (file:line)".
+        script = self.path('hang.py')
+        with open(script, 'w') as f:
+            f.write(PYTHON_PROGRAM)
+        summary = self.path('summary.json')
+        result = self.perfmon('run', '--threshold', '100', '--summary', summary,
+                              '--', '/usr/bin/python3', script, env=self.foreign_env(own=True))
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            hang = json.load(f)['hangs'][0]
+        frame = re.compile(r'^hang_in_python_script \(%s:\d+\)$' % re.escape(script))
+        self.assertTrue(any(frame.match(f) for f in hang['pseudoStack']), hang)
+        self.assertTrue(any(isinstance(f, str) and frame.match(f) for f in hang['stack']), hang)
+
+
+PYTHON_PROGRAM = '''
+import time
+from gi.repository import GLib
+
+loop = GLib.MainLoop()
+
+
+def hang_in_python_script():
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:
+        pass
+
+
+def on_timeout():
+    hang_in_python_script()
+    loop.quit()
+    return False
+
+
+GLib.timeout_add(50, on_timeout)
+loop.run()
+'''
+
 
 if __name__ == '__main__':
     unittest.main()
