@@ -72,12 +72,22 @@
 #define MAX_CACHED_MODULES 512
 #define DEFAULT_TIME_BUDGET_MS 10000
 
+/* A function of a module's best symbol table. */
+typedef struct
+{
+  guint64     address;
+  guint64     size;               /* 0 if the table does not say */
+  const char *name;               /* in the table's mapped strings */
+} Symbol;
+
 typedef struct
 {
   Dwfl        *dwfl;              /* NULL: nothing found */
   Dwfl_Module *module;
   guint64      first_load_vaddr;
   char        *debug_path;        /* handed to libdwfl; NULL if none */
+  Symbol      *symbols;           /* sorted by address */
+  gsize        n_symbols;
 } Entry;
 
 struct _PerfmonSymbolizer
@@ -113,6 +123,7 @@ entry_free (gpointer data)
   if (entry->dwfl != NULL)
     dwfl_end (entry->dwfl);
   g_free (entry->debug_path);
+  g_free (entry->symbols);
   g_free (entry);
 }
 
@@ -757,6 +768,81 @@ first_load_vaddr (Elf *elf)
   return 0;
 }
 
+static int
+compare_symbols (gconstpointer a,
+                 gconstpointer b)
+{
+  const Symbol *x = a, *y = b;
+
+  if (x->address != y->address)
+    return x->address < y->address ? -1 : 1;
+  /* Of aliases, the one with a size first. */
+  return (x->size == 0) - (y->size == 0);
+}
+
+/* The functions of the module's best symbol table (libdwfl picks the
+ * debug file's .symtab, the object's own .symtab, or .dynsym), sorted by
+ * address: libdwfl looks an address up by a scan of the whole table, this
+ * by a binary search. The names stay in libdwfl's mapped tables. */
+static void
+read_symbols (Entry *entry)
+{
+  int n = dwfl_module_getsymtab (entry->module);
+  GArray *symbols;
+
+  if (n <= 0)
+    return;
+  symbols = g_array_sized_new (FALSE, FALSE, sizeof (Symbol), n);
+  for (int i = 1; i < n; i++)
+    {
+      GElf_Sym sym;
+      GElf_Addr address = 0;
+      GElf_Word shndx = 0;
+      const char *name = dwfl_module_getsym_info (entry->module, i, &sym, &address, &shndx, NULL, NULL);
+      Symbol symbol;
+
+      if (name == NULL || name[0] == '\0' || shndx == SHN_UNDEF ||
+          (GELF_ST_TYPE (sym.st_info) != STT_FUNC && GELF_ST_TYPE (sym.st_info) != STT_GNU_IFUNC))
+        continue;
+      symbol.address = address;
+      symbol.size = sym.st_size;
+      symbol.name = name;
+      g_array_append_val (symbols, symbol);
+    }
+  g_array_sort (symbols, compare_symbols);
+  entry->n_symbols = symbols->len;
+  entry->symbols = (Symbol *) g_array_free (symbols, FALSE);
+}
+
+/* The function that holds @address, or NULL. */
+static const Symbol *
+find_symbol (const Entry *entry,
+             guint64      address)
+{
+  gsize low = 0, high = entry->n_symbols;
+  const Symbol *found;
+
+  /* The last symbol at or below @address. */
+  while (low < high)
+    {
+      gsize middle = low + (high - low) / 2;
+
+      if (entry->symbols[middle].address <= address)
+        low = middle + 1;
+      else
+        high = middle;
+    }
+  if (low == 0)
+    return NULL;
+  found = &entry->symbols[low - 1];
+  /* Back to the first alias at that address (the one with a size). */
+  while (found > entry->symbols && found[-1].address == found->address)
+    found--;
+  if (found->size != 0 && address >= found->address + found->size)
+    return NULL;
+  return found;
+}
+
 /* Under lock: the entry of @ref, loaded if need be; NULL if it is not in
  * the cache and the deadline has passed. */
 static Entry *
@@ -831,6 +917,7 @@ get_entry (PerfmonSymbolizer      *self,
 
     entry->first_load_vaddr = elf != NULL ? first_load_vaddr (elf) + bias : 0;
   }
+  read_symbols (entry);
   identity_clear (&identity);
   return entry;
 }
@@ -854,18 +941,15 @@ _perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
   entry = get_entry (self, module);
   if (entry != NULL && entry->module != NULL)
     {
-      GElf_Addr address = entry->first_load_vaddr + offset - (is_return_address && offset > 0 ? 1 : 0);
-      GElf_Off symbol_offset = 0;
-      GElf_Sym symbol;
-      const char *found = dwfl_module_addrinfo (entry->module, address, &symbol_offset, &symbol,
-                                                NULL, NULL, NULL);
+      guint64 address = entry->first_load_vaddr + offset - (is_return_address && offset > 0 ? 1 : 0);
+      const Symbol *symbol = find_symbol (entry, address);
 
-      if (found != NULL && found[0] != '\0')
+      if (symbol != NULL)
         {
           /* .dynsym names carry their version: "memcpy@@GLIBC_2.14". */
-          name = g_strndup (found, strcspn (found, "@"));
+          name = g_strndup (symbol->name, strcspn (symbol->name, "@"));
           if (function_offset != NULL)
-            *function_offset = symbol_offset + (is_return_address && offset > 0 ? 1 : 0);
+            *function_offset = address - symbol->address + (is_return_address && offset > 0 ? 1 : 0);
         }
     }
   self->deadline_us = 0;
