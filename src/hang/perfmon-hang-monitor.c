@@ -19,6 +19,7 @@
 #include "perfmon-log-dir-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-js-stack-private.h"
 #include "perfmon-python-stack-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-ping-store-private.h"
@@ -458,13 +459,27 @@ add_native_frame (PerfmonHangReport   *report,
 }
 
 /* Whether a native frame is the interpreter's evaluation loop, after which
- * (innermost) the Python frames go. */
+ * (innermost) the script frames go: Python's, or any frame of the
+ * JavaScript engine (whose functions have no names without debug files). */
 static gboolean
-is_python_eval_frame (const PerfmonPcInfo *info)
+is_eval_frame (PerfmonModules      *modules,
+               const PerfmonPcInfo *info,
+               gboolean             javascript)
 {
+  if (javascript)
+    return info->module_index >= 0 &&
+           g_str_has_prefix (_perfmon_modules_get_debug_name (modules, info->module_index), "libmozjs");
   return info->symbol != NULL &&
          (g_str_has_prefix (info->symbol, "_PyEval_EvalFrame") ||
           g_str_equal (info->symbol, "PyEval_EvalCode"));
+}
+
+/* The watched thread, at its first watched poll. */
+static void
+prepare_watched_thread (void)
+{
+  _perfmon_stack_capture_register_thread ();
+  _perfmon_js_stack_prepare ();
 }
 
 /* Watchdog thread: the report of a stretch that just reached the
@@ -521,6 +536,7 @@ build_report (PerfmonHangMonitor *self,
       g_autoptr(GPtrArray) python_frames = g_ptr_array_new_with_free_func (g_free);
       g_autofree char *python_reason = NULL;
       gboolean have_python;
+      gboolean javascript = FALSE;
       guint n_eval = 0;
       guint next_python = 0;
 
@@ -529,11 +545,19 @@ build_report (PerfmonHangMonitor *self,
       have_python = _perfmon_python_stack_capture (captured->thread_handle,
                                                    PERFMON_PYTHON_STACK_TIMEOUT_MS,
                                                    python_frames, &python_reason);
+      /* Else, in GJS, its JavaScript frames, the same way. */
+      if (!have_python && python_reason == NULL)
+        {
+          have_python = _perfmon_js_stack_capture (PERFMON_JS_STACK_TIMEOUT_MS,
+                                                   python_frames, &python_reason);
+          javascript = TRUE;
+        }
       /* Frames read after the hang ended are of other code. */
       if (have_python && __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
         {
           have_python = FALSE;
-          python_reason = g_strdup ("the hang ended before its Python frames were read");
+          python_reason = g_strdup_printf ("the hang ended before its %s frames were read",
+                                           javascript ? "JavaScript" : "Python");
         }
       if (python_reason != NULL)
         _perfmon_hang_report_set_script_stack_unavailable (report, python_reason);
@@ -541,7 +565,7 @@ build_report (PerfmonHangMonitor *self,
       for (guint i = 0; i < captured->n_frames; i++)
         {
           _perfmon_modules_describe_pc (modules, captured->pcs[i], i > 0, deadline_us, &infos[i]);
-          n_eval += is_python_eval_frame (&infos[i]);
+          n_eval += is_eval_frame (modules, &infos[i], javascript);
         }
 
       /* Where the Python frames go (python_at[i]: how many after native
@@ -553,17 +577,17 @@ build_report (PerfmonHangMonitor *self,
        * innermost native frame if none is named). */
       if (have_python && python_frames->len > 0)
         {
-          if (n_eval == python_frames->len)
+          if (!javascript && n_eval == python_frames->len)
             {
               for (guint i = 0; i < captured->n_frames; i++)
-                python_at[i] = is_python_eval_frame (&infos[i]);
+                python_at[i] = is_eval_frame (modules, &infos[i], javascript);
             }
           else
             {
               guint innermost = 0;
 
               for (guint i = 0; i < captured->n_frames; i++)
-                if (is_python_eval_frame (&infos[i]))
+                if (is_eval_frame (modules, &infos[i], javascript))
                   {
                     innermost = i;
                     break;
@@ -983,7 +1007,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   if (!_perfmon_stack_capture_init (error))
     return FALSE;
 
-  self->activity->prepare_thread = _perfmon_stack_capture_register_thread;
+  self->activity->prepare_thread = prepare_watched_thread;
   if (!g_atomic_int_compare_and_exchange (&self->activity->watched, FALSE, TRUE))
     {
       g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,

@@ -10,6 +10,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import unittest
 
@@ -55,6 +56,38 @@ class SymbolsTest(CliTestCase):
         frame = re.compile(r'^hang_in_python_script \(%s:\d+\)$' % re.escape(script))
         self.assertTrue(any(frame.match(f) for f in hang['pseudoStack']), hang)
         self.assertTrue(any(isinstance(f, str) and frame.match(f) for f in hang['stack']), hang)
+
+    @unittest.skipUnless(shutil.which('gjs'), 'gjs is not installed')
+    def test_run_gjs_program(self):
+        # The same for a GJS program: the JavaScript function.
+        script = self.path('hang.js')
+        with open(script, 'w') as f:
+            f.write(GJS_PROGRAM)
+        summary = self.path('summary.json')
+        result = self.perfmon('run', '--threshold', '100', '--summary', summary,
+                              '--', 'gjs', script, env=self.foreign_env(own=True))
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            hang = json.load(f)['hangs'][0]
+        frame = re.compile(r'^hangInScript \(%s:\d+\)$' % re.escape(script))
+        self.assertTrue(any(frame.match(f) for f in hang['pseudoStack']), hang)
+
+
+GJS_PROGRAM = '''
+const {GLib} = imports.gi;
+const loop = new GLib.MainLoop(null, false);
+function hangInScript() {
+    const end = GLib.get_monotonic_time() + 400000;
+    while (GLib.get_monotonic_time() < end)
+        ;
+}
+GLib.timeout_add(GLib.PRIORITY_DEFAULT, 50, () => {
+    hangInScript();
+    loop.quit();
+    return GLib.SOURCE_REMOVE;
+});
+loop.run();
+'''
 
 
 PYTHON_PROGRAM = '''
