@@ -359,6 +359,8 @@ print_report (const char *id,
   g_print ("\nStack (innermost first):\n");
   if (n_frames == 0)
     g_print ("  unavailable: %s\n", json_string_or (report, "stackUnavailable", "no frames"));
+  if (json_string_or (report, "scriptStackUnavailable", NULL) != NULL)
+    g_print ("  (no Python or JavaScript frames: %s)\n", json_string_or (report, "scriptStackUnavailable", NULL));
   for (guint i = n_frames; i > 0; i--)
     {
       g_autofree char *text = frame_text (report, i - 1);
