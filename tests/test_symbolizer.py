@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-# test_symbolizer.py HANG-IN-STATIC PERFMON
+# test_symbolizer.py HANG-IN-STATIC PERFMON TRACE-STATIC-TASK
 #
 # Native symbols with elfutils: a static function is named from the .symtab
 # of an unstripped program, and from a separate debug file found by build
@@ -16,6 +16,7 @@ import unittest
 
 PROGRAM = os.path.abspath(sys.argv.pop(1))
 PERFMON = os.path.abspath(sys.argv.pop(1))
+TRACE_STATIC_TASK = os.path.abspath(sys.argv.pop(1))
 FUNCTION = 'hang_in_static_function'
 
 
@@ -154,6 +155,16 @@ class Symbolizer(unittest.TestCase):
         self.assertIn('neither a hang report', result.stderr)
         result = self.symbolize('--time-budget', '0x', bad, check=False)
         self.assertEqual(result.returncode, 2)
+
+    def test_task_log_names_static_function(self):
+        log = os.path.join(self.dir, 'static.tasks')
+        subprocess.run([TRACE_STATIC_TASK, log], check=True, timeout=60)
+        dump = subprocess.run([PERFMON, 'tasks', log, 'dump'], check=True,
+                              capture_output=True, text=True).stdout
+        self.assertIn('static_traced_callback', dump)
+        # Nothing left for `perfmon symbolize` to name.
+        doc = json.loads(self.symbolize('--json', log).stdout)
+        self.assertEqual(doc['functions'], {})
 
     def test_debuglink(self):
         stripped = os.path.join(self.dir, 'hang-in-static')

@@ -18,6 +18,7 @@
 #include "perfmon-clock-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
+#include "perfmon-symbolizer-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
 
@@ -1383,13 +1384,23 @@ describe_callback (guint64 callback)
   if (info.dli_sname != NULL && (guint64) (guintptr) info.dli_saddr == callback)
     return g_strdup (info.dli_sname);
   /* A static function: dladdr() would name the exported one before it,
-   * which is not ours. The object and the offset can be symbolised
-   * offline. */
+   * which is not ours. The symbolizer reads the object's .symtab or its
+   * debug file; failing that, the object and the offset (Breakpad's: from
+   * the object's first byte, dli_fbase) can be symbolised offline. */
   {
     g_autofree char *base = g_path_get_basename (info.dli_fname);
+    PerfmonModuleRef ref = { info.dli_fname, NULL, NULL };
+    guint64 offset = callback - (guint64) (guintptr) info.dli_fbase;
+    guint64 function_offset = 0;
+    g_autofree char *function = NULL;
 
-    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base,
-                            callback - (guint64) (guintptr) info.dli_fbase);
+    if (g_path_is_absolute (info.dli_fname))
+      function = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref, offset, FALSE,
+                                                 g_get_monotonic_time () + 2 * G_USEC_PER_SEC,
+                                                 &function_offset);
+    if (function != NULL && function_offset == 0)
+      return g_steal_pointer (&function);
+    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, offset);
   }
 }
 
