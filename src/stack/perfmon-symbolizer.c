@@ -56,9 +56,12 @@
 
 /* Design.
  *
- * One Dwfl per module, reported with dwfl_report_elf() at its own
- * addresses (bias 0): a frame's address is then the first PT_LOAD
- * segment's vaddr plus its Breakpad offset. libdwfl's find_debuginfo
+ * A module is loaded with a Dwfl of its own, reported with
+ * dwfl_report_elf() at its own addresses (bias 0): a frame's address is
+ * then the first PT_LOAD segment's vaddr plus its Breakpad offset. The
+ * functions of its best symbol table are copied, sorted, and the Dwfl is
+ * ended: the cache keeps no file open nor mapped (a monitored program's
+ * descriptors are its own). libdwfl's find_debuginfo
  * callback is ours and only hands back the debug file found beforehand,
  * so that libdwfl itself never goes to the network (its standard callback
  * asks debuginfod with no deadline) and the budget holds: debuginfod is
@@ -77,17 +80,17 @@ typedef struct
 {
   guint64     address;
   guint64     size;               /* 0 if the table does not say */
-  const char *name;               /* in the table's mapped strings */
+  const char *name;               /* in the entry's names */
 } Symbol;
 
+/* What the cache keeps of a module: its functions, sorted by address, and
+ * their names; no file stays open or mapped. */
 typedef struct
 {
-  Dwfl        *dwfl;              /* NULL: nothing found */
-  Dwfl_Module *module;
-  guint64      first_load_vaddr;
-  char        *debug_path;        /* handed to libdwfl; NULL if none */
-  Symbol      *symbols;           /* sorted by address */
-  gsize        n_symbols;
+  guint64       first_load_vaddr;
+  Symbol       *symbols;          /* NULL: nothing found */
+  gsize         n_symbols;
+  GStringChunk *names;
 } Entry;
 
 struct _PerfmonSymbolizer
@@ -120,10 +123,9 @@ entry_free (gpointer data)
 {
   Entry *entry = data;
 
-  if (entry->dwfl != NULL)
-    dwfl_end (entry->dwfl);
-  g_free (entry->debug_path);
   g_free (entry->symbols);
+  if (entry->names != NULL)
+    g_string_chunk_free (entry->names);
   g_free (entry);
 }
 
@@ -733,15 +735,14 @@ hand_over_debuginfo (Dwfl_Module *module,
                      GElf_Word    debuglink_crc,
                      char       **debuginfo_file_name)
 {
-  Entry *entry = *userdata;
+  const char *debug_path = *userdata;
   int fd;
 
-  if (entry == NULL || entry->debug_path == NULL ||
-      (file_name != NULL && g_str_equal (file_name, entry->debug_path)))
+  if (debug_path == NULL || (file_name != NULL && g_str_equal (file_name, debug_path)))
     return -1;
-  fd = open (entry->debug_path, O_RDONLY | O_CLOEXEC);
+  fd = open (debug_path, O_RDONLY | O_CLOEXEC);
   if (fd >= 0)
-    *debuginfo_file_name = strdup (entry->debug_path);
+    *debuginfo_file_name = strdup (debug_path);
   return fd;
 }
 
@@ -783,22 +784,24 @@ compare_symbols (gconstpointer a,
 /* The functions of the module's best symbol table (libdwfl picks the
  * debug file's .symtab, the object's own .symtab, or .dynsym), sorted by
  * address: libdwfl looks an address up by a scan of the whole table, this
- * by a binary search. The names stay in libdwfl's mapped tables. */
+ * by a binary search. The names are copied: the files are closed after. */
 static void
-read_symbols (Entry *entry)
+read_symbols (Entry       *entry,
+              Dwfl_Module *module)
 {
-  int n = dwfl_module_getsymtab (entry->module);
+  int n = dwfl_module_getsymtab (module);
   GArray *symbols;
 
   if (n <= 0)
     return;
+  entry->names = g_string_chunk_new (4096);
   symbols = g_array_sized_new (FALSE, FALSE, sizeof (Symbol), n);
   for (int i = 1; i < n; i++)
     {
       GElf_Sym sym;
       GElf_Addr address = 0;
       GElf_Word shndx = 0;
-      const char *name = dwfl_module_getsym_info (entry->module, i, &sym, &address, &shndx, NULL, NULL);
+      const char *name = dwfl_module_getsym_info (module, i, &sym, &address, &shndx, NULL, NULL);
       Symbol symbol;
 
       if (name == NULL || name[0] == '\0' || shndx == SHN_UNDEF ||
@@ -806,7 +809,8 @@ read_symbols (Entry *entry)
         continue;
       symbol.address = address;
       symbol.size = sym.st_size;
-      symbol.name = name;
+      /* .dynsym names carry their version: "memcpy@@GLIBC_2.14". */
+      symbol.name = g_string_chunk_insert_len (entry->names, name, strcspn (name, "@"));
       g_array_append_val (symbols, symbol);
     }
   g_array_sort (symbols, compare_symbols);
@@ -852,8 +856,11 @@ get_entry (PerfmonSymbolizer      *self,
   Identity identity = { NULL, NULL };
   g_autofree char *key = NULL;
   g_autofree char *object = NULL;
+  g_autofree char *debug_path = NULL;
   const char *elf_path;
   Entry *entry;
+  Dwfl *dwfl;
+  Dwfl_Module *module;
   void **userdata = NULL;
   int fd;
 
@@ -889,36 +896,31 @@ get_entry (PerfmonSymbolizer      *self,
   g_hash_table_insert (self->cache, g_strdup (key), entry);
 
   object = find_object (self, ref->path, &identity);
-  entry->debug_path = find_debug_file (self, object, &identity);
-  elf_path = object != NULL ? object : entry->debug_path;
-  if (elf_path == NULL || (fd = open (elf_path, O_RDONLY | O_CLOEXEC)) < 0)
-    {
-      identity_clear (&identity);
-      return entry;
-    }
-
-  entry->dwfl = dwfl_begin (&callbacks);
-  dwfl_report_begin (entry->dwfl);
-  entry->module = dwfl_report_elf (entry->dwfl, ref->path != NULL ? ref->path : elf_path,
-                                   elf_path, fd, 0, false);
-  dwfl_report_end (entry->dwfl, NULL, NULL);
-  if (entry->module == NULL)
-    {
-      close (fd);
-      g_clear_pointer (&entry->dwfl, dwfl_end);
-      identity_clear (&identity);
-      return entry;
-    }
-  dwfl_module_info (entry->module, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-  *userdata = entry;
-  {
-    GElf_Addr bias = 0;
-    Elf *elf = dwfl_module_getelf (entry->module, &bias);
-
-    entry->first_load_vaddr = elf != NULL ? first_load_vaddr (elf) + bias : 0;
-  }
-  read_symbols (entry);
+  debug_path = find_debug_file (self, object, &identity);
   identity_clear (&identity);
+  elf_path = object != NULL ? object : debug_path;
+  if (elf_path == NULL || (fd = open (elf_path, O_RDONLY | O_CLOEXEC)) < 0)
+    return entry;
+
+  /* libdwfl reads the tables; nothing of it is kept. */
+  dwfl = dwfl_begin (&callbacks);
+  dwfl_report_begin (dwfl);
+  module = dwfl_report_elf (dwfl, ref->path != NULL ? ref->path : elf_path, elf_path, fd, 0, false);
+  dwfl_report_end (dwfl, NULL, NULL);
+  if (module == NULL)
+    close (fd);
+  else
+    {
+      GElf_Addr bias = 0;
+      Elf *elf;
+
+      dwfl_module_info (module, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+      *userdata = debug_path;
+      elf = dwfl_module_getelf (module, &bias);
+      entry->first_load_vaddr = elf != NULL ? first_load_vaddr (elf) + bias : 0;
+      read_symbols (entry, module);
+    }
+  dwfl_end (dwfl);
   return entry;
 }
 
@@ -939,15 +941,14 @@ _perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
   g_mutex_lock (&self->lock);
   self->deadline_us = deadline_us;
   entry = get_entry (self, module);
-  if (entry != NULL && entry->module != NULL)
+  if (entry != NULL && entry->symbols != NULL)
     {
       guint64 address = entry->first_load_vaddr + offset - (is_return_address && offset > 0 ? 1 : 0);
       const Symbol *symbol = find_symbol (entry, address);
 
       if (symbol != NULL)
         {
-          /* .dynsym names carry their version: "memcpy@@GLIBC_2.14". */
-          name = g_strndup (symbol->name, strcspn (symbol->name, "@"));
+          name = g_strdup (symbol->name);
           if (function_offset != NULL)
             *function_offset = address - symbol->address + (is_return_address && offset > 0 ? 1 : 0);
         }

@@ -7,8 +7,8 @@
  * symbolizer (cold: every module's files are found and its symbol tables
  * read) and again by the same one (warm: from the cache), in ms, medians
  * of interleaved rounds; then the heap the cache keeps (mallinfo2) and the
- * resident memory it adds (file pages of the mapped symbol tables
- * included). This runs on the watchdog thread in a monitored program,
+ * resident memory it adds (no file stays mapped: the cache holds copies).
+ * This runs on the watchdog thread in a monitored program,
  * never on the monitored one.
  */
 #define _GNU_SOURCE 1
@@ -155,7 +155,7 @@ main (void)
     printf ("symbolize %u frames, warm (cached):         median %.4f ms (min %.4f, max %.4f), %u named\n",
             n, warm_median, warm[0], warm[ROUNDS - 1], named_warm);
   }
-  printf ("symbol cache: %u modules, heap %.1f KiB, resident memory +%.1f KiB (mapped symbol tables included)\n",
+  printf ("symbol cache: %u modules, heap %.1f KiB, resident memory +%.1f KiB\n",
           perfmon_symbolizer_get_n_cached_modules (symbolizer),
           (double) (heap_after - heap_before) / 1024.0,
           (double) ((gssize) rss_after - (gssize) rss_before) / 1024.0);
