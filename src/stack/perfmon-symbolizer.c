@@ -65,12 +65,27 @@
  * callback is ours and only hands back the debug file found beforehand,
  * so that libdwfl itself never goes to the network (its standard callback
  * asks debuginfod with no deadline) and the budget holds: debuginfod is
- * asked through libdebuginfod, whose progress callback cancels the
+ * asked through libdebuginfod (loaded with dlopen() when
+ * DEBUGINFOD_URLS is set), whose progress callback cancels the
  * download once the deadline has passed.
  *
  * The cache is keyed by build id (or breakpad id, or path when there is
  * neither) and holds what failed too, so that a module without symbols
  * costs one search. */
+
+/* libdebuginfod, opened only when DEBUGINFOD_URLS is set (as libdwfl
+ * does): linked, it would bring libcurl and its initialisation into every
+ * monitored program. */
+static struct
+{
+  debuginfod_client *(*begin) (void);
+  void               (*end) (debuginfod_client *);
+  int                (*find_debuginfo) (debuginfod_client *, const unsigned char *, int, char **);
+  int                (*find_executable) (debuginfod_client *, const unsigned char *, int, char **);
+  void               (*set_progressfn) (debuginfod_client *, debuginfod_progressfn_t);
+  void               (*set_user_data) (debuginfod_client *, void *);
+  void              *(*get_user_data) (debuginfod_client *);
+} debuginfod;
 
 #define MAX_CACHED_MODULES 512
 #define DEFAULT_TIME_BUDGET_MS 10000
@@ -137,7 +152,7 @@ perfmon_symbolizer_finalize (GObject *object)
   g_hash_table_unref (self->cache);
   g_strfreev (self->debug_dirs);
   if (self->debuginfod != NULL)
-    debuginfod_end (self->debuginfod);
+    debuginfod.end (self->debuginfod);
   g_mutex_clear (&self->lock);
 
   G_OBJECT_CLASS (perfmon_symbolizer_parent_class)->finalize (object);
@@ -551,12 +566,36 @@ library_dirs (void)
   return dirs;
 }
 
+static gboolean
+load_debuginfod (void)
+{
+  static gsize loaded;
+  static gboolean have;
+
+  if (g_once_init_enter (&loaded))
+    {
+      void *library = dlopen (DEBUGINFOD_SONAME, RTLD_LAZY | RTLD_LOCAL);
+
+#define LOAD(field, name) ((*(void **) &debuginfod.field = dlsym (library, name)) != NULL)
+      have = library != NULL &&
+             LOAD (begin, "debuginfod_begin") && LOAD (end, "debuginfod_end") &&
+             LOAD (find_debuginfo, "debuginfod_find_debuginfo") &&
+             LOAD (find_executable, "debuginfod_find_executable") &&
+             LOAD (set_progressfn, "debuginfod_set_progressfn") &&
+             LOAD (set_user_data, "debuginfod_set_user_data") &&
+             LOAD (get_user_data, "debuginfod_get_user_data");
+#undef LOAD
+      g_once_init_leave (&loaded, 1);
+    }
+  return have;
+}
+
 static int
 progress_cancel_after_deadline (debuginfod_client *client,
                                 long               a,
                                 long               b)
 {
-  PerfmonSymbolizer *self = debuginfod_get_user_data (client);
+  PerfmonSymbolizer *self = debuginfod.get_user_data (client);
 
   return self->deadline_us != 0 && g_get_monotonic_time () > self->deadline_us;
 }
@@ -570,13 +609,13 @@ get_debuginfod (PerfmonSymbolizer *self)
   if (self->debuginfod_tried)
     return self->debuginfod;
   self->debuginfod_tried = TRUE;
-  if (urls == NULL || urls[0] == '\0')
+  if (urls == NULL || urls[0] == '\0' || !load_debuginfod ())
     return NULL;
-  self->debuginfod = debuginfod_begin ();
+  self->debuginfod = debuginfod.begin ();
   if (self->debuginfod != NULL)
     {
-      debuginfod_set_user_data (self->debuginfod, self);
-      debuginfod_set_progressfn (self->debuginfod, progress_cancel_after_deadline);
+      debuginfod.set_user_data (self->debuginfod, self);
+      debuginfod.set_progressfn (self->debuginfod, progress_cancel_after_deadline);
     }
   return self->debuginfod;
 }
@@ -635,7 +674,7 @@ find_object (PerfmonSymbolizer *self,
     {
       char *found = NULL;
 
-      fd = debuginfod_find_executable (self->debuginfod, (const unsigned char *) identity->build_id, 0, &found);
+      fd = debuginfod.find_executable (self->debuginfod, (const unsigned char *) identity->build_id, 0, &found);
       if (fd >= 0)
         {
           char *copy = g_strdup (found);
@@ -710,7 +749,7 @@ find_debug_file (PerfmonSymbolizer *self,
   if (identity->build_id != NULL && get_debuginfod (self) != NULL && !past (self->deadline_us))
     {
       char *found = NULL;
-      int fd = debuginfod_find_debuginfo (self->debuginfod, (const unsigned char *) identity->build_id, 0, &found);
+      int fd = debuginfod.find_debuginfo (self->debuginfod, (const unsigned char *) identity->build_id, 0, &found);
 
       if (fd >= 0)
         {
