@@ -5,6 +5,7 @@
 # of an unstripped program, and from a separate debug file found by build
 # id in a private .build-id tree ($PERFMON_DEBUG_DIRS) once the program is
 # stripped; without the debug file it is not.
+import http.server
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 PROGRAM = os.path.abspath(sys.argv.pop(1))
@@ -26,10 +28,11 @@ def build_id(path):
     return re.search(r'Build ID: ([0-9a-f]+)', out).group(1)
 
 
-def run_hang(program, debug_dirs, json_path=None, pings_dir=None):
+def run_hang(program, debug_dirs, json_path=None, pings_dir=None, extra_env=None):
     env = dict(os.environ)
     env['PERFMON_DEBUG_DIRS'] = debug_dirs
     env.pop('DEBUGINFOD_URLS', None)
+    env.update(extra_env or {})
     args = [program] + (['--json', json_path] if json_path else [])
     args += ['--pings-dir', pings_dir] if pings_dir else []
     out = subprocess.run(args, env=env, check=True, capture_output=True,
@@ -165,6 +168,41 @@ class Symbolizer(unittest.TestCase):
         # Nothing left for `perfmon symbolize` to name.
         doc = json.loads(self.symbolize('--json', log).stdout)
         self.assertEqual(doc['functions'], {})
+
+    def test_debuginfod(self):
+        # A debuginfod server (here a minimal one on loopback) has the debug
+        # file; DEBUGINFOD_URLS points at it.
+        stripped, bid = self.strip_into_tree()
+        debug_file = os.path.join(self.dir, 'debug', '.build-id', bid[:2], bid[2:] + '.debug')
+        requests = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                requests.append(self.path)
+                if self.path == '/buildid/%s/debuginfo' % bid:
+                    with open(debug_file, 'rb') as f:
+                        data = f.read()
+                    self.send_response(200)
+                    self.send_header('Content-Length', str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                else:
+                    self.send_error(404)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        url = 'http://127.0.0.1:%d' % server.server_address[1]
+        cache = os.path.join(self.dir, 'debuginfod-cache')
+        stack = run_hang(stripped, os.path.join(self.dir, 'none'),
+                         extra_env={'DEBUGINFOD_URLS': url, 'DEBUGINFOD_CACHE_PATH': cache})
+        self.assertIn('/buildid/%s/debuginfo' % bid, requests)
+        self.assertTrue(named(stack), '\n'.join(stack))
 
     def test_debuglink(self):
         stripped = os.path.join(self.dir, 'hang-in-static')
