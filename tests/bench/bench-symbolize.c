@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * A 40-frame stack of a GTK 4 program (GTK, GDK, GLib, GObject, GIO, libc
- * frames, return addresses 0x10 into each function), symbolized by a new
+ * frames, return addresses 4 bytes into each function), symbolized by a new
  * symbolizer (cold: every module's files are found and its symbol tables
  * read) and again by the same one (warm: from the cache), in ms, medians
  * of interleaved rounds; then the heap the cache keeps (mallinfo2) and the
@@ -66,6 +66,8 @@ symbolize (PerfmonSymbolizer *symbolizer,
                                                               TRUE, 0, &function_offset);
 
       named += name != NULL;
+      if (name == NULL && g_getenv ("BENCH_VERBOSE") != NULL)
+        g_printerr ("unnamed: %s+0x%" G_GINT64_MODIFIER "x\n", frames[i].ref.path, frames[i].offset);
     }
   *ms = (double) (perfmon_clock_monotonic_ns () - start) / 1e6;
   return named;
@@ -116,7 +118,7 @@ main (void)
       guint index;
       guint64 offset;
 
-      if (address == NULL || !_perfmon_modules_lookup (modules, (guint64) (gsize) address + 0x10, &index, &offset))
+      if (address == NULL || !_perfmon_modules_lookup (modules, (guint64) (gsize) address + 4, &index, &offset))
         continue;
       frames[n].ref.path = _perfmon_modules_get_path (modules, index);
       frames[n].ref.build_id = _perfmon_modules_get_build_id (modules, index);
