@@ -131,6 +131,18 @@ class Symbolizer(unittest.TestCase):
         self.assertTrue(any(s and s.startswith(FUNCTION + '+0x') for s in hang['symbols']), hang)
         self.assertIn(FUNCTION, self.symbolize('-d', debug_dir, ping_files[0]).stdout)
 
+        # Several files: one JSON object by file name; one bad file fails
+        # the command but not the others.
+        bad = os.path.join(self.dir, 'bad.txt')
+        with open(bad, 'w') as f:
+            f.write('nothing perfmon wrote\n')
+        result = self.symbolize('--json', '-d', debug_dir, report, ping_files[0], bad, check=False)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(bad, result.stderr)
+        both = json.loads(result.stdout)
+        self.assertEqual(set(both), {report, ping_files[0]})
+        self.assertEqual(both[report]['symbols'], doc['symbols'])
+
     def test_symbolize_stack_tree(self):
         # A jank stack tree (the seed's text) of the stripped program.
         stripped, bid = self.strip_into_tree()

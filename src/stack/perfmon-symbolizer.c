@@ -40,8 +40,8 @@
  * object's own `.symtab` if it is not stripped, its `.dynsym`. Static
  * functions are named wherever a `.symtab` is.
  *
- * Each module is loaded once and cached (at most 512 modules; then the
- * cache starts again). Looking up a frame never waits for more than the
+ * Each module is loaded once and cached (at most 512 modules and 64 MiB of
+ * functions and names; then the cache starts again). Looking up a frame never waits for more than the
  * time budget: a module that would be loaded after it stays unnamed.
  *
  * A symbolizer is thread-safe. Hang reports are symbolized by the watchdog
@@ -88,6 +88,9 @@ static struct
 } debuginfod;
 
 #define MAX_CACHED_MODULES 512
+/* The most the cache keeps of sorted functions and names; past it, the
+ * cache starts again. */
+#define MAX_CACHED_BYTES (64 * 1024 * 1024)
 #define DEFAULT_TIME_BUDGET_MS 10000
 
 /* A function of a module's best symbol table. */
@@ -106,6 +109,7 @@ typedef struct
   Symbol       *symbols;          /* NULL: nothing found */
   gsize         n_symbols;
   GStringChunk *names;
+  gsize         bytes;            /* of symbols and names */
 } Entry;
 
 struct _PerfmonSymbolizer
@@ -116,6 +120,7 @@ struct _PerfmonSymbolizer
   char      **debug_dirs;
   guint       time_budget_ms;
   GHashTable *cache;              /* key → Entry */
+  gsize       cached_bytes;       /* the sum of the entries' bytes */
   debuginfod_client *debuginfod;  /* NULL until needed */
   gboolean    debuginfod_tried;
   gint64      deadline_us;        /* of the lookup under way, under lock */
@@ -313,6 +318,7 @@ perfmon_symbolizer_set_debug_dirs (PerfmonSymbolizer  *self,
   g_strfreev (self->debug_dirs);
   self->debug_dirs = debug_dirs != NULL ? g_strdupv ((char **) debug_dirs) : default_debug_dirs ();
   g_hash_table_remove_all (self->cache);
+  self->cached_bytes = 0;
   g_mutex_unlock (&self->lock);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DEBUG_DIRS]);
 }
@@ -396,6 +402,7 @@ _perfmon_symbolizer_clear_cache (PerfmonSymbolizer *self)
 {
   g_mutex_lock (&self->lock);
   g_hash_table_remove_all (self->cache);
+  self->cached_bytes = 0;
   g_mutex_unlock (&self->lock);
 }
 
@@ -850,10 +857,12 @@ read_symbols (Entry       *entry,
       symbol.size = sym.st_size;
       /* .dynsym names carry their version: "memcpy@@GLIBC_2.14". */
       symbol.name = g_string_chunk_insert_len (entry->names, name, strcspn (name, "@"));
+      entry->bytes += strcspn (name, "@") + 1;
       g_array_append_val (symbols, symbol);
     }
   g_array_sort (symbols, compare_symbols);
   entry->n_symbols = symbols->len;
+  entry->bytes += symbols->len * sizeof (Symbol);
   entry->symbols = (Symbol *) g_array_free (symbols, FALSE);
 }
 
@@ -928,8 +937,11 @@ get_entry (PerfmonSymbolizer      *self,
       return entry;
     }
 
-  if (g_hash_table_size (self->cache) >= MAX_CACHED_MODULES)
-    g_hash_table_remove_all (self->cache);
+  if (g_hash_table_size (self->cache) >= MAX_CACHED_MODULES || self->cached_bytes >= MAX_CACHED_BYTES)
+    {
+      g_hash_table_remove_all (self->cache);
+      self->cached_bytes = 0;
+    }
 
   entry = g_new0 (Entry, 1);
   g_hash_table_insert (self->cache, g_strdup (key), entry);
@@ -958,6 +970,7 @@ get_entry (PerfmonSymbolizer      *self,
       elf = dwfl_module_getelf (module, &bias);
       entry->first_load_vaddr = elf != NULL ? first_load_vaddr (elf) + bias : 0;
       read_symbols (entry, module);
+      self->cached_bytes += entry->bytes;
     }
   dwfl_end (dwfl);
   return entry;
