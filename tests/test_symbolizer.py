@@ -181,6 +181,28 @@ class Symbolizer(unittest.TestCase):
         doc = json.loads(self.symbolize('--json', log).stdout)
         self.assertEqual(doc['functions'], {})
 
+    def test_task_log_of_stripped_program(self):
+        # Known by its path only (dladdr()): the debug file is found by the
+        # object's own build id.
+        stripped = os.path.join(self.dir, 'trace-static-task')
+        debug = stripped + '.debug'
+        subprocess.run(['objcopy', '--only-keep-debug', TRACE_STATIC_TASK, debug], check=True)
+        subprocess.run(['objcopy', '--strip-all', TRACE_STATIC_TASK, stripped], check=True)
+        bid = build_id(stripped)
+        tree = os.path.join(self.dir, 'debug', '.build-id', bid[:2])
+        os.makedirs(tree)
+        shutil.move(debug, os.path.join(tree, bid[2:] + '.debug'))
+        env = dict(os.environ)
+        env.pop('DEBUGINFOD_URLS', None)
+        log = os.path.join(self.dir, 'stripped.tasks')
+        for debug_dirs, expected in ((os.path.join(self.dir, 'none'), False),
+                                     (os.path.join(self.dir, 'debug'), True)):
+            env['PERFMON_DEBUG_DIRS'] = debug_dirs
+            subprocess.run([stripped, log], env=env, check=True, timeout=60)
+            dump = subprocess.run([PERFMON, 'tasks', log, 'dump'], check=True,
+                                  capture_output=True, text=True).stdout
+            self.assertEqual('static_traced_callback' in dump, expected, dump)
+
     def test_debuginfod(self):
         # A debuginfod server (here a minimal one on loopback) has the debug
         # file; DEBUGINFOD_URLS points at it.

@@ -947,6 +947,19 @@ get_entry (PerfmonSymbolizer      *self,
   g_hash_table_insert (self->cache, g_strdup (key), entry);
 
   object = find_object (self, ref->path, &identity);
+  /* A module known by its path only: its debug file by the object's own
+   * build id. */
+  if (object != NULL && identity.prefix == NULL)
+    {
+      int object_fd = open (object, O_RDONLY | O_CLOEXEC);
+
+      if (object_fd >= 0)
+        {
+          identity.build_id = file_build_id (object_fd);
+          identity.prefix = g_strdup (identity.build_id);
+          close (object_fd);
+        }
+    }
   debug_path = find_debug_file (self, object, &identity);
   identity_clear (&identity);
   elf_path = object != NULL ? object : debug_path;
