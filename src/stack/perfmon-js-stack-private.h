@@ -12,10 +12,10 @@ G_BEGIN_DECLS
  * where it checks for interrupts (a loop's back edge, a function's entry). */
 #define PERFMON_JS_STACK_TIMEOUT_MS 200
 
-/* On the thread that runs GJS's context (the hang monitor calls it when it
- * starts and from a one-shot idle of the watched context): registers the
- * interrupt callback through which the frames are read. Does nothing in a
- * process without GJS, or on another thread, or twice. */
+/* On the thread that runs GJS's context, the process's main thread (the
+ * hang monitor calls it there at the watched loop's first poll):
+ * registers the interrupt callback through which the frames are read.
+ * Does nothing in a process without GJS, on another thread, or twice. */
 void     _perfmon_js_stack_prepare (void);
 
 /* If the process runs GJS and _perfmon_js_stack_prepare() registered the

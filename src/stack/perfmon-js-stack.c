@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "perfmon-js-stack-private.h"
 #include "perfmon-symbolizer.h"
@@ -113,13 +115,13 @@ _perfmon_js_stack_prepare (void)
   GjsContext *gjs;
   JSContext *cx;
 
-  if (!resolve ())
+  /* GJS runs its context on the process's main thread: registering from
+   * any other thread would race with the engine. */
+  if ((pid_t) syscall (SYS_gettid) != getpid () || !resolve ())
     return;
   gjs = js.gjs_current ();
   if (gjs == NULL)
     return;
-  /* gjs_context_get_current() is the context current on this thread; the
-   * engine's thread is the one it was made current on. */
   cx = js.gjs_native (gjs);
   g_mutex_lock (&lock);
   if (cx != NULL && registered == NULL)
