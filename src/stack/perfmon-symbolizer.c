@@ -99,7 +99,10 @@ typedef struct
   guint64     address;
   guint64     size;               /* 0 if the table does not say */
   const char *name;               /* in the entry's names */
+  guint       rank;               /* of aliases, the lowest names the function */
 } Symbol;
+
+
 
 /* What the cache keeps of a module: its functions, sorted by address, and
  * their names; no file stays open or mapped. */
@@ -823,8 +826,8 @@ compare_symbols (gconstpointer a,
 
   if (x->address != y->address)
     return x->address < y->address ? -1 : 1;
-  /* Of aliases, the one with a size first. */
-  return (x->size == 0) - (y->size == 0);
+  /* Of aliases, the one that names the function first. */
+  return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 /* The functions of the module's best symbol table (libdwfl picks the
@@ -855,6 +858,11 @@ read_symbols (Entry       *entry,
         continue;
       symbol.address = address;
       symbol.size = sym.st_size;
+      /* Of aliases: one with a size, then global, weak, local ones
+       * ("__clock_gettime" before the local "__clock_gettime_2"). */
+      symbol.rank = (sym.st_size == 0) << 2 |
+                    (GELF_ST_BIND (sym.st_info) == STB_GLOBAL ? 0 :
+                     GELF_ST_BIND (sym.st_info) == STB_WEAK ? 1 : 2);
       /* .dynsym names carry their version: "memcpy@@GLIBC_2.14". */
       symbol.name = g_string_chunk_insert_len (entry->names, name, strcspn (name, "@"));
       entry->bytes += strcspn (name, "@") + 1;
@@ -887,7 +895,7 @@ find_symbol (const Entry *entry,
   if (low == 0)
     return NULL;
   found = &entry->symbols[low - 1];
-  /* Back to the first alias at that address (the one with a size). */
+  /* Back to the first alias at that address (the one that names it). */
   while (found > entry->symbols && found[-1].address == found->address)
     found--;
   if (found->size != 0 && address >= found->address + found->size)
