@@ -24,7 +24,7 @@ void     _perfmon_js_stack_prepare (void);
  * most @timeout_ms for the engine's own thread to write it, and stores its
  * frames, outermost first, each as perfmon_format_script_frame() writes
  * it, in @frames. Returns FALSE with *@reason NULL if the process runs no
- * GJS, or with *@reason saying why not. Never from a signal handler. */
+ * GJS or the engine runs no script, or with *@reason saying why not. Never from a signal handler. */
 gboolean _perfmon_js_stack_capture (guint       timeout_ms,
                                     GPtrArray  *frames,
                                     char      **reason);

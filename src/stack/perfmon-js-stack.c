@@ -229,11 +229,9 @@ _perfmon_js_stack_capture (guint       timeout_ms,
       if (frame != NULL)
         g_ptr_array_add (inner_first, frame);
     }
+  /* The engine answered from no script: nothing is missing. */
   if (inner_first->len == 0)
-    {
-      *reason = g_strdup ("the thread runs no JavaScript");
-      return FALSE;
-    }
+    return FALSE;
   for (guint i = inner_first->len; i-- > 0;)
     g_ptr_array_add (frames, g_strdup (g_ptr_array_index (inner_first, i)));
   return TRUE;

@@ -20,7 +20,8 @@ G_BEGIN_DECLS
  * thread whose Python ident (pthread_self()) is @thread_ident, outermost
  * first, each as perfmon_format_script_frame() writes it, into @frames
  * (char *), and returns TRUE. Returns FALSE with @frames untouched and
- * *@reason NULL if the process runs no interpreter, or with *@reason
+ * *@reason NULL if the process runs no interpreter or the thread no
+ * Python code, or with *@reason
  * saying why (the GIL was not released within @timeout_ms, the
  * interpreter is finishing, ...).
  *

