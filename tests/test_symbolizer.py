@@ -78,11 +78,13 @@ class Symbolizer(unittest.TestCase):
         frame = named(stack)[0]
         self.assertRegex(frame, r'^hang-in-static\+0x[0-9a-f]+ \(%s\+0x[0-9a-f]+\)$' % FUNCTION)
 
-    def strip_into_tree(self):
-        stripped = os.path.join(self.dir, 'hang-in-static')
-        debug = os.path.join(self.dir, 'hang-in-static.debug')
-        subprocess.run(['objcopy', '--only-keep-debug', PROGRAM, debug], check=True)
-        subprocess.run(['objcopy', '--strip-all', PROGRAM, stripped], check=True)
+    def strip_into_tree(self, program=PROGRAM):
+        """A stripped copy of @program, its debug file in the private
+        .build-id tree self.dir/debug."""
+        stripped = os.path.join(self.dir, os.path.basename(program))
+        debug = stripped + '.debug'
+        subprocess.run(['objcopy', '--only-keep-debug', program, debug], check=True)
+        subprocess.run(['objcopy', '--strip-all', program, stripped], check=True)
         bid = build_id(stripped)
         tree = os.path.join(self.dir, 'debug', '.build-id', bid[:2])
         os.makedirs(tree)
@@ -184,14 +186,7 @@ class Symbolizer(unittest.TestCase):
     def test_task_log_of_stripped_program(self):
         # Known by its path only (dladdr()): the debug file is found by the
         # object's own build id.
-        stripped = os.path.join(self.dir, 'trace-static-task')
-        debug = stripped + '.debug'
-        subprocess.run(['objcopy', '--only-keep-debug', TRACE_STATIC_TASK, debug], check=True)
-        subprocess.run(['objcopy', '--strip-all', TRACE_STATIC_TASK, stripped], check=True)
-        bid = build_id(stripped)
-        tree = os.path.join(self.dir, 'debug', '.build-id', bid[:2])
-        os.makedirs(tree)
-        shutil.move(debug, os.path.join(tree, bid[2:] + '.debug'))
+        stripped, bid = self.strip_into_tree(TRACE_STATIC_TASK)
         env = dict(os.environ)
         env.pop('DEBUGINFOD_URLS', None)
         log = os.path.join(self.dir, 'stripped.tasks')
