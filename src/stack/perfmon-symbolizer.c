@@ -97,9 +97,9 @@ static struct
 typedef struct
 {
   guint64     address;
-  guint64     size;               /* 0 if the table does not say */
   const char *name;               /* in the entry's names */
-  guint       rank;               /* of aliases, the lowest names the function */
+  guint32     size;               /* 0 if the table does not say */
+  guint32     rank;               /* of aliases, the lowest names the function */
 } Symbol;
 
 
@@ -857,7 +857,8 @@ read_symbols (Entry       *entry,
           (GELF_ST_TYPE (sym.st_info) != STT_FUNC && GELF_ST_TYPE (sym.st_info) != STT_GNU_IFUNC))
         continue;
       symbol.address = address;
-      symbol.size = sym.st_size;
+      /* No function is 4 GiB long. */
+      symbol.size = (guint32) MIN (sym.st_size, G_MAXUINT32);
       /* Of aliases: one with a size, then global, weak, local ones
        * ("__clock_gettime" before the local "__clock_gettime_2"). */
       symbol.rank = (sym.st_size == 0) << 2 |
