@@ -14,6 +14,7 @@
 #include "perfmon-snapshot.h"
 #include "perfmon-monitor.h"
 #include "perfmon-label.h"
+#include "perfmon-symbolizer.h"
 #include "perfmon-hang-report.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"

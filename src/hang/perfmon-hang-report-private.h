@@ -49,16 +49,19 @@ void _perfmon_hang_report_add_dispatch     (PerfmonHangReport *self,
                                             double             duration_ms);
 void _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
                                                  const char        *reason);
+void _perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
+                                                        const char        *reason);
 
 /* The report as the hang record that is persisted and then merged into a
  * ping: the seed's fields (duration, thread, runnableName, process,
  * remoteType, annotations, pseudoStack, stack, with native frames as
  * [index into "modules", "hex offset"]) plus "modules" (the [debug name,
  * breakpad id] pairs the stack refers to), "symbols" (each stack entry's
- * "function+offset", or null), "dispatches" (the longest dispatches of
+ * "function+0xoffset", or null), "dispatches" (the longest dispatches of
  * the stretch, [{"name", "duration" in ms}], when automatic groups named
- * them) and, when no native stack could be taken,
- * "stackUnavailable" (why). */
+ * them), when no native stack could be taken, "stackUnavailable" (why),
+ * and when a Python program's frames could not be read,
+ * "scriptStackUnavailable" (why). */
 JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
 
 G_END_DECLS

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "perfmon-hang-report-private.h"
+#include "perfmon-symbolizer.h"
 
 /**
  * PerfmonHangReport:
@@ -47,6 +48,7 @@ struct _PerfmonHangReport
   char       *stack_unavailable;
   GPtrArray  *dispatch_names;      /* of char *, NULL-terminated, longest first */
   GArray     *dispatch_durations;  /* of double, ms */
+  char       *script_stack_unavailable;
 };
 
 G_DEFINE_BOXED_TYPE (PerfmonHangReport, perfmon_hang_report,
@@ -135,6 +137,7 @@ perfmon_hang_report_unref (PerfmonHangReport *self)
   g_free (self->stack_unavailable);
   g_ptr_array_unref (self->dispatch_names);
   g_array_unref (self->dispatch_durations);
+  g_free (self->script_stack_unavailable);
   g_free (self);
 }
 
@@ -235,6 +238,14 @@ _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
 {
   g_free (self->stack_unavailable);
   self->stack_unavailable = g_strdup (reason);
+}
+
+void
+_perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
+                                                   const char        *reason)
+{
+  g_free (self->script_stack_unavailable);
+  self->script_stack_unavailable = g_strdup (reason);
 }
 
 /**
@@ -466,9 +477,10 @@ perfmon_hang_report_get_pseudo_stack (PerfmonHangReport *self)
  * @self: a #PerfmonHangReport
  *
  * The interleaved stack of the hung thread, outermost frame first, for
- * people: a label frame as its text; a native frame as
- * "module+0xoffset (function+offset)", the function only where the module
- * exports a symbol for it, or "0xpc" outside every module. The machine form
+ * people: a label (or Python) frame as its text; a native frame as
+ * perfmon_format_native_frame() writes it, "module+0xoffset
+ * (function+0xdistance)", the function where a symbol table names it, or
+ * "0xpc" outside every module. The machine form
  * (module indices and hex offsets) is in [method@HangReport.to_json].
  *
  * Returns: (transfer full) (array zero-terminated=1): the stack
@@ -491,19 +503,10 @@ perfmon_hang_report_dup_stack (PerfmonHangReport *self)
 
       if (entry->label != NULL)
         line = g_strdup (entry->label);
-      else if (entry->module < 0)
-        line = g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", entry->offset);
       else
-        line = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x",
-                                (const char *) g_ptr_array_index (self->module_names, 2 * entry->module),
-                                entry->offset);
-      if (entry->symbol != NULL)
-        {
-          char *with_symbol = g_strdup_printf ("%s (%s+%" G_GUINT64_FORMAT ")", line,
-                                               entry->symbol, entry->symbol_offset);
-          g_free (line);
-          line = with_symbol;
-        }
+        line = perfmon_format_native_frame (entry->module < 0 ? NULL
+                                              : (const char *) g_ptr_array_index (self->module_names, 2 * entry->module),
+                                            entry->offset, entry->symbol, entry->symbol_offset);
       g_strv_builder_add (builder, line);
     }
   lines = g_strv_builder_end (builder);
@@ -529,6 +532,29 @@ perfmon_hang_report_get_stack_unavailable_reason (PerfmonHangReport *self)
   g_return_val_if_fail (self != NULL, NULL);
 
   return self->stack_unavailable;
+}
+
+/**
+ * perfmon_hang_report_get_script_stack_unavailable_reason:
+ * @self: a #PerfmonHangReport
+ *
+ * A hang of a thread that runs Python code has its Python frames in the
+ * stack and the pseudo stack, each as perfmon_format_script_frame() writes
+ * it, "function (file:line)". When they could not be read without
+ * stalling the program (the interpreter did not release its GIL in time),
+ * the report keeps its native stack and says why here.
+ *
+ * Returns: (nullable): why the report has no Python frames although the
+ *   process runs Python, or %NULL
+ *
+ * Since: 0.2
+ */
+const char *
+perfmon_hang_report_get_script_stack_unavailable_reason (PerfmonHangReport *self)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  return self->script_stack_unavailable;
 }
 
 static JsonArray *
@@ -611,7 +637,7 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
 
       if (entry->symbol != NULL)
         {
-          g_autofree char *symbol = g_strdup_printf ("%s+%" G_GUINT64_FORMAT,
+          g_autofree char *symbol = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x",
                                                      entry->symbol, entry->symbol_offset);
           json_array_add_string_element (symbols, symbol);
         }
@@ -629,6 +655,8 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
 
   if (self->stack_unavailable != NULL)
     json_object_set_string_member (object, "stackUnavailable", self->stack_unavailable);
+  if (self->script_stack_unavailable != NULL)
+    json_object_set_string_member (object, "scriptStackUnavailable", self->script_stack_unavailable);
 
   return object;
 }
@@ -643,7 +671,9 @@ _perfmon_hang_report_to_json_object (PerfmonHangReport *self)
  * "stack" as `[module index, "hex offset"]` into the report's own
  * "modules" list of `[debug file name, breakpad id]`; plus "symbols", the
  * function name and offset of each "stack" entry or null, and, when there
- * are no native frames, "stackUnavailable" saying why.
+ * are no native frames, "stackUnavailable" saying why, and when the
+ * Python frames of a Python program could not be read,
+ * "scriptStackUnavailable" saying why.
  *
  * Returns: (transfer full): the report as a JSON object
  *

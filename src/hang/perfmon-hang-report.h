@@ -56,4 +56,7 @@ char               *perfmon_hang_report_to_json          (PerfmonHangReport *sel
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonHangReport, perfmon_hang_report_unref)
 
+PERFMON_AVAILABLE_IN_ALL
+const char         *perfmon_hang_report_get_script_stack_unavailable_reason (PerfmonHangReport *self);
+
 G_END_DECLS

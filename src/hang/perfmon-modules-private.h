@@ -38,7 +38,12 @@ guint           _perfmon_modules_get_n (PerfmonModules *modules);
  * - breakpad id: _perfmon_breakpad_id_from_build_id() of the build id, ""
  *   if the object has no build id (the seed hashes the text section then;
  *   we do not).
- * - base: the load base (dlpi_addr), from which offsets are counted.
+ * - base: where offsets are counted from, Breakpad's convention: the
+ *   load bias (dlpi_addr) plus the virtual address of the first PT_LOAD
+ *   segment (0 for shared libraries and PIEs, 0x400000 for a usual
+ *   x86-64 non-PIE executable).
+ * - first load vaddr: that virtual address, as the file says it: an
+ *   offset plus it is the address `nm` and the symbol tables use.
  * - size: the end of the highest PT_LOAD segment, counted from the base:
  *   every offset _perfmon_modules_lookup() returns for the module is
  *   below it. */
@@ -52,11 +57,13 @@ const char     *_perfmon_modules_get_breakpad_id (PerfmonModules *modules,
                                                   guint           index);
 guint64         _perfmon_modules_get_base        (PerfmonModules *modules,
                                                   guint           index);
+guint64         _perfmon_modules_get_first_load_vaddr (PerfmonModules *modules,
+                                                       guint           index);
 guint64         _perfmon_modules_get_size        (PerfmonModules *modules,
                                                   guint           index);
 
 /* Finds the module one of whose PT_LOAD segments holds @pc: stores its
- * index (in the modules list) and @pc's offset from its load base, and
+ * index (in the modules list) and @pc's offset from its base, and
  * returns TRUE. Returns FALSE, and leaves both untouched, if @pc is outside
  * every module (the ping then writes the index -1). Either out pointer may
  * be NULL. Does not allocate or lock. */
@@ -72,6 +79,9 @@ gboolean        _perfmon_modules_lookup (PerfmonModules *modules,
  * uppercase hex digits, then the age "0". Always 33 characters. */
 char           *_perfmon_breakpad_id_from_build_id (const guint8 *build_id,
                                                     gsize         length);
+
+/* How long symbolizing one report or sample may spend loading modules. */
+#define PERFMON_SYMBOLIZE_BUDGET_MS 2000
 
 /* The name of the function that holds @pc, from the dynamic symbol table
  * (dladdr()), not demangled; NULL if there is none (a static or stripped
@@ -97,11 +107,14 @@ typedef struct
 
 /* Describes @pc, a frame of a captured stack: @is_return_address is TRUE
  * for every frame but the innermost, whose function is then looked up at
- * the call instruction rather than the address after it. Same thread
- * rules as _perfmon_symbolize(). */
+ * the call instruction rather than the address after it. The function
+ * comes from the process's symbolizer (elfutils: symbol tables and debug
+ * files), which loads no module past @deadline_us (monotonic, 0: none),
+ * then from dladdr(). Same thread rules as _perfmon_symbolize(). */
 void            _perfmon_modules_describe_pc (PerfmonModules *modules,
                                               guint64         pc,
                                               gboolean        is_return_address,
+                                              gint64          deadline_us,
                                               PerfmonPcInfo  *info);
 
 G_END_DECLS

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "perfmon-modules-private.h"
+#include "perfmon-symbolizer-private.h"
 
 /* Design.
  *
@@ -23,11 +24,15 @@
  * with dl_iterate_phdr(), which holds the dynamic linker's lock while it
  * runs, so the list is consistent; lookups afterwards only read the copy.
  *
- * The offset of a pc is counted from the load base (dlpi_addr), which for
- * an ELF object whose first segment is at virtual address 0 (every shared
- * library and PIE) is where the file is mapped: this is the offset Breakpad
- * and the seed's stack text ("pc 0000757c") use, and the same value that
- * `addr2line -e FILE` takes.
+ * The offset of a pc is Breakpad's: counted from the load bias
+ * (dlpi_addr) plus the virtual address of the object's first PT_LOAD
+ * segment, that is from where the object's first byte is mapped. For a
+ * shared library or a PIE the first segment is at address 0 and the
+ * offset is the address `nm` and `addr2line -e FILE` use; for a non-PIE
+ * executable (Debian's python3.11: first segment at 0x400000) it is that
+ * address minus 0x400000, which is what a Breakpad symbol file and
+ * Mozilla's symbol server expect. The symbolizer adds the first
+ * segment's address back (see perfmon-symbolizer.c).
  *
  * The build id is read from the mapped PT_NOTE segments, which the loader
  * maps read-only with the rest of the object, so no file is opened. */
@@ -44,7 +49,8 @@ typedef struct
   char   *debug_name;
   char   *build_id;      /* lowercase hex, "" if none */
   char   *breakpad_id;   /* "" if no build id */
-  guint64 base;
+  guint64 base;             /* dlpi_addr + first_load_vaddr */
+  guint64 first_load_vaddr;
   guint64 size;
   GArray *ranges;        /* of Range, absolute [start, end) */
 } Module;
@@ -201,7 +207,6 @@ add_module (struct dl_phdr_info *info,
       module->debug_name = g_strdup ("");
     }
 
-  module->base = info->dlpi_addr;
   module->ranges = g_array_new (FALSE, FALSE, sizeof (Range));
   for (ElfW(Half) i = 0; i < info->dlpi_phnum; i++)
     {
@@ -211,11 +216,18 @@ add_module (struct dl_phdr_info *info,
       if (phdr->p_type != PT_LOAD || phdr->p_memsz == 0)
         continue;
 
+      if (module->ranges->len == 0)
+        {
+          module->first_load_vaddr = phdr->p_vaddr;
+          module->base = info->dlpi_addr + phdr->p_vaddr;
+        }
       range.start = info->dlpi_addr + phdr->p_vaddr;
       range.end = range.start + phdr->p_memsz;
       g_array_append_val (module->ranges, range);
-      module->size = MAX (module->size, (guint64) phdr->p_vaddr + phdr->p_memsz);
+      module->size = MAX (module->size, range.end - module->base);
     }
+  if (module->ranges->len == 0)
+    module->base = info->dlpi_addr;
 
   module->build_id = read_build_id (info);
   if (module->build_id[0] != '\0')
@@ -332,6 +344,15 @@ _perfmon_modules_get_base (PerfmonModules *modules,
 }
 
 guint64
+_perfmon_modules_get_first_load_vaddr (PerfmonModules *modules,
+                                       guint           index)
+{
+  Module *module = get_module (modules, index);
+
+  return module != NULL ? module->first_load_vaddr : 0;
+}
+
+guint64
 _perfmon_modules_get_size (PerfmonModules *modules,
                            guint           index)
 {
@@ -394,6 +415,7 @@ void
 _perfmon_modules_describe_pc (PerfmonModules *modules,
                               guint64         pc,
                               gboolean        is_return_address,
+                              gint64          deadline_us,
                               PerfmonPcInfo  *info)
 {
   /* A return address points after its call instruction, which may be the
@@ -409,9 +431,20 @@ _perfmon_modules_describe_pc (PerfmonModules *modules,
   info->offset = pc;
   if (_perfmon_modules_lookup (modules, pc, &index, &offset))
     {
+      const Module *module = g_ptr_array_index (modules->modules, index);
+      PerfmonModuleRef ref = { module->path, module->build_id, NULL };
+
       info->module_index = (int) index;
       info->offset = offset;
+      /* elfutils: .symtab of the object or of its debug file, .dynsym. */
+      info->symbol = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref,
+                                                     offset, is_return_address, deadline_us,
+                                                     &info->symbol_offset);
+      if (info->symbol != NULL)
+        return;
     }
+  /* The vDSO, objects whose file is gone, modules past the deadline:
+   * what the dynamic linker knows. */
   info->symbol = _perfmon_symbolize (lookup_pc, &info->symbol_offset);
   if (info->symbol != NULL && lookup_pc != pc)
     info->symbol_offset += pc - lookup_pc;

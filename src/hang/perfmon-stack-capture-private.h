@@ -28,6 +28,9 @@ typedef struct
    * from innermost to outermost while the frames are on one stack; a frame
    * below a signal handler that ran on an alternate stack breaks that. */
   guint64  sps[PERFMON_STACK_CAPTURE_MAX_FRAMES];
+  /* pthread_self() of the thread, read in the handler: what Python calls
+   * the thread's ident (see perfmon-python-stack.c). */
+  guint64  thread_handle;
   /* The stack had more frames than fit: the outermost ones are missing. */
   gboolean truncated;
   /* The thread was inside a GSource dispatch. Only ever TRUE for a thread

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -355,6 +356,8 @@ _perfmon_stack_capture_handler (int        signo,
       slot.stack.truncated = FALSE;
       slot.stack.has_runnable_name = FALSE;
       slot.stack.runnable_name[0] = '\0';
+      /* pthread_self() reads the thread pointer: no lock, no call out. */
+      slot.stack.thread_handle = (guint64) pthread_self ();
       slot.unwind_error = 0;
 
       _perfmon_stack_capture_unwind (&slot.stack, &slot.unwind_error, ucontext);

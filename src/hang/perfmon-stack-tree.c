@@ -179,6 +179,7 @@ _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
 {
   g_autofree PerfmonStackFrame *frames = g_new0 (PerfmonStackFrame, captured->n_frames);
   g_autofree PerfmonPcInfo *infos = g_new0 (PerfmonPcInfo, captured->n_frames);
+  gint64 deadline_us = g_get_monotonic_time () + PERFMON_SYMBOLIZE_BUDGET_MS * 1000;
 
   /* The tree wants the outermost frame first. */
   for (guint i = 0; i < captured->n_frames; i++)
@@ -186,7 +187,7 @@ _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
       guint inner = captured->n_frames - 1 - i;
       PerfmonPcInfo *info = &infos[i];
 
-      _perfmon_modules_describe_pc (modules, captured->pcs[inner], inner > 0, info);
+      _perfmon_modules_describe_pc (modules, captured->pcs[inner], inner > 0, deadline_us, info);
       frames[i].pc = info->pc;
       frames[i].module_index = info->module_index;
       frames[i].offset = info->offset;

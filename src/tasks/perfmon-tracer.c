@@ -20,6 +20,7 @@
 #include "perfmon-process-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
+#include "perfmon-symbolizer-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
 
@@ -1753,8 +1754,14 @@ append_string_record (GByteArray           *out,
   g_byte_array_append (out, zeros, size - prefix - len);
 }
 
+/* How long one task log may spend loading the symbol tables of modules
+ * that the process's symbolizer has not read yet (a log may be written on
+ * the application's main thread: perfmon_tracer_stop()). */
+#define DESCRIBE_CALLBACKS_BUDGET_US (50 * 1000)
+
 static char *
-describe_callback (guint64 callback)
+describe_callback (guint64 callback,
+                   gint64  deadline_us)
 {
   Dl_info info;
 
@@ -1763,13 +1770,22 @@ describe_callback (guint64 callback)
   if (info.dli_sname != NULL && (guint64) (guintptr) info.dli_saddr == callback)
     return g_strdup (info.dli_sname);
   /* A static function: dladdr() would name the exported one before it,
-   * which is not ours. The object and the offset can be symbolised
-   * offline. */
+   * which is not ours. The symbolizer reads the object's .symtab or its
+   * debug file; failing that, the object and the offset (Breakpad's: from
+   * the object's first byte, dli_fbase) can be symbolised offline. */
   {
     g_autofree char *base = g_path_get_basename (info.dli_fname);
+    PerfmonModuleRef ref = { info.dli_fname, NULL, NULL };
+    guint64 offset = callback - (guint64) (guintptr) info.dli_fbase;
+    guint64 function_offset = 0;
+    g_autofree char *function = NULL;
 
-    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base,
-                            callback - (guint64) (guintptr) info.dli_fbase);
+    if (g_path_is_absolute (info.dli_fname))
+      function = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref, offset, FALSE,
+                                                 deadline_us, &function_offset);
+    if (function != NULL && function_offset == 0)
+      return g_steal_pointer (&function);
+    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, offset);
   }
 }
 
@@ -1791,6 +1807,7 @@ serialize_locked (guint   session,
   double per_ns = cycles_per_ns ();
   guint64 dropped = 0;
   gsize total_bytes = 0;
+  gint64 describe_deadline_us;
   GHashTableIter iter;
   gpointer key;
   const char *process_name;
@@ -1879,11 +1896,12 @@ serialize_locked (guint   session,
       memcpy (out->data + offset + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns), &time_ns, sizeof time_ns);
     }
 
+  describe_deadline_us = g_get_monotonic_time () + DESCRIBE_CALLBACKS_BUDGET_US;
   g_hash_table_iter_init (&iter, callbacks);
   while (g_hash_table_iter_next (&iter, &key, NULL))
     {
       guint64 callback = (guint64) GPOINTER_TO_SIZE (key);
-      g_autofree char *symbol = describe_callback (callback);
+      g_autofree char *symbol = describe_callback (callback, describe_deadline_us);
 
       append_string_record (out, PERFMON_TASK_RECORD_SYMBOL, 0, start_ns, &callback, symbol);
     }

@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
 
@@ -67,8 +69,9 @@ element_pair (JsonArray *array,
   return json_node_get_array (node);
 }
 
-/* A frame of the report's "stack" as a person reads it: a label, a symbol
- * with its module, or a module and offset. */
+/* A frame of the report's "stack" as a person reads it, in the one frame
+ * format (see perfmon_format_native_frame()): a label as its text, a
+ * native frame as its module and offset, with the function if known. */
 static char *
 frame_text (JsonObject *report,
             guint       index)
@@ -77,11 +80,13 @@ frame_text (JsonObject *report,
   JsonArray *symbols = get_array (report, "symbols");
   JsonArray *modules = get_array (report, "modules");
   const char *symbol = element_string (symbols, index);
-  const char *module = "?";
-  const char *offset = "?";
+  const char *module = NULL;
+  guint64 offset = 0;
+  g_autofree char *function = NULL;
+  guint64 function_offset = 0;
 
   if (element_string (stack, index) != NULL)
-    return g_strdup_printf ("[label] %s", element_string (stack, index));
+    return g_strdup (element_string (stack, index));
 
   if (element_pair (stack, index) != NULL)
     {
@@ -94,16 +99,21 @@ frame_text (JsonObject *report,
           JsonArray *entry = module_index >= 0 && module_index < array_length (modules)
             ? element_pair (modules, (guint) module_index) : NULL;
 
-          if (entry != NULL && element_string (entry, 0) != NULL)
-            module = element_string (entry, 0);
+          module = entry != NULL && element_string (entry, 0) != NULL ? element_string (entry, 0) : "?";
         }
       if (element_string (pair, 1) != NULL)
-        offset = element_string (pair, 1);
+        offset = g_ascii_strtoull (element_string (pair, 1), NULL, 16);
     }
 
+  /* "function+0xN" */
   if (symbol != NULL)
-    return g_strdup_printf ("%s (%s)", symbol, module);
-  return g_strdup_printf ("%s+0x%s", module, offset);
+    {
+      const char *plus = strrchr (symbol, '+');
+
+      function = plus != NULL ? g_strndup (symbol, plus - symbol) : g_strdup (symbol);
+      function_offset = plus != NULL ? g_ascii_strtoull (plus + 1, NULL, 0) : 0;
+    }
+  return perfmon_format_native_frame (module, offset, function, function_offset);
 }
 
 /* GSources without a name have an empty runnable name. */
@@ -133,12 +143,25 @@ perfmon_tool_runnable_name (const char *runnable)
   return runnable_or_unknown (runnable);
 }
 
+/* The symbolizer of this command: names what the monitored process could
+ * not (static functions, with the debug files of this machine). */
+static PerfmonSymbolizer *
+get_symbolizer (void)
+{
+  static PerfmonSymbolizer *symbolizer;
+
+  if (symbolizer == NULL)
+    symbolizer = perfmon_symbolizer_new ();
+  return symbolizer;
+}
+
 static JsonObject *
 parse_report (const char *text,
               const char *id,
               GError    **error)
 {
-  g_autoptr(JsonNode) root = json_from_string (text, error);
+  g_autofree char *named = perfmon_symbolizer_symbolize (get_symbolizer (), text, -1, TRUE, NULL);
+  g_autoptr(JsonNode) root = json_from_string (named != NULL ? named : text, error);
 
   if (root == NULL)
     return NULL;
@@ -374,6 +397,8 @@ print_report (const char *id,
   g_print ("\nStack (innermost first):\n");
   if (n_frames == 0)
     g_print ("  unavailable: %s\n", json_string_or (report, "stackUnavailable", "no frames"));
+  if (json_string_or (report, "scriptStackUnavailable", NULL) != NULL)
+    g_print ("  (no Python or JavaScript frames: %s)\n", json_string_or (report, "scriptStackUnavailable", NULL));
   for (guint i = n_frames; i > 0; i--)
     {
       g_autofree char *text = frame_text (report, i - 1);

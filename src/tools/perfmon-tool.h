@@ -25,6 +25,7 @@ int perfmon_tool_snapshot (int argc, char **argv);
 int perfmon_tool_diff     (int argc, char **argv);
 int perfmon_tool_hangs    (int argc, char **argv);
 int perfmon_tool_tasks    (int argc, char **argv);  /* perfmon-tool-tasks.c */
+int perfmon_tool_symbolize (int argc, char **argv);
 int perfmon_tool_run      (int argc, char **argv);
 int perfmon_tool_demo     (int argc, char **argv);
 int perfmon_tool_state    (int argc, char **argv);

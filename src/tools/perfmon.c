@@ -29,6 +29,7 @@ static const Command commands[] = {
 #ifdef PERFMON_HAVE_TOOL_TASKS
   { "tasks",    perfmon_tool_tasks,    "Analyse a task log: causality, queueing, blockers" },
 #endif
+  { "symbolize", perfmon_tool_symbolize, "Name the frames of reports, pings, stack trees, task logs" },
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
   { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },
   { "demo",     perfmon_tool_demo,     "Show perfmon at work on a janky demo program" },

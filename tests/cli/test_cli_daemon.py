@@ -166,6 +166,8 @@ class DaemonCliTest(BusTestCase):
         self.assertIn('StallingAddon = sync@example.org', result.stdout)
         self.assertIn('add-on sync@example.org', result.stdout)
         self.assertRegex(result.stdout, r'Stack tree of \d+ hangs? of pid %d in sync-agent' % example.pid)
+        # Frames in the one frame format (doc/stacks.md), named by the symbolizer.
+        self.assertRegex(result.stdout, r'#\d+ +perfmon-example\+0x[0-9a-f]+ \(run_task\+0x[0-9a-f]+\)')
         result = self.perfmon('hangs', 'list')
         self.assertExit(result, 0)
         self.assertIn(hangs[0]['id'], result.stdout)

@@ -6,10 +6,8 @@ its callback's symbol. A callback from Python is a libffi closure with no
 symbol, so without this every Python source would be one "GIdleSource".
 :func:`install` replaces ``GLib.idle_add``, ``GLib.timeout_add`` and
 ``GLib.timeout_add_seconds`` (and their ``GObject`` aliases) with versions
-that do what PyGObject's do -- make the source, set its priority and
-callback, attach it to the default context -- and also name it
-``module.qualname`` of the callable (at most 95 bytes), unless the program
-names it later itself.
+that call GLib's own adders and then name the source ``module.qualname`` of
+the callable (at most 95 bytes), unless the program names it later itself.
 
 Used by the Perfmon overrides (a program that imports Perfmon) and by the
 ``sitecustomize`` that ``perfmon run`` puts on ``PYTHONPATH`` (a program that
@@ -41,26 +39,26 @@ def callable_name(function):
 
 
 def _named_adders(GLib):
-    def attach(source, priority, function, user_data):
-        if priority is not None:
-            source.set_priority(priority)
-        source.set_name(callable_name(function))
-        # GLib's own idle_add calls function(*user_data); the introspected
-        # set_callback always passes one user_data (None if none).
-        source.set_callback(lambda _data: function(*user_data), None)
-        return source.attach(None)
+    # The adders are GLib's own (PyGObject calls the callable straight from
+    # the dispatch, so a hang's Python stack shows no frame of perfmon's);
+    # the source is named once it is attached, from its id.
+    def name(source_id, function):
+        source = GLib.main_context_default().find_source_by_id(source_id)
+        if source is not None:
+            source.set_name(callable_name(function))
+        return source_id
 
     def idle_add(function, *user_data, **kwargs):
-        return attach(GLib.idle_source_new(), kwargs.get('priority', GLib.PRIORITY_DEFAULT_IDLE),
-                      function, user_data)
+        priority = kwargs.get('priority', GLib.PRIORITY_DEFAULT_IDLE)
+        return name(GLib.idle_add(priority, function, *user_data), function)
 
     def timeout_add(interval, function, *user_data, **kwargs):
-        return attach(GLib.timeout_source_new(interval), kwargs.get('priority', GLib.PRIORITY_DEFAULT),
-                      function, user_data)
+        priority = kwargs.get('priority', GLib.PRIORITY_DEFAULT)
+        return name(GLib.timeout_add(priority, interval, function, *user_data), function)
 
     def timeout_add_seconds(interval, function, *user_data, **kwargs):
-        return attach(GLib.timeout_source_new_seconds(interval),
-                      kwargs.get('priority', GLib.PRIORITY_DEFAULT), function, user_data)
+        priority = kwargs.get('priority', GLib.PRIORITY_DEFAULT)
+        return name(GLib.timeout_add_seconds(priority, interval, function, *user_data), function)
 
     return {'idle_add': idle_add, 'timeout_add': timeout_add,
             'timeout_add_seconds': timeout_add_seconds}

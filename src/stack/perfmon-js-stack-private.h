@@ -1,0 +1,32 @@
+/* perfmon-js-stack-private.h: the JavaScript frames of a hung GJS thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* How long a hang report waits for the JavaScript engine to reach a point
+ * where it checks for interrupts (a loop's back edge, a function's entry). */
+#define PERFMON_JS_STACK_TIMEOUT_MS 200
+
+/* On the thread that runs GJS's context, the process's main thread (the
+ * hang monitor calls it there at the watched loop's first poll):
+ * registers the interrupt callback through which the frames are read.
+ * Does nothing in a process without GJS, on another thread, or twice. */
+void     _perfmon_js_stack_prepare (void);
+
+/* If the process runs GJS and _perfmon_js_stack_prepare() registered the
+ * callback: asks the engine for its JavaScript stack, as a watchdog would
+ * (JS_RequestInterruptCallback(), which any thread may call), waits at
+ * most @timeout_ms for the engine's own thread to write it, and stores its
+ * frames, outermost first, each as perfmon_format_script_frame() writes
+ * it, in @frames. Returns FALSE with *@reason NULL if the process runs no
+ * GJS or the engine runs no script, or with *@reason saying why not. Never from a signal handler. */
+gboolean _perfmon_js_stack_capture (guint       timeout_ms,
+                                    GPtrArray  *frames,
+                                    char      **reason);
+
+G_END_DECLS

@@ -1,0 +1,238 @@
+/* perfmon-js-stack.c: the JavaScript frames of a hung GJS thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#define _GNU_SOURCE 1
+
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perfmon-js-stack-private.h"
+#include "perfmon-symbolizer.h"
+
+/* Design.
+ *
+ * SpiderMonkey keeps its JavaScript stack to itself: it can be walked only
+ * on the engine's own thread. GJS's profiler samples it in a SIGPROF
+ * handler, through a "profiling stack" that exists only while the profiler
+ * runs (instrumentation on from the start, a sample every millisecond
+ * written to a capture file): not something to leave on in every program.
+ * What the engine does offer any thread is what Firefox's hang watchdog
+ * uses: JS_RequestInterruptCallback(). The engine then calls its interrupt
+ * callbacks on its own thread at the next safe point (a loop's back edge,
+ * a function's entry), where JS::FormatStackDump() may describe the stack.
+ *
+ * So: on the engine's thread, once, perfmon adds an interrupt callback
+ * (JS_AddInterruptCallback() is not thread-safe). At a hang the watchdog
+ * raises a request, interrupts, and waits with a timeout. If the thread
+ * runs JavaScript it answers within microseconds; if it is stuck in C code
+ * it cannot, the report says so and keeps its native stack, and the late
+ * answer is dropped. The callback only reads: it returns true (go on).
+ *
+ * No link with GJS or SpiderMonkey: the functions are looked up with
+ * dlsym() in the process, by their C++ names of mozjs 102 (GJS 1.74);
+ * another SpiderMonkey means no JavaScript frames, never a wrong call. */
+
+typedef struct _JSContext JSContext;
+typedef struct _GjsContext GjsContext;
+
+static struct
+{
+  GjsContext *(*gjs_current) (void);
+  JSContext  *(*gjs_native) (GjsContext *);
+  bool        (*add_interrupt_callback) (JSContext *, bool (*) (JSContext *));
+  void        (*request_interrupt) (JSContext *);
+  /* JS::UniqueChars JS::FormatStackDump (JSContext*, bool, bool, bool):
+   * the smart pointer is returned through a hidden first argument. */
+  void        (*format_stack_dump) (char **, JSContext *, bool, bool, bool);
+  void        (*js_free) (JSContext *, void *);
+} js;
+
+static gsize resolved;
+static gboolean have_js;
+
+static GMutex lock;
+static GCond cond;
+static JSContext *registered;      /* the context our callback is on */
+static gboolean pending;           /* a request the callback should serve */
+static guint64 request_serial;
+static guint64 answered_serial;
+static char *answer;               /* FormatStackDump's text, g_malloc'd */
+
+static gboolean
+resolve (void)
+{
+  if (g_once_init_enter (&resolved))
+    {
+#define RESOLVE(field, name) ((*(void **) &js.field = dlsym (RTLD_DEFAULT, name)) != NULL)
+      have_js = RESOLVE (gjs_current, "gjs_context_get_current") &&
+                RESOLVE (gjs_native, "gjs_context_get_native_context") &&
+                RESOLVE (add_interrupt_callback, "_Z23JS_AddInterruptCallbackP9JSContextPFbS0_E") &&
+                RESOLVE (request_interrupt, "_Z27JS_RequestInterruptCallbackP9JSContext") &&
+                RESOLVE (format_stack_dump, "_ZN2JS15FormatStackDumpEP9JSContextbbb") &&
+                RESOLVE (js_free, "_Z7JS_freeP9JSContextPv");
+#undef RESOLVE
+      g_once_init_leave (&resolved, 1);
+    }
+  return have_js;
+}
+
+/* The engine's thread, at a safe point. */
+static bool
+on_interrupt (JSContext *cx)
+{
+  char *dump = NULL;
+
+  g_mutex_lock (&lock);
+  if (pending && cx == registered)
+    {
+      guint64 serial = request_serial;
+
+      pending = FALSE;
+      g_mutex_unlock (&lock);
+      /* No arguments, locals nor properties: nothing that runs script. */
+      js.format_stack_dump (&dump, cx, false, false, false);
+      g_mutex_lock (&lock);
+      g_free (answer);
+      answer = g_strdup (dump != NULL ? dump : "");
+      answered_serial = serial;
+      g_cond_broadcast (&cond);
+      if (dump != NULL)
+        js.js_free (cx, dump);
+    }
+  g_mutex_unlock (&lock);
+  return true;
+}
+
+void
+_perfmon_js_stack_prepare (void)
+{
+  GjsContext *gjs;
+  JSContext *cx;
+
+  /* GJS runs its context on the process's main thread: registering from
+   * any other thread would race with the engine. */
+  if ((pid_t) syscall (SYS_gettid) != getpid () || !resolve ())
+    return;
+  gjs = js.gjs_current ();
+  if (gjs == NULL)
+    return;
+  cx = js.gjs_native (gjs);
+  g_mutex_lock (&lock);
+  if (cx != NULL && registered == NULL)
+    {
+      if (js.add_interrupt_callback (cx, on_interrupt))
+        registered = cx;
+    }
+  g_mutex_unlock (&lock);
+}
+
+/* "0 name(args) ["file":line:column]" (FormatStackDump's frame line, the
+ * innermost first); NULL if @line is not one. */
+static char *
+parse_frame (const char *line)
+{
+  const char *p = line;
+  const char *open, *bracket, *quote_end;
+  g_autofree char *function = NULL;
+  g_autofree char *file = NULL;
+  guint lineno = 0;
+
+  if (!g_ascii_isdigit (*p))
+    return NULL;
+  while (g_ascii_isdigit (*p))
+    p++;
+  if (*p++ != ' ')
+    return NULL;
+  bracket = strstr (p, " [\"");
+  if (bracket == NULL)
+    return NULL;
+  open = memchr (p, '(', bracket - p);
+  function = g_strndup (p, open != NULL ? (gsize) (open - p) : (gsize) (bracket - p));
+  quote_end = strstr (bracket + 3, "\":");
+  if (quote_end == NULL)
+    return NULL;
+  file = g_strndup (bracket + 3, quote_end - (bracket + 3));
+  lineno = (guint) g_ascii_strtoull (quote_end + 2, NULL, 10);
+  if (g_str_equal (function, "<TOP LEVEL>"))
+    {
+      g_free (function);
+      function = g_strdup ("(top level)");
+    }
+  return perfmon_format_script_frame (function, file, lineno);
+}
+
+gboolean
+_perfmon_js_stack_capture (guint       timeout_ms,
+                           GPtrArray  *frames,
+                           char      **reason)
+{
+  gint64 deadline_us = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
+  guint64 serial;
+  g_autofree char *text = NULL;
+  g_autoptr(GPtrArray) inner_first = NULL;
+  g_auto(GStrv) lines = NULL;
+  GjsContext *gjs;
+  JSContext *cx;
+
+  *reason = NULL;
+  if (!resolve () || (gjs = js.gjs_current ()) == NULL)
+    return FALSE;
+
+  g_mutex_lock (&lock);
+  cx = registered;
+  /* A context GJS no longer has current may be on its way out: never
+   * interrupt a context that is not the current one. */
+  if (cx != NULL && js.gjs_native (gjs) != cx)
+    {
+      g_mutex_unlock (&lock);
+      *reason = g_strdup ("the JavaScript context is not the one that was set up");
+      return FALSE;
+    }
+  if (cx == NULL)
+    {
+      g_mutex_unlock (&lock);
+      *reason = g_strdup ("the JavaScript engine was not set up for it (the hang monitor started "
+                          "before GJS and its loop has not run since)");
+      return FALSE;
+    }
+  serial = ++request_serial;
+  pending = TRUE;
+  js.request_interrupt (cx);
+  while (answered_serial != serial)
+    if (!g_cond_wait_until (&cond, &lock, deadline_us))
+      break;
+  if (answered_serial == serial)
+    text = g_steal_pointer (&answer);
+  else
+    pending = FALSE;   /* a late interrupt answers nothing */
+  g_mutex_unlock (&lock);
+
+  if (text == NULL)
+    {
+      *reason = g_strdup_printf ("the JavaScript engine did not reach a safe point within %u ms "
+                                 "(the thread runs native code)", timeout_ms);
+      return FALSE;
+    }
+
+  inner_first = g_ptr_array_new_with_free_func (g_free);
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      char *frame = parse_frame (lines[i]);
+
+      if (frame != NULL)
+        g_ptr_array_add (inner_first, frame);
+    }
+  /* The engine answered from no script: nothing is missing. */
+  if (inner_first->len == 0)
+    return FALSE;
+  for (guint i = inner_first->len; i-- > 0;)
+    g_ptr_array_add (frames, g_strdup (g_ptr_array_index (inner_first, i)));
+  return TRUE;
+}

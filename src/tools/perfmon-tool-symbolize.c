@@ -1,0 +1,184 @@
+/* perfmon-tool-symbolize.c: perfmon symbolize FILE…
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "perfmon-tool.h"
+#include "perfmon-tool-common.h"
+
+/* "module+0xoffset": how the tracer names a callback that is a static
+ * function (see perfmon-tracer.c). */
+static gboolean
+parse_module_offset (const char *name,
+                     char      **module_out,
+                     guint64    *offset_out)
+{
+  const char *plus = strrchr (name, '+');
+  char *end = NULL;
+
+  if (plus == NULL || plus == name || !g_str_has_prefix (plus, "+0x") || plus[3] == '\0' ||
+      strchr (name, ' ') != NULL)
+    return FALSE;
+  *offset_out = g_ascii_strtoull (plus + 3, &end, 16);
+  if (*end != '\0')
+    return FALSE;
+  *module_out = g_strndup (name, plus - name);
+  return TRUE;
+}
+
+/* The functions of a task log's tasks that the tracer could only name by
+ * module and offset. */
+static char *
+symbolize_task_log (PerfmonSymbolizer *symbolizer,
+                    PerfmonTaskLog    *log,
+                    gboolean           json)
+{
+  GPtrArray *tasks = perfmon_task_log_get_tasks (log);
+  g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  GString *out = g_string_new (NULL);
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "functions");
+  json_builder_begin_object (builder);
+  for (guint i = 0; i < tasks->len; i++)
+    {
+      const char *name = perfmon_task_get_name (g_ptr_array_index (tasks, i));
+      g_autofree char *module = NULL;
+      g_autofree char *function = NULL;
+      g_autofree char *frame = NULL;
+      guint64 offset = 0, function_offset = 0;
+
+      if (name == NULL || g_hash_table_contains (seen, name) || !parse_module_offset (name, &module, &offset))
+        continue;
+      g_hash_table_add (seen, (gpointer) name);
+      /* A callback's own address, not a return address. */
+      function = perfmon_symbolizer_lookup (symbolizer, module, NULL, offset, FALSE, &function_offset);
+      json_builder_set_member_name (builder, name);
+      if (function != NULL)
+        json_builder_add_string_value (builder, function);
+      else
+        json_builder_add_null_value (builder);
+      frame = perfmon_format_native_frame (module, offset, function, function_offset);
+      g_string_append_printf (out, "%s\n", frame);
+    }
+  json_builder_end_object (builder);
+  json_builder_end_object (builder);
+
+  if (json)
+    {
+      g_autoptr(JsonNode) root = json_builder_get_root (builder);
+
+      g_string_free (out, TRUE);
+      return json_to_string (root, TRUE);
+    }
+  return g_string_free (out, FALSE);
+}
+
+static char *
+symbolize_file (PerfmonSymbolizer *symbolizer,
+                const char        *path,
+                gboolean           json,
+                GError           **error)
+{
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+
+  if (!g_file_get_contents (path, &contents, &length, error))
+    return NULL;
+  /* Task logs are binary; everything else perfmon writes is text. */
+  if (memchr (contents, '\0', length) != NULL)
+    {
+      g_autoptr(PerfmonTaskLog) log = perfmon_task_log_new_from_file (path, error);
+
+      return log != NULL ? symbolize_task_log (symbolizer, log, json) : NULL;
+    }
+  return perfmon_symbolizer_symbolize (symbolizer, contents, length, json, error);
+}
+
+int
+perfmon_tool_symbolize (int    argc,
+                        char **argv)
+{
+  gboolean json = FALSE;
+  g_auto(GStrv) debug_dirs = NULL;
+  int budget_ms = 0;
+  const GOptionEntry entries[] = {
+    { "json", 'j', 0, G_OPTION_ARG_NONE, &json,
+      "Print JSON that keeps the input's structure (with \"symbols\" filled in)", NULL },
+    { "debug-dir", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &debug_dirs,
+      "Look for debug files under DIR (repeatable; default $PERFMON_DEBUG_DIRS or /usr/lib/debug)", "DIR" },
+    { "time-budget", 't', 0, G_OPTION_ARG_INT, &budget_ms,
+      "Spend at most MS loading modules per file (1-600000, default 10000)", "MS" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new ("FILE…");
+  g_autoptr(PerfmonSymbolizer) symbolizer = NULL;
+  g_autoptr(JsonBuilder) all = NULL;
+  int status = PERFMON_TOOL_EXIT_OK;
+
+  g_option_context_set_summary (context,
+                                "Names the native frames of files perfmon wrote — a hang report (JSON),\n"
+                                "a \"bhr\" ping, a jank stack tree or a task log — on this machine, from\n"
+                                "the objects and their debug files (by build id, by .gnu_debuglink, or\n"
+                                "from debuginfod when DEBUGINFOD_URLS is set). Stacks are printed\n"
+                                "innermost first; --json keeps each file's structure.");
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!perfmon_tool_parse_options (context, &argc, &argv))
+    return PERFMON_TOOL_EXIT_USAGE;
+  if (argc < 2)
+    return perfmon_tool_usage_error ("symbolize takes at least one FILE");
+  if (budget_ms != 0 && (budget_ms < 1 || budget_ms > 600000))
+    return perfmon_tool_usage_error ("--time-budget must be 1 to 600000 ms, got %d", budget_ms);
+
+  symbolizer = perfmon_symbolizer_new ();
+  if (debug_dirs != NULL)
+    perfmon_symbolizer_set_debug_dirs (symbolizer, (const char * const *) debug_dirs);
+  if (budget_ms != 0)
+    perfmon_symbolizer_set_time_budget (symbolizer, (guint) budget_ms);
+
+  if (json && argc > 2)
+    {
+      all = json_builder_new ();
+      json_builder_begin_object (all);
+    }
+  for (int i = 1; i < argc; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *out = symbolize_file (symbolizer, argv[i], json, &error);
+
+      if (out == NULL)
+        {
+          perfmon_tool_error ("%s: %s", argv[i], error->message);
+          status = PERFMON_TOOL_EXIT_FAILED;
+          continue;
+        }
+      if (all != NULL)
+        {
+          g_autoptr(JsonNode) node = json_from_string (out, NULL);
+
+          json_builder_set_member_name (all, argv[i]);
+          json_builder_add_value (all, g_steal_pointer (&node));
+        }
+      else
+        {
+          if (!json && argc > 2)
+            g_print ("%s==> %s <==\n", i > 1 ? "\n" : "", argv[i]);
+          g_print ("%s%s", out, g_str_has_suffix (out, "\n") ? "" : "\n");
+        }
+    }
+  if (all != NULL)
+    {
+      g_autoptr(JsonNode) root = NULL;
+      g_autofree char *text = NULL;
+
+      json_builder_end_object (all);
+      root = json_builder_get_root (all);
+      text = json_to_string (root, TRUE);
+      g_print ("%s\n", text);
+    }
+  return status;
+}

@@ -1,0 +1,212 @@
+/* test-symbolizer.c: the symbolizer's lookups, frame format and inputs
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "perfmon-error.h"
+#include "perfmon-modules-private.h"
+#include "perfmon-symbolizer-private.h"
+
+G_GNUC_NO_INLINE __attribute__ ((used)) static int
+symbolizer_test_static_function (int x)
+{
+  static volatile int calls;
+
+  calls += x;
+  return calls;
+}
+
+static void
+test_format (void)
+{
+  g_autofree char *full = perfmon_format_native_frame ("libgtk-4.so.1", 0x478c55, "gtk_widget_snapshot", 0x1a);
+  g_autofree char *bare = perfmon_format_native_frame ("libgtk-4.so.1", 0x478c55, NULL, 0);
+  g_autofree char *outside = perfmon_format_native_frame (NULL, 0x7f0011223344, NULL, 0);
+  g_autofree char *script = perfmon_format_script_frame ("on_timeout", "/app/main.py", 42);
+  g_autofree char *no_line = perfmon_format_script_frame ("f", "x.js", 0);
+  g_autofree char *no_file = perfmon_format_script_frame ("f", NULL, 3);
+
+  g_assert_cmpstr (full, ==, "libgtk-4.so.1+0x478c55 (gtk_widget_snapshot+0x1a)");
+  g_assert_cmpstr (bare, ==, "libgtk-4.so.1+0x478c55");
+  g_assert_cmpstr (outside, ==, "0x7f0011223344");
+  g_assert_cmpstr (script, ==, "on_timeout (/app/main.py:42)");
+  g_assert_cmpstr (no_line, ==, "f (x.js)");
+  g_assert_cmpstr (no_file, ==, "f");
+}
+
+/* This program's static function, by path, by build id and by breakpad
+ * id; a return address names the call's function. */
+static void
+test_lookup_self (void)
+{
+  g_autoptr(PerfmonSymbolizer) symbolizer = perfmon_symbolizer_new ();
+  g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
+  guint64 pc = (guint64) (gsize) symbolizer_test_static_function;
+  guint index;
+  guint64 offset, function_offset = 99;
+  const char *path, *build_id, *breakpad_id;
+  char *name;
+
+  symbolizer_test_static_function (1);
+  g_assert_true (_perfmon_modules_lookup (modules, pc + 4, &index, &offset));
+  path = _perfmon_modules_get_path (modules, index);
+  build_id = _perfmon_modules_get_build_id (modules, index);
+  breakpad_id = _perfmon_modules_get_breakpad_id (modules, index);
+  g_assert_cmpstr (build_id, !=, "");
+
+  name = perfmon_symbolizer_lookup (symbolizer, path, NULL, offset, FALSE, &function_offset);
+  g_assert_cmpstr (name, ==, "symbolizer_test_static_function");
+  g_assert_cmpuint (function_offset, ==, 4);
+  g_free (name);
+
+  name = perfmon_symbolizer_lookup (symbolizer, path, build_id, offset, TRUE, &function_offset);
+  g_assert_cmpstr (name, ==, "symbolizer_test_static_function");
+  g_assert_cmpuint (function_offset, ==, 4);
+  g_free (name);
+
+  /* The function's first byte as a return address is the call before it:
+   * not this function. */
+  name = perfmon_symbolizer_lookup (symbolizer, path, build_id, offset - 4, TRUE, NULL);
+  g_assert_cmpstr (name, !=, "symbolizer_test_static_function");
+  g_free (name);
+
+  /* Only the file name and the breakpad id, as in a ping: the file is
+   * found by name in the library directories... which this test program
+   * is not in; its path with the breakpad id is. */
+  name = perfmon_symbolizer_lookup (symbolizer, path, breakpad_id, offset, FALSE, NULL);
+  g_assert_cmpstr (name, ==, "symbolizer_test_static_function");
+  g_free (name);
+
+  /* Another build id: the file is not that module. */
+  name = perfmon_symbolizer_lookup (symbolizer, path, "0123456789abcdef0123456789abcdef01234567",
+                                    offset, FALSE, NULL);
+  g_assert_null (name);
+
+  /* A file name alone, without id, is never trusted. */
+  name = perfmon_symbolizer_lookup (symbolizer, "test-symbolizer", NULL, offset, FALSE, NULL);
+  g_assert_null (name);
+
+  g_assert_cmpuint (perfmon_symbolizer_get_n_cached_modules (symbolizer), >=, 1);
+  _perfmon_symbolizer_clear_cache (symbolizer);
+  g_assert_cmpuint (perfmon_symbolizer_get_n_cached_modules (symbolizer), ==, 0);
+}
+
+static void
+test_debug_dirs (void)
+{
+  g_autoptr(PerfmonSymbolizer) symbolizer = perfmon_symbolizer_new ();
+  const char *dirs[] = { "/a", "/b", NULL };
+  g_auto(GStrv) got = NULL;
+
+  perfmon_symbolizer_set_debug_dirs (symbolizer, dirs);
+  g_assert_cmpstrv (perfmon_symbolizer_get_debug_dirs (symbolizer), dirs);
+  g_object_get (symbolizer, "debug-dirs", &got, NULL);
+  g_assert_cmpstrv (got, dirs);
+  perfmon_symbolizer_set_time_budget (symbolizer, 5);
+  g_assert_cmpuint (perfmon_symbolizer_get_time_budget (symbolizer), ==, 5);
+}
+
+static void
+assert_invalid (PerfmonSymbolizer *symbolizer,
+                const char        *contents,
+                gssize             length)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = perfmon_symbolizer_symbolize (symbolizer, contents, length, FALSE, &error);
+
+  g_assert_null (out);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  /* Never the input echoed back. */
+  if (length < 0 && strlen (contents) > 8)
+    g_assert_null (strstr (error->message, contents));
+}
+
+static char *
+symbolize (PerfmonSymbolizer *symbolizer,
+           const char        *contents,
+           gboolean           json)
+{
+  g_autoptr(GError) error = NULL;
+  char *out = perfmon_symbolizer_symbolize (symbolizer, contents, -1, json, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (out);
+  return out;
+}
+
+/* Inputs that are not what perfmon writes: an error or, for well-formed
+ * files with odd frames, frames left unnamed; never a crash. */
+static void
+test_bad_input (void)
+{
+  g_autoptr(PerfmonSymbolizer) symbolizer = perfmon_symbolizer_new ();
+  static const char binary[] = "PMTL\0\1\2\3";
+  char *out;
+
+  assert_invalid (symbolizer, "", -1);
+  assert_invalid (symbolizer, "{}", -1);
+  assert_invalid (symbolizer, "[1, 2, 3]", -1);
+  assert_invalid (symbolizer, "{\"stack\": 5, \"a long member to not echo\": 1}", -1);
+  assert_invalid (symbolizer, "{\"payload\": {\"hangs\": 7}}", -1);
+  assert_invalid (symbolizer, binary, sizeof binary);
+  assert_invalid (symbolizer, "\xff\xfe not UTF-8 at all, not at all", -1);
+  assert_invalid (symbolizer, "#00 pc zzzz /lib/x.so\n", -1);
+  assert_invalid (symbolizer, "1 #00 pc 123456789012345678 /lib/x.so\n", -1);
+
+  /* Odd frames in a report: left as they are. */
+  out = symbolize (symbolizer,
+                   "{\"stack\": [[0, \"zz\"], [99, \"10\"], [-5, \"10\"], \"label\", [0], {\"a\": 1}, null,"
+                   " [0, \"ffffffffffffffffff\"], [\"0\", \"1\"], [0, \"1\"]],"
+                   " \"modules\": [[\"x.so\", \"not an id\"], 3], \"symbols\": 5, \"duration\": \"long\"}",
+                   TRUE);
+  g_assert_nonnull (strstr (out, "\"symbols\""));
+  g_free (out);
+  out = symbolize (symbolizer,
+                   "{\"stack\": [[0, \"1\"], \"a label\"], \"modules\": [[\"x.so\", \"\"]],"
+                   " \"symbols\": [\"known+0x4\", null]}",
+                   FALSE);
+  /* Innermost first; the name the report had is kept. */
+  g_assert_nonnull (strstr (out, "#0   a label\n  #1   x.so+0x1 (known+0x4)\n"));
+  g_free (out);
+
+  out = symbolize (symbolizer,
+                   "{\"type\": \"bhr\", \"payload\": {\"hangs\": [1, {\"stack\": [[0, \"1\"]]}, {}],"
+                   " \"modules\": \"no\"}}",
+                   TRUE);
+  g_free (out);
+
+  /* A stack tree: names kept, unknown files left unnamed, the rest of the
+   * text kept. */
+  out = symbolize (symbolizer,
+                   "2 #00 pc 00001000 /nonexistent/lib.so(sym+1)(abcdef0123456789)\n"
+                   "    2 #01 pc 00002000 /nonexistent/lib.so(0123456789abcdef)\n"
+                   "    not a frame\n"
+                   "1 #00 pc 00000010 [unknown]\n"
+                   "1 #00 pc 00000010 /no(close\n",
+                   FALSE);
+  g_assert_nonnull (strstr (out, "2 #00 pc 00001000 /nonexistent/lib.so(sym+1)(abcdef0123456789)\n"));
+  g_assert_nonnull (strstr (out, "    2 #01 pc 00002000 /nonexistent/lib.so(0123456789abcdef)\n"));
+  g_assert_nonnull (strstr (out, "    not a frame\n"));
+  g_free (out);
+  out = symbolize (symbolizer, "1 #00 pc 00001000 /nonexistent/lib.so\n", TRUE);
+  g_assert_nonnull (strstr (out, "\"frames\""));
+  g_free (out);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_setenv ("PERFMON_DEBUG_DIRS", "/nonexistent", TRUE);
+  g_unsetenv ("DEBUGINFOD_URLS");
+
+  g_test_add_func ("/symbolizer/format", test_format);
+  g_test_add_func ("/symbolizer/lookup-self", test_lookup_self);
+  g_test_add_func ("/symbolizer/debug-dirs", test_debug_dirs);
+  g_test_add_func ("/symbolizer/bad-input", test_bad_input);
+  return g_test_run ();
+}
