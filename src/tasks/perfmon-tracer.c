@@ -1273,8 +1273,14 @@ copy_buffer (Buffer   *buffer,
       memcpy (copy + done, buffer->data + at, n);
       done += n;
     }
+#ifdef __SANITIZE_THREAD__
+  /* gcc refuses fences under -fsanitize=thread (TSan cannot model them);
+   * a sequentially consistent load stands in for the fence there. */
+  later_head = __atomic_load_n (&buffer->head, __ATOMIC_SEQ_CST);
+#else
   __atomic_thread_fence (__ATOMIC_ACQUIRE);
   later_head = __atomic_load_n (&buffer->head, __ATOMIC_RELAXED);
+#endif
 
   valid_start = start;
   if (buffer->overwrite)
