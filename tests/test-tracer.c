@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -442,6 +443,40 @@ test_labels (Fixture       *fixture,
 }
 
 /* ---------------------------------------------------------------------- */
+
+/* Task logs hold what the program did, like every file perfmon writes:
+ * only the user reads them. */
+static void
+test_file_modes (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  GStatBuf st;
+
+  /* A umask that would let 0644 through. */
+  mode_t old_umask = umask (022);
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("dumped");
+  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (fixture->path, &st), ==, 0);
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
+  g_assert_cmpint (g_unlink (fixture->path), ==, 0);
+
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("recorded");
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (fixture->path, &st), ==, 0);
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
+
+  umask (old_umask);
+}
 
 static void
 test_flight_recorder_window (Fixture       *fixture,
@@ -1032,6 +1067,7 @@ main (int   argc,
   ADD ("/tracer/invoke-inline", test_invoke_inline);
   ADD ("/tracer/gtask", test_gtask);
   ADD ("/tracer/labels", test_labels);
+  ADD ("/tracer/file-modes", test_file_modes);
   ADD ("/tracer/flight-recorder/window", test_flight_recorder_window);
   ADD ("/tracer/flight-recorder/overwrites", test_flight_recorder_overwrites);
   ADD ("/tracer/flight-recorder/concurrent-dumps", test_flight_recorder_concurrent_dumps);

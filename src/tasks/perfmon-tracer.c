@@ -1712,7 +1712,7 @@ perfmon_tracer_dump (const char  *path,
   g_mutex_unlock (&control_lock);
 
   return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
 
 /**
@@ -1769,7 +1769,7 @@ perfmon_tracer_stop (GError **error)
   if (bytes == NULL)
     return TRUE;
   return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
 }
 
 /**
