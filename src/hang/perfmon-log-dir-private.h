@@ -41,6 +41,21 @@ gboolean _perfmon_log_dir_write_atomically  (const char  *dir,
                                              gsize        length,
                                              GError     **error);
 
+/* Seconds after which a temporary file of an atomic write is certainly
+ * stranded: its writer died (such a write takes milliseconds). */
+#define PERFMON_LOG_DIR_STALE_TEMP_AGE_S 600
+
+/* Deletes from @dir the temporary files that atomic writes (GLib's
+ * "<name>.XXXXXX") left behind when their process died: regular files (a
+ * symbolic link is never followed nor touched) whose name is @name_prefix
+ * (any name if NULL) followed by '.' and six letters or digits, last
+ * modified more than PERFMON_LOG_DIR_STALE_TEMP_AGE_S ago (so never the
+ * write of a live process). Returns how many were deleted. */
+gboolean _perfmon_log_dir_is_temporary_name (const char *name,
+                                              const char *name_prefix);
+guint    _perfmon_log_dir_remove_stale_temporaries (const char *dir,
+                                                    const char *name_prefix);
+
 /* "<prefix><YYYYmmddHHMMSS>_<pid><suffix>", the time as @time has it. */
 char    *_perfmon_log_dir_file_name         (const char  *prefix,
                                              GDateTime   *time,

@@ -248,3 +248,52 @@ _perfmon_log_dir_file_name (const char *prefix,
   stamp = g_date_time_format (time, "%Y%m%d%H%M%S");
   return g_strdup_printf ("%s%s_%u%s", prefix, stamp, pid, suffix);
 }
+
+/* GLib's temporary name for an atomic write of @name_prefix (any name if
+ * NULL): "<name>.XXXXXX". */
+gboolean
+_perfmon_log_dir_is_temporary_name (const char *name,
+                                    const char *name_prefix)
+{
+  gsize len = strlen (name);
+  gsize prefix_len;
+
+  if (len < 8 || name[len - 7] != '.')
+    return FALSE;
+  for (gsize i = len - 6; i < len; i++)
+    if (!g_ascii_isalnum (name[i]))
+      return FALSE;
+  if (name_prefix == NULL)
+    return TRUE;
+  prefix_len = strlen (name_prefix);
+  return len == prefix_len + 7 && strncmp (name, name_prefix, prefix_len) == 0;
+}
+
+guint
+_perfmon_log_dir_remove_stale_temporaries (const char *dir,
+                                           const char *name_prefix)
+{
+  g_autoptr(GDir) handle = NULL;
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+  const char *name;
+  guint n_removed = 0;
+
+  g_return_val_if_fail (dir != NULL, 0);
+
+  handle = g_dir_open (dir, 0, NULL);
+  while (handle != NULL && (name = g_dir_read_name (handle)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+
+      if (!_perfmon_log_dir_is_temporary_name (name, name_prefix))
+        continue;
+      path = g_build_filename (dir, name, NULL);
+      if (g_lstat (path, &st) != 0 || !S_ISREG (st.st_mode) ||
+          now - (gint64) st.st_mtime < PERFMON_LOG_DIR_STALE_TEMP_AGE_S)
+        continue;
+      if (g_unlink (path) == 0)
+        n_removed++;
+    }
+  return n_removed;
+}

@@ -38,6 +38,10 @@
 /* Ids are file names: keep them short and free of anything a shell or a
  * path would read specially. */
 #define MAX_ID_LENGTH   128
+/* pending/corrupt/ keeps the newest this many files for a human. */
+#define CORRUPT_MAX_FILES 16
+/* A hang record is a few kB; anything much larger is not one of ours. */
+#define MAX_RECORD_BYTES  (1024 * 1024)
 
 struct _PerfmonPingStore
 {
@@ -148,6 +152,51 @@ move_no_replace (const char  *src_dir,
   return FALSE;
 }
 
+typedef struct
+{
+  char   *path;
+  gint64  mtime;
+} AgedFile;
+
+static int
+compare_newest_first (gconstpointer a,
+                      gconstpointer b)
+{
+  const AgedFile *x = a, *y = b;
+
+  return (x->mtime < y->mtime) - (x->mtime > y->mtime);
+}
+
+static void
+aged_file_clear (gpointer data)
+{
+  g_free (((AgedFile *) data)->path);
+}
+
+/* pending/corrupt/ is for a human to look at, not an archive: only the
+ * newest CORRUPT_MAX_FILES stay. */
+static void
+bound_corrupt (const char *corrupt_dir)
+{
+  g_autoptr(GArray) files = g_array_new (FALSE, FALSE, sizeof (AgedFile));
+  g_autoptr(GDir) dir = g_dir_open (corrupt_dir, 0, NULL);
+  const char *name;
+
+  g_array_set_clear_func (files, aged_file_clear);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      AgedFile file = { g_build_filename (corrupt_dir, name, NULL), 0 };
+      GStatBuf st;
+
+      if (g_lstat (file.path, &st) == 0)
+        file.mtime = st.st_mtime;
+      g_array_append_val (files, file);
+    }
+  g_array_sort (files, compare_newest_first);
+  for (guint i = CORRUPT_MAX_FILES; i < files->len; i++)
+    g_unlink (g_array_index (files, AgedFile, i).path);
+}
+
 /* Keeps @src_dir/@name for a human to look at, in pending/corrupt/. */
 static void
 move_to_corrupt (PerfmonPingStore *store,
@@ -170,6 +219,7 @@ move_to_corrupt (PerfmonPingStore *store,
     }
   g_warning ("Pending hang file “%s” is unusable (%s); moved to “%s”",
              src, why, corrupt_dir);
+  bound_corrupt (corrupt_dir);
 }
 
 /* Takes over @path, the pending directory of another store, if that store
@@ -208,19 +258,32 @@ adopt_one (PerfmonPingStore *store,
       if (g_str_equal (name, PERFMON_PING_STORE_LOCK_FILE))
         continue;
 
-      if (is_hang_file_name (name))
+      g_autofree char *file = g_build_filename (path, name, NULL);
+      GStatBuf st;
+
+      if (g_lstat (file, &st) != 0)
+        continue;
+      if (!S_ISREG (st.st_mode))
+        {
+          /* A link, a directory: never ours, never followed. */
+          move_to_corrupt (store, path, name, "not a regular file");
+        }
+      else if (is_hang_file_name (name))
         {
           g_autoptr(GError) move_error = NULL;
 
           if (!move_no_replace (path, name, store->pending_dir, &move_error))
             g_warning ("Could not adopt pending hang: %s", move_error->message);
         }
-      else
+      else if (_perfmon_log_dir_is_temporary_name (name, NULL))
         {
-          /* Typically the temporary file of a write the dead process did
-           * not finish. It may hold a complete record; keep it. */
-          move_to_corrupt (store, path, name, "not a hang file");
+          /* The temporary file of a write the dead process did not
+           * finish: that record was never saved (the rename is the
+           * commit), so it goes, like the rest of the write. */
+          g_unlink (file);
         }
+      else
+        move_to_corrupt (store, path, name, "not a hang file");
     }
   g_clear_pointer (&dir, g_dir_close);
 
@@ -291,6 +354,8 @@ _perfmon_ping_store_open (const char  *pings_dir,
 
   if (!make_dir (store->pending_root, error))
     goto fail;
+  /* Pings and client-id writes of processes that died mid-write. */
+  _perfmon_log_dir_remove_stale_temporaries (pings_dir, NULL);
 
   new_dir = g_strconcat (store->pending_root, G_DIR_SEPARATOR_S,
                          NEW_DIR_PREFIX, store->instance, NULL);
@@ -734,9 +799,12 @@ executable_build_id (void)
   return g_date_time_format (time, "%Y%m%d%H%M%S");
 }
 
+/* This installation's client id, from @store->dir/client-id, made there if
+ * missing. A full disk or an unreadable file must not stop pings (nor the
+ * deletion of the hangs they carry): then this process uses an id of its
+ * own, for every ping it writes, and says so once. */
 static const char *
-ensure_client_id (PerfmonPingStore  *store,
-                  GError           **error)
+ensure_client_id (PerfmonPingStore *store)
 {
   g_autofree char *path = NULL;
   g_autofree char *contents = NULL;
@@ -756,17 +824,18 @@ ensure_client_id (PerfmonPingStore  *store,
       /* Pings with a made-up id would be worse than a new client. */
       g_warning ("“%s” does not hold a UUID; replacing it with a new client id", path);
     }
-  else if (!g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return NULL;
-    }
 
   fresh = g_uuid_string_random ();
-  line = g_strconcat (fresh, "\n", NULL);
-  if (!_perfmon_log_dir_write_atomically (store->dir, PERFMON_PING_STORE_CLIENT_ID,
-                                          line, strlen (line), error))
-    return NULL;
+  if (local_error == NULL || g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    {
+      g_clear_error (&local_error);
+      line = g_strconcat (fresh, "\n", NULL);
+      _perfmon_log_dir_write_atomically (store->dir, PERFMON_PING_STORE_CLIENT_ID,
+                                         line, strlen (line), &local_error);
+    }
+  if (local_error != NULL)
+    g_warning ("Could not keep the client id in “%s” (%s); this process's pings use %s",
+               path, local_error->message, fresh);
   return store->client_id = g_steal_pointer (&fresh);
 }
 
@@ -841,6 +910,65 @@ compare_names (gconstpointer a,
   return strcmp (*(const char * const *) a, *(const char * const *) b);
 }
 
+/* Reads the hang record at @path, never through a symbolic link (a file
+ * planted in a pending directory must not make us send what it points to)
+ * and never more than MAX_RECORD_BYTES. PERFMON_ERROR_INVALID_DATA: not a
+ * regular file, or too large. */
+static gboolean
+read_record (const char  *path,
+             char       **contents_out,
+             gsize       *length_out,
+             GError     **error)
+{
+  g_autofree char *contents = NULL;
+  struct stat st;
+  gsize done = 0;
+  int fd;
+
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    {
+      if (errno == ELOOP)
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                       "a symbolic link, not followed");
+          return FALSE;
+        }
+      return set_errno_error (error, errno, "Could not open", path);
+    }
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > MAX_RECORD_BYTES)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "not a regular file of at most %d bytes", MAX_RECORD_BYTES);
+      close (fd);
+      return FALSE;
+    }
+
+  contents = g_malloc ((gsize) st.st_size + 1);
+  while (done < (gsize) st.st_size)
+    {
+      gssize n = read (fd, contents + done, (gsize) st.st_size - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int saved_errno = errno;
+
+          close (fd);
+          return set_errno_error (error, saved_errno, "Could not read", path);
+        }
+      if (n == 0)
+        break;   /* shrunk meanwhile: parse what there is */
+      done += (gsize) n;
+    }
+  close (fd);
+  contents[done] = '\0';
+  *contents_out = g_steal_pointer (&contents);
+  *length_out = done;
+  return TRUE;
+}
+
 /* Reads our pending hang files, oldest first, into @pendings; sets the
  * unusable ones aside. */
 static gboolean
@@ -865,8 +993,16 @@ load_pending (PerfmonPingStore  *store,
       gsize length;
       Pending pending;
 
-      if (!g_file_get_contents (path, &contents, &length, error))
-        return FALSE;
+      if (!read_record (path, &contents, &length, &local_error))
+        {
+          if (!g_error_matches (local_error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA))
+            {
+              g_propagate_error (error, g_steal_pointer (&local_error));
+              return FALSE;
+            }
+          move_to_corrupt (store, store->pending_dir, name, local_error->message);
+          continue;
+        }
 
       if (!json_parser_load_from_data (parser, contents, (gssize) length, &local_error))
         {
@@ -999,12 +1135,7 @@ build_ping (PerfmonPingStore       *store,
   application = build_application (info, error);
   if (application == NULL)
     return NULL;
-  client_id = ensure_client_id (store, error);
-  if (client_id == NULL)
-    {
-      json_object_unref (application);
-      return NULL;
-    }
+  client_id = ensure_client_id (store);
 
   modules = json_array_new ();
   hangs = json_array_new ();
