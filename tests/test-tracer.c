@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "perfmon.h"
@@ -476,6 +477,51 @@ test_file_modes (Fixture       *fixture,
   g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
 
   umask (old_umask);
+}
+
+/* 40 kill -9 during flight-recorder dumps must not leave 40 temporary
+ * files of the dump's size: a dump removes those of dead writers first
+ * (and never a live writer's). */
+static void
+test_stale_temporaries (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dead = NULL;
+  g_autofree char *live = NULL;
+  g_autofree char *foreign = NULL;
+  GPid child;
+  const char *argv[] = { "/bin/true", NULL };
+  int status;
+
+  /* A pid that is certainly gone: a child we reaped. */
+  g_assert_true (g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                NULL, NULL, &child, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  dead = g_strdup_printf ("%s.p%d-AbCdEf", fixture->path, (int) child);
+  live = g_strdup_printf ("%s.p%d-GhIjKl", fixture->path, (int) getpid ());
+  foreign = g_strdup_printf ("%s-other.p%d-MnOpQr", fixture->path, (int) child);
+  g_file_set_contents (dead, "partial", -1, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (live, "partial", -1, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (foreign, "not ours", -1, &error);
+  g_assert_no_error (error);
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("dumped");
+  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+
+  g_assert_false (g_file_test (dead, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (live, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (foreign, G_FILE_TEST_EXISTS));
+  g_unlink (live);
+  g_unlink (foreign);
 }
 
 static void
@@ -1068,6 +1114,7 @@ main (int   argc,
   ADD ("/tracer/gtask", test_gtask);
   ADD ("/tracer/labels", test_labels);
   ADD ("/tracer/file-modes", test_file_modes);
+  ADD ("/tracer/stale-temporaries", test_stale_temporaries);
   ADD ("/tracer/flight-recorder/window", test_flight_recorder_window);
   ADD ("/tracer/flight-recorder/overwrites", test_flight_recorder_overwrites);
   ADD ("/tracer/flight-recorder/concurrent-dumps", test_flight_recorder_concurrent_dumps);

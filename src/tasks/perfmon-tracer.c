@@ -18,6 +18,7 @@
 #include "perfmon-clock-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
+#include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
 
@@ -1711,8 +1712,8 @@ perfmon_tracer_dump (const char  *path,
   bytes = serialize_locked (__atomic_load_n (&current_session, __ATOMIC_RELAXED), since_cycles, start_ns);
   g_mutex_unlock (&control_lock);
 
-  return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+  return _perfmon_log_dir_write_file_atomically (path, g_bytes_get_data (bytes, NULL),
+                                                 g_bytes_get_size (bytes), FALSE, error);
 }
 
 /**
@@ -1768,8 +1769,8 @@ perfmon_tracer_stop (GError **error)
 
   if (bytes == NULL)
     return TRUE;
-  return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, error);
+  return _perfmon_log_dir_write_file_atomically (path, g_bytes_get_data (bytes, NULL),
+                                                 g_bytes_get_size (bytes), FALSE, error);
 }
 
 /**
