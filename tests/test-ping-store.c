@@ -994,6 +994,115 @@ test_stale_temporaries (Fixture       *fixture,
   g_assert_true (g_file_test (fresh, G_FILE_TEST_EXISTS));
 }
 
+/* Pending records are bounded in bytes: a save beyond the limit fails and
+ * says why; once a ping took them, saving works again. */
+static void
+test_pending_bounded (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonPingStore) store = _perfmon_ping_store_open (fixture->dir, &error);
+  g_autofree char *path = NULL;
+  guint n_saved = 0;
+
+  g_assert_no_error (error);
+  _perfmon_ping_store_set_limits (store, 2000, 1 << 20);
+  for (guint i = 0; i < 100; i++)
+    {
+      g_autofree char *id = _perfmon_ping_store_save_hang_json (store, NULL, hang_a, &error);
+
+      if (id == NULL)
+        break;
+      n_saved++;
+    }
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC);
+  g_assert_nonnull (strstr (error->message, "2000"));
+  g_clear_error (&error);
+  g_assert_cmpuint (n_saved, >, 0);
+  g_assert_cmpuint (n_saved, <, 100);
+  g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, n_saved);
+
+  path = write_ping (store);
+  g_assert_nonnull (path);
+  g_free (save (store, NULL, hang_a));
+}
+
+/* Finished pings that nobody sends are bounded in bytes: the oldest go,
+ * the newest always stays. */
+static void
+test_pings_bounded (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonPingStore) store = _perfmon_ping_store_open (fixture->dir, &error);
+  g_autofree char *last = NULL;
+  guint n_pings = 0;
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  GStatBuf st;
+
+  g_assert_no_error (error);
+  g_free (save (store, NULL, hang_a));
+  last = write_ping (store);
+  g_assert_cmpint (g_stat (last, &st), ==, 0);
+  /* Room for two pings of this size (they all have the same size). */
+  _perfmon_ping_store_set_limits (store, 1 << 20, 2 * (guint64) st.st_size + st.st_size / 2);
+  for (guint i = 1; i < 6; i++)
+    {
+      g_free (save (store, NULL, hang_a));
+      if (i >= 2)
+        g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*were not sent: deleted the 1 oldest*");
+      g_free (last);
+      last = write_ping (store);
+      g_test_assert_expected_messages ();
+    }
+  dir = g_dir_open (fixture->dir, 0, NULL);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    if (g_str_has_suffix (name, ".json"))
+      n_pings++;
+  g_assert_true (g_file_test (last, G_FILE_TEST_EXISTS));
+  g_assert_cmpuint (n_pings, ==, 2);
+}
+
+/* A crash between writing a ping and deleting its records (kill -9) sends
+ * those hangs again: at least once. Both pings carry the same "hangId",
+ * which a receiver drops duplicates by. */
+static void
+test_duplicate_has_same_id (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonPingStore) store = _perfmon_ping_store_open (fixture->dir, &error);
+  g_autofree char *id = NULL;
+  g_autofree char *record = NULL;
+  g_autofree char *contents = NULL;
+  g_autofree char *first = NULL;
+  g_autofree char *second = NULL;
+  g_autoptr(JsonObject) ping1 = NULL;
+  g_autoptr(JsonObject) ping2 = NULL;
+  JsonObject *hang1, *hang2;
+
+  g_assert_no_error (error);
+  id = save (store, NULL, hang_a);
+  record = g_strconcat (_perfmon_ping_store_get_pending_dir (store), "/", id, ".json", NULL);
+  g_file_get_contents (record, &contents, NULL, &error);
+  g_assert_no_error (error);
+
+  first = write_ping (store);
+  /* The crash: the record was not deleted. */
+  g_file_set_contents (record, contents, -1, &error);
+  g_assert_no_error (error);
+  second = write_ping (store);
+
+  ping1 = load_object (first);
+  ping2 = load_object (second);
+  hang1 = json_array_get_object_element (json_object_get_array_member (json_object_get_object_member (ping1, "payload"), "hangs"), 0);
+  hang2 = json_array_get_object_element (json_object_get_array_member (json_object_get_object_member (ping2, "payload"), "hangs"), 0);
+  g_assert_cmpstr (json_object_get_string_member (hang1, "hangId"), ==, id);
+  g_assert_cmpstr (json_object_get_string_member (hang2, "hangId"), ==, id);
+}
+
 #define ADD(path, func) \
   g_test_add ("/ping-store/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
@@ -1018,6 +1127,9 @@ main (int    argc,
   ADD ("adopt/symlink-not-followed", test_symlink_not_followed);
   ADD ("ping/client-id-unwritable", test_client_id_unwritable);
   ADD ("ping/corrupt-bounded", test_corrupt_bounded);
+  ADD ("save/pending-bounded", test_pending_bounded);
+  ADD ("ping/pings-bounded", test_pings_bounded);
+  ADD ("ping/duplicate-has-same-id", test_duplicate_has_same_id);
   ADD ("open/stale-temporaries", test_stale_temporaries);
   g_test_add_func ("/ping-store/adopt/crash-recovery", test_crash_recovery);
   g_test_add_func ("/ping-store/map-version", test_map_version);

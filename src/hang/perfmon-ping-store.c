@@ -40,6 +40,11 @@
 #define MAX_ID_LENGTH   128
 /* pending/corrupt/ keeps the newest this many files for a human. */
 #define CORRUPT_MAX_FILES 16
+/* Bytes that pending hang records, and finished pings waiting to be sent,
+ * may take in a pings directory: a process that hangs in a loop with no
+ * one sending its pings fills neither the disk nor the directory. */
+#define PENDING_MAX_BYTES ((guint64) 4 * 1024 * 1024)
+#define PINGS_MAX_BYTES   ((guint64) 16 * 1024 * 1024)
 /* A hang record is a few kB; anything much larger is not one of ours. */
 #define MAX_RECORD_BYTES  (1024 * 1024)
 
@@ -56,6 +61,8 @@ struct _PerfmonPingStore
   int     lock_fd;
   guint   seq;
   char   *client_id;
+  guint64 pending_limit;
+  guint64 pings_limit;
 };
 
 static gboolean
@@ -154,8 +161,9 @@ move_no_replace (const char  *src_dir,
 
 typedef struct
 {
-  char   *path;
-  gint64  mtime;
+  char    *path;
+  gint64   mtime;
+  guint64  size;
 } AgedFile;
 
 static int
@@ -173,26 +181,48 @@ aged_file_clear (gpointer data)
   g_free (((AgedFile *) data)->path);
 }
 
+/* Regular files of @dir_path whose names @match accepts, newest first,
+ * with their sizes; their total in @total_out. */
+static GArray *
+list_aged_files (const char  *dir_path,
+                 gboolean   (*match) (const char *name),
+                 guint64     *total_out)
+{
+  GArray *files = g_array_new (FALSE, FALSE, sizeof (AgedFile));
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+  guint64 total = 0;
+
+  g_array_set_clear_func (files, aged_file_clear);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      AgedFile file = { NULL, 0, 0 };
+      GStatBuf st;
+
+      if (match != NULL && !match (name))
+        continue;
+      file.path = g_build_filename (dir_path, name, NULL);
+      if (g_lstat (file.path, &st) == 0)
+        {
+          file.mtime = st.st_mtime;
+          file.size = S_ISREG (st.st_mode) ? (guint64) st.st_size : 0;
+        }
+      total += file.size;
+      g_array_append_val (files, file);
+    }
+  g_array_sort (files, compare_newest_first);
+  if (total_out != NULL)
+    *total_out = total;
+  return files;
+}
+
 /* pending/corrupt/ is for a human to look at, not an archive: only the
  * newest CORRUPT_MAX_FILES stay. */
 static void
 bound_corrupt (const char *corrupt_dir)
 {
-  g_autoptr(GArray) files = g_array_new (FALSE, FALSE, sizeof (AgedFile));
-  g_autoptr(GDir) dir = g_dir_open (corrupt_dir, 0, NULL);
-  const char *name;
+  g_autoptr(GArray) files = list_aged_files (corrupt_dir, NULL, NULL);
 
-  g_array_set_clear_func (files, aged_file_clear);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      AgedFile file = { g_build_filename (corrupt_dir, name, NULL), 0 };
-      GStatBuf st;
-
-      if (g_lstat (file.path, &st) == 0)
-        file.mtime = st.st_mtime;
-      g_array_append_val (files, file);
-    }
-  g_array_sort (files, compare_newest_first);
   for (guint i = CORRUPT_MAX_FILES; i < files->len; i++)
     g_unlink (g_array_index (files, AgedFile, i).path);
 }
@@ -344,6 +374,8 @@ _perfmon_ping_store_open (const char  *pings_dir,
   store = g_new0 (PerfmonPingStore, 1);
   g_mutex_init (&store->mutex);
   store->lock_fd = -1;
+  store->pending_limit = PENDING_MAX_BYTES;
+  store->pings_limit = PINGS_MAX_BYTES;
   store->dir = g_strdup (pings_dir);
   store->pending_root = g_build_filename (pings_dir, PERFMON_PING_STORE_PENDING_DIR, NULL);
   /* The pid helps a human; the random part keeps a recycled pid, or two
@@ -651,6 +683,44 @@ object_to_json (JsonObject *object,
   return json_generator_to_data (generator, length);
 }
 
+/* Whether a record of @length bytes, replacing @name if it exists, keeps
+ * the pending records within store->pending_limit. */
+static gboolean
+pending_has_room (PerfmonPingStore  *store,
+                  const char        *name,
+                  gsize              length,
+                  GError           **error)
+{
+  g_autofree char *path = g_build_filename (store->pending_dir, name, NULL);
+  g_autoptr(GArray) files = NULL;
+  guint64 total;
+  GStatBuf st;
+
+  files = list_aged_files (store->pending_dir, is_hang_file_name, &total);
+  if (g_lstat (path, &st) == 0 && S_ISREG (st.st_mode))
+    total -= MIN (total, (guint64) st.st_size);
+  if (total + length <= store->pending_limit)
+    return TRUE;
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
+               "Pending hangs in “%s” would take %" G_GUINT64_FORMAT " bytes, more than the %"
+               G_GUINT64_FORMAT " allowed: not saved until a ping sends them",
+               store->pending_dir, total + length, store->pending_limit);
+  return FALSE;
+}
+
+void
+_perfmon_ping_store_set_limits (PerfmonPingStore *store,
+                                guint64           pending_bytes,
+                                guint64           pings_bytes)
+{
+  g_return_if_fail (store != NULL);
+
+  g_mutex_lock (&store->mutex);
+  store->pending_limit = pending_bytes;
+  store->pings_limit = pings_bytes;
+  g_mutex_unlock (&store->mutex);
+}
+
 char *
 _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
                                const char        *id,
@@ -688,7 +758,8 @@ _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
       id = new_id;
     }
   name = g_strconcat (id, HANG_SUFFIX, NULL);
-  ok = _perfmon_log_dir_write_atomically (store->pending_dir, name, json, length, error);
+  ok = pending_has_room (store, name, length, error) &&
+       _perfmon_log_dir_write_atomically (store->pending_dir, name, json, length, error);
   g_mutex_unlock (&store->mutex);
 
   if (!ok)
@@ -1036,10 +1107,12 @@ load_pending (PerfmonPingStore  *store,
  * "modules". Every other member is kept as it is. */
 static JsonObject *
 hang_for_ping (JsonObject *hang,
+               const char *file_name,
                JsonArray  *modules,
                GHashTable *module_indices)
 {
   JsonObject *out = json_object_new ();
+  g_autofree char *hang_id = g_strndup (file_name, strlen (file_name) - strlen (HANG_SUFFIX));
   g_autoptr(GArray) remap = g_array_new (FALSE, FALSE, sizeof (gint64));
   JsonArray *own_modules = NULL;
   g_autoptr(GList) members = NULL;
@@ -1109,8 +1182,13 @@ hang_for_ping (JsonObject *hang,
           continue;
         }
 
-      json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
+      if (!g_str_equal (member, "hangId"))
+        json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
     }
+  /* Delivery is at least once (see _perfmon_ping_store_write_ping()):
+   * the record's id, the same in every ping that carries it, lets a
+   * receiver drop a hang it already has. */
+  json_object_set_string_member (out, "hangId", hang_id);
 
   return out;
 }
@@ -1142,6 +1220,7 @@ build_ping (PerfmonPingStore       *store,
   for (guint i = 0; i < pendings->len; i++)
     json_array_add_object_element (hangs,
                                    hang_for_ping (g_array_index (pendings, Pending, i).hang,
+                                                  g_array_index (pendings, Pending, i).name,
                                                   modules, module_indices));
 
   payload = json_object_new ();
@@ -1162,6 +1241,51 @@ build_ping (PerfmonPingStore       *store,
   json_object_set_object_member (ping, "payload", payload);
 
   return g_steal_pointer (&ping);
+}
+
+static gboolean
+is_ping_file_name (const char *name)
+{
+  g_autofree char *id = NULL;
+
+  if (!g_str_has_suffix (name, HANG_SUFFIX))
+    return FALSE;
+  id = g_strndup (name, strlen (name) - strlen (HANG_SUFFIX));
+  return g_uuid_string_is_valid (id);
+}
+
+/* Finished pings wait in store->dir until something sends (and deletes)
+ * them; if nothing does, the oldest go once they exceed
+ * store->pings_limit bytes. @newest, just written, always stays. */
+static void
+bound_pings (PerfmonPingStore *store,
+             const char       *newest)
+{
+  g_autoptr(GArray) files = NULL;
+  guint64 total;
+  guint64 kept = 0;
+  guint n_deleted = 0;
+
+  files = list_aged_files (store->dir, is_ping_file_name, &total);
+  if (total <= store->pings_limit)
+    return;
+  for (guint i = 0; i < files->len; i++)
+    if (g_str_equal (g_array_index (files, AgedFile, i).path, newest))
+      kept = g_array_index (files, AgedFile, i).size;
+  for (guint i = 0; i < files->len; i++)
+    {
+      AgedFile *file = &g_array_index (files, AgedFile, i);
+
+      if (g_str_equal (file->path, newest))
+        continue;
+      if (kept + file->size <= store->pings_limit)
+        kept += file->size;
+      else if (g_unlink (file->path) == 0)
+        n_deleted++;
+    }
+  if (n_deleted > 0)
+    g_warning ("Pings in “%s” took more than %" G_GUINT64_FORMAT " bytes and were not sent: "
+               "deleted the %u oldest", store->dir, store->pings_limit, n_deleted);
 }
 
 char *
@@ -1204,6 +1328,7 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
   if (!_perfmon_log_dir_write_atomically (store->dir, name, json, length, error))
     goto out;
   path = g_build_filename (store->dir, name, NULL);
+  bound_pings (store, path);
 
   /* Only now that the ping is durable. A failure here sends these hangs
    * again in the next ping: a duplicate, not a loss. */
