@@ -445,6 +445,21 @@ test_labels (Fixture       *fixture,
 
 /* ---------------------------------------------------------------------- */
 
+/* One label recorded by the flight recorder, dumped to @path. */
+static void
+dump_flight_recorder (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("dumped");
+  g_assert_true (perfmon_tracer_dump (path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+}
+
 /* Task logs hold what the program did, like every file perfmon writes:
  * only the user reads them. */
 static void
@@ -457,13 +472,7 @@ test_file_modes (Fixture       *fixture,
   /* A umask that would let 0644 through. */
   mode_t old_umask = umask (022);
 
-  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
-  g_assert_no_error (error);
-  perfmon_task_add_label ("dumped");
-  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
-  g_assert_no_error (error);
-  g_assert_true (perfmon_tracer_stop (&error));
-  g_assert_no_error (error);
+  dump_flight_recorder (fixture->path);
   g_assert_cmpint (g_stat (fixture->path, &st), ==, 0);
   g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
   g_assert_cmpint (g_unlink (fixture->path), ==, 0);
@@ -509,13 +518,7 @@ test_stale_temporaries (Fixture       *fixture,
   g_file_set_contents (foreign, "not ours", -1, &error);
   g_assert_no_error (error);
 
-  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
-  g_assert_no_error (error);
-  perfmon_task_add_label ("dumped");
-  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
-  g_assert_no_error (error);
-  g_assert_true (perfmon_tracer_stop (&error));
-  g_assert_no_error (error);
+  dump_flight_recorder (fixture->path);
 
   g_assert_false (g_file_test (dead, G_FILE_TEST_EXISTS));
   g_assert_true (g_file_test (live, G_FILE_TEST_EXISTS));

@@ -102,14 +102,28 @@ is_valid_id (const char *id)
 /* A hang file is "<id>.json"; the temporary files of an atomic write
  * ("<id>.json." and six random characters, from g_mkstemp()) are not. */
 static gboolean
-is_hang_file_name (const char *name)
+is_json_named (const char *name,
+               gboolean  (*is_id) (const char *id))
 {
   g_autofree char *id = NULL;
 
   if (!g_str_has_suffix (name, HANG_SUFFIX))
     return FALSE;
   id = g_strndup (name, strlen (name) - strlen (HANG_SUFFIX));
-  return is_valid_id (id);
+  return is_id (id);
+}
+
+static gboolean
+is_hang_file_name (const char *name)
+{
+  return is_json_named (name, is_valid_id);
+}
+
+/* A finished ping: "<uuid>.json". */
+static gboolean
+is_ping_file_name (const char *name)
+{
+  return is_json_named (name, g_uuid_string_is_valid);
 }
 
 /* Moves @src_dir/@name into @dst_dir, never over an existing file: a
@@ -1241,17 +1255,6 @@ build_ping (PerfmonPingStore       *store,
   json_object_set_object_member (ping, "payload", payload);
 
   return g_steal_pointer (&ping);
-}
-
-static gboolean
-is_ping_file_name (const char *name)
-{
-  g_autofree char *id = NULL;
-
-  if (!g_str_has_suffix (name, HANG_SUFFIX))
-    return FALSE;
-  id = g_strndup (name, strlen (name) - strlen (HANG_SUFFIX));
-  return g_uuid_string_is_valid (id);
 }
 
 /* Finished pings wait in store->dir until something sends (and deletes)
