@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <string.h>
+#include <errno.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <utime.h>
 #include <unistd.h>
@@ -1103,6 +1105,68 @@ test_duplicate_has_same_id (Fixture       *fixture,
   g_assert_cmpstr (json_object_get_string_member (hang2, "hangId"), ==, id);
 }
 
+/* A really full disk: a 64 kB tmpfs (needs root, else skipped). Saving
+ * and pinging fail cleanly, leave no temporary file, and work again once
+ * there is room. */
+static void
+test_full_disk (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonPingStore) store = NULL;
+  g_autofree char *mnt = g_build_filename (fixture->dir, "tiny", NULL);
+  g_autofree char *filler = g_build_filename (mnt, "filler", NULL);
+  g_autofree char *pings = g_build_filename (mnt, "pings", NULL);
+  g_autofree char *id = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(JsonObject) ping = NULL;
+  char block[4096] = { 0 };
+  FILE *file;
+
+  g_assert_cmpint (g_mkdir_with_parents (mnt, 0700), ==, 0);
+  if (mount ("tmpfs", mnt, "tmpfs", 0, "size=64k,mode=0700") != 0)
+    {
+      g_test_skip_printf ("cannot mount a tmpfs (%s): needs root", g_strerror (errno));
+      return;
+    }
+
+  store = _perfmon_ping_store_open (pings, &error);
+  g_assert_no_error (error);
+  id = save (store, NULL, hang_a);
+
+  /* Fill it up. */
+  file = fopen (filler, "w");
+  g_assert_nonnull (file);
+  while (fwrite (block, 1, sizeof block, file) == sizeof block && fflush (file) == 0)
+    ;
+  fclose (file);
+
+  g_assert_null (_perfmon_ping_store_save_hang_json (store, NULL, hang_b, &error));
+  g_assert_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC);
+  g_clear_error (&error);
+  /* No room for client-id either: this process uses an id of its own. */
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*Could not keep the client id*No space*");
+  g_assert_null (_perfmon_ping_store_write_ping (store, NULL, &error));
+  g_test_assert_expected_messages ();
+  g_assert_nonnull (error);
+  g_clear_error (&error);
+  assert_no_temporaries (pings);
+  g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 1);
+
+  /* Room again: nothing is wedged. */
+  g_assert_cmpint (g_unlink (filler), ==, 0);
+  g_free (save (store, NULL, hang_b));
+  path = write_ping (store);
+  g_assert_nonnull (path);
+  ping = load_object (path);
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (json_object_get_object_member (ping, "payload"), "hangs")), ==, 2);
+  g_assert_true (g_uuid_string_is_valid (json_object_get_string_member (ping, "clientId")));
+  g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 0);
+
+  g_clear_pointer (&store, _perfmon_ping_store_close);
+  g_assert_cmpint (umount (mnt), ==, 0);
+}
+
 #define ADD(path, func) \
   g_test_add ("/ping-store/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
@@ -1128,6 +1192,7 @@ main (int    argc,
   ADD ("ping/client-id-unwritable", test_client_id_unwritable);
   ADD ("ping/corrupt-bounded", test_corrupt_bounded);
   ADD ("save/pending-bounded", test_pending_bounded);
+  ADD ("save/full-disk", test_full_disk);
   ADD ("ping/pings-bounded", test_pings_bounded);
   ADD ("ping/duplicate-has-same-id", test_duplicate_has_same_id);
   ADD ("open/stale-temporaries", test_stale_temporaries);
