@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <utime.h>
 #include <unistd.h>
 
 #include "perfmon.h"
@@ -499,6 +501,8 @@ test_stale_temporaries (Fixture       *fixture,
   g_autofree char *dead = NULL;
   g_autofree char *live = NULL;
   g_autofree char *foreign = NULL;
+  g_autofree char *users = NULL;
+  struct utimbuf long_ago = { .actime = time (NULL) - 3600, .modtime = time (NULL) - 3600 };
   GPid child;
   const char *argv[] = { "/bin/true", NULL };
   int status;
@@ -511,6 +515,12 @@ test_stale_temporaries (Fixture       *fixture,
   dead = g_strdup_printf ("%s.p%d-AbCdEf", fixture->path, (int) child);
   live = g_strdup_printf ("%s.p%d-GhIjKl", fixture->path, (int) getpid ());
   foreign = g_strdup_printf ("%s-other.p%d-MnOpQr", fixture->path, (int) child);
+  /* Named like a GLib temporary file and old, but in the user's directory
+   * it may be the user's: never touched. */
+  users = g_strdup_printf ("%s.backup", fixture->path);
+  g_file_set_contents (users, "the user's", -1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (utime (users, &long_ago), ==, 0);
   g_file_set_contents (dead, "partial", -1, &error);
   g_assert_no_error (error);
   g_file_set_contents (live, "partial", -1, &error);
@@ -523,8 +533,10 @@ test_stale_temporaries (Fixture       *fixture,
   g_assert_false (g_file_test (dead, G_FILE_TEST_EXISTS));
   g_assert_true (g_file_test (live, G_FILE_TEST_EXISTS));
   g_assert_true (g_file_test (foreign, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (users, G_FILE_TEST_EXISTS));
   g_unlink (live);
   g_unlink (foreign);
+  g_unlink (users);
 }
 
 static void

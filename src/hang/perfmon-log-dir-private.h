@@ -59,13 +59,19 @@ gboolean _perfmon_log_dir_write_file_atomically (const char  *path,
 /* Deletes from @dir the temporary files that atomic writes left behind
  * when their process died: regular files (a symbolic link is never
  * followed nor touched) named @name_prefix (any name if NULL) and either
- * ".p<pid>-XXXXXX" (ours) whose process is gone, or ".XXXXXX" (GLib's)
- * last modified more than PERFMON_LOG_DIR_STALE_TEMP_AGE_S ago. Never the
- * write of a live process. Returns how many were deleted. */
+ * ".p<pid>-XXXXXX" (ours) whose process is gone, or, with @glib_style_too
+ * (only in a directory that is perfmon's own: in a user's directory
+ * "<name>.XXXXXX" may well be the user's file), ".XXXXXX" (GLib's) last
+ * modified more than PERFMON_LOG_DIR_STALE_TEMP_AGE_S ago. Never the write
+ * of a live process. Returns how many were deleted. */
+/* Whether @name is the temporary file of an atomic write of @name_prefix
+ * (any name if NULL): ours, "<name>.p<pid>-XXXXXX", or GLib's,
+ * "<name>.XXXXXX". */
 gboolean _perfmon_log_dir_is_temporary_name (const char *name,
-                                              const char *name_prefix);
+                                             const char *name_prefix);
 guint    _perfmon_log_dir_remove_stale_temporaries (const char *dir,
-                                                    const char *name_prefix);
+                                                    const char *name_prefix,
+                                                    gboolean    glib_style_too);
 
 /* "<prefix><YYYYmmddHHMMSS>_<pid><suffix>", the time as @time has it. */
 char    *_perfmon_log_dir_file_name         (const char  *prefix,

@@ -268,7 +268,7 @@ _perfmon_log_dir_write_file_atomically (const char  *path,
 
   /* Ours, of processes that died mid-write: this is the place that knows
    * the names. */
-  _perfmon_log_dir_remove_stale_temporaries (dir, base);
+  _perfmon_log_dir_remove_stale_temporaries (dir, base, FALSE);
 
   temp = g_strdup_printf ("%s.p%u-XXXXXX", path, (guint) getpid ());
   fd = g_mkstemp_full (temp, O_RDWR | O_CLOEXEC, 0600);
@@ -370,7 +370,8 @@ _perfmon_log_dir_is_temporary_name (const char *name,
 
 guint
 _perfmon_log_dir_remove_stale_temporaries (const char *dir,
-                                           const char *name_prefix)
+                                           const char *name_prefix,
+                                           gboolean    glib_style_too)
 {
   g_autoptr(GDir) handle = NULL;
   gint64 now = g_get_real_time () / G_USEC_PER_SEC;
@@ -396,7 +397,7 @@ _perfmon_log_dir_remove_stale_temporaries (const char *dir,
        * stale once old. */
       pid = temporary_name_pid (strrchr (name, '.') + 1);
       if (pid != 0 ? !(kill ((pid_t) pid, 0) != 0 && errno == ESRCH)
-                   : now - (gint64) st.st_mtime < PERFMON_LOG_DIR_STALE_TEMP_AGE_S)
+                   : !glib_style_too || now - (gint64) st.st_mtime < PERFMON_LOG_DIR_STALE_TEMP_AGE_S)
         continue;
       if (g_unlink (path) == 0)
         n_removed++;

@@ -401,7 +401,7 @@ _perfmon_ping_store_open (const char  *pings_dir,
   if (!make_dir (store->pending_root, error))
     goto fail;
   /* Pings and client-id writes of processes that died mid-write. */
-  _perfmon_log_dir_remove_stale_temporaries (pings_dir, NULL);
+  _perfmon_log_dir_remove_stale_temporaries (pings_dir, NULL, TRUE);
 
   new_dir = g_strconcat (store->pending_root, G_DIR_SEPARATOR_S,
                          NEW_DIR_PREFIX, store->instance, NULL);
