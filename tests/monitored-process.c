@@ -57,6 +57,7 @@ static int hang_threshold_ms = 0;
 static int hangs_per_ping = 0;
 static int stall_after_ms = 0;
 static int stall_ms = 0;
+static int early_stall_ms = 0;
 static int seconds = 0;
 static gboolean no_register = FALSE;
 static int register_delay_ms = 0;
@@ -103,7 +104,7 @@ work (gpointer data)
 static gboolean
 stall_once (gpointer data)
 {
-  g_usleep ((gulong) stall_ms * 1000);
+  g_usleep ((gulong) GPOINTER_TO_INT (data) * 1000);
   return G_SOURCE_REMOVE;
 }
 
@@ -264,6 +265,7 @@ main (int    argc,
     { "hangs-per-ping", 0, 0, G_OPTION_ARG_INT, &hangs_per_ping, "Its hangs-per-ping (0: default)", "N" },
     { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
     { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
+    { "early-stall", 0, 0, G_OPTION_ARG_INT, &early_stall_ms, "Stall this long first, as a slow start-up would", "MS" },
     { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "Exit after this long (0: never)", "S" },
     { "no-register", 0, 0, G_OPTION_ARG_NONE, &no_register, "Do not call Register()", NULL },
     { "register-delay", 0, 0, G_OPTION_ARG_INT, &register_delay_ms, "Call Register() after MS", "MS" },
@@ -356,7 +358,10 @@ main (int    argc,
   loop = g_main_loop_new (NULL, FALSE);
   g_timeout_add ((guint) MAX (tick_ms, 1), work, NULL);
   if (stall_ms > 0)
-    g_timeout_add ((guint) stall_after_ms, stall_once, NULL);
+    g_timeout_add ((guint) stall_after_ms, stall_once, GINT_TO_POINTER (stall_ms));
+  /* What a slow machine does to a start-up: an extra hang first. */
+  if (early_stall_ms > 0)
+    g_idle_add_full (G_PRIORITY_HIGH, stall_once, GINT_TO_POINTER (early_stall_ms), NULL);
   if (g_str_equal (mode, "flood"))
     g_timeout_add (10, flood_alerts, NULL);
   if (!no_register && register_delay_ms > 0)

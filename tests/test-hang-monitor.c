@@ -188,6 +188,53 @@ assert_frames_valid (JsonArray *stack,
     }
 }
 
+/* A report that could not be saved (here: the store's pending directory
+ * replaced by a file, as good as a full disk even for root) is still
+ * emitted, and says it was not saved. */
+static void
+test_not_saved (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *pending_root = g_build_filename (fixture->pings_dir, "pending", NULL);
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+  PerfmonHangReport *report;
+  guint n_replaced = 0;
+
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  g_assert_no_error (error);
+
+  dir = g_dir_open (pending_root, 0, &error);
+  g_assert_no_error (error);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (pending_root, name, NULL);
+
+      if (g_str_equal (name, "corrupt"))
+        continue;
+      test_remove_tree (path);
+      g_file_set_contents (path, "in the way", -1, &error);
+      g_assert_no_error (error);
+      n_replaced++;
+    }
+  g_assert_cmpuint (n_replaced, ==, 1);
+
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*Could not save a hang report*");
+  add_named_source (fixture->context, "not-saved-idle", hang_once, GUINT_TO_POINTER (300), 50);
+  add_watchdog_timeout (fixture->context, 10, "no hang report");
+  g_main_loop_run (fixture->loop);
+  g_test_assert_expected_messages ();
+
+  g_assert_cmpuint (fixture->reports->len, >=, 1);
+  report = g_ptr_array_index (fixture->reports, 0);
+  g_assert_nonnull (perfmon_hang_report_get_annotation (report, "NotSaved"));
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*Could not write the hang ping*");
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+  g_test_assert_expected_messages ();
+}
+
 static void
 test_hang_report (Fixture       *fixture,
                   gconstpointer  data)
@@ -1210,6 +1257,7 @@ main (int    argc,
   g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
   ADD ("/hang-monitor/report", test_hang_report);
+  ADD ("/hang-monitor/not-saved", test_not_saved);
   ADD ("/hang-monitor/short-stretches", test_short_stretches_are_not_hangs);
   ADD ("/hang-monitor/deliberate-wait", test_deliberate_wait);
   ADD ("/hang-monitor/idle-wakeups", test_idle_wakeups);

@@ -10,6 +10,19 @@
 #include "perfmon-label-private.h"
 #include "perfmon-no-syscalls.h"
 
+/* A ThreadSanitizer build: gcc defines __SANITIZE_THREAD__, clang has the
+ * feature. */
+#if defined(__SANITIZE_THREAD__)
+# define UNDER_TSAN 1
+#elif defined(__has_feature)
+# if __has_feature(thread_sanitizer)
+#  define UNDER_TSAN 1
+# endif
+#endif
+#ifndef UNDER_TSAN
+# define UNDER_TSAN 0
+#endif
+
 /* The frames of @stack joined with "|", outermost first. */
 static char *
 read_stack (PerfmonLabelStack *stack,
@@ -503,8 +516,15 @@ test_reader_consistent (void)
 
   g_test_message ("%u reads: %u empty, %u [a], %u [a,b], %u [a,b,c], %u unstable; %" G_GUINT64_FORMAT " writer cycles",
                   N_READS, seen[0], seen[1], seen[2], seen[3], n_failed, data.n_cycles);
-  /* A bounded retry may give up, but not most of the time. */
+  /* A bounded retry may give up, but not most of the time. Under
+   * ThreadSanitizer every atomic access is a call into its runtime, which
+   * slows the reader's copy far more than the writer's tight loop: there
+   * only require that reads do get through. */
+#if UNDER_TSAN
+  g_assert_cmpuint (n_failed, <, N_READS);
+#else
   g_assert_cmpuint (n_failed, <, N_READS / 2);
+#endif
   g_assert_cmpuint (data.n_cycles, >, 0);
 
   /* The writer exited with an empty stack. */

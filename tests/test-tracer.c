@@ -11,7 +11,11 @@
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <utime.h>
 #include <unistd.h>
 
 #include "perfmon.h"
@@ -470,6 +474,98 @@ test_labels (Fixture       *fixture,
 }
 
 /* ---------------------------------------------------------------------- */
+
+/* One label recorded by the flight recorder, dumped to @path. */
+static void
+dump_flight_recorder (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (perfmon_tracer_start_flight_recorder (1, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("dumped");
+  g_assert_true (perfmon_tracer_dump (path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+}
+
+/* Task logs hold what the program did, like every file perfmon writes:
+ * only the user reads them. */
+static void
+test_file_modes (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  GStatBuf st;
+
+  /* A umask that would let 0644 through. */
+  mode_t old_umask = umask (022);
+
+  dump_flight_recorder (fixture->path);
+  g_assert_cmpint (g_stat (fixture->path, &st), ==, 0);
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
+  g_assert_cmpint (g_unlink (fixture->path), ==, 0);
+
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  g_assert_no_error (error);
+  perfmon_task_add_label ("recorded");
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_no_error (error);
+  g_assert_cmpint (g_stat (fixture->path, &st), ==, 0);
+  g_assert_cmpuint (st.st_mode & 0777, ==, 0600);
+
+  umask (old_umask);
+}
+
+/* 40 kill -9 during flight-recorder dumps must not leave 40 temporary
+ * files of the dump's size: a dump removes those of dead writers first
+ * (and never a live writer's). */
+static void
+test_stale_temporaries (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dead = NULL;
+  g_autofree char *live = NULL;
+  g_autofree char *foreign = NULL;
+  g_autofree char *users = NULL;
+  struct utimbuf long_ago = { .actime = time (NULL) - 3600, .modtime = time (NULL) - 3600 };
+  GPid child;
+  const char *argv[] = { "/bin/true", NULL };
+  int status;
+
+  /* A pid that is certainly gone: a child we reaped. */
+  g_assert_true (g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                NULL, NULL, &child, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  dead = g_strdup_printf ("%s.p%d-AbCdEf", fixture->path, (int) child);
+  live = g_strdup_printf ("%s.p%d-GhIjKl", fixture->path, (int) getpid ());
+  foreign = g_strdup_printf ("%s-other.p%d-MnOpQr", fixture->path, (int) child);
+  /* Named like a GLib temporary file and old, but in the user's directory
+   * it may be the user's: never touched. */
+  users = g_strdup_printf ("%s.backup", fixture->path);
+  g_file_set_contents (users, "the user's", -1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (utime (users, &long_ago), ==, 0);
+  g_file_set_contents (dead, "partial", -1, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (live, "partial", -1, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (foreign, "not ours", -1, &error);
+  g_assert_no_error (error);
+
+  dump_flight_recorder (fixture->path);
+
+  g_assert_false (g_file_test (dead, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (live, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (foreign, G_FILE_TEST_EXISTS));
+  g_assert_true (g_file_test (users, G_FILE_TEST_EXISTS));
+  g_unlink (live);
+  g_unlink (foreign);
+  g_unlink (users);
+}
 
 static void
 test_flight_recorder_window (Fixture       *fixture,
@@ -1121,6 +1217,8 @@ main (int   argc,
   ADD ("/tracer/invoke-inline", test_invoke_inline);
   ADD ("/tracer/gtask", test_gtask);
   ADD ("/tracer/labels", test_labels);
+  ADD ("/tracer/file-modes", test_file_modes);
+  ADD ("/tracer/stale-temporaries", test_stale_temporaries);
   ADD ("/tracer/flight-recorder/window", test_flight_recorder_window);
   ADD ("/tracer/flight-recorder/overwrites", test_flight_recorder_overwrites);
   ADD ("/tracer/flight-recorder/concurrent-dumps", test_flight_recorder_concurrent_dumps);

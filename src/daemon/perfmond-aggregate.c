@@ -275,3 +275,35 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
 
   return perfmon_snapshot_to_variant (snapshot);
 }
+
+PerfmonSnapshot *
+perfmond_snapshot_from_reply (GVariant  *variant,
+                              guint      max_groups,
+                              GError   **error)
+{
+  g_autoptr(GVariant) groups = NULL;
+
+  g_return_val_if_fail (variant != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!g_variant_is_of_type (variant, G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "expected a snapshot of type %s, got %s",
+                   PERFMON_SNAPSHOT_VARIANT_TYPE, g_variant_get_type_string (variant));
+      return NULL;
+    }
+
+  /* Counted before decoding: decoding a flood of groups is the cost to
+   * avoid. */
+  groups = g_variant_get_child_value (variant, 7);
+  if (g_variant_n_children (groups) > max_groups)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "%" G_GSIZE_FORMAT " groups, more than the %u allowed (--max-groups)",
+                   g_variant_n_children (groups), max_groups);
+      return NULL;
+    }
+
+  return perfmon_snapshot_new_from_variant (variant, error);
+}

@@ -25,6 +25,13 @@ GVariant           *perfmond_aggregator_merge (PerfmondAggregator  *self,
                                                guint                own_pid,
                                                gint64               timestamp);
 
+/* What a process answered to GetSnapshot, the "v" of its "(v)" reply
+ * (untrusted): the snapshot, or %NULL with a PERFMON_ERROR whose message
+ * says why (wrong type, more than @max_groups groups, invalid data). */
+PerfmonSnapshot    *perfmond_snapshot_from_reply (GVariant  *variant,
+                                                  guint      max_groups,
+                                                  GError   **error);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmondAggregator, perfmond_aggregator_free)
 
 G_END_DECLS

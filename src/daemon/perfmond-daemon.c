@@ -365,7 +365,6 @@ poll_done (GObject      *source,
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
-  g_autoptr(GVariant) groups = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
@@ -386,29 +385,7 @@ poll_done (GObject      *source,
     }
 
   g_variant_get (reply, "(v)", &variant);
-  if (!g_variant_is_of_type (variant, G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
-    {
-      g_autofree char *why = g_strdup_printf ("expected a snapshot of type %s, got %s",
-                                              PERFMON_SNAPSHOT_VARIANT_TYPE,
-                                              g_variant_get_type_string (variant));
-      process_reject (process, "a snapshot", why);
-      answer_waiters (process, why);
-      goto out;
-    }
-
-  /* Counted before decoding: decoding a flood of groups is the cost to
-   * avoid. */
-  groups = g_variant_get_child_value (variant, 7);
-  if (g_variant_n_children (groups) > self->config.max_groups)
-    {
-      g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " groups, more than the %u allowed (--max-groups)",
-                                              g_variant_n_children (groups), self->config.max_groups);
-      process_reject (process, "a snapshot", why);
-      answer_waiters (process, why);
-      goto out;
-    }
-
-  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+  snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
   if (snapshot == NULL)
     {
       process_reject (process, "a snapshot", error->message);

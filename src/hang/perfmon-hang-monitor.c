@@ -646,11 +646,14 @@ save_report_locked (PerfmonHangMonitor *self,
   if (self->store == NULL)
     return;
 
+  _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_NOT_SAVED, NULL);
   record = _perfmon_hang_report_to_json_object (report);
   id = _perfmon_ping_store_save_hang (self->store, *record_id, record, &error);
   if (id == NULL)
     {
       g_warning ("Could not save a hang report in %s: %s", self->pings_dir, error->message);
+      /* Whoever gets the report learns it will not reach a ping. */
+      _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_NOT_SAVED, error->message);
       return;
     }
   g_free (*record_id);

@@ -12,6 +12,9 @@ G_BEGIN_DECLS
 
 /* The annotation that marks a hang still going on when the process ended. */
 #define PERFMON_ANNOTATION_UNRECOVERED "Unrecovered"
+/* Set on a report that could not be saved under pings-dir (a full disk,
+ * too many pending hangs): why. It then reaches no ping. */
+#define PERFMON_ANNOTATION_NOT_SAVED "NotSaved"
 
 /* A report is built by one thread (the watchdog), then frozen: once it is
  * handed out (signal, ping) only the getters are called, from any thread. */

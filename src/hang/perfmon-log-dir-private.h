@@ -39,6 +39,38 @@ gboolean _perfmon_log_dir_write_atomically  (const char  *dir,
                                              gsize        length,
                                              GError     **error);
 
+/* Writes @contents to @path through a temporary file of mode 0600,
+ * "<path>.p<pid>-XXXXXX", renamed into place (readers see the old file or
+ * the whole new one); @durable: synced, file and directory. Removes first
+ * the temporary files of @path that dead processes left (see below). On
+ * error (a full disk) the temporary file is removed too. */
+gboolean _perfmon_log_dir_write_file_atomically (const char  *path,
+                                                 const char  *contents,
+                                                 gsize        length,
+                                                 gboolean     durable,
+                                                 GError     **error);
+
+/* Seconds after which a temporary file of GLib's (which does not name its
+ * writer) is certainly stranded: such a write takes milliseconds. */
+#define PERFMON_LOG_DIR_STALE_TEMP_AGE_S 600
+
+/* Deletes from @dir the temporary files that atomic writes left behind
+ * when their process died: regular files (a symbolic link is never
+ * followed nor touched) named @name_prefix (any name if NULL) and either
+ * ".p<pid>-XXXXXX" (ours) whose process is gone, or, with @glib_style_too
+ * (only in a directory that is perfmon's own: in a user's directory
+ * "<name>.XXXXXX" may well be the user's file), ".XXXXXX" (GLib's) last
+ * modified more than PERFMON_LOG_DIR_STALE_TEMP_AGE_S ago. Never the write
+ * of a live process. Returns how many were deleted. */
+/* Whether @name is the temporary file of an atomic write of @name_prefix
+ * (any name if NULL): ours, "<name>.p<pid>-XXXXXX", or GLib's,
+ * "<name>.XXXXXX". */
+gboolean _perfmon_log_dir_is_temporary_name (const char *name,
+                                             const char *name_prefix);
+guint    _perfmon_log_dir_remove_stale_temporaries (const char *dir,
+                                                    const char *name_prefix,
+                                                    gboolean    glib_style_too);
+
 /* "<prefix><YYYYmmddHHMMSS>_<pid><suffix>", the time as @time has it. */
 /* <prefix><YYYYmmddHHMMSS>_<pid><suffix>, or with _<sequence> before the
  * suffix when @sequence is not 0: the one pattern of perfmon's logs, the

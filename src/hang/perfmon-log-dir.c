@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -356,11 +357,89 @@ _perfmon_log_dir_write_atomically (const char  *dir,
   path = g_build_filename (dir, name, NULL);
   /* CONSISTENT: readers see the old file or the whole new one, never a
    * torn log; DURABLE: a jank report is often followed by a crash or a
-   * kill, and should survive it. GLib's messages name the path. */
-  return g_file_set_contents_full (path, contents, (gssize) length,
-                                   G_FILE_SET_CONTENTS_CONSISTENT |
-                                   G_FILE_SET_CONTENTS_DURABLE,
-                                   0600, error);
+   * kill, and should survive it. */
+  return _perfmon_log_dir_write_file_atomically (path, contents, length, TRUE, error);
+}
+
+static gboolean
+write_all (int          fd,
+           const char  *contents,
+           gsize        length)
+{
+  while (length > 0)
+    {
+      gssize n = write (fd, contents, length);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      contents += n;
+      length -= (gsize) n;
+    }
+  return TRUE;
+}
+
+gboolean
+_perfmon_log_dir_write_file_atomically (const char  *path,
+                                        const char  *contents,
+                                        gsize        length,
+                                        gboolean     durable,
+                                        GError     **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  g_autofree char *temp = NULL;
+  int saved_errno;
+  int fd;
+
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (contents != NULL || length == 0, FALSE);
+
+  /* Ours, of processes that died mid-write: this is the place that knows
+   * the names. */
+  _perfmon_log_dir_remove_stale_temporaries (dir, base, FALSE);
+
+  temp = g_strdup_printf ("%s.p%u-XXXXXX", path, (guint) getpid ());
+  fd = g_mkstemp_full (temp, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0)
+    {
+      saved_errno = errno;
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                   "Could not create a temporary file next to “%s”: %s",
+                   path, g_strerror (saved_errno));
+      return FALSE;
+    }
+
+  if (!write_all (fd, contents, length) || (durable && fsync (fd) != 0))
+    {
+      saved_errno = errno != 0 ? errno : EIO;
+      close (fd);
+      g_unlink (temp);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                   "Could not write “%s”: %s", path, g_strerror (saved_errno));
+      return FALSE;
+    }
+  if (close (fd) != 0 || g_rename (temp, path) != 0)
+    {
+      saved_errno = errno;
+      g_unlink (temp);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved_errno),
+                   "Could not write “%s”: %s", path, g_strerror (saved_errno));
+      return FALSE;
+    }
+
+  if (durable)
+    {
+      int dir_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+      if (dir_fd >= 0)
+        {
+          fsync (dir_fd);
+          close (dir_fd);
+        }
+    }
+  return TRUE;
 }
 
 char *
@@ -380,4 +459,81 @@ _perfmon_log_dir_file_name (const char *prefix,
   if (sequence == 0)
     return g_strdup_printf ("%s%s_%u%s", prefix, stamp, pid, suffix);
   return g_strdup_printf ("%s%s_%u_%u%s", prefix, stamp, pid, sequence, suffix);
+}
+
+/* The pid in a temporary name of ours, "<name>.p<pid>-XXXXXX", or 0. */
+static guint
+temporary_name_pid (const char *suffix)
+{
+  guint64 pid;
+  char *end;
+
+  if (suffix[0] != 'p' || !g_ascii_isdigit (suffix[1]))
+    return 0;
+  pid = g_ascii_strtoull (suffix + 1, &end, 10);
+  if (*end != '-' || strlen (end + 1) != 6 || pid == 0 || pid > G_MAXINT)
+    return 0;
+  return (guint) pid;
+}
+
+/* A temporary name of an atomic write of @name_prefix (any name if NULL):
+ * ours, "<name>.p<pid>-XXXXXX", or GLib's, "<name>.XXXXXX". */
+gboolean
+_perfmon_log_dir_is_temporary_name (const char *name,
+                                    const char *name_prefix)
+{
+  const char *dot = strrchr (name, '.');
+  gsize len;
+
+  if (dot == NULL || dot == name)
+    return FALSE;
+  if (name_prefix != NULL &&
+      ((gsize) (dot - name) != strlen (name_prefix) || strncmp (name, name_prefix, dot - name) != 0))
+    return FALSE;
+  if (temporary_name_pid (dot + 1) != 0)
+    return TRUE;
+  len = strlen (dot + 1);
+  if (len != 6)
+    return FALSE;
+  for (gsize i = 1; i <= 6; i++)
+    if (!g_ascii_isalnum (dot[i]))
+      return FALSE;
+  return TRUE;
+}
+
+guint
+_perfmon_log_dir_remove_stale_temporaries (const char *dir,
+                                           const char *name_prefix,
+                                           gboolean    glib_style_too)
+{
+  g_autoptr(GDir) handle = NULL;
+  gint64 now = g_get_real_time () / G_USEC_PER_SEC;
+  const char *name;
+  guint n_removed = 0;
+
+  g_return_val_if_fail (dir != NULL, 0);
+
+  handle = g_dir_open (dir, 0, NULL);
+  while (handle != NULL && (name = g_dir_read_name (handle)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+
+      guint pid;
+
+      if (!_perfmon_log_dir_is_temporary_name (name, name_prefix))
+        continue;
+      path = g_build_filename (dir, name, NULL);
+      if (g_lstat (path, &st) != 0 || !S_ISREG (st.st_mode))
+        continue;
+      /* Ours name their writer: stale once it is gone. GLib's do not:
+       * stale once old. */
+      pid = temporary_name_pid (strrchr (name, '.') + 1);
+      if (pid != 0 ? !(kill ((pid_t) pid, 0) != 0 && errno == ESRCH)
+                   : !glib_style_too || now - (gint64) st.st_mtime < PERFMON_LOG_DIR_STALE_TEMP_AGE_S)
+        continue;
+      if (g_unlink (path) == 0)
+        n_removed++;
+    }
+  return n_removed;
 }

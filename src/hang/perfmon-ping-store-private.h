@@ -75,6 +75,13 @@ char             *_perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
                                                       const char        *json,
                                                       GError           **error);
 
+/* For tests: the byte limits of pending records (default 4 MiB; a save
+ * beyond it fails with G_FILE_ERROR_NOSPC) and of finished pings (default
+ * 16 MiB; the oldest are deleted beyond it). */
+void              _perfmon_ping_store_set_limits     (PerfmonPingStore  *store,
+                                                      guint64            pending_bytes,
+                                                      guint64            pings_bytes);
+
 /* Hang files in our pending directory. */
 guint             _perfmon_ping_store_count_pending  (PerfmonPingStore  *store);
 
@@ -91,7 +98,11 @@ typedef struct
 /* Builds a "bhr" ping of all pending hangs, oldest first (after adopting
  * those of stores that died meanwhile), writes it atomically as
  * @pings_dir/<ping uuid>.json and only then deletes the pending files it
- * consumed: a crash in between sends hangs twice, never zero times.
+ * consumed: a crash in between sends hangs twice, never zero times
+ * (at least once, by design: see doc/ping-store-files.md). Each hang in
+ * the ping carries "hangId", its record's id, the same in every ping that
+ * carries it, so that a receiver can drop duplicates. Pings beyond the
+ * byte limit are deleted oldest first.
  * Returns the ping's path, or NULL with no error when there is no pending
  * hang. Pending files that are not valid hang records are moved to
  * pending/corrupt/ with a g_warning(), never deleted. @info may be NULL

@@ -38,6 +38,15 @@
 /* Ids are file names: keep them short and free of anything a shell or a
  * path would read specially. */
 #define MAX_ID_LENGTH   128
+/* pending/corrupt/ keeps the newest this many files for a human. */
+#define CORRUPT_MAX_FILES 16
+/* Bytes that pending hang records, and finished pings waiting to be sent,
+ * may take in a pings directory: a process that hangs in a loop with no
+ * one sending its pings fills neither the disk nor the directory. */
+#define PENDING_MAX_BYTES ((guint64) 4 * 1024 * 1024)
+#define PINGS_MAX_BYTES   ((guint64) 16 * 1024 * 1024)
+/* A hang record is a few kB; anything much larger is not one of ours. */
+#define MAX_RECORD_BYTES  (1024 * 1024)
 
 struct _PerfmonPingStore
 {
@@ -52,6 +61,8 @@ struct _PerfmonPingStore
   int     lock_fd;
   guint   seq;
   char   *client_id;
+  guint64 pending_limit;
+  guint64 pings_limit;
 };
 
 static gboolean
@@ -91,14 +102,28 @@ is_valid_id (const char *id)
 /* A hang file is "<id>.json"; the temporary files of an atomic write
  * ("<id>.json." and six random characters, from g_mkstemp()) are not. */
 static gboolean
-is_hang_file_name (const char *name)
+is_json_named (const char *name,
+               gboolean  (*is_id) (const char *id))
 {
   g_autofree char *id = NULL;
 
   if (!g_str_has_suffix (name, HANG_SUFFIX))
     return FALSE;
   id = g_strndup (name, strlen (name) - strlen (HANG_SUFFIX));
-  return is_valid_id (id);
+  return is_id (id);
+}
+
+static gboolean
+is_hang_file_name (const char *name)
+{
+  return is_json_named (name, is_valid_id);
+}
+
+/* A finished ping: "<uuid>.json". */
+static gboolean
+is_ping_file_name (const char *name)
+{
+  return is_json_named (name, g_uuid_string_is_valid);
 }
 
 /* Moves @src_dir/@name into @dst_dir, never over an existing file: a
@@ -148,6 +173,74 @@ move_no_replace (const char  *src_dir,
   return FALSE;
 }
 
+typedef struct
+{
+  char    *path;
+  gint64   mtime;
+  guint64  size;
+} AgedFile;
+
+static int
+compare_newest_first (gconstpointer a,
+                      gconstpointer b)
+{
+  const AgedFile *x = a, *y = b;
+
+  return (x->mtime < y->mtime) - (x->mtime > y->mtime);
+}
+
+static void
+aged_file_clear (gpointer data)
+{
+  g_free (((AgedFile *) data)->path);
+}
+
+/* Regular files of @dir_path whose names @match accepts, newest first,
+ * with their sizes; their total in @total_out. */
+static GArray *
+list_aged_files (const char  *dir_path,
+                 gboolean   (*match) (const char *name),
+                 guint64     *total_out)
+{
+  GArray *files = g_array_new (FALSE, FALSE, sizeof (AgedFile));
+  g_autoptr(GDir) dir = g_dir_open (dir_path, 0, NULL);
+  const char *name;
+  guint64 total = 0;
+
+  g_array_set_clear_func (files, aged_file_clear);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      AgedFile file = { NULL, 0, 0 };
+      GStatBuf st;
+
+      if (match != NULL && !match (name))
+        continue;
+      file.path = g_build_filename (dir_path, name, NULL);
+      if (g_lstat (file.path, &st) == 0)
+        {
+          file.mtime = st.st_mtime;
+          file.size = S_ISREG (st.st_mode) ? (guint64) st.st_size : 0;
+        }
+      total += file.size;
+      g_array_append_val (files, file);
+    }
+  g_array_sort (files, compare_newest_first);
+  if (total_out != NULL)
+    *total_out = total;
+  return files;
+}
+
+/* pending/corrupt/ is for a human to look at, not an archive: only the
+ * newest CORRUPT_MAX_FILES stay. */
+static void
+bound_corrupt (const char *corrupt_dir)
+{
+  g_autoptr(GArray) files = list_aged_files (corrupt_dir, NULL, NULL);
+
+  for (guint i = CORRUPT_MAX_FILES; i < files->len; i++)
+    g_unlink (g_array_index (files, AgedFile, i).path);
+}
+
 /* Keeps @src_dir/@name for a human to look at, in pending/corrupt/. */
 static void
 move_to_corrupt (PerfmonPingStore *store,
@@ -170,6 +263,7 @@ move_to_corrupt (PerfmonPingStore *store,
     }
   g_warning ("Pending hang file “%s” is unusable (%s); moved to “%s”",
              src, why, corrupt_dir);
+  bound_corrupt (corrupt_dir);
 }
 
 /* Takes over @path, the pending directory of another store, if that store
@@ -208,19 +302,32 @@ adopt_one (PerfmonPingStore *store,
       if (g_str_equal (name, PERFMON_PING_STORE_LOCK_FILE))
         continue;
 
-      if (is_hang_file_name (name))
+      g_autofree char *file = g_build_filename (path, name, NULL);
+      GStatBuf st;
+
+      if (g_lstat (file, &st) != 0)
+        continue;
+      if (!S_ISREG (st.st_mode))
+        {
+          /* A link, a directory: never ours, never followed. */
+          move_to_corrupt (store, path, name, "not a regular file");
+        }
+      else if (is_hang_file_name (name))
         {
           g_autoptr(GError) move_error = NULL;
 
           if (!move_no_replace (path, name, store->pending_dir, &move_error))
             g_warning ("Could not adopt pending hang: %s", move_error->message);
         }
-      else
+      else if (_perfmon_log_dir_is_temporary_name (name, NULL))
         {
-          /* Typically the temporary file of a write the dead process did
-           * not finish. It may hold a complete record; keep it. */
-          move_to_corrupt (store, path, name, "not a hang file");
+          /* The temporary file of a write the dead process did not
+           * finish: that record was never saved (the rename is the
+           * commit), so it goes, like the rest of the write. */
+          g_unlink (file);
         }
+      else
+        move_to_corrupt (store, path, name, "not a hang file");
     }
   g_clear_pointer (&dir, g_dir_close);
 
@@ -281,6 +388,8 @@ _perfmon_ping_store_open (const char  *pings_dir,
   store = g_new0 (PerfmonPingStore, 1);
   g_mutex_init (&store->mutex);
   store->lock_fd = -1;
+  store->pending_limit = PENDING_MAX_BYTES;
+  store->pings_limit = PINGS_MAX_BYTES;
   store->dir = g_strdup (pings_dir);
   store->pending_root = g_build_filename (pings_dir, PERFMON_PING_STORE_PENDING_DIR, NULL);
   /* The pid helps a human; the random part keeps a recycled pid, or two
@@ -291,6 +400,8 @@ _perfmon_ping_store_open (const char  *pings_dir,
 
   if (!make_dir (store->pending_root, error))
     goto fail;
+  /* Pings and client-id writes of processes that died mid-write. */
+  _perfmon_log_dir_remove_stale_temporaries (pings_dir, NULL, TRUE);
 
   new_dir = g_strconcat (store->pending_root, G_DIR_SEPARATOR_S,
                          NEW_DIR_PREFIX, store->instance, NULL);
@@ -586,6 +697,44 @@ object_to_json (JsonObject *object,
   return json_generator_to_data (generator, length);
 }
 
+/* Whether a record of @length bytes, replacing @name if it exists, keeps
+ * the pending records within store->pending_limit. */
+static gboolean
+pending_has_room (PerfmonPingStore  *store,
+                  const char        *name,
+                  gsize              length,
+                  GError           **error)
+{
+  g_autofree char *path = g_build_filename (store->pending_dir, name, NULL);
+  g_autoptr(GArray) files = NULL;
+  guint64 total;
+  GStatBuf st;
+
+  files = list_aged_files (store->pending_dir, is_hang_file_name, &total);
+  if (g_lstat (path, &st) == 0 && S_ISREG (st.st_mode))
+    total -= MIN (total, (guint64) st.st_size);
+  if (total + length <= store->pending_limit)
+    return TRUE;
+  g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_NOSPC,
+               "Pending hangs in “%s” would take %" G_GUINT64_FORMAT " bytes, more than the %"
+               G_GUINT64_FORMAT " allowed: not saved until a ping sends them",
+               store->pending_dir, total + length, store->pending_limit);
+  return FALSE;
+}
+
+void
+_perfmon_ping_store_set_limits (PerfmonPingStore *store,
+                                guint64           pending_bytes,
+                                guint64           pings_bytes)
+{
+  g_return_if_fail (store != NULL);
+
+  g_mutex_lock (&store->mutex);
+  store->pending_limit = pending_bytes;
+  store->pings_limit = pings_bytes;
+  g_mutex_unlock (&store->mutex);
+}
+
 char *
 _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
                                const char        *id,
@@ -623,7 +772,8 @@ _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
       id = new_id;
     }
   name = g_strconcat (id, HANG_SUFFIX, NULL);
-  ok = _perfmon_log_dir_write_atomically (store->pending_dir, name, json, length, error);
+  ok = pending_has_room (store, name, length, error) &&
+       _perfmon_log_dir_write_atomically (store->pending_dir, name, json, length, error);
   g_mutex_unlock (&store->mutex);
 
   if (!ok)
@@ -734,9 +884,12 @@ executable_build_id (void)
   return g_date_time_format (time, "%Y%m%d%H%M%S");
 }
 
+/* This installation's client id, from @store->dir/client-id, made there if
+ * missing. A full disk or an unreadable file must not stop pings (nor the
+ * deletion of the hangs they carry): then this process uses an id of its
+ * own, for every ping it writes, and says so once. */
 static const char *
-ensure_client_id (PerfmonPingStore  *store,
-                  GError           **error)
+ensure_client_id (PerfmonPingStore *store)
 {
   g_autofree char *path = NULL;
   g_autofree char *contents = NULL;
@@ -756,17 +909,18 @@ ensure_client_id (PerfmonPingStore  *store,
       /* Pings with a made-up id would be worse than a new client. */
       g_warning ("“%s” does not hold a UUID; replacing it with a new client id", path);
     }
-  else if (!g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return NULL;
-    }
 
   fresh = g_uuid_string_random ();
-  line = g_strconcat (fresh, "\n", NULL);
-  if (!_perfmon_log_dir_write_atomically (store->dir, PERFMON_PING_STORE_CLIENT_ID,
-                                          line, strlen (line), error))
-    return NULL;
+  if (local_error == NULL || g_error_matches (local_error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+    {
+      g_clear_error (&local_error);
+      line = g_strconcat (fresh, "\n", NULL);
+      _perfmon_log_dir_write_atomically (store->dir, PERFMON_PING_STORE_CLIENT_ID,
+                                         line, strlen (line), &local_error);
+    }
+  if (local_error != NULL)
+    g_warning ("Could not keep the client id in “%s” (%s); this process's pings use %s",
+               path, local_error->message, fresh);
   return store->client_id = g_steal_pointer (&fresh);
 }
 
@@ -841,6 +995,65 @@ compare_names (gconstpointer a,
   return strcmp (*(const char * const *) a, *(const char * const *) b);
 }
 
+/* Reads the hang record at @path, never through a symbolic link (a file
+ * planted in a pending directory must not make us send what it points to)
+ * and never more than MAX_RECORD_BYTES. PERFMON_ERROR_INVALID_DATA: not a
+ * regular file, or too large. */
+static gboolean
+read_record (const char  *path,
+             char       **contents_out,
+             gsize       *length_out,
+             GError     **error)
+{
+  g_autofree char *contents = NULL;
+  struct stat st;
+  gsize done = 0;
+  int fd;
+
+  fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    {
+      if (errno == ELOOP)
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                       "a symbolic link, not followed");
+          return FALSE;
+        }
+      return set_errno_error (error, errno, "Could not open", path);
+    }
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > MAX_RECORD_BYTES)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "not a regular file of at most %d bytes", MAX_RECORD_BYTES);
+      close (fd);
+      return FALSE;
+    }
+
+  contents = g_malloc ((gsize) st.st_size + 1);
+  while (done < (gsize) st.st_size)
+    {
+      gssize n = read (fd, contents + done, (gsize) st.st_size - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int saved_errno = errno;
+
+          close (fd);
+          return set_errno_error (error, saved_errno, "Could not read", path);
+        }
+      if (n == 0)
+        break;   /* shrunk meanwhile: parse what there is */
+      done += (gsize) n;
+    }
+  close (fd);
+  contents[done] = '\0';
+  *contents_out = g_steal_pointer (&contents);
+  *length_out = done;
+  return TRUE;
+}
+
 /* Reads our pending hang files, oldest first, into @pendings; sets the
  * unusable ones aside. */
 static gboolean
@@ -865,8 +1078,16 @@ load_pending (PerfmonPingStore  *store,
       gsize length;
       Pending pending;
 
-      if (!g_file_get_contents (path, &contents, &length, error))
-        return FALSE;
+      if (!read_record (path, &contents, &length, &local_error))
+        {
+          if (!g_error_matches (local_error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA))
+            {
+              g_propagate_error (error, g_steal_pointer (&local_error));
+              return FALSE;
+            }
+          move_to_corrupt (store, store->pending_dir, name, local_error->message);
+          continue;
+        }
 
       if (!json_parser_load_from_data (parser, contents, (gssize) length, &local_error))
         {
@@ -900,10 +1121,12 @@ load_pending (PerfmonPingStore  *store,
  * "modules". Every other member is kept as it is. */
 static JsonObject *
 hang_for_ping (JsonObject *hang,
+               const char *file_name,
                JsonArray  *modules,
                GHashTable *module_indices)
 {
   JsonObject *out = json_object_new ();
+  g_autofree char *hang_id = g_strndup (file_name, strlen (file_name) - strlen (HANG_SUFFIX));
   g_autoptr(GArray) remap = g_array_new (FALSE, FALSE, sizeof (gint64));
   JsonArray *own_modules = NULL;
   g_autoptr(GList) members = NULL;
@@ -973,8 +1196,13 @@ hang_for_ping (JsonObject *hang,
           continue;
         }
 
-      json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
+      if (!g_str_equal (member, "hangId"))
+        json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
     }
+  /* Delivery is at least once (see _perfmon_ping_store_write_ping()):
+   * the record's id, the same in every ping that carries it, lets a
+   * receiver drop a hang it already has. */
+  json_object_set_string_member (out, "hangId", hang_id);
 
   return out;
 }
@@ -999,18 +1227,14 @@ build_ping (PerfmonPingStore       *store,
   application = build_application (info, error);
   if (application == NULL)
     return NULL;
-  client_id = ensure_client_id (store, error);
-  if (client_id == NULL)
-    {
-      json_object_unref (application);
-      return NULL;
-    }
+  client_id = ensure_client_id (store);
 
   modules = json_array_new ();
   hangs = json_array_new ();
   for (guint i = 0; i < pendings->len; i++)
     json_array_add_object_element (hangs,
                                    hang_for_ping (g_array_index (pendings, Pending, i).hang,
+                                                  g_array_index (pendings, Pending, i).name,
                                                   modules, module_indices));
 
   payload = json_object_new ();
@@ -1031,6 +1255,40 @@ build_ping (PerfmonPingStore       *store,
   json_object_set_object_member (ping, "payload", payload);
 
   return g_steal_pointer (&ping);
+}
+
+/* Finished pings wait in store->dir until something sends (and deletes)
+ * them; if nothing does, the oldest go once they exceed
+ * store->pings_limit bytes. @newest, just written, always stays. */
+static void
+bound_pings (PerfmonPingStore *store,
+             const char       *newest)
+{
+  g_autoptr(GArray) files = NULL;
+  guint64 total;
+  guint64 kept = 0;
+  guint n_deleted = 0;
+
+  files = list_aged_files (store->dir, is_ping_file_name, &total);
+  if (total <= store->pings_limit)
+    return;
+  for (guint i = 0; i < files->len; i++)
+    if (g_str_equal (g_array_index (files, AgedFile, i).path, newest))
+      kept = g_array_index (files, AgedFile, i).size;
+  for (guint i = 0; i < files->len; i++)
+    {
+      AgedFile *file = &g_array_index (files, AgedFile, i);
+
+      if (g_str_equal (file->path, newest))
+        continue;
+      if (kept + file->size <= store->pings_limit)
+        kept += file->size;
+      else if (g_unlink (file->path) == 0)
+        n_deleted++;
+    }
+  if (n_deleted > 0)
+    g_warning ("Pings in “%s” took more than %" G_GUINT64_FORMAT " bytes and were not sent: "
+               "deleted the %u oldest", store->dir, store->pings_limit, n_deleted);
 }
 
 char *
@@ -1073,6 +1331,7 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
   if (!_perfmon_log_dir_write_atomically (store->dir, name, json, length, error))
     goto out;
   path = g_build_filename (store->dir, name, NULL);
+  bound_pings (store, path);
 
   /* Only now that the ping is durable. A failure here sends these hangs
    * again in the next ping: a duplicate, not a loss. */

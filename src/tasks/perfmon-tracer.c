@@ -21,6 +21,7 @@
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-symbolizer-private.h"
+#include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
 
@@ -1652,8 +1653,14 @@ copy_buffer (Buffer   *buffer,
       memcpy (copy + done, buffer->data + at, n);
       done += n;
     }
+#ifdef __SANITIZE_THREAD__
+  /* gcc refuses fences under -fsanitize=thread (TSan cannot model them);
+   * a sequentially consistent load stands in for the fence there. */
+  later_head = __atomic_load_n (&buffer->head, __ATOMIC_SEQ_CST);
+#else
   __atomic_thread_fence (__ATOMIC_ACQUIRE);
   later_head = __atomic_load_n (&buffer->head, __ATOMIC_RELAXED);
+#endif
 
   valid_start = start;
   if (buffer->overwrite)
@@ -2136,8 +2143,8 @@ perfmon_tracer_dump (const char  *path,
   bytes = serialize_locked (__atomic_load_n (&current_session, __ATOMIC_RELAXED), since_cycles, start_ns);
   g_mutex_unlock (&control_lock);
 
-  return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+  return _perfmon_log_dir_write_file_atomically (path, g_bytes_get_data (bytes, NULL),
+                                                 g_bytes_get_size (bytes), FALSE, error);
 }
 
 /**
@@ -2195,8 +2202,8 @@ perfmon_tracer_stop (GError **error)
 
   if (bytes == NULL)
     return TRUE;
-  return g_file_set_contents_full (path, g_bytes_get_data (bytes, NULL), (gssize) g_bytes_get_size (bytes),
-                                   G_FILE_SET_CONTENTS_CONSISTENT, 0644, error);
+  return _perfmon_log_dir_write_file_atomically (path, g_bytes_get_data (bytes, NULL),
+                                                 g_bytes_get_size (bytes), FALSE, error);
 }
 
 /**
