@@ -23,7 +23,9 @@ GVariant           *perfmond_aggregator_merge (PerfmondAggregator  *self,
                                                const guint         *pids,
                                                guint                n_snapshots,
                                                guint                own_pid,
-                                               gint64               timestamp);
+                                               gint64               timestamp,
+                                               gsize                max_bytes,
+                                               guint               *omitted);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmondAggregator, perfmond_aggregator_free)
 

@@ -35,8 +35,23 @@
 /* Clients waiting for a process's first snapshot (GetSnapshot right after
  * Register). */
 #define MAX_WAITERS 16
-/* GetHistory replies stay well below the bus's message size limit. */
-#define MAX_HISTORY_REPLY_BYTES (64 * 1024 * 1024)
+/* Replies stay well below D-Bus's 64 MiB array limit (a bigger reply gets
+ * the sender disconnected by the bus). */
+#define MAX_HISTORY_REPLY_BYTES (32 * 1024 * 1024)
+#define MAX_AGGREGATE_REPLY_BYTES (16 * 1024 * 1024)
+/* All the hang reports kept, in bytes (besides --max-hangs). */
+#define MAX_HANGS_BYTES (32 * 1024 * 1024)
+/* The bytes of Monitor1 signals taken from one process per second (besides
+ * --max-signals): a few hang reports. */
+#define MAX_SIGNAL_BYTES_PER_S (1024 * 1024)
+/* The arguments of a call to the daemon: its methods take a pid, a time
+ * and a hang id at most. */
+#define MAX_CALL_BODY_BYTES 4096
+#define MAX_HANG_ID_BYTES 64
+/* How much of a bad argument an error message quotes. */
+#define QUOTED_PREFIX_BYTES 32
+/* The polls of one interval are spread over this many slots. */
+#define POLL_SLOTS 10
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -44,7 +59,8 @@ typedef struct
 {
   gint64    timestamp;
   GVariant *variant;
-  gsize     size;
+  gsize     variant_size;
+  gsize     size;          /* what it costs to keep, all told */
 } HistoryEntry;
 
 typedef struct
@@ -55,6 +71,8 @@ typedef struct
   double  duration_ms;
   char   *runnable_name;
   char   *json;
+  gsize   length;         /* of json */
+  guint   hash;           /* of json */
 } Hang;
 
 typedef struct
@@ -85,11 +103,20 @@ typedef struct
   guint64          polls;
   guint64          poll_failures;
   guint64          rejected;
-  gint64           window_start;  /* signal rate limit */
-  guint            window_signals;
-  guint64          signals_dropped;
-  gint64           drop_logged_at;
+  guint            slot;          /* of the poll interval, 0…POLL_SLOTS-1 */
 } Process;
+
+/* The signal budget of a registered process, kept by the connection's
+ * filter (GDBus's worker thread) under filter_lock. */
+typedef struct
+{
+  guint    pid;
+  gint64   window_start;
+  guint    window_signals;
+  gsize    window_bytes;
+  guint64  dropped;
+  gint64   drop_logged_at;
+} SignalBudget;
 
 struct _PerfmondDaemon
 {
@@ -103,6 +130,14 @@ struct _PerfmondDaemon
   guint               poll_source;
   gsize               history_bytes;
   GQueue              hangs;      /* Hang *, newest first */
+  gsize               hangs_bytes;
+  guint               next_slot;
+  guint               tick;
+  guint               filter_id;
+  GMutex              filter_lock;
+  GHashTable         *budgets;    /* unique name → SignalBudget *; filter_lock */
+  guint64             signals_dropped;  /* atomic-ish: under filter_lock */
+  guint64             calls_refused;    /* under filter_lock */
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
 };
@@ -110,6 +145,7 @@ struct _PerfmondDaemon
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 
 static void poll_process (PerfmondDaemon *self, Process *process);
+static void drop_history (PerfmondDaemon *self, Process *process);
 
 static void
 history_entry_free (HistoryEntry *entry)
@@ -162,38 +198,6 @@ process_unref (Process *process)
   g_rc_box_release_full (process, (GDestroyNotify) process_clear);
 }
 
-/* At most config.max_signals Hang and Alert signals of one process are
- * taken per second; the rest are dropped, and said at most once a minute
- * so that the flood does not move on to the journal. */
-static gboolean
-process_signal_allowed (PerfmondDaemon *self,
-                        Process        *process)
-{
-  gint64 now = g_get_monotonic_time ();
-
-  if (now - process->window_start >= G_USEC_PER_SEC)
-    {
-      process->window_start = now;
-      process->window_signals = 0;
-    }
-
-  if (process->window_signals < self->config.max_signals)
-    {
-      process->window_signals++;
-      return TRUE;
-    }
-
-  process->signals_dropped++;
-  if (process->drop_logged_at == 0 || now - process->drop_logged_at >= 60 * G_USEC_PER_SEC)
-    {
-      g_message ("pid %u (%s): dropping its signals over %u a second (--max-signals), %"
-                 G_GUINT64_FORMAT " so far", process->pid, process->bus_name,
-                 self->config.max_signals, process->signals_dropped);
-      process->drop_logged_at = now;
-    }
-  return FALSE;
-}
-
 /* Rejections are logged for the first few, then for every 100th, so that a
  * process sending garbage every second does not fill the journal. */
 static void
@@ -205,6 +209,150 @@ process_reject (Process    *process,
   if (process->rejected <= 3 || process->rejected % 100 == 0)
     g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
                process->pid, process->bus_name, what, process->rejected, why);
+}
+
+/* The first QUOTED_PREFIX_BYTES of @text, whole characters, with "…" when
+ * cut: what an error message may quote of an argument. */
+static char *
+quote_prefix (const char *text)
+{
+  gsize length = strlen (text);
+  const char *end;
+
+  if (length <= QUOTED_PREFIX_BYTES && g_utf8_validate (text, -1, NULL))
+    return g_strdup (text);
+  /* Cut at a character boundary of the valid part. */
+  g_utf8_validate (text, MIN (length, QUOTED_PREFIX_BYTES), &end);
+  return g_strdup_printf ("%.*s…", (int) (end - text), text);
+}
+
+/* --- the connection's filter: what is dropped before it is queued ----- */
+
+/* GDBus's worker thread, for every message: the Monitor1 signals of a
+ * process that is not registered, or over its budget, and calls to the
+ * daemon with oversize arguments are dropped here, before GDBus queues
+ * them for the main thread, so that a flood costs the time to read it and
+ * nothing piles up. */
+static GDBusMessage *
+filter_message (GDBusConnection *connection,
+                GDBusMessage    *message,
+                gboolean         incoming,
+                gpointer         user_data)
+{
+  PerfmondDaemon *self = user_data;
+  GDBusMessageType type;
+  GVariant *body;
+  gsize size;
+
+  if (!incoming)
+    return message;
+
+  type = g_dbus_message_get_message_type (message);
+  body = g_dbus_message_get_body (message);
+  size = body != NULL ? g_variant_get_size (body) : 0;
+
+  if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
+      g_strcmp0 (g_dbus_message_get_interface (message), MONITOR_IFACE) == 0)
+    {
+      const char *sender = g_dbus_message_get_sender (message);
+      SignalBudget *budget;
+      gint64 now = g_get_monotonic_time ();
+      gboolean keep = FALSE;
+      gboolean log = FALSE;
+      guint64 dropped = 0;
+      guint pid = 0;
+
+      g_mutex_lock (&self->filter_lock);
+      budget = sender != NULL ? g_hash_table_lookup (self->budgets, sender) : NULL;
+      if (budget != NULL)
+        {
+          if (now - budget->window_start >= G_USEC_PER_SEC)
+            {
+              budget->window_start = now;
+              budget->window_signals = 0;
+              budget->window_bytes = 0;
+            }
+          keep = size <= MAX_HANG_REPORT_BYTES + 1024 &&
+                 budget->window_signals < self->config.max_signals &&
+                 budget->window_bytes + size <= MAX_SIGNAL_BYTES_PER_S;
+          if (keep)
+            {
+              budget->window_signals++;
+              budget->window_bytes += size;
+            }
+          else
+            {
+              budget->dropped++;
+              if (budget->drop_logged_at == 0 || now - budget->drop_logged_at >= 60 * G_USEC_PER_SEC)
+                {
+                  budget->drop_logged_at = now;
+                  log = TRUE;
+                  dropped = budget->dropped;
+                  pid = budget->pid;
+                }
+            }
+        }
+      if (!keep)
+        self->signals_dropped++;
+      g_mutex_unlock (&self->filter_lock);
+
+      /* Said at most once a minute, so that the flood does not move on to
+       * the journal. */
+      if (log)
+        g_message ("pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
+                   "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
+                   self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
+                   MAX_HANG_REPORT_BYTES / 1024, dropped);
+      if (keep)
+        return message;
+      g_object_unref (message);
+      return NULL;
+    }
+
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && size > MAX_CALL_BODY_BYTES &&
+      g_strcmp0 (g_dbus_message_get_path (message), DAEMON_PATH) == 0)
+    {
+      g_autoptr(GDBusMessage) reply = NULL;
+
+      g_mutex_lock (&self->filter_lock);
+      self->calls_refused++;
+      g_mutex_unlock (&self->filter_lock);
+      if (!(g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
+        {
+          reply = g_dbus_message_new_method_error (message, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                   "%s: arguments of %" G_GSIZE_FORMAT " bytes, more than "
+                                                   "the %d this interface takes",
+                                                   g_dbus_message_get_member (message), size,
+                                                   MAX_CALL_BODY_BYTES);
+          g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
+        }
+      g_object_unref (message);
+      return NULL;
+    }
+
+  return message;
+}
+
+static void
+budget_add (PerfmondDaemon *self,
+            const char     *bus_name,
+            guint           pid)
+{
+  SignalBudget *budget = g_new0 (SignalBudget, 1);
+
+  budget->pid = pid;
+  g_mutex_lock (&self->filter_lock);
+  g_hash_table_replace (self->budgets, g_strdup (bus_name), budget);
+  g_mutex_unlock (&self->filter_lock);
+}
+
+static void
+budget_remove (PerfmondDaemon *self,
+               const char     *bus_name)
+{
+  g_mutex_lock (&self->filter_lock);
+  g_hash_table_remove (self->budgets, bus_name);
+  g_mutex_unlock (&self->filter_lock);
 }
 
 static void
@@ -287,9 +435,9 @@ remove_process (PerfmondDaemon *self,
       process->signal_id = 0;
     }
   answer_waiters (process, why);
-  while (!g_queue_is_empty (&process->history))
-    history_pop_oldest (self, process);
+  drop_history (self, process);
 
+  budget_remove (self, process->bus_name);
   g_hash_table_remove (self->by_name, process->bus_name);
   g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
 
@@ -297,11 +445,56 @@ remove_process (PerfmondDaemon *self,
     perfmon_dbus_daemon1_emit_process_removed (self->skeleton, pid);
 }
 
+/* What keeping a snapshot of @variant_size bytes costs: the variant, and
+ * while it is the newest, its decoded copy (about as big). */
+static gsize
+history_cost (gsize variant_size)
+{
+  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
+}
+
+static void
+drop_history (PerfmondDaemon *self,
+              Process        *process)
+{
+  while (!g_queue_is_empty (&process->history))
+    history_pop_oldest (self, process);
+  g_clear_object (&process->latest);
+}
+
+/* Whether a snapshot of @variant_size bytes of @process fits in the total
+ * budget next to the newest snapshot of every other process (older ones
+ * make room). */
+static gboolean
+history_has_room (PerfmondDaemon *self,
+                  Process        *process,
+                  gsize           variant_size)
+{
+  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
+  gsize needed = history_cost (variant_size);
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->by_pid);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Process *other = value;
+      HistoryEntry *newest = g_queue_peek_tail (&other->history);
+
+      if (other != process && newest != NULL)
+        needed += newest->size;
+      if (needed > budget)
+        return FALSE;
+    }
+  return TRUE;
+}
+
 static void
 add_history (PerfmondDaemon  *self,
              Process         *process,
              PerfmonSnapshot *snapshot,
-             GVariant        *variant)
+             GVariant        *variant,
+             gsize            variant_size)
 {
   HistoryEntry *entry = g_new0 (HistoryEntry, 1);
   gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
@@ -316,7 +509,8 @@ add_history (PerfmondDaemon  *self,
    * the snapshot, and the same content. */
   entry->variant = g_variant_ref (variant);
   g_variant_get_data (entry->variant);
-  entry->size = g_variant_get_size (entry->variant) + sizeof *entry + sizeof (GList);
+  entry->variant_size = variant_size;
+  entry->size = history_cost (variant_size);
   g_queue_push_tail (&process->history, entry);
   process->history_bytes += entry->size;
   self->history_bytes += entry->size;
@@ -333,7 +527,8 @@ add_history (PerfmondDaemon  *self,
 
   /* Over the total budget, the process holding the most history gives up
    * its oldest snapshot: a process with huge snapshots shortens its own
-   * history before anyone else's. Everyone keeps their newest one. */
+   * history before anyone else's. Everyone keeps their newest one, which
+   * history_has_room() made sure fit. */
   while (self->history_bytes > budget)
     {
       Process *victim = NULL;
@@ -367,6 +562,7 @@ poll_done (GObject      *source,
   g_autoptr(GVariant) variant = NULL;
   g_autoptr(GVariant) groups = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  gsize variant_size;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   if (process->removed)
@@ -408,6 +604,22 @@ poll_done (GObject      *source,
       goto out;
     }
 
+  /* Bytes too, before decoding: the history's budget covers the newest
+   * snapshots as well, so a snapshot that cannot fit is refused, and the
+   * process's older ones go (nothing stale is served in its place). */
+  variant_size = g_variant_get_size (variant);
+  if (!history_has_room (self, process, variant_size))
+    {
+      g_autofree char *why = g_strdup_printf ("a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in "
+                                              "the history's %u MiB next to the other processes' "
+                                              "(--max-history-mib)", variant_size,
+                                              self->config.max_history_mib);
+      drop_history (self, process);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
+
   snapshot = perfmon_snapshot_new_from_variant (variant, &error);
   if (snapshot == NULL)
     {
@@ -422,7 +634,7 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot, variant);
+  add_history (self, process, snapshot, variant, variant_size);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
@@ -447,16 +659,26 @@ poll_process (PerfmondDaemon *self,
                           process->cancellable, poll_done, process_ref (process));
 }
 
+/* Every POLL_SLOTS-th of the interval: the processes of this slot. Each
+ * process gets the next slot when it registers, so that the polls of an
+ * interval are spread over it rather than sent at once (a bus limits the
+ * calls waiting for a reply). */
 static gboolean
 poll_tick (gpointer user_data)
 {
   PerfmondDaemon *self = user_data;
+  guint slot = self->tick++ % POLL_SLOTS;
   GHashTableIter iter;
   gpointer value;
 
   g_hash_table_iter_init (&iter, self->by_pid);
   while (g_hash_table_iter_next (&iter, NULL, &value))
-    poll_process (self, value);
+    {
+      Process *process = value;
+
+      if (process->slot == slot)
+        poll_process (self, process);
+    }
 
   return G_SOURCE_CONTINUE;
 }
@@ -507,16 +729,25 @@ add_hang (PerfmondDaemon *self,
     }
 
   /* A hang that arrives both as a signal and in the GetHangReports reply
-   * of the registration is kept once. */
-  for (GList *l = self->hangs.head; l != NULL; l = l->next)
-    {
-      Hang *other = l->data;
+   * of the registration is kept once. Hash and length first: a process
+   * sending many big reports must not make each one cost a comparison
+   * with all the others. */
+  {
+    guint hash = g_str_hash (json);
 
-      if (other->pid == process->pid && strcmp (other->json, json) == 0)
-        return;
-    }
+    for (GList *l = self->hangs.head; l != NULL; l = l->next)
+      {
+        Hang *other = l->data;
 
-  hang = g_new0 (Hang, 1);
+        if (other->pid == process->pid && other->hash == hash && other->length == length &&
+            memcmp (other->json, json, length) == 0)
+          return;
+      }
+
+    hang = g_new0 (Hang, 1);
+    hang->hash = hash;
+    hang->length = length;
+  }
   hang->id = g_strdup_printf ("%u-%u", process->pid, ++process->n_hangs);
   hang->pid = process->pid;
   hang->process_name = g_strdup (process->process_name);
@@ -533,8 +764,14 @@ add_hang (PerfmondDaemon *self,
   if (self->config.max_hangs > 0)
     {
       g_queue_push_head (&self->hangs, hang);
-      while (self->hangs.length > self->config.max_hangs)
-        hang_free (g_queue_pop_tail (&self->hangs));
+      self->hangs_bytes += hang->length;
+      while (self->hangs.length > self->config.max_hangs || self->hangs_bytes > MAX_HANGS_BYTES)
+        {
+          Hang *oldest = g_queue_pop_tail (&self->hangs);
+
+          self->hangs_bytes -= oldest->length;
+          hang_free (oldest);
+        }
       perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
     }
   else
@@ -596,8 +833,6 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "a Hang signal", "expected arguments of type (s)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(&s)", &json);
       add_hang (self, process, json);
     }
@@ -611,8 +846,6 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "an Alert signal", "expected arguments of type (tst)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
       perfmon_dbus_daemon1_emit_alert (self->skeleton, process->pid, group_id, group_name, duration_us);
     }
@@ -625,8 +858,6 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "a Ping signal", "expected arguments of type (s)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(&s)", &path);
       add_ping (self, process, path);
     }
@@ -727,10 +958,13 @@ add_process (PerfmondDaemon *self,
   process->registered_at = g_get_monotonic_time ();
   process->cancellable = g_cancellable_new ();
   process->waiters = g_ptr_array_new ();
+  process->slot = self->next_slot++ % POLL_SLOTS;
   g_queue_init (&process->history);
 
   g_hash_table_insert (self->by_pid, GUINT_TO_POINTER (pid), process);
   g_hash_table_insert (self->by_name, process->bus_name, process);
+  /* Before the subscription: its signals pass the filter from now on. */
+  budget_add (self, bus_name, pid);
 
   /* Subscribed before GetHangReports, so that no hang falls in between;
    * add_hang() drops the ones seen twice. */
@@ -977,6 +1211,7 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   g_autoptr(GPtrArray) snapshots = g_ptr_array_new ();
   g_autoptr(GArray) pids = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr(GVariant) merged = NULL;
+  guint omitted = 0;
 
   for (guint i = 0; i < processes->len; i++)
     {
@@ -990,12 +1225,13 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
 
   merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
                                       (const guint *) (gpointer) pids->data, snapshots->len,
-                                      (guint) getpid (), g_get_monotonic_time ());
+                                      (guint) getpid (), g_get_monotonic_time (),
+                                      MAX_AGGREGATE_REPLY_BYTES, &omitted);
   if (merged == NULL)
     g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                    "perfmond could not merge the snapshots (see its log)");
   else
-    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged));
+    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged), omitted);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -1026,9 +1262,9 @@ handle_get_history (PerfmonDBusDaemon1    *skeleton,
     {
       HistoryEntry *entry = l->data;
 
-      if (entry->timestamp <= since_us || bytes + entry->size > MAX_HISTORY_REPLY_BYTES)
+      if (entry->timestamp <= since_us || bytes + entry->variant_size > MAX_HISTORY_REPLY_BYTES)
         break;
-      bytes += entry->size;
+      bytes += entry->variant_size;
       first = l;
     }
 
@@ -1082,6 +1318,16 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
                  const char            *id,
                  PerfmondDaemon        *self)
 {
+  if (strlen (id) > MAX_HANG_ID_BYTES)
+    {
+      g_autofree char *prefix = quote_prefix (id);
+
+      return_invalid_args (invocation, "id: expected a hang id of at most %d bytes (\"PID-N\", see "
+                           "ListHangs()), got %" G_GSIZE_FORMAT " bytes starting \"%s\"",
+                           MAX_HANG_ID_BYTES, strlen (id), prefix);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+
   for (GList *l = self->hangs.head; l != NULL; l = l->next)
     {
       Hang *hang = l->data;
@@ -1118,6 +1364,8 @@ perfmond_daemon_finalize (GObject *object)
   g_queue_clear_full (&self->hangs, (GDestroyNotify) hang_free);
   g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
+  g_hash_table_unref (self->budgets);
+  g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
 }
@@ -1139,6 +1387,8 @@ perfmond_daemon_init (PerfmondDaemon *self)
   g_queue_init (&self->hangs);
   g_queue_init (&self->pings);
   self->aggregator = perfmond_aggregator_new ();
+  g_mutex_init (&self->filter_lock);
+  self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
 /* @config must have been checked (perfmond.c does it). */
@@ -1182,7 +1432,11 @@ perfmond_daemon_export (PerfmondDaemon   *self,
 
   self->connection = g_object_ref (connection);
   self->skeleton = g_steal_pointer (&skeleton);
-  self->poll_source = g_timeout_add (self->config.poll_interval_ms, poll_tick, self);
+  /* The filter may still run a moment after its removal (another
+   * thread): it holds a reference until GDBus says it is done. */
+  self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
+                                                  g_object_unref);
+  self->poll_source = g_timeout_add (MAX (self->config.poll_interval_ms / POLL_SLOTS, 1), poll_tick, self);
   return TRUE;
 }
 
@@ -1202,6 +1456,8 @@ perfmond_daemon_unexport (PerfmondDaemon *self)
     remove_process (self, g_ptr_array_index (processes, i), "perfmond is stopping");
 
   g_clear_handle_id (&self->poll_source, g_source_remove);
+  g_dbus_connection_remove_filter (self->connection, self->filter_id);
+  self->filter_id = 0;
   g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (self->skeleton));
   g_signal_handlers_disconnect_by_data (self->skeleton, self);
   g_clear_object (&self->skeleton);
