@@ -685,6 +685,29 @@ test_set_event_config (Fixture       *fixture,
   g_clear_error (&error);
 }
 
+/* Long strings (a 1 MiB event name, key or value) are refused with an
+ * error that quotes at most a short prefix. */
+static void
+test_set_event_config_long_strings (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autofree char *huge = g_strnfill (1024 * 1024, 'e');
+  GVariant *cases[3];
+
+  cases[0] = g_variant_new ("(s@a{ss})", huge, string_dict (NULL));
+  cases[1] = g_variant_new ("(s@a{ss})", "MAIN_THREAD_JANK", string_dict (huge, "1", NULL));
+  cases[2] = g_variant_new ("(s@a{ss})", "MAIN_THREAD_JANK", string_dict ("log_type", huge, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GVariant) reply = call (fixture->client, fixture->name, "SetEventConfig", cases[i], &error);
+
+      g_assert_null (reply);
+      assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "SetEventConfig");
+      g_assert_cmpuint (strlen (error->message), <, 300);
+    }
+}
+
 static void
 test_set_event_config_without_hang_monitor (Fixture       *fixture,
                                             gconstpointer  data)
@@ -1433,6 +1456,7 @@ main (int   argc,
   ADD ("hang", test_hang, EXPORTED);
   ADD ("hang-reports-empty", test_hang_reports_bounded, EXPORTED);
   ADD ("set-event-config", test_set_event_config, EXPORTED);
+  ADD ("set-event-config-long-strings", test_set_event_config_long_strings, EXPORTED);
   ADD ("set-event-config-without-hang-monitor", test_set_event_config_without_hang_monitor, NOT_EXPORTED);
   ADD ("malformed-calls", test_malformed_calls, EXPORTED);
   ADD ("export-twice-and-unexport", test_export_twice_and_unexport, EXPORTED);

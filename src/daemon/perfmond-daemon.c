@@ -24,6 +24,7 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmon-utf8-private.h"
 
 #define DAEMON_PATH "/org/perfmon/Daemon1"
 #define MONITOR_PATH "/org/perfmon/Monitor1"
@@ -209,21 +210,6 @@ process_reject (Process    *process,
   if (process->rejected <= 3 || process->rejected % 100 == 0)
     g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
                process->pid, process->bus_name, what, process->rejected, why);
-}
-
-/* The first QUOTED_PREFIX_BYTES of @text, whole characters, with "…" when
- * cut: what an error message may quote of an argument. */
-static char *
-quote_prefix (const char *text)
-{
-  gsize length = strlen (text);
-  const char *end;
-
-  if (length <= QUOTED_PREFIX_BYTES && g_utf8_validate (text, -1, NULL))
-    return g_strdup (text);
-  /* Cut at a character boundary of the valid part. */
-  g_utf8_validate (text, MIN (length, QUOTED_PREFIX_BYTES), &end);
-  return g_strdup_printf ("%.*s…", (int) (end - text), text);
 }
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
@@ -1320,11 +1306,10 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
 {
   if (strlen (id) > MAX_HANG_ID_BYTES)
     {
-      g_autofree char *prefix = quote_prefix (id);
-
       return_invalid_args (invocation, "id: expected a hang id of at most %d bytes (\"PID-N\", see "
-                           "ListHangs()), got %" G_GSIZE_FORMAT " bytes starting \"%s\"",
-                           MAX_HANG_ID_BYTES, strlen (id), prefix);
+                           "ListHangs()), got %" G_GSIZE_FORMAT " bytes starting \"%.*s…\"",
+                           MAX_HANG_ID_BYTES, strlen (id),
+                           (int) perfmon_utf8_cut (id, strlen (id), QUOTED_PREFIX_BYTES), id);
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
 

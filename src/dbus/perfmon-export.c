@@ -11,6 +11,7 @@
 #include "perfmon-error.h"
 #include "perfmon-group.h"
 #include "perfmon-dbus-resources.h"
+#include "perfmon-utf8-private.h"
 
 /* Design notes.
  *
@@ -39,6 +40,11 @@
  * credentials, taken once. */
 
 #define MAX_HANG_REPORTS 100
+/* SetEventConfig: event names, keys and values are short words and
+ * numbers; an error quotes at most a prefix of what it refuses. */
+#define MAX_EVENT_STRING_BYTES 64
+#define MAX_EVENT_PARAMS 32
+#define QUOTED_PREFIX_BYTES 32
 #define DBUS_ERROR_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 #define DBUS_ERROR_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 #define DBUS_ERROR_NOT_SUPPORTED "org.freedesktop.DBus.Error.NotSupported"
@@ -488,6 +494,21 @@ serve_get_hang_reports (Export                *self,
   g_dbus_method_invocation_return_value (invocation, g_variant_new ("(as)", &builder));
 }
 
+/* @field's @text is too long: says so, quoting a prefix only. */
+static void
+refuse_long_string (GDBusMethodInvocation *invocation,
+                    const char            *field,
+                    const char            *text)
+{
+  gsize length = strlen (text);
+  g_autofree char *message =
+    g_strdup_printf ("SetEventConfig: %s: expected at most %d bytes, got %" G_GSIZE_FORMAT
+                     " starting \"%.*s…\"", field, MAX_EVENT_STRING_BYTES, length,
+                     (int) perfmon_utf8_cut (text, length, QUOTED_PREFIX_BYTES), text);
+
+  g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS, message);
+}
+
 static void
 serve_set_event_config (Export                *self,
                         GDBusMethodInvocation *invocation,
@@ -507,8 +528,34 @@ serve_set_event_config (Export                *self,
     }
 
   g_variant_get (parameters, "(&sa{ss})", &name, &iter);
-  while (g_variant_iter_loop (iter, "{&s&s}", &key, &value))
-    g_hash_table_insert (params, (gpointer) key, (gpointer) value);
+  if (strlen (name) > MAX_EVENT_STRING_BYTES)
+    {
+      refuse_long_string (invocation, "name", name);
+      return;
+    }
+  if (g_variant_iter_n_children (iter) > MAX_EVENT_PARAMS)
+    {
+      g_autofree char *message =
+        g_strdup_printf ("SetEventConfig: params: expected at most %d parameters, got %" G_GSIZE_FORMAT,
+                         MAX_EVENT_PARAMS, g_variant_iter_n_children (iter));
+
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS, message);
+      return;
+    }
+  while (g_variant_iter_next (iter, "{&s&s}", &key, &value))
+    {
+      if (strlen (key) > MAX_EVENT_STRING_BYTES)
+        {
+          refuse_long_string (invocation, "params key", key);
+          return;
+        }
+      if (strlen (value) > MAX_EVENT_STRING_BYTES)
+        {
+          refuse_long_string (invocation, key, value);
+          return;
+        }
+      g_hash_table_insert (params, (gpointer) key, (gpointer) value);
+    }
 
   if (!perfmon_hang_monitor_set_event_config (self->hang_monitor, name, params, &error))
     {
