@@ -12,7 +12,10 @@
 #include <perfmon.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <glib/gstdio.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "perfmon-test-dirs.h"
@@ -1410,6 +1413,120 @@ test_poll_spread (Fixture       *fixture,
   g_assert_cmpint (largest_gap, <, G_USEC_PER_SEC / 2);
 }
 
+static void
+become_nobody (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
+    _exit (125);
+}
+
+/* perfmond serves and accepts only its own uid: as `nobody`, on a bus that
+ * lets any uid connect, every method and property is refused. */
+static void
+test_other_uid (Fixture       *fixture,
+                gconstpointer  data)
+{
+  static const char * const calls[][2] = {
+    { "org.perfmon.Daemon1.ListProcesses", NULL },
+    { "org.perfmon.Daemon1.Register", NULL },
+    { "org.perfmon.Daemon1.GetHang", "1-1" },
+    { "org.perfmon.Daemon1.GetAggregate", NULL },
+    { "org.freedesktop.DBus.Properties.GetAll", "org.perfmon.Daemon1" },
+  };
+  g_autofree char *dir = NULL;
+  g_autofree char *config = NULL;
+  g_autofree char *config_path = NULL;
+  g_autofree char *address = NULL;
+  g_autoptr(GSubprocess) bus = NULL;
+  g_autoptr(GSubprocess) daemon = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autoptr(GDBusConnection) own = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  gint64 deadline;
+
+  if (geteuid () != 0)
+    {
+      g_test_skip ("needs root, to run a client as nobody");
+      return;
+    }
+
+  /* A bus of our own: GTestDBus's lets only its own uid connect. */
+  dir = g_dir_make_tmp ("perfmon-test-uid-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_chmod (dir, 0755), ==, 0);
+  config = g_strdup_printf ("<busconfig><type>session</type><listen>unix:path=%s/bus</listen>"
+                            "<auth>EXTERNAL</auth><policy context=\"default\"><allow user=\"*\"/>"
+                            "<allow send_destination=\"*\" eavesdrop=\"true\"/><allow eavesdrop=\"true\"/>"
+                            "<allow own=\"*\"/></policy></busconfig>", dir);
+  config_path = g_build_filename (dir, "bus.conf", NULL);
+  g_file_set_contents (config_path, config, -1, &error);
+  g_assert_no_error (error);
+  bus = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "dbus-daemon", "--nofork",
+                          "--print-address=1", "--config-file", config_path, NULL);
+  g_assert_no_error (error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  address = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (address);
+
+  daemon = start_daemon_on (address, G_SUBPROCESS_FLAGS_NONE, NULL);
+  own = g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                NULL, NULL, &error);
+  g_assert_no_error (error);
+  deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+  while (!name_has_owner_on (own))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (20 * 1000);
+    }
+  /* Its own uid is served. */
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+                                       NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (calls); i++)
+    {
+      g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+      g_autoptr(GSubprocess) client = NULL;
+      g_autofree char *client_out = NULL;
+      g_autofree char *client_err = NULL;
+      const char *argv[] = { "gdbus", "call", "--address", address, "--dest", DAEMON_NAME,
+                             "--object-path", DAEMON_PATH, "--method", calls[i][0], calls[i][1], NULL };
+
+      g_subprocess_launcher_set_child_setup (launcher, become_nobody, NULL, NULL);
+      client = g_subprocess_launcher_spawnv (launcher, argv, &error);
+      g_assert_no_error (error);
+      g_subprocess_communicate_utf8 (client, NULL, NULL, &client_out, &client_err, &error);
+      g_assert_no_error (error);
+      g_test_message ("as nobody, %s: %s", calls[i][0], client_err);
+      g_assert_cmpint (g_subprocess_get_exit_status (client), !=, 0);
+      g_assert_nonnull (strstr (client_err, "AccessDenied"));
+      g_assert_nonnull (strstr (client_err, "served only to callers with the process's uid"));
+    }
+  /* Nobody got registered. */
+  g_clear_pointer (&reply, g_variant_unref);
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+                                       G_VARIANT_TYPE ("(a(usssx))"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                       20000, NULL, &error);
+  g_assert_no_error (error);
+  {
+    g_autoptr(GVariant) list = g_variant_get_child_value (reply, 0);
+
+    g_assert_cmpuint (g_variant_n_children (list), ==, 0);
+  }
+
+  g_subprocess_send_signal (daemon, SIGTERM);
+  g_subprocess_wait (daemon, NULL, NULL);
+  g_dbus_connection_close_sync (own, NULL, NULL);
+  g_subprocess_force_exit (bus);
+  g_subprocess_wait (bus, NULL, NULL);
+  test_remove_tree (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1457,6 +1574,7 @@ main (int    argc,
   ADD ("/daemon/history-bytes", test_history_bytes);
   ADD ("/daemon/long-strings", test_long_strings);
   ADD ("/daemon/poll-spread", test_poll_spread);
+  ADD ("/daemon/other-uid", test_other_uid);
 #undef ADD
 
   status = g_test_run ();

@@ -24,9 +24,11 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmon-uid-gate-private.h"
 #include "perfmon-utf8-private.h"
 
 #define DAEMON_PATH "/org/perfmon/Daemon1"
+#define DAEMON_IFACE "org.perfmon.Daemon1"
 #define MONITOR_PATH "/org/perfmon/Monitor1"
 #define MONITOR_IFACE "org.perfmon.Monitor1"
 
@@ -125,7 +127,9 @@ struct _PerfmondDaemon
 
   PerfmondConfig      config;
   GDBusConnection    *connection;
-  PerfmonDBusDaemon1 *skeleton;
+  PerfmonDBusDaemon1 *skeleton;   /* its vtable serves; never exported itself */
+  guint               registration_id;
+  PerfmonUidGate     *gate;
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
@@ -341,6 +345,25 @@ budget_remove (PerfmondDaemon *self,
   g_mutex_unlock (&self->filter_lock);
 }
 
+/* The skeleton is not exported (the uid gate stands before it), so its
+ * emit functions would reach nobody: signals go out here. */
+static void
+emit_signal (PerfmondDaemon *self,
+             const char     *name,
+             GVariant       *parameters)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (self->connection == NULL || self->registration_id == 0)
+    {
+      g_variant_unref (g_variant_ref_sink (parameters));
+      return;
+    }
+  if (!g_dbus_connection_emit_signal (self->connection, NULL, DAEMON_PATH, DAEMON_IFACE, name,
+                                      parameters, &error))
+    g_debug ("could not emit %s: %s", name, error->message);
+}
+
 static void
 return_invalid_args (GDBusMethodInvocation *invocation,
                      const char            *format,
@@ -428,7 +451,7 @@ remove_process (PerfmondDaemon *self,
   g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
 
   if (self->skeleton != NULL)
-    perfmon_dbus_daemon1_emit_process_removed (self->skeleton, pid);
+    emit_signal (self, "ProcessRemoved", g_variant_new ("(u)", pid));
 }
 
 /* What keeping a snapshot of @variant_size bytes costs: the variant, and
@@ -613,6 +636,14 @@ poll_done (GObject      *source,
       answer_waiters (process, error->message);
       goto out;
     }
+  if (perfmon_snapshot_get_pid (snapshot) != process->pid)
+    {
+      g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
+                                              perfmon_snapshot_get_pid (snapshot), process->pid);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
 
   if (process->process_name[0] == '\0')
     {
@@ -758,11 +789,11 @@ add_hang (PerfmondDaemon *self,
           self->hangs_bytes -= oldest->length;
           hang_free (oldest);
         }
-      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+      emit_signal (self, "Hang", g_variant_new ("(sus)", hang->id, hang->pid, hang->json));
     }
   else
     {
-      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+      emit_signal (self, "Hang", g_variant_new ("(sus)", hang->id, hang->pid, hang->json));
       hang_free (hang);
     }
 }
@@ -782,7 +813,7 @@ add_ping (PerfmondDaemon *self,
       return;
     }
 
-  perfmon_dbus_daemon1_emit_ping (self->skeleton, process->pid, path);
+  emit_signal (self, "Ping", g_variant_new ("(us)", process->pid, path));
   if (self->config.max_hangs == 0)
     return;
 
@@ -833,7 +864,7 @@ on_monitor_signal (GDBusConnection *connection,
           return;
         }
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
-      perfmon_dbus_daemon1_emit_alert (self->skeleton, process->pid, group_id, group_name, duration_us);
+      emit_signal (self, "Alert", g_variant_new ("(utst)", process->pid, group_id, group_name, duration_us));
     }
   else if (strcmp (signal_name, "Ping") == 0)
     {
@@ -978,7 +1009,7 @@ add_process (PerfmondDaemon *self,
                             process->cancellable, get_hang_reports_done, process_ref (process));
 
   g_message ("pid %u (%s) registered", pid, bus_name);
-  perfmon_dbus_daemon1_emit_process_added (self->skeleton, pid, bus_name);
+  emit_signal (self, "ProcessAdded", g_variant_new ("(us)", pid, bus_name));
 
   /* The first snapshot now, not an interval later. */
   poll_process (self, process);
@@ -1003,20 +1034,36 @@ get_pid_done (GObject      *source,
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) credentials = NULL;
   Process *old;
-  guint32 pid;
+  guint32 pid, uid;
 
   g_free (call);
 
+  /* The bus's word, not the process's: its pid and uid as the kernel gave
+   * them to the bus (SO_PEERCRED). Snapshots must then carry that pid. */
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
-  if (reply == NULL)
+  if (reply != NULL)
+    {
+      g_variant_get (reply, "(@a{sv})", &credentials);
+      if (!g_variant_lookup (credentials, "ProcessID", "u", &pid) ||
+          !g_variant_lookup (credentials, "UnixUserID", "u", &uid))
+        g_set_error_literal (&error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                             "the bus does not know its ProcessID and UnixUserID");
+    }
+  if (error != NULL)
     {
       g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
-                                             "cannot find the process id of %s: %s",
+                                             "cannot find the credentials of %s: %s",
                                              sender, error->message);
       goto out;
     }
-  g_variant_get (reply, "(u)", &pid);
+  if (uid != (guint32) geteuid ())
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.AccessDenied",
+                                                  "perfmond monitors only processes of its own uid");
+      goto out;
+    }
 
   if (self->skeleton == NULL)
     {
@@ -1073,8 +1120,8 @@ handle_register (PerfmonDBusDaemon1    *skeleton,
   call->daemon = g_object_ref (self);
   call->invocation = invocation;
   g_dbus_connection_call (self->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                          "org.freedesktop.DBus", "GetConnectionUnixProcessID",
-                          g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(u)"),
+                          "org.freedesktop.DBus", "GetConnectionCredentials",
+                          g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(a{sv})"),
                           G_DBUS_CALL_FLAGS_NONE, -1, NULL, get_pid_done, call);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
@@ -1387,6 +1434,86 @@ perfmond_daemon_new (const PerfmondConfig *config)
   return self;
 }
 
+/* A call of a caller with our uid: the skeleton's own vtable serves it
+ * (its handle-* signals), properties included. */
+static void
+serve_gated (GDBusMethodInvocation *invocation,
+             gpointer               user_data)
+{
+  PerfmondDaemon *self = user_data;
+  GDBusInterfaceSkeleton *skeleton = G_DBUS_INTERFACE_SKELETON (self->skeleton);
+  GDBusInterfaceVTable *vtable;
+  const char *interface = g_dbus_method_invocation_get_interface_name (invocation);
+  const char *method = g_dbus_method_invocation_get_method_name (invocation);
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  g_autoptr(GError) error = NULL;
+
+  if (self->skeleton == NULL)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.UnknownObject",
+                                                  "perfmond is stopping");
+      return;
+    }
+  vtable = g_dbus_interface_skeleton_get_vtable (skeleton);
+
+  if (g_strcmp0 (interface, "org.freedesktop.DBus.Properties") != 0)
+    {
+      vtable->method_call (self->connection, sender, DAEMON_PATH, interface, method,
+                           g_dbus_method_invocation_get_parameters (invocation), invocation, skeleton);
+      return;
+    }
+
+  if (g_str_equal (method, "Get"))
+    {
+      const GDBusPropertyInfo *info = g_dbus_method_invocation_get_property_info (invocation);
+      g_autoptr(GVariant) value = info != NULL ? vtable->get_property (self->connection, sender, DAEMON_PATH,
+                                                                       DAEMON_IFACE, info->name, &error,
+                                                                       skeleton) : NULL;
+
+      if (value == NULL)
+        g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                    "no such property");
+      else
+        g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", value));
+    }
+  else if (g_str_equal (method, "GetAll"))
+    g_dbus_method_invocation_return_value (invocation,
+                                           g_variant_new ("(@a{sv})",
+                                                          g_dbus_interface_skeleton_get_properties (skeleton)));
+  else
+    g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                "the properties of " DAEMON_IFACE " are read-only");
+}
+
+/* Every call, properties included (get_property is NULL, so GDBus hands
+ * org.freedesktop.DBus.Properties calls here), passes the uid gate. */
+static void
+on_daemon_method_call (GDBusConnection       *connection,
+                       const char            *sender,
+                       const char            *object_path,
+                       const char            *interface_name,
+                       const char            *method_name,
+                       GVariant              *parameters,
+                       GDBusMethodInvocation *invocation,
+                       gpointer               user_data)
+{
+  PerfmondDaemon *self = user_data;
+
+  if (self->gate == NULL)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.UnknownObject",
+                                                  "perfmond is stopping");
+      return;
+    }
+  _perfmon_uid_gate_check (self->gate, invocation);
+}
+
+static const GDBusInterfaceVTable daemon_vtable = {
+  .method_call = on_daemon_method_call,
+  .get_property = NULL,
+  .set_property = NULL,
+};
+
 gboolean
 perfmond_daemon_export (PerfmondDaemon   *self,
                         GDBusConnection  *connection,
@@ -1411,12 +1538,16 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   g_signal_connect (skeleton, "handle-get-hang", G_CALLBACK (handle_get_hang), self);
   g_signal_connect (skeleton, "handle-list-pings", G_CALLBACK (handle_list_pings), self);
 
-  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (skeleton), connection,
-                                         DAEMON_PATH, error))
+  self->registration_id =
+    g_dbus_connection_register_object (connection, DAEMON_PATH,
+                                       g_dbus_interface_skeleton_get_info (G_DBUS_INTERFACE_SKELETON (skeleton)),
+                                       &daemon_vtable, self, NULL, error);
+  if (self->registration_id == 0)
     return FALSE;
 
   self->connection = g_object_ref (connection);
   self->skeleton = g_steal_pointer (&skeleton);
+  self->gate = _perfmon_uid_gate_new (connection, geteuid (), DAEMON_IFACE, serve_gated, self);
   /* The filter may still run a moment after its removal (another
    * thread): it holds a reference until GDBus says it is done. */
   self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
@@ -1443,7 +1574,10 @@ perfmond_daemon_unexport (PerfmondDaemon *self)
   g_clear_handle_id (&self->poll_source, g_source_remove);
   g_dbus_connection_remove_filter (self->connection, self->filter_id);
   self->filter_id = 0;
-  g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (self->skeleton));
+  g_dbus_connection_unregister_object (self->connection, self->registration_id);
+  self->registration_id = 0;
+  _perfmon_uid_gate_close (g_steal_pointer (&self->gate), "org.freedesktop.DBus.Error.UnknownObject",
+                           "perfmond is stopping");
   g_signal_handlers_disconnect_by_data (self->skeleton, self);
   g_clear_object (&self->skeleton);
   g_clear_object (&self->connection);
