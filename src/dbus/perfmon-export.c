@@ -37,6 +37,7 @@
  * peer's credentials, taken once. */
 
 #define MAX_HANG_REPORTS 100
+#define MAX_SUBSCRIBERS 16
 /* SetEventConfig: event names, keys and values are short words and
  * numbers; an error quotes at most a prefix of what it refuses. */
 #define MAX_EVENT_STRING_BYTES 64
@@ -80,6 +81,13 @@ struct _Export
    * thread than ours. */
   GMutex              reports_lock;
   GQueue              reports;           /* char * JSON */
+
+  /* Who gets the signals on a message bus: subscribers (unique name →
+   * NameOwnerChanged subscription id) and the daemon we registered with.
+   * The hang monitor may emit on another thread: under signal_lock. */
+  GMutex              signal_lock;
+  GHashTable         *subscribers;
+  char               *signal_daemon;
 
   /* Registration with perfmond; export thread only. */
   guint               daemon_watch;
@@ -152,6 +160,9 @@ export_unref (gpointer data)
   g_free (self->peer_uid_problem);
   g_queue_clear_full (&self->reports, g_free);
   g_mutex_clear (&self->reports_lock);
+  g_clear_pointer (&self->subscribers, g_hash_table_unref);
+  g_free (self->signal_daemon);
+  g_mutex_clear (&self->signal_lock);
   g_free (self->daemon_owner);
   g_free (self->attempted_owner);
   g_free (self->registered_owner);
@@ -382,6 +393,94 @@ serve_set_event_config (Export                *self,
   g_dbus_method_invocation_return_value (invocation, NULL);
 }
 
+static void
+on_subscriber_name_owner_changed (GDBusConnection *connection,
+                                  const char      *sender_name,
+                                  const char      *object_path,
+                                  const char      *interface_name,
+                                  const char      *signal_name,
+                                  GVariant        *parameters,
+                                  gpointer         user_data)
+{
+  Export *self = user_data;
+  const char *name, *old_owner, *new_owner;
+  guint subscription = 0;
+
+  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
+    return;
+  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+  if (new_owner[0] != '\0')
+    return;
+  g_mutex_lock (&self->signal_lock);
+  subscription = GPOINTER_TO_UINT (g_hash_table_lookup (self->subscribers, name));
+  g_hash_table_remove (self->subscribers, name);
+  g_mutex_unlock (&self->signal_lock);
+  if (subscription != 0)
+    g_dbus_connection_signal_unsubscribe (self->connection, subscription);
+}
+
+static void
+serve_subscribe (Export                *self,
+                 GDBusMethodInvocation *invocation,
+                 gboolean               subscribe)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  guint subscription = 0;
+  gboolean full = FALSE;
+
+  if (self->peer_to_peer || sender == NULL)
+    {
+      /* The peer gets every signal anyway. */
+      g_dbus_method_invocation_return_value (invocation, NULL);
+      return;
+    }
+
+  g_mutex_lock (&self->signal_lock);
+  if (!subscribe)
+    {
+      subscription = GPOINTER_TO_UINT (g_hash_table_lookup (self->subscribers, sender));
+      g_hash_table_remove (self->subscribers, sender);
+    }
+  else if (!g_hash_table_contains (self->subscribers, sender))
+    {
+      full = g_hash_table_size (self->subscribers) >= MAX_SUBSCRIBERS;
+      if (!full)
+        g_hash_table_insert (self->subscribers, g_strdup (sender), GUINT_TO_POINTER (0));
+    }
+  g_mutex_unlock (&self->signal_lock);
+
+  if (subscription != 0)
+    g_dbus_connection_signal_unsubscribe (self->connection, subscription);
+  if (full)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.LimitsExceeded",
+                                                  "Subscribe: this process already has 16 subscribers, "
+                                                  "the most it allows");
+      return;
+    }
+  if (subscribe)
+    {
+      /* Forgotten when it leaves the bus. */
+      subscription = g_dbus_connection_signal_subscribe (self->connection, "org.freedesktop.DBus",
+                                                         "org.freedesktop.DBus", "NameOwnerChanged",
+                                                         "/org/freedesktop/DBus", sender,
+                                                         G_DBUS_SIGNAL_FLAGS_NONE,
+                                                         on_subscriber_name_owner_changed,
+                                                         export_ref (self), export_unref);
+      g_mutex_lock (&self->signal_lock);
+      if (g_hash_table_contains (self->subscribers, sender) &&
+          g_hash_table_lookup (self->subscribers, sender) == NULL)
+        {
+          g_hash_table_insert (self->subscribers, g_strdup (sender), GUINT_TO_POINTER (subscription));
+          subscription = 0;
+        }
+      g_mutex_unlock (&self->signal_lock);
+      if (subscription != 0)
+        g_dbus_connection_signal_unsubscribe (self->connection, subscription);
+    }
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
 /* An authorized call: runs on the export thread, the monitor's. */
 static void
 serve (Export                *self,
@@ -434,6 +533,8 @@ serve (Export                *self,
     serve_get_hang_reports (self, invocation, parameters);
   else if (g_str_equal (method, "SetEventConfig"))
     serve_set_event_config (self, invocation, parameters);
+  else if (g_str_equal (method, "Subscribe") || g_str_equal (method, "Unsubscribe"))
+    serve_subscribe (self, invocation, g_str_equal (method, "Subscribe"));
   else
     g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.UnknownMethod",
                                                 method);
@@ -482,11 +583,40 @@ emit (Export     *self,
 {
   g_autoptr(GError) error = NULL;
 
+  g_autoptr(GPtrArray) destinations = g_ptr_array_new_with_free_func (g_free);
+
   g_variant_ref_sink (parameters);
-  if (export_is_live (self) &&
-      !g_dbus_connection_emit_signal (self->connection, NULL, PERFMON_MONITOR_OBJECT_PATH,
-                                      PERFMON_MONITOR_INTERFACE, name, parameters, &error))
-    g_debug ("perfmon: could not emit %s: %s", name, error->message);
+  if (!export_is_live (self))
+    goto out;
+
+  /* Peer to peer: the peer. On a bus: by unique name, to the daemon and
+   * the subscribers, never broadcast (see Subscribe in the XML). */
+  if (self->peer_to_peer)
+    g_ptr_array_add (destinations, NULL);
+  else
+    {
+      GHashTableIter iter;
+      gpointer key;
+
+      g_mutex_lock (&self->signal_lock);
+      if (self->signal_daemon != NULL)
+        g_ptr_array_add (destinations, g_strdup (self->signal_daemon));
+      g_hash_table_iter_init (&iter, self->subscribers);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        if (g_strcmp0 (key, self->signal_daemon) != 0)
+          g_ptr_array_add (destinations, g_strdup (key));
+      g_mutex_unlock (&self->signal_lock);
+    }
+
+  for (guint i = 0; i < destinations->len; i++)
+    if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (destinations, i),
+                                        PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE, name,
+                                        parameters, &error))
+      {
+        g_debug ("perfmon: could not emit %s: %s", name, error->message);
+        g_clear_error (&error);
+      }
+out:
   g_variant_unref (parameters);
 }
 
@@ -584,6 +714,10 @@ on_register_reply (GObject      *source,
       g_debug ("perfmon: registered with %s (%s)", PERFMON_DAEMON_BUS_NAME, sender);
       g_free (self->registered_owner);
       self->registered_owner = g_strdup (sender);
+      g_mutex_lock (&self->signal_lock);
+      g_free (self->signal_daemon);
+      self->signal_daemon = g_strdup (sender);
+      g_mutex_unlock (&self->signal_lock);
       /* Activation: we sent before knowing the owner; this is who took
        * the name (its appearance may be reported before or after). */
       if (self->attempted_owner == NULL)
@@ -644,6 +778,9 @@ on_daemon_vanished (GDBusConnection *connection,
   g_clear_pointer (&self->daemon_owner, g_free);
   g_clear_pointer (&self->attempted_owner, g_free);
   g_clear_pointer (&self->registered_owner, g_free);
+  g_mutex_lock (&self->signal_lock);
+  g_clear_pointer (&self->signal_daemon, g_free);
+  g_mutex_unlock (&self->signal_lock);
 
   /* Only when the name was unowned from the start (the watch's first
    * report): ask the bus to start the daemon by sending to its name.
@@ -721,6 +858,20 @@ export_tear_down (Export *self)
 
   _perfmon_uid_gate_close (g_steal_pointer (&self->gate), DBUS_ERROR_UNKNOWN_OBJECT,
                            "the monitor is no longer exported");
+  {
+    g_autoptr(GHashTable) subscribers = NULL;
+    GHashTableIter iter;
+    gpointer value;
+
+    g_mutex_lock (&self->signal_lock);
+    subscribers = g_steal_pointer (&self->subscribers);
+    self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+    g_mutex_unlock (&self->signal_lock);
+    g_hash_table_iter_init (&iter, subscribers);
+    while (g_hash_table_iter_next (&iter, NULL, &value))
+      if (GPOINTER_TO_UINT (value) != 0)
+        g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
+  }
   if (self->registration_id != 0)
     {
       g_dbus_connection_unregister_object (self->connection, self->registration_id);
@@ -859,6 +1010,8 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   self->gate = _perfmon_uid_gate_new (connection, self->own_uid, PERFMON_MONITOR_INTERFACE, serve_gated, self);
   g_mutex_init (&self->reports_lock);
   g_queue_init (&self->reports);
+  g_mutex_init (&self->signal_lock);
+  self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   if (self->peer_to_peer)
     find_peer_uid (self);
 
