@@ -151,6 +151,16 @@ start_daemon_full (Fixture            *fixture,
   return daemon;
 }
 
+/* The daemon's signals go to subscribers only. */
+static void
+subscribe (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call (fixture, "Subscribe", NULL, &error);
+
+  g_assert_no_error (error);
+}
+
 static void
 start_daemon (Fixture            *fixture,
               const char * const *options)
@@ -158,6 +168,7 @@ start_daemon (Fixture            *fixture,
   g_assert_null (fixture->daemon);
   fixture->daemon = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, options);
   wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "perfmond to own its name");
+  subscribe (fixture);
 }
 
 static void
@@ -521,6 +532,18 @@ has_snapshot_after (Fixture  *fixture,
 }
 
 static void
+count_bystander_signal (GDBusConnection *connection,
+                        const char      *sender,
+                        const char      *path,
+                        const char      *interface,
+                        const char      *name,
+                        GVariant        *parameters,
+                        gpointer         user_data)
+{
+  (*(guint *) user_data)++;
+}
+
+static void
 test_register (Fixture       *fixture,
                gconstpointer  data)
 {
@@ -534,7 +557,25 @@ test_register (Fixture       *fixture,
   guint pid, child_pid;
   GSubprocess *child;
 
+  g_autoptr(GDBusConnection) bystander = NULL;
+  guint bystander_signals = 0, bystander_id;
+
   start_daemon (fixture, fast_daemon);
+  /* A listener of the same uid with a match rule that did not subscribe. */
+  bystander = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                      G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                      NULL, NULL, &error);
+  g_assert_no_error (error);
+  bystander_id = g_dbus_connection_signal_subscribe (bystander, NULL, DAEMON_NAME, NULL, DAEMON_PATH, NULL,
+                                                     G_DBUS_SIGNAL_FLAGS_NONE, count_bystander_signal,
+                                                     &bystander_signals, NULL);
+  g_clear_pointer (&reply, g_variant_unref);
+  reply = g_dbus_connection_call_sync (bystander, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&reply, g_variant_unref);
   child_pid = start_child_full (fixture, options, TRUE, &child);
   reply = call (fixture, "ListProcesses", NULL, &error);
   g_assert_no_error (error);
@@ -545,6 +586,22 @@ test_register (Fixture       *fixture,
   g_assert_true (g_dbus_is_unique_name (bus_name));
   g_assert_cmpint (registered_at, >, 0);
   g_assert_cmpuint (count_signals (fixture, "ProcessAdded"), <=, 1);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (count_signals (fixture, "ProcessAdded"), ==, 1);
+  /* The bystander's round trip to the daemon is answered after any signal
+   * the daemon sent it before: it got none. */
+  {
+    g_autoptr(GVariant) list = g_dbus_connection_call_sync (bystander, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME,
+                                                            "ListProcesses", NULL, NULL,
+                                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, &error);
+
+    g_assert_no_error (error);
+  }
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (bystander_signals, ==, 0);
+  g_dbus_connection_signal_unsubscribe (bystander, bystander_id);
 
   /* Registering twice (here: the test itself, twice) is not an error. */
   again = call (fixture, "Register", NULL, &error);

@@ -55,6 +55,8 @@
 #define QUOTED_PREFIX_BYTES 32
 /* The polls of one interval are spread over this many slots. */
 #define POLL_SLOTS 10
+/* Listeners of the daemon's signals. */
+#define MAX_SUBSCRIBERS 64
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -130,6 +132,7 @@ struct _PerfmondDaemon
   PerfmonDBusDaemon1 *skeleton;   /* its vtable serves; never exported itself */
   guint               registration_id;
   PerfmonUidGate     *gate;
+  GHashTable         *subscribers;  /* unique name → NameOwnerChanged subscription */
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
@@ -346,7 +349,8 @@ budget_remove (PerfmondDaemon *self,
 }
 
 /* The skeleton is not exported (the uid gate stands before it), so its
- * emit functions would reach nobody: signals go out here. */
+ * emit functions would reach nobody: signals go out here, to the
+ * subscribers. */
 static void
 emit_signal (PerfmondDaemon *self,
              const char     *name,
@@ -354,14 +358,23 @@ emit_signal (PerfmondDaemon *self,
 {
   g_autoptr(GError) error = NULL;
 
-  if (self->connection == NULL || self->registration_id == 0)
+  GHashTableIter iter;
+  gpointer key;
+
+  g_variant_ref_sink (parameters);
+  if (self->connection != NULL && self->registration_id != 0)
     {
-      g_variant_unref (g_variant_ref_sink (parameters));
-      return;
+      /* By unique name to each subscriber: never broadcast. */
+      g_hash_table_iter_init (&iter, self->subscribers);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        if (!g_dbus_connection_emit_signal (self->connection, key, DAEMON_PATH, DAEMON_IFACE, name,
+                                            parameters, &error))
+          {
+            g_debug ("could not emit %s: %s", name, error->message);
+            g_clear_error (&error);
+          }
     }
-  if (!g_dbus_connection_emit_signal (self->connection, NULL, DAEMON_PATH, DAEMON_IFACE, name,
-                                      parameters, &error))
-    g_debug ("could not emit %s: %s", name, error->message);
+  g_variant_unref (parameters);
 }
 
 static void
@@ -1126,6 +1139,79 @@ handle_register (PerfmonDBusDaemon1    *skeleton,
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
+static void
+drop_subscriber (PerfmondDaemon *self,
+                 const char     *name)
+{
+  gpointer value;
+
+  if (g_hash_table_lookup_extended (self->subscribers, name, NULL, &value))
+    {
+      g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
+      g_hash_table_remove (self->subscribers, name);
+    }
+}
+
+static void
+on_subscriber_gone (GDBusConnection *connection,
+                    const char      *sender_name,
+                    const char      *object_path,
+                    const char      *interface_name,
+                    const char      *signal_name,
+                    GVariant        *parameters,
+                    gpointer         user_data)
+{
+  PerfmondDaemon *self = user_data;
+  const char *name, *old_owner, *new_owner;
+
+  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
+    return;
+  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+  if (new_owner[0] == '\0')
+    drop_subscriber (self, name);
+}
+
+static gboolean
+handle_subscribe (PerfmonDBusDaemon1    *skeleton,
+                  GDBusMethodInvocation *invocation,
+                  PerfmondDaemon        *self)
+{
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+
+  if (!g_hash_table_contains (self->subscribers, sender))
+    {
+      if (g_hash_table_size (self->subscribers) >= MAX_SUBSCRIBERS)
+        {
+          g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                                 "perfmond already has %d subscribers, the most it allows",
+                                                 MAX_SUBSCRIBERS);
+          return G_DBUS_METHOD_INVOCATION_HANDLED;
+        }
+      g_hash_table_insert (self->subscribers, g_strdup (sender),
+                           GUINT_TO_POINTER (g_dbus_connection_signal_subscribe (self->connection,
+                                                                                 "org.freedesktop.DBus",
+                                                                                 "org.freedesktop.DBus",
+                                                                                 "NameOwnerChanged",
+                                                                                 "/org/freedesktop/DBus",
+                                                                                 sender,
+                                                                                 G_DBUS_SIGNAL_FLAGS_NONE,
+                                                                                 on_subscriber_gone,
+                                                                                 self, NULL)));
+    }
+  perfmon_dbus_daemon1_complete_subscribe (skeleton, invocation);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_unsubscribe (PerfmonDBusDaemon1    *skeleton,
+                    GDBusMethodInvocation *invocation,
+                    PerfmondDaemon        *self)
+{
+  drop_subscriber (self, g_dbus_method_invocation_get_sender (invocation));
+  perfmon_dbus_daemon1_complete_unsubscribe (skeleton, invocation);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
 static gboolean
 handle_unregister (PerfmonDBusDaemon1    *skeleton,
                    GDBusMethodInvocation *invocation,
@@ -1397,6 +1483,7 @@ perfmond_daemon_finalize (GObject *object)
   g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
   g_hash_table_unref (self->budgets);
+  g_hash_table_unref (self->subscribers);
   g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
@@ -1421,6 +1508,7 @@ perfmond_daemon_init (PerfmondDaemon *self)
   self->aggregator = perfmond_aggregator_new ();
   g_mutex_init (&self->filter_lock);
   self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 }
 
 /* @config must have been checked (perfmond.c does it). */
@@ -1537,6 +1625,8 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   g_signal_connect (skeleton, "handle-list-hangs", G_CALLBACK (handle_list_hangs), self);
   g_signal_connect (skeleton, "handle-get-hang", G_CALLBACK (handle_get_hang), self);
   g_signal_connect (skeleton, "handle-list-pings", G_CALLBACK (handle_list_pings), self);
+  g_signal_connect (skeleton, "handle-subscribe", G_CALLBACK (handle_subscribe), self);
+  g_signal_connect (skeleton, "handle-unsubscribe", G_CALLBACK (handle_unsubscribe), self);
 
   self->registration_id =
     g_dbus_connection_register_object (connection, DAEMON_PATH,
@@ -1576,6 +1666,15 @@ perfmond_daemon_unexport (PerfmondDaemon *self)
   self->filter_id = 0;
   g_dbus_connection_unregister_object (self->connection, self->registration_id);
   self->registration_id = 0;
+  {
+    GHashTableIter iter;
+    gpointer value;
+
+    g_hash_table_iter_init (&iter, self->subscribers);
+    while (g_hash_table_iter_next (&iter, NULL, &value))
+      g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
+    g_hash_table_remove_all (self->subscribers);
+  }
   _perfmon_uid_gate_close (g_steal_pointer (&self->gate), "org.freedesktop.DBus.Error.UnknownObject",
                            "perfmond is stopping");
   g_signal_handlers_disconnect_by_data (self->skeleton, self);
