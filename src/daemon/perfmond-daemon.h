@@ -34,5 +34,7 @@ gboolean        perfmond_daemon_export (PerfmondDaemon        *self,
                                         GDBusConnection       *connection,
                                         GError               **error);
 void            perfmond_daemon_unexport (PerfmondDaemon      *self);
+void            perfmond_daemon_write_metrics (PerfmondDaemon *self,
+                                               GString        *out);
 
 G_END_DECLS

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <libsoup/soup.h>
+
 #include "perfmond-daemon.h"
 
 #define DAEMON_NAME "org.perfmon.Daemon1"
@@ -174,6 +176,60 @@ on_name_lost (GDBusConnection *connection,
     }
 }
 
+/* GET /metrics: the Prometheus text format of perfmond_daemon_write_metrics(). */
+static void
+serve_metrics (SoupServer        *server,
+               SoupServerMessage *message,
+               const char        *path,
+               GHashTable        *query,
+               gpointer           user_data)
+{
+  PerfmondDaemon *daemon = user_data;
+  GString *text;
+
+  if (soup_server_message_get_method (message) != SOUP_METHOD_GET &&
+      soup_server_message_get_method (message) != SOUP_METHOD_HEAD)
+    {
+      soup_server_message_set_status (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+      return;
+    }
+  text = g_string_new (NULL);
+  perfmond_daemon_write_metrics (daemon, text);
+  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (message, "text/plain; version=0.0.4; charset=utf-8",
+                                    SOUP_MEMORY_TAKE, text->str, text->len);
+  g_string_free (text, FALSE);
+}
+
+/* --metrics-address: "PORT" (loopback) or "HOST:PORT", HOST an IP address
+ * ([…] for IPv6). NULL with @error set when it is not one. */
+static GSocketAddress *
+parse_metrics_address (const char  *text,
+                       GError     **error)
+{
+  g_autoptr(GSocketConnectable) connectable = NULL;
+  g_autoptr(GInetAddress) address = NULL;
+  guint64 port = 0;
+
+  if (g_ascii_string_to_unsigned (text, 10, 1, 65535, &port, NULL))
+    address = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  else if ((connectable = g_network_address_parse (text, 0, NULL)) != NULL)
+    {
+      GNetworkAddress *network = G_NETWORK_ADDRESS (connectable);
+
+      port = g_network_address_get_port (network);
+      address = g_inet_address_new_from_string (g_network_address_get_hostname (network));
+    }
+  if (address == NULL || port == 0)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--metrics-address: expected PORT (1…65535, on 127.0.0.1) or IP:PORT, got “%.*s”",
+                   (int) MIN (strlen (text), 64), text);
+      return NULL;
+    }
+  return g_inet_socket_address_new (address, (guint16) port);
+}
+
 static gboolean
 on_unix_signal (gpointer user_data)
 {
@@ -189,6 +245,9 @@ main (int    argc,
       char **argv)
 {
   g_autofree char *pidfile_path = NULL;
+  g_autofree char *metrics_address = NULL;
+  g_autoptr(GSocketAddress) metrics_socket_address = NULL;
+  g_autoptr(SoupServer) metrics_server = NULL;
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GDBusConnection) connection = NULL;
@@ -216,6 +275,9 @@ main (int    argc,
       "Take at most N Hang and Alert signals a second from one process (1…100000, default 20)", "N" },
     { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile_path,
       "Write the daemon's pid to PATH (a record, not a lock: the bus name keeps one perfmond per bus)", "PATH" },
+    { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
+      "Serve Prometheus metrics at http://ADDRESS/metrics: PORT (on 127.0.0.1) or IP:PORT (off by default)",
+      "ADDRESS" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
     { NULL }
   };
@@ -251,6 +313,16 @@ main (int    argc,
     }
 
 
+  if (metrics_address != NULL)
+    {
+      metrics_socket_address = parse_metrics_address (metrics_address, &error);
+      if (metrics_socket_address == NULL)
+        {
+          g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
+          return EXIT_USAGE;
+        }
+    }
+
   connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   if (connection == NULL)
     {
@@ -269,6 +341,19 @@ main (int    argc,
       return EXIT_FAILED;
     }
 
+  if (metrics_socket_address != NULL)
+    {
+      metrics_server = soup_server_new ("server-header", "perfmond", NULL);
+      soup_server_add_handler (metrics_server, "/metrics", serve_metrics, daemon, NULL);
+      if (!soup_server_listen (metrics_server, metrics_socket_address, 0, &error))
+        {
+          g_printerr ("perfmond: cannot serve metrics at %s: %s\n", metrics_address, error->message);
+          perfmond_daemon_unexport (daemon);
+          return EXIT_FAILED;
+        }
+      g_message ("serves metrics at http://%s/metrics", metrics_address);
+    }
+
   loop = g_main_loop_new (NULL, FALSE);
   state.loop = loop;
   state.status = EXIT_OK;
@@ -285,6 +370,8 @@ main (int    argc,
   g_main_loop_run (loop);
 
   g_bus_unown_name (owner_id);
+  if (metrics_server != NULL)
+    soup_server_disconnect (metrics_server);
   perfmond_daemon_unexport (daemon);
   if (!g_dbus_connection_is_closed (connection))
     g_dbus_connection_flush_sync (connection, NULL, NULL);
