@@ -214,16 +214,59 @@ status_kib (GPid        pid,
   return g_ascii_strtoull (at + strlen (key), NULL, 10);
 }
 
+/* A free loopback port (bound, then released). */
+static guint16
+free_port (void)
+{
+  g_autoptr(GSocket) socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, NULL);
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+
+  g_assert_true (g_socket_bind (socket, address, FALSE, NULL));
+  bound = g_socket_get_local_address (socket, NULL);
+  return g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
+}
+
+/* One GET /metrics over a fresh connection; the bytes of the answer, and
+ * its time in *ns. */
+static gsize
+scrape (guint16  port,
+        gint64  *ns)
+{
+  g_autoptr(GSocketClient) client = g_socket_client_new ();
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autofree char *request = g_strdup_printf ("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n\r\n", port);
+  gint64 start = perfmon_clock_monotonic_ns ();
+  char buffer[65536];
+  gsize total = 0;
+  gssize n;
+
+  connection = g_socket_client_connect_to_host (client, "127.0.0.1", port, NULL, NULL);
+  if (connection == NULL)
+    return 0;
+  g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM (connection)), request,
+                             strlen (request), NULL, NULL, NULL);
+  while ((n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (connection)), buffer,
+                                   sizeof buffer, NULL, NULL)) > 0)
+    total += (gsize) n;
+  *ns = perfmon_clock_monotonic_ns () - start;
+  return total;
+}
+
 static void
 run_polling (guint n_processes)
 {
   Bench bench = { 0, };
+  guint16 metrics_port = free_port ();
+  g_autofree char *metrics_option = g_strdup_printf ("--metrics-address=127.0.0.1:%u", metrics_port);
+  const char * const daemon_options[] = { metrics_option, NULL };
   double percents[N_WINDOWS_OF_MEASURE];
   gint64 total_ticks = 0, total_ns = 0;
   guint first_pid = 0, history_before, history_after, n_groups;
   long ticks_per_s = sysconf (_SC_CLK_TCK);
 
-  bench_up (&bench, NULL);
+  bench_up (&bench, daemon_options);
   for (guint i = 0; i < n_processes; i++)
     {
       g_autofree char *base = g_strdup_printf ("--window-base=%u", 1 + (i % 10) * 5);
@@ -268,6 +311,24 @@ run_polling (guint n_processes)
            n_processes, total_ns / 1e9, 100.0 * ((double) total_ticks / ticks_per_s) / (total_ns / 1e9),
            N_WINDOWS_OF_MEASURE, WINDOW_S, bench_median (percents, N_WINDOWS_OF_MEASURE),
            status_kib (bench.daemon_pid, "VmRSS"));
+
+  /* The Prometheus endpoint: GET /metrics, one connection each. */
+  {
+    double ms[21];
+    gsize bytes = 0;
+
+    for (guint i = 0; i < G_N_ELEMENTS (ms); i++)
+      {
+        gint64 ns = 0;
+
+        bytes = scrape (metrics_port, &ns);
+        ms[i] = ns / 1e6;
+        g_usleep (50 * 1000);
+      }
+    g_print ("bench-daemon: %u processes x %u groups: GET /metrics of %" G_GSIZE_FORMAT " bytes: "
+             "median %.2f ms over %u scrapes\n", n_processes, n_groups, bytes,
+             bench_median (ms, G_N_ELEMENTS (ms)), (guint) G_N_ELEMENTS (ms));
+  }
   bench_down (&bench);
 }
 
