@@ -987,6 +987,13 @@ daemon_owner_pid (Fixture *fixture)
   return pid;
 }
 
+static gboolean
+pidfile_gone (Fixture  *fixture,
+              gpointer  path)
+{
+  return !g_file_test (path, G_FILE_TEST_EXISTS);
+}
+
 /* Stops a perfmond that the bus started, so that nothing of it outlives
  * the test. */
 static void
@@ -1584,6 +1591,96 @@ test_other_uid (Fixture       *fixture,
   test_remove_tree (dir);
 }
 
+/* --upload-url: a ping goes to the receiver as the edge server spec says
+ * (tests/ping-receiver.py checks it), again after a 503, and its file is
+ * deleted once the receiver said 200. */
+static void
+test_upload (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const char * const child_options[] = { "--hang-threshold=100", "--hangs-per-ping=1", "--stall-after=300",
+                                         "--stall=400", NULL };
+  g_autofree char *receiver_path = g_test_build_filename (G_TEST_DIST, "ping-receiver.py", NULL);
+  g_autoptr(GSubprocess) receiver = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *line = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *doc_id = NULL;
+  g_autofree char *path = NULL;
+  const char *options[3] = { "--poll-interval=100", NULL, NULL };
+  g_autoptr(GVariant) ping = NULL;
+  guint pid;
+
+  receiver = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "/usr/bin/python3", receiver_path, NULL);
+  g_assert_no_error (error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (receiver));
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (line, "PORT "));
+  url = g_strdup_printf ("--upload-url=http://127.0.0.1:%s", line + 5);
+  options[1] = url;
+
+  start_daemon (fixture, options);
+  start_child (fixture, child_options);
+  wait_until (fixture, has_ping_signal, NULL, "a Ping signal");
+  for (guint i = 0; i < fixture->signals->len && ping == NULL; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Ping"))
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(us)", &ping);
+    }
+  g_variant_get (ping, "(us)", &pid, &path);
+
+  /* Refused once (503), kept, sent again, accepted, deleted. */
+  g_clear_pointer (&line, g_free);
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("receiver: %s", line);
+  g_assert_true (g_str_has_prefix (line, "RETRY "));
+  doc_id = g_strdup (line + 6);
+  g_assert_true (g_str_has_suffix (path, ".json"));
+  g_clear_pointer (&line, g_free);
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("receiver: %s", line);
+  g_assert_true (g_str_has_prefix (line, "OK "));
+  g_assert_cmpstr (line + 3, ==, doc_id);
+  wait_until (fixture, pidfile_gone, path, "the uploaded ping's file to go");
+
+  g_subprocess_force_exit (receiver);
+  g_subprocess_wait (receiver, NULL, NULL);
+}
+
+/* Without --upload-url nothing is sent and the ping stays. */
+static void
+test_no_upload_without_configuration (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  const char * const child_options[] = { "--hang-threshold=100", "--hangs-per-ping=1", "--stall-after=300",
+                                         "--stall=400", NULL };
+  g_autoptr(GVariant) ping = NULL;
+  g_autofree char *path = NULL;
+  guint pid;
+
+  start_daemon (fixture, fast_daemon);
+  start_child (fixture, child_options);
+  wait_until (fixture, has_ping_signal, NULL, "a Ping signal");
+  for (guint i = 0; i < fixture->signals->len && ping == NULL; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Ping"))
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(us)", &ping);
+    }
+  g_variant_get (ping, "(us)", &pid, &path);
+  g_usleep (G_USEC_PER_SEC);
+  g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1632,6 +1729,8 @@ main (int    argc,
   ADD ("/daemon/long-strings", test_long_strings);
   ADD ("/daemon/poll-spread", test_poll_spread);
   ADD ("/daemon/other-uid", test_other_uid);
+  ADD ("/daemon/upload", test_upload);
+  ADD ("/daemon/no-upload-without-configuration", test_no_upload_without_configuration);
 #undef ADD
 
   status = g_test_run ();

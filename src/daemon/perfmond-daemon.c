@@ -24,6 +24,7 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-upload.h"
 #include "perfmon-uid-gate-private.h"
 #include "perfmon-utf8-private.h"
 
@@ -154,6 +155,7 @@ struct _PerfmondDaemon
   guint64             calls_refused;    /* under filter_lock */
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
+  PerfmondUploader   *uploader;   /* nullable: without --upload-url */
 };
 
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
@@ -1051,6 +1053,8 @@ add_ping (PerfmondDaemon *self,
     }
 
   emit_signal (self, "Ping", g_variant_new ("(us)", process->pid, path));
+  if (self->uploader != NULL)
+    perfmond_uploader_add (self->uploader, path);
   if (self->config.max_hangs == 0)
     return;
 
@@ -1706,6 +1710,7 @@ perfmond_daemon_finalize (GObject *object)
   g_queue_clear_full (&self->hangs, (GDestroyNotify) hang_free);
   g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
+  perfmond_uploader_free (self->uploader);
   g_hash_table_unref (self->budgets);
   g_hash_table_unref (self->subscribers);
   g_hash_table_unref (self->hang_counts);
@@ -1745,6 +1750,9 @@ perfmond_daemon_new (const PerfmondConfig *config)
 
   g_return_val_if_fail (config->poll_interval_ms > 0, NULL);
   self->config = *config;
+  self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
+  if (config->upload_url != NULL)
+    self->uploader = perfmond_uploader_new (config->upload_url);
   return self;
 }
 

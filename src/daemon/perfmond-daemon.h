@@ -23,6 +23,7 @@ typedef struct
   guint max_groups;         /* per snapshot; bigger snapshots are rejected */
   guint max_hangs;          /* kept, across all processes */
   guint max_signals;        /* Hang + Alert per process per second */
+  const char *upload_url;   /* nullable: send pings there (perfmond-upload.c) */
 } PerfmondConfig;
 
 #define PERFMOND_TYPE_DAEMON (perfmond_daemon_get_type ())

@@ -246,6 +246,7 @@ main (int    argc,
 {
   g_autofree char *pidfile_path = NULL;
   g_autofree char *metrics_address = NULL;
+  g_autofree char *upload_url = NULL;
   g_autoptr(GSocketAddress) metrics_socket_address = NULL;
   g_autoptr(SoupServer) metrics_server = NULL;
   g_autoptr(GOptionContext) context = NULL;
@@ -278,6 +279,8 @@ main (int    argc,
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
       "Serve Prometheus metrics at http://ADDRESS/metrics: PORT (on 127.0.0.1) or IP:PORT (off by default)",
       "ADDRESS" },
+    { "upload-url", 0, 0, G_OPTION_ARG_STRING, &upload_url,
+      "Send the processes' pings to the telemetry server at URL (http or https; off by default)", "URL" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
     { NULL }
   };
@@ -321,6 +324,21 @@ main (int    argc,
           g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
           return EXIT_USAGE;
         }
+    }
+
+  if (upload_url != NULL)
+    {
+      g_autoptr(GUri) uri = g_uri_parse (upload_url, G_URI_FLAGS_NONE, NULL);
+
+      if (uri == NULL || (g_strcmp0 (g_uri_get_scheme (uri), "http") != 0 &&
+                          g_strcmp0 (g_uri_get_scheme (uri), "https") != 0) ||
+          g_uri_get_host (uri) == NULL || g_uri_get_query (uri) != NULL)
+        {
+          g_printerr ("perfmond: --upload-url: expected an http or https URL without a query, got “%.*s”\n"
+                      "Try “perfmond --help”.\n", (int) MIN (strlen (upload_url), 64), upload_url);
+          return EXIT_USAGE;
+        }
+      config.upload_url = upload_url;
     }
 
   connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
