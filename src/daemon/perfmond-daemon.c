@@ -138,7 +138,7 @@ struct _PerfmondDaemon
   PerfmonDBusDaemon1 *skeleton;   /* its vtable serves; never exported itself */
   guint               registration_id;
   PerfmonUidGate     *gate;
-  GHashTable         *subscribers;  /* unique name → NameOwnerChanged subscription */
+  PerfmonNameSet     *subscribers;  /* of the daemon's signals */
   GHashTable         *hang_counts;  /* "process\nrunnable" → guint64 * (metrics) */
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
@@ -367,17 +367,15 @@ emit_signal (PerfmondDaemon *self,
 {
   g_autoptr(GError) error = NULL;
 
-  GHashTableIter iter;
-  gpointer key;
-
   g_variant_ref_sink (parameters);
   if (self->connection != NULL && self->registration_id != 0)
     {
       /* By unique name to each subscriber: never broadcast. */
-      g_hash_table_iter_init (&iter, self->subscribers);
-      while (g_hash_table_iter_next (&iter, &key, NULL))
-        if (!g_dbus_connection_emit_signal (self->connection, key, DAEMON_PATH, DAEMON_IFACE, name,
-                                            parameters, &error))
+      g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
+
+      for (guint i = 0; i < subscribers->len; i++)
+        if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (subscribers, i), DAEMON_PATH,
+                                            DAEMON_IFACE, name, parameters, &error))
           {
             g_debug ("could not emit %s: %s", name, error->message);
             g_clear_error (&error);
@@ -1367,64 +1365,17 @@ handle_register (PerfmonDBusDaemon1    *skeleton,
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
-static void
-drop_subscriber (PerfmondDaemon *self,
-                 const char     *name)
-{
-  gpointer value;
-
-  if (g_hash_table_lookup_extended (self->subscribers, name, NULL, &value))
-    {
-      g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
-      g_hash_table_remove (self->subscribers, name);
-    }
-}
-
-static void
-on_subscriber_gone (GDBusConnection *connection,
-                    const char      *sender_name,
-                    const char      *object_path,
-                    const char      *interface_name,
-                    const char      *signal_name,
-                    GVariant        *parameters,
-                    gpointer         user_data)
-{
-  PerfmondDaemon *self = user_data;
-  const char *name, *old_owner, *new_owner;
-
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
-    return;
-  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
-  if (new_owner[0] == '\0')
-    drop_subscriber (self, name);
-}
-
 static gboolean
 handle_subscribe (PerfmonDBusDaemon1    *skeleton,
                   GDBusMethodInvocation *invocation,
                   PerfmondDaemon        *self)
 {
-  const char *sender = g_dbus_method_invocation_get_sender (invocation);
-
-  if (!g_hash_table_contains (self->subscribers, sender))
+  if (!_perfmon_name_set_add (self->subscribers, g_dbus_method_invocation_get_sender (invocation)))
     {
-      if (g_hash_table_size (self->subscribers) >= MAX_SUBSCRIBERS)
-        {
-          g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
-                                                 "perfmond already has %d subscribers, the most it allows",
-                                                 MAX_SUBSCRIBERS);
-          return G_DBUS_METHOD_INVOCATION_HANDLED;
-        }
-      g_hash_table_insert (self->subscribers, g_strdup (sender),
-                           GUINT_TO_POINTER (g_dbus_connection_signal_subscribe (self->connection,
-                                                                                 "org.freedesktop.DBus",
-                                                                                 "org.freedesktop.DBus",
-                                                                                 "NameOwnerChanged",
-                                                                                 "/org/freedesktop/DBus",
-                                                                                 sender,
-                                                                                 G_DBUS_SIGNAL_FLAGS_NONE,
-                                                                                 on_subscriber_gone,
-                                                                                 self, NULL)));
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             "perfmond already has %d subscribers, the most it allows",
+                                             MAX_SUBSCRIBERS);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
   perfmon_dbus_daemon1_complete_subscribe (skeleton, invocation);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
@@ -1435,7 +1386,7 @@ handle_unsubscribe (PerfmonDBusDaemon1    *skeleton,
                     GDBusMethodInvocation *invocation,
                     PerfmondDaemon        *self)
 {
-  drop_subscriber (self, g_dbus_method_invocation_get_sender (invocation));
+  _perfmon_name_set_remove (self->subscribers, g_dbus_method_invocation_get_sender (invocation));
   perfmon_dbus_daemon1_complete_unsubscribe (skeleton, invocation);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
@@ -1712,7 +1663,6 @@ perfmond_daemon_finalize (GObject *object)
   perfmond_aggregator_free (self->aggregator);
   perfmond_uploader_free (self->uploader);
   g_hash_table_unref (self->budgets);
-  g_hash_table_unref (self->subscribers);
   g_hash_table_unref (self->hang_counts);
   g_mutex_clear (&self->filter_lock);
 
@@ -1738,7 +1688,6 @@ perfmond_daemon_init (PerfmondDaemon *self)
   self->aggregator = perfmond_aggregator_new ();
   g_mutex_init (&self->filter_lock);
   self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->hang_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
@@ -1872,6 +1821,7 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   self->connection = g_object_ref (connection);
   self->skeleton = g_steal_pointer (&skeleton);
   self->gate = _perfmon_uid_gate_new (connection, geteuid (), DAEMON_IFACE, serve_gated, self);
+  self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
   /* The filter may still run a moment after its removal (another
    * thread): it holds a reference until GDBus says it is done. */
   self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
@@ -1900,15 +1850,7 @@ perfmond_daemon_unexport (PerfmondDaemon *self)
   self->filter_id = 0;
   g_dbus_connection_unregister_object (self->connection, self->registration_id);
   self->registration_id = 0;
-  {
-    GHashTableIter iter;
-    gpointer value;
-
-    g_hash_table_iter_init (&iter, self->subscribers);
-    while (g_hash_table_iter_next (&iter, NULL, &value))
-      g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
-    g_hash_table_remove_all (self->subscribers);
-  }
+  g_clear_pointer (&self->subscribers, _perfmon_name_set_free);
   _perfmon_uid_gate_close (g_steal_pointer (&self->gate), "org.freedesktop.DBus.Error.UnknownObject",
                            "perfmond is stopping");
   g_signal_handlers_disconnect_by_data (self->skeleton, self);

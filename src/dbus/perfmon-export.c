@@ -82,11 +82,11 @@ struct _Export
   GMutex              reports_lock;
   GQueue              reports;           /* char * JSON */
 
-  /* Who gets the signals on a message bus: subscribers (unique name →
-   * NameOwnerChanged subscription id) and the daemon we registered with.
-   * The hang monitor may emit on another thread: under signal_lock. */
+  /* Who gets the signals on a message bus: the subscribers and the
+   * daemon we registered with. The hang monitor may emit on another
+   * thread: signal_daemon is under signal_lock, the set locks itself. */
   GMutex              signal_lock;
-  GHashTable         *subscribers;
+  PerfmonNameSet     *subscribers;
   char               *signal_daemon;
 
   /* Registration with perfmond; export thread only. */
@@ -160,7 +160,7 @@ export_unref (gpointer data)
   g_free (self->peer_uid_problem);
   g_queue_clear_full (&self->reports, g_free);
   g_mutex_clear (&self->reports_lock);
-  g_clear_pointer (&self->subscribers, g_hash_table_unref);
+  g_clear_pointer (&self->subscribers, _perfmon_name_set_free);
   g_free (self->signal_daemon);
   g_mutex_clear (&self->signal_lock);
   g_free (self->daemon_owner);
@@ -394,89 +394,25 @@ serve_set_event_config (Export                *self,
 }
 
 static void
-on_subscriber_name_owner_changed (GDBusConnection *connection,
-                                  const char      *sender_name,
-                                  const char      *object_path,
-                                  const char      *interface_name,
-                                  const char      *signal_name,
-                                  GVariant        *parameters,
-                                  gpointer         user_data)
-{
-  Export *self = user_data;
-  const char *name, *old_owner, *new_owner;
-  guint subscription = 0;
-
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
-    return;
-  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
-  if (new_owner[0] != '\0')
-    return;
-  g_mutex_lock (&self->signal_lock);
-  subscription = GPOINTER_TO_UINT (g_hash_table_lookup (self->subscribers, name));
-  g_hash_table_remove (self->subscribers, name);
-  g_mutex_unlock (&self->signal_lock);
-  if (subscription != 0)
-    g_dbus_connection_signal_unsubscribe (self->connection, subscription);
-}
-
-static void
 serve_subscribe (Export                *self,
                  GDBusMethodInvocation *invocation,
                  gboolean               subscribe)
 {
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
-  guint subscription = 0;
-  gboolean full = FALSE;
 
-  if (self->peer_to_peer || sender == NULL)
+  /* Peer to peer, the peer gets every signal anyway. */
+  if (!self->peer_to_peer && sender != NULL)
     {
-      /* The peer gets every signal anyway. */
-      g_dbus_method_invocation_return_value (invocation, NULL);
-      return;
-    }
-
-  g_mutex_lock (&self->signal_lock);
-  if (!subscribe)
-    {
-      subscription = GPOINTER_TO_UINT (g_hash_table_lookup (self->subscribers, sender));
-      g_hash_table_remove (self->subscribers, sender);
-    }
-  else if (!g_hash_table_contains (self->subscribers, sender))
-    {
-      full = g_hash_table_size (self->subscribers) >= MAX_SUBSCRIBERS;
-      if (!full)
-        g_hash_table_insert (self->subscribers, g_strdup (sender), GUINT_TO_POINTER (0));
-    }
-  g_mutex_unlock (&self->signal_lock);
-
-  if (subscription != 0)
-    g_dbus_connection_signal_unsubscribe (self->connection, subscription);
-  if (full)
-    {
-      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.LimitsExceeded",
-                                                  "Subscribe: this process already has 16 subscribers, "
-                                                  "the most it allows");
-      return;
-    }
-  if (subscribe)
-    {
-      /* Forgotten when it leaves the bus. */
-      subscription = g_dbus_connection_signal_subscribe (self->connection, "org.freedesktop.DBus",
-                                                         "org.freedesktop.DBus", "NameOwnerChanged",
-                                                         "/org/freedesktop/DBus", sender,
-                                                         G_DBUS_SIGNAL_FLAGS_NONE,
-                                                         on_subscriber_name_owner_changed,
-                                                         export_ref (self), export_unref);
-      g_mutex_lock (&self->signal_lock);
-      if (g_hash_table_contains (self->subscribers, sender) &&
-          g_hash_table_lookup (self->subscribers, sender) == NULL)
+      if (!subscribe)
+        _perfmon_name_set_remove (self->subscribers, sender);
+      else if (!_perfmon_name_set_add (self->subscribers, sender))
         {
-          g_hash_table_insert (self->subscribers, g_strdup (sender), GUINT_TO_POINTER (subscription));
-          subscription = 0;
+          g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.LimitsExceeded",
+                                                      "Subscribe: this process already has "
+                                                      G_STRINGIFY (MAX_SUBSCRIBERS) " subscribers, "
+                                                      "the most it allows");
+          return;
         }
-      g_mutex_unlock (&self->signal_lock);
-      if (subscription != 0)
-        g_dbus_connection_signal_unsubscribe (self->connection, subscription);
     }
   g_dbus_method_invocation_return_value (invocation, NULL);
 }
@@ -595,16 +531,14 @@ emit (Export     *self,
     g_ptr_array_add (destinations, NULL);
   else
     {
-      GHashTableIter iter;
-      gpointer key;
+      g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
 
       g_mutex_lock (&self->signal_lock);
       if (self->signal_daemon != NULL)
         g_ptr_array_add (destinations, g_strdup (self->signal_daemon));
-      g_hash_table_iter_init (&iter, self->subscribers);
-      while (g_hash_table_iter_next (&iter, &key, NULL))
-        if (g_strcmp0 (key, self->signal_daemon) != 0)
-          g_ptr_array_add (destinations, g_strdup (key));
+      for (guint i = 0; i < subscribers->len; i++)
+        if (g_strcmp0 (g_ptr_array_index (subscribers, i), self->signal_daemon) != 0)
+          g_ptr_array_add (destinations, g_strdup (g_ptr_array_index (subscribers, i)));
       g_mutex_unlock (&self->signal_lock);
     }
 
@@ -858,20 +792,6 @@ export_tear_down (Export *self)
 
   _perfmon_uid_gate_close (g_steal_pointer (&self->gate), DBUS_ERROR_UNKNOWN_OBJECT,
                            "the monitor is no longer exported");
-  {
-    g_autoptr(GHashTable) subscribers = NULL;
-    GHashTableIter iter;
-    gpointer value;
-
-    g_mutex_lock (&self->signal_lock);
-    subscribers = g_steal_pointer (&self->subscribers);
-    self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-    g_mutex_unlock (&self->signal_lock);
-    g_hash_table_iter_init (&iter, subscribers);
-    while (g_hash_table_iter_next (&iter, NULL, &value))
-      if (GPOINTER_TO_UINT (value) != 0)
-        g_dbus_connection_signal_unsubscribe (self->connection, GPOINTER_TO_UINT (value));
-  }
   if (self->registration_id != 0)
     {
       g_dbus_connection_unregister_object (self->connection, self->registration_id);
@@ -1011,7 +931,7 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   g_mutex_init (&self->reports_lock);
   g_queue_init (&self->reports);
   g_mutex_init (&self->signal_lock);
-  self->subscribers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
   if (self->peer_to_peer)
     find_peer_uid (self);
 

@@ -45,3 +45,22 @@ void            _perfmon_uid_gate_close (PerfmonUidGate        *gate,
                                          const char            *why);
 
 G_END_DECLS
+
+G_BEGIN_DECLS
+
+/* A bounded set of unique bus names that forgets each name when it leaves
+ * the bus: the subscribers of a signal-sending object. Any thread may use
+ * it; NameOwnerChanged comes in the thread-default context of the thread
+ * that created it. */
+typedef struct _PerfmonNameSet PerfmonNameSet;
+
+PerfmonNameSet *_perfmon_name_set_new       (GDBusConnection *connection,
+                                             guint            max_names);
+gboolean        _perfmon_name_set_add       (PerfmonNameSet  *set,
+                                             const char      *name);
+void            _perfmon_name_set_remove    (PerfmonNameSet  *set,
+                                             const char      *name);
+GPtrArray      *_perfmon_name_set_dup_names (PerfmonNameSet  *set);
+void            _perfmon_name_set_free      (PerfmonNameSet  *set);
+
+G_END_DECLS

@@ -268,3 +268,126 @@ _perfmon_uid_gate_close (PerfmonUidGate *gate,
   g_clear_pointer (&gate->callers, g_hash_table_unref);
   gate_unref (gate);
 }
+
+/* --- a set of unique names ------------------------------------------------ */
+
+struct _PerfmonNameSet
+{
+  GDBusConnection *connection;
+  guint            max_names;
+  GMutex           lock;
+  GHashTable      *names;        /* unique name → NameOwnerChanged subscription */
+};
+
+static void
+on_member_name_owner_changed (GDBusConnection *connection,
+                              const char      *sender_name,
+                              const char      *object_path,
+                              const char      *interface_name,
+                              const char      *signal_name,
+                              GVariant        *parameters,
+                              gpointer         user_data)
+{
+  const char *name, *old_owner, *new_owner;
+
+  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
+    return;
+  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
+  if (new_owner[0] == '\0')
+    _perfmon_name_set_remove (user_data, name);
+}
+
+PerfmonNameSet *
+_perfmon_name_set_new (GDBusConnection *connection,
+                       guint            max_names)
+{
+  PerfmonNameSet *set = g_new0 (PerfmonNameSet, 1);
+
+  set->connection = g_object_ref (connection);
+  set->max_names = max_names;
+  g_mutex_init (&set->lock);
+  set->names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  return set;
+}
+
+/* Adds @name (subscribing to its departure first, so that a name that
+ * leaves meanwhile is forgotten); FALSE when the set is full. Adding a
+ * name twice is not an error. */
+gboolean
+_perfmon_name_set_add (PerfmonNameSet *set,
+                       const char     *name)
+{
+  guint subscription;
+  gboolean added = FALSE, present;
+
+  g_mutex_lock (&set->lock);
+  present = g_hash_table_contains (set->names, name);
+  g_mutex_unlock (&set->lock);
+  if (present)
+    return TRUE;
+
+  subscription = g_dbus_connection_signal_subscribe (set->connection, "org.freedesktop.DBus",
+                                                     "org.freedesktop.DBus", "NameOwnerChanged",
+                                                     "/org/freedesktop/DBus", name, G_DBUS_SIGNAL_FLAGS_NONE,
+                                                     on_member_name_owner_changed, set, NULL);
+  g_mutex_lock (&set->lock);
+  present = g_hash_table_contains (set->names, name);
+  if (!present && g_hash_table_size (set->names) < set->max_names)
+    {
+      g_hash_table_insert (set->names, g_strdup (name), GUINT_TO_POINTER (subscription));
+      added = TRUE;
+    }
+  g_mutex_unlock (&set->lock);
+  if (!added)
+    g_dbus_connection_signal_unsubscribe (set->connection, subscription);
+  return added || present;
+}
+
+void
+_perfmon_name_set_remove (PerfmonNameSet *set,
+                          const char     *name)
+{
+  gpointer value = NULL;
+  gboolean found;
+
+  g_mutex_lock (&set->lock);
+  found = g_hash_table_lookup_extended (set->names, name, NULL, &value);
+  if (found)
+    g_hash_table_remove (set->names, name);
+  g_mutex_unlock (&set->lock);
+  if (found)
+    g_dbus_connection_signal_unsubscribe (set->connection, GPOINTER_TO_UINT (value));
+}
+
+/* Returns: (transfer full): a copy of the names, for sending to each. */
+GPtrArray *
+_perfmon_name_set_dup_names (PerfmonNameSet *set)
+{
+  GPtrArray *names = g_ptr_array_new_with_free_func (g_free);
+  GHashTableIter iter;
+  gpointer key;
+
+  g_mutex_lock (&set->lock);
+  g_hash_table_iter_init (&iter, set->names);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_ptr_array_add (names, g_strdup (key));
+  g_mutex_unlock (&set->lock);
+  return names;
+}
+
+void
+_perfmon_name_set_free (PerfmonNameSet *set)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  if (set == NULL)
+    return;
+  g_hash_table_iter_init (&iter, set->names);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    g_dbus_connection_signal_unsubscribe (set->connection, GPOINTER_TO_UINT (value));
+  g_hash_table_unref (set->names);
+  g_mutex_clear (&set->lock);
+  g_object_unref (set->connection);
+  g_free (set);
+}
