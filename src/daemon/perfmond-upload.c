@@ -115,7 +115,7 @@ prepare (PerfmondUploader  *self,
   g_autofree char *text = NULL;
   const char *fields[5];
   const char *names[] = { "id", "name", "version", "channel", "buildId" };
-  g_autofree char *escaped[5] = { NULL, };
+  g_auto(GStrv) escaped = g_new0 (char *, 6);
   JsonObject *ping, *application;
   GStatBuf st;
   gsize length;
