@@ -13,6 +13,12 @@
  *   flood      answers with more groups than perfmond allows, and sends
  *              Alert signals as fast as it can
  *   garbage    answers GetSnapshot with a variant that is not a snapshot
+ *   big        answers GetSnapshot with --big-groups window groups (ids from
+ *              --window-base) of --name-bytes-long names: a snapshot that is
+ *              valid but huge
+ *   hang-flood answers GetSnapshot with its real snapshot and sends
+ *              --flood-count Hang signals of --hang-bytes each, as fast as
+ *              the bus takes them
  *
  * It prints "READY <pid>" on stdout once its monitor is on the bus (in
  * normal mode, registration may still be on its way), and runs until
@@ -61,6 +67,11 @@ static int early_stall_ms = 0;
 static int seconds = 0;
 static gboolean no_register = FALSE;
 static int register_delay_ms = 0;
+static int big_groups = 9999;
+static int name_bytes = 1024;
+static int hang_bytes = 250 * 1024;
+static int flood_count = 2000;
+static GVariant *big_variant;      /* the big mode's snapshot, built once */
 
 static GDBusConnection *connection;
 static GPtrArray *compartments;   /* PerfmonGroup * */
@@ -142,6 +153,59 @@ flood_snapshot (void)
   return perfmon_snapshot_to_variant (snapshot);
 }
 
+/* --big-groups window groups of --name-bytes names, each with a little
+ * CPU time. Returns: (transfer full) */
+static GVariant *
+make_big_snapshot (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *name = g_strnfill ((gsize) MAX (name_bytes, 1), 'n');
+  GString *json = g_string_new (NULL);
+
+  g_string_append_printf (json, "{\"version\":1,\"timestamp\":%" G_GINT64_FORMAT ",\"interval\":0,"
+                          "\"pid\":%d,\"process_name\":\"big\",\"user_time\":0,\"system_time\":0,"
+                          "\"groups\":[", g_get_monotonic_time (), (int) getpid ());
+  for (int i = 0; i < big_groups; i++)
+    g_string_append_printf (json, "%s{\"id\":%d,\"kind\":\"window\",\"name\":\"%s\",\"window_id\":%"
+                            G_GUINT64_FORMAT ",\"addon_id\":null,\"cpu_time\":%d,\"blocked_time\":0,"
+                            "\"ticks\":1,\"durations\":[1,0,0,0,0,0,0,0,0,0]}",
+                            i > 0 ? "," : "", i + 1, name, window_base + (guint64) i, 1000 + i);
+  g_string_append (json, "]}");
+  snapshot = perfmon_snapshot_new_from_json (json->str, &error);
+  g_assert_no_error (error);
+  g_string_free (json, TRUE);
+  return perfmon_snapshot_to_variant (snapshot);
+}
+
+/* Hang signals as fast as the bus takes them, --flood-count in all. */
+static gboolean
+flood_hangs (gpointer data)
+{
+  static int sent;
+  static char *pad;
+
+  /* Each one different (at its end), as distinct hangs would be. */
+  if (pad == NULL)
+    pad = g_strnfill ((gsize) MAX (hang_bytes - 80, 1), 'x');
+  for (int i = 0; i < 10 && sent < flood_count; i++, sent++)
+    {
+      g_autofree char *json = g_strdup_printf ("{\"duration\":200,\"runnableName\":\"flood\","
+                                               "\"pad\":\"%s\",\"n\":%d}", pad, sent);
+
+      g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
+                                     "org.perfmon.Monitor1", "Hang",
+                                     g_variant_new ("(s)", json), NULL);
+    }
+  /* Paced by the socket, so that the flood piles up in the daemon, not
+   * here. */
+  g_dbus_connection_flush_sync (connection, NULL, NULL);
+  if (sent < flood_count)
+    return G_SOURCE_CONTINUE;
+  /* Done: the test waits for our exit. */
+  exit (0);
+}
+
 static void
 on_method_call (GDBusConnection       *conn,
                 const char            *sender,
@@ -163,6 +227,18 @@ on_method_call (GDBusConnection       *conn,
         kill (getpid (), SIGKILL);
       else if (g_str_equal (mode, "flood"))
         snapshot = flood = flood_snapshot ();
+      else if (g_str_equal (mode, "big"))
+        {
+          if (big_variant == NULL)
+            big_variant = g_variant_ref_sink (make_big_snapshot ());
+          snapshot = big_variant;
+        }
+      else if (g_str_equal (mode, "hang-flood"))
+        {
+          g_autoptr(PerfmonSnapshot) own = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
+
+          snapshot = flood = g_variant_ref_sink (perfmon_snapshot_to_variant (own));
+        }
       else
         snapshot = g_variant_new ("(sx)", "not a snapshot", (gint64) 42);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));
@@ -269,6 +345,10 @@ main (int    argc,
     { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "Exit after this long (0: never)", "S" },
     { "no-register", 0, 0, G_OPTION_ARG_NONE, &no_register, "Do not call Register()", NULL },
     { "register-delay", 0, 0, G_OPTION_ARG_INT, &register_delay_ms, "Call Register() after MS", "MS" },
+    { "big-groups", 0, 0, G_OPTION_ARG_INT, &big_groups, "Groups of the big mode (9999)", "N" },
+    { "name-bytes", 0, 0, G_OPTION_ARG_INT, &name_bytes, "Name length of the big mode (1024)", "N" },
+    { "hang-bytes", 0, 0, G_OPTION_ARG_INT, &hang_bytes, "Size of a flood Hang signal (250 KiB)", "N" },
+    { "flood-count", 0, 0, G_OPTION_ARG_INT, &flood_count, "Hang signals of the flood (2000)", "N" },
     { NULL }
   };
 
@@ -284,6 +364,11 @@ main (int    argc,
   if (mode == NULL)
     mode = g_strdup ("normal");
   g_set_prgname ("monitored-process");
+  /* Built before registering: building it takes a while, and a poll must not
+   * time out on it. */
+  if (g_str_equal (mode, "big"))
+    big_variant = g_variant_ref_sink (make_big_snapshot ());
+
 
   monitor = perfmon_monitor_get_default ();
   compartments = g_ptr_array_new_with_free_func (g_object_unref);
@@ -364,6 +449,8 @@ main (int    argc,
     g_idle_add_full (G_PRIORITY_HIGH, stall_once, GINT_TO_POINTER (early_stall_ms), NULL);
   if (g_str_equal (mode, "flood"))
     g_timeout_add (10, flood_alerts, NULL);
+  if (g_str_equal (mode, "hang-flood"))
+    g_idle_add (flood_hangs, NULL);
   if (!no_register && register_delay_ms > 0)
     g_timeout_add ((guint) register_delay_ms, register_later, NULL);
   if (seconds > 0)

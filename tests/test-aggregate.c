@@ -46,11 +46,14 @@ merge (PerfmondAggregator  *aggregator,
        const guint         *pids,
        guint                n)
 {
-  g_autoptr(GVariant) variant = perfmond_aggregator_merge (aggregator, snapshots, pids, n, 4242, 5000);
+  guint omitted = 0;
+  g_autoptr(GVariant) variant = perfmond_aggregator_merge (aggregator, snapshots, pids, n, 4242, 5000,
+                                                           G_MAXSIZE, &omitted);
   g_autoptr(GError) error = NULL;
   PerfmonSnapshot *merged;
 
   g_assert_nonnull (variant);
+  g_assert_cmpuint (omitted, ==, 0);
   merged = perfmon_snapshot_new_from_variant (variant, &error);
   g_assert_no_error (error);
   return merged;
@@ -177,6 +180,37 @@ test_saturation (void)
   g_assert_cmpuint (perfmon_group_stats_get_durations (window, NULL)[1], ==, 15);
 }
 
+/* Over the byte bound, the groups with the least CPU are left out and
+ * counted; what is kept is a valid snapshot. */
+static void
+test_bounded (void)
+{
+  g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+  g_autoptr(PerfmonSnapshot) a = make_snapshot (100, 1000, 10, 3, 1);
+  g_autoptr(PerfmonSnapshot) b = make_snapshot (200, 500, 4, 2, 2);
+  PerfmonSnapshot *snapshots[] = { a, b };
+  const guint pids[] = { 100, 200 };
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(PerfmonSnapshot) merged = NULL;
+  g_autoptr(GError) error = NULL;
+  GPtrArray *groups;
+  guint omitted = 0;
+
+  /* Six merged groups (2 threads, window, add-on, 2 compartments); room
+   * for about two. */
+  variant = perfmond_aggregator_merge (aggregator, snapshots, pids, 2, 4242, 5000, 400, &omitted);
+  g_assert_nonnull (variant);
+  merged = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  groups = perfmon_snapshot_get_groups (merged);
+  g_assert_cmpuint (groups->len, >, 0);
+  g_assert_cmpuint (groups->len + omitted, ==, 6);
+  g_assert_cmpuint (omitted, >, 0);
+  /* The merged window and add-on have 1500 µs, the most. */
+  for (guint i = 0; i < groups->len; i++)
+    g_assert_cmpuint (perfmon_group_stats_get_cpu_time (g_ptr_array_index (groups, i)), ==, 1500);
+}
+
 static void
 test_empty (void)
 {
@@ -196,6 +230,7 @@ main (int    argc,
   g_test_add_func ("/aggregate/stable-ids", test_stable_ids);
   g_test_add_func ("/aggregate/saturation", test_saturation);
   g_test_add_func ("/aggregate/empty", test_empty);
+  g_test_add_func ("/aggregate/bounded", test_bounded);
 
   return g_test_run ();
 }

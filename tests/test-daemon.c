@@ -12,7 +12,10 @@
 #include <perfmon.h>
 #include <json-glib/json-glib.h>
 #include <signal.h>
+#include <glib/gstdio.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "perfmon-test-dirs.h"
@@ -148,6 +151,16 @@ start_daemon_full (Fixture            *fixture,
   return daemon;
 }
 
+/* The daemon's signals go to subscribers only. */
+static void
+subscribe (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = call (fixture, "Subscribe", NULL, &error);
+
+  g_assert_no_error (error);
+}
+
 static void
 start_daemon (Fixture            *fixture,
               const char * const *options)
@@ -155,6 +168,7 @@ start_daemon (Fixture            *fixture,
   g_assert_null (fixture->daemon);
   fixture->daemon = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_NONE, options);
   wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "perfmond to own its name");
+  subscribe (fixture);
 }
 
 static void
@@ -172,6 +186,94 @@ stop_daemon (Fixture *fixture)
 }
 
 static gboolean is_registered (Fixture *fixture, gpointer data);
+
+/* A field of /proc/PID/status in KiB (VmRSS, VmHWM), or 0. */
+static guint64
+proc_status_kib (GSubprocess *process,
+                 const char  *field)
+{
+  g_autofree char *path = g_strdup_printf ("/proc/%s/status", g_subprocess_get_identifier (process));
+  g_autofree char *text = NULL;
+  g_autofree char *key = g_strdup_printf ("\n%s:", field);
+  const char *at;
+
+  if (!g_file_get_contents (path, &text, NULL, NULL) || (at = strstr (text, key)) == NULL)
+    return 0;
+  return g_ascii_strtoull (at + strlen (key), NULL, 10);
+}
+
+/* Starts perfmond on the bus at @address (not the fixture's), with
+ * @options; does not wait. */
+static GSubprocess *
+start_daemon_on (const char         *address,
+                 GSubprocessFlags    flags,
+                 const char * const *options)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GError) error = NULL;
+  GSubprocess *daemon;
+
+  g_ptr_array_add (argv, g_strdup (g_getenv ("PERFMOND")));
+  for (guint i = 0; options != NULL && options[i] != NULL; i++)
+    g_ptr_array_add (argv, g_strdup (options[i]));
+  g_ptr_array_add (argv, NULL);
+  launcher = g_subprocess_launcher_new (flags | G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_setenv (launcher, "DBUS_SESSION_BUS_ADDRESS", address, TRUE);
+  g_subprocess_launcher_set_child_setup (launcher, die_with_parent, NULL, NULL);
+  daemon = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
+  g_assert_no_error (error);
+  return daemon;
+}
+
+/* AddressSanitizer keeps freed memory in quarantine (256 MiB): RSS
+ * bounds only hold in a normal build. */
+static void
+assert_rss_below (guint64 kib,
+                  guint64 bound_kib)
+{
+#if defined(__SANITIZE_ADDRESS__)
+  g_test_message ("AddressSanitizer build: RSS %" G_GUINT64_FORMAT " KiB not checked against %"
+                  G_GUINT64_FORMAT " KiB", kib, bound_kib);
+#else
+  g_assert_cmpuint (kib, <, bound_kib);
+#endif
+}
+
+static gboolean
+name_has_owner_on (GDBusConnection *connection)
+{
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus",
+                                                           "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                           "NameHasOwner", g_variant_new ("(s)", DAEMON_NAME),
+                                                           G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
+                                                           -1, NULL, NULL);
+  gboolean has_owner = FALSE;
+
+  if (reply != NULL)
+    g_variant_get (reply, "(b)", &has_owner);
+  return has_owner;
+}
+
+/* A second private bus, beside the fixture's. Its GTestDBus sets
+ * DBUS_SESSION_BUS_ADDRESS: put the fixture's back. */
+static GTestDBus *
+second_bus_up (Fixture          *fixture,
+               GDBusConnection **connection)
+{
+  g_autofree char *first = g_strdup (g_test_dbus_get_bus_address (fixture->bus));
+  g_autoptr(GError) error = NULL;
+  GTestDBus *bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+
+  g_test_dbus_up (bus);
+  *connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
+                                                        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                        NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_setenv ("DBUS_SESSION_BUS_ADDRESS", first, TRUE);
+  return bus;
+}
 
 /* Starts monitored-process with @options (NULL-terminated) and waits for
  * its "READY <pid>". Returns the pid; the process is the fixture's. */
@@ -289,9 +391,11 @@ get_aggregate (Fixture *fixture)
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = call (fixture, "GetAggregate", NULL, &error);
   g_autoptr(GVariant) wire = NULL;
+  guint32 omitted;
 
   g_assert_no_error (error);
-  g_variant_get (reply, "(v)", &wire);
+  g_variant_get (reply, "(vu)", &wire, &omitted);
+  g_assert_cmpuint (omitted, ==, 0);
   return decode_wire (wire);
 }
 
@@ -442,6 +546,18 @@ has_snapshot_after (Fixture  *fixture,
 }
 
 static void
+count_bystander_signal (GDBusConnection *connection,
+                        const char      *sender,
+                        const char      *path,
+                        const char      *interface,
+                        const char      *name,
+                        GVariant        *parameters,
+                        gpointer         user_data)
+{
+  (*(guint *) user_data)++;
+}
+
+static void
 test_register (Fixture       *fixture,
                gconstpointer  data)
 {
@@ -455,7 +571,25 @@ test_register (Fixture       *fixture,
   guint pid, child_pid;
   GSubprocess *child;
 
+  g_autoptr(GDBusConnection) bystander = NULL;
+  guint bystander_signals = 0, bystander_id;
+
   start_daemon (fixture, fast_daemon);
+  /* A listener of the same uid with a match rule that did not subscribe. */
+  bystander = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                      G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                      NULL, NULL, &error);
+  g_assert_no_error (error);
+  bystander_id = g_dbus_connection_signal_subscribe (bystander, NULL, DAEMON_NAME, NULL, DAEMON_PATH, NULL,
+                                                     G_DBUS_SIGNAL_FLAGS_NONE, count_bystander_signal,
+                                                     &bystander_signals, NULL);
+  g_clear_pointer (&reply, g_variant_unref);
+  reply = g_dbus_connection_call_sync (bystander, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+  g_clear_pointer (&reply, g_variant_unref);
   child_pid = start_child_full (fixture, options, TRUE, &child);
   reply = call (fixture, "ListProcesses", NULL, &error);
   g_assert_no_error (error);
@@ -466,6 +600,22 @@ test_register (Fixture       *fixture,
   g_assert_true (g_dbus_is_unique_name (bus_name));
   g_assert_cmpint (registered_at, >, 0);
   g_assert_cmpuint (count_signals (fixture, "ProcessAdded"), <=, 1);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (count_signals (fixture, "ProcessAdded"), ==, 1);
+  /* The bystander's round trip to the daemon is answered after any signal
+   * the daemon sent it before: it got none. */
+  {
+    g_autoptr(GVariant) list = g_dbus_connection_call_sync (bystander, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME,
+                                                            "ListProcesses", NULL, NULL,
+                                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, &error);
+
+    g_assert_no_error (error);
+  }
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (bystander_signals, ==, 0);
+  g_dbus_connection_signal_unsubscribe (bystander, bystander_id);
 
   /* Registering twice (here: the test itself, twice) is not an error. */
   again = call (fixture, "Register", NULL, &error);
@@ -808,13 +958,14 @@ test_history (Fixture       *fixture,
   g_assert_cmpuint (bounded->len, ==, 0);
 }
 
-/* The total history budget holds: with snapshots of ~0.7 MiB and 1 MiB
- * for all, only the newest of each process is kept, however long it runs. */
+/* The total history budget holds: with snapshots of ~0.7 MiB (1.4 MiB to
+ * keep the newest, decoded too) and 2 MiB for all, only the newest of each
+ * process is kept, however long it runs. */
 static void
 test_history_budget (Fixture       *fixture,
                      gconstpointer  data)
 {
-  const char * const options[] = { "--poll-interval=100", "--max-history-mib=1", NULL };
+  const char * const options[] = { "--poll-interval=100", "--max-history-mib=2", NULL };
   const char * const child_options[] = { "--compartments=5000", "--tick=1000", NULL };
   g_autoptr(GPtrArray) history = NULL;
   g_autoptr(PerfmonSnapshot) first = NULL;
@@ -902,10 +1053,7 @@ pidfile_gone (Fixture  *fixture,
 static void
 stop_activated_daemon (Fixture *fixture)
 {
-  g_autofree char *pidfile = g_build_filename (runtime_dir, "perfmon", "perfmond.pid", NULL);
-
   g_assert_cmpint (kill ((pid_t) daemon_owner_pid (fixture), SIGTERM), ==, 0);
-  wait_until (fixture, pidfile_gone, pidfile, "the activated daemon to exit");
   wait_until (fixture, name_has_owner, GINT_TO_POINTER (FALSE), "the activated daemon to leave the bus");
 }
 
@@ -957,46 +1105,33 @@ static void
 test_activation (Fixture       *fixture,
                  gconstpointer  data)
 {
-  g_autofree char *pidfile = g_build_filename (runtime_dir, "perfmon", "perfmond.pid", NULL);
   guint child_pid;
 
   g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (FALSE)));
   child_pid = start_child (fixture, NULL);
   g_assert_true (is_registered (fixture, GUINT_TO_POINTER (child_pid)));
-  g_assert_true (g_file_test (pidfile, G_FILE_TEST_EXISTS));
   stop_activated_daemon (fixture);
 }
 
+/* A second perfmond on the same bus (its own pid file or not) finds the
+ * name taken and exits 3; the first is unharmed. */
 static void
 test_single_instance (Fixture       *fixture,
                       gconstpointer  data)
 {
   g_autoptr(GSubprocess) second = NULL;
-  g_autoptr(GSubprocess) third = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *err = NULL;
-  g_autofree char *other_pidfile = g_strdup_printf ("--pidfile=%s/other.pid", fixture->tmp_dir);
-  const char * const other_options[] = { other_pidfile, NULL };
 
   start_daemon (fixture, NULL);
 
-  /* Same pid file: refused before touching the bus. */
   second = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, NULL);
   g_subprocess_communicate_utf8 (second, NULL, NULL, NULL, &err, &error);
   g_assert_no_error (error);
   g_assert_true (g_subprocess_get_if_exited (second));
   g_assert_cmpint (g_subprocess_get_exit_status (second), ==, 3);
-  g_assert_nonnull (strstr (err, "already running"));
-  g_clear_pointer (&err, g_free);
-
-  /* Another pid file, same bus: the name is taken. */
-  third = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, other_options);
-  g_subprocess_communicate_utf8 (third, NULL, NULL, NULL, &err, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (g_subprocess_get_exit_status (third), ==, 3);
   g_assert_nonnull (strstr (err, "already owns org.perfmon.Daemon1"));
 
-  /* The first one is unharmed. */
   g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
 }
 
@@ -1117,6 +1252,489 @@ test_process_cap (Fixture       *fixture,
   g_assert_nonnull (strstr (error->message, "--max-processes"));
 }
 
+/* A GetAggregate whose reply would pass D-Bus's 64 MiB array limit (8
+ * processes × 9,999 windows of 1 KiB names) is answered, bounded, with the
+ * number of groups left out; and perfmond is still on the bus. */
+static void
+test_aggregate_bounded (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  const char * const options[] = { "--history=1", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) wire = NULL;
+  g_autoptr(PerfmonSnapshot) aggregate = NULL;
+  guint pids[8];
+  guint32 omitted;
+
+  start_daemon (fixture, options);
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    {
+      g_autofree char *base = g_strdup_printf ("--window-base=%u", 1 + i * 10000);
+      const char * const child_options[] = { "--mode=big", base, NULL };
+
+      pids[i] = start_child (fixture, child_options);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    {
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+
+      wait_until (fixture, is_registered, GUINT_TO_POINTER (pids[i]), "a big child to register");
+      snapshot = get_snapshot (fixture, pids[i]);
+      g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 9999);
+    }
+
+  reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME,
+                                       "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"),
+                                       G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(vu)", &wire, &omitted);
+  aggregate = decode_wire (wire);
+  g_assert_cmpuint (omitted, >, 0);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (aggregate)->len + omitted, ==, 8 * 9999);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (aggregate)->len, >, 0);
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+}
+
+/* Losing the bus is a failure (exit 1), so that Restart=on-failure
+ * starts perfmond again. */
+static void
+test_bus_lost (Fixture       *fixture,
+               gconstpointer  data)
+{
+  g_autoptr(GDBusConnection) other = NULL;
+  g_autoptr(GTestDBus) bus = second_bus_up (fixture, &other);
+  g_autoptr(GSubprocess) daemon = start_daemon_on (g_test_dbus_get_bus_address (bus), G_SUBPROCESS_FLAGS_NONE, NULL);
+  g_autoptr(GError) error = NULL;
+  gint64 deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+
+  while (!name_has_owner_on (other))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (20 * 1000);
+    }
+  g_dbus_connection_close_sync (other, NULL, NULL);
+  g_test_dbus_stop (bus);
+
+  g_subprocess_wait (daemon, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (daemon));
+  g_assert_cmpint (g_subprocess_get_exit_status (daemon), ==, 1);
+  g_test_dbus_down (bus);
+  g_setenv ("DBUS_SESSION_BUS_ADDRESS", g_test_dbus_get_bus_address (fixture->bus), TRUE);
+}
+
+/* One perfmond per bus, whatever runs on another bus with the same
+ * XDG_RUNTIME_DIR: both started alike (no --pidfile), both serve. */
+static void
+test_two_buses (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GDBusConnection) other = NULL;
+  g_autoptr(GTestDBus) bus = second_bus_up (fixture, &other);
+  g_autoptr(GSubprocess) first = NULL;
+  g_autoptr(GSubprocess) second = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  gint64 deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+
+  first = start_daemon_on (g_test_dbus_get_bus_address (fixture->bus), G_SUBPROCESS_FLAGS_NONE, NULL);
+  wait_until (fixture, name_has_owner, GINT_TO_POINTER (TRUE), "perfmond to own its name");
+  second = start_daemon_on (g_test_dbus_get_bus_address (bus), G_SUBPROCESS_FLAGS_NONE, NULL);
+  while (!name_has_owner_on (other))
+    {
+      /* Reaped (it exited) when it has no identifier any more. */
+      g_assert_nonnull (g_subprocess_get_identifier (second));
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (20 * 1000);
+    }
+  reply = g_dbus_connection_call_sync (other, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses",
+                                       NULL, G_VARIANT_TYPE ("(a(usssx))"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                       20000, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+
+  for (guint i = 0; i < 2; i++)
+    {
+      GSubprocess *daemon = i == 0 ? first : second;
+
+      g_subprocess_send_signal (daemon, SIGTERM);
+      g_subprocess_wait (daemon, NULL, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (g_subprocess_get_exit_status (daemon), ==, 0);
+    }
+  g_dbus_connection_close_sync (other, NULL, NULL);
+  g_test_dbus_down (bus);
+  g_setenv ("DBUS_SESSION_BUS_ADDRESS", g_test_dbus_get_bus_address (fixture->bus), TRUE);
+}
+
+static gboolean
+has_hang_of (Fixture  *fixture,
+             gpointer  data)
+{
+  g_autoptr(GVariant) reply = call (fixture, "ListHangs", NULL, NULL);
+  g_autoptr(GVariantIter) iter = NULL;
+  guint pid;
+
+  if (reply == NULL)
+    return FALSE;
+  g_variant_get (reply, "(a(susds))", &iter);
+  while (g_variant_iter_next (iter, "(&su&sd&s)", NULL, &pid, NULL, NULL, NULL))
+    if (pid == GPOINTER_TO_UINT (data))
+      return TRUE;
+  return FALSE;
+}
+
+/* A process sending 2,000 Hang signals of 250 KiB as fast as the bus
+ * takes them, to a perfmond that takes up to 1,000 a second of each
+ * process: its memory stays bounded (what it keeps is bounded in bytes,
+ * the rest dropped as it arrives), it still answers, and a well-behaved
+ * process's hang is heard. */
+static void
+test_hang_flood (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  const char * const flood_options[] = { "--mode=hang-flood", "--seconds=120", NULL };
+  const char * const hang_options[] = { "--hang-threshold=50", "--stall-after=1500", "--stall=300", NULL };
+  guint flood_pid, healthy;
+  guint64 peak_kib;
+  GSubprocess *flooder = NULL;
+
+  const char * const options[] = { "--poll-interval=100", "--max-signals=1000", NULL };
+
+  start_daemon (fixture, options);
+  flood_pid = start_child_full (fixture, flood_options, FALSE, &flooder);
+  healthy = start_child (fixture, hang_options);
+  wait_until (fixture, has_hang_of, GUINT_TO_POINTER (healthy), "the healthy child's hang");
+  /* The flooder exits once the bus took its whole flood. */
+  {
+    g_autoptr(GError) error = NULL;
+
+    g_subprocess_wait (flooder, NULL, &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (g_subprocess_get_exit_status (flooder), ==, 0);
+  }
+  g_test_message ("flooder pid %u done", flood_pid);
+  g_assert_true (is_registered (fixture, GUINT_TO_POINTER (healthy)));
+  peak_kib = proc_status_kib (fixture->daemon, "VmHWM");
+  g_test_message ("perfmond peak RSS under the Hang flood: %" G_GUINT64_FORMAT " KiB", peak_kib);
+  g_assert_cmpuint (peak_kib, >, 0);
+  /* 500 MB went by; a few flood signals a second are all it may keep. */
+  assert_rss_below (peak_kib, 128 * 1024);
+}
+
+/* --max-history-mib bounds the bytes of everything kept, the newest
+ * snapshots included: 10 processes of 9,999 groups with 1 KiB names
+ * (10 MiB a snapshot) under 1 MiB are refused, and perfmond stays small. */
+static void
+test_history_bytes (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const char * const options[] = { "--max-history-mib=1", NULL };
+  const char * const big_options[] = { "--mode=big", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  guint pids[10];
+  guint64 peak_kib;
+
+  start_daemon (fixture, options);
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    pids[i] = start_child (fixture, big_options);
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    {
+      wait_until (fixture, is_registered, GUINT_TO_POINTER (pids[i]), "a big child to register");
+      reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", pids[i]), &error);
+      g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
+      g_assert_nonnull (strstr (error->message, "--max-history-mib"));
+      g_clear_error (&error);
+    }
+  /* A few more polls of all of them. */
+  g_usleep (3 * G_USEC_PER_SEC);
+  peak_kib = proc_status_kib (fixture->daemon, "VmRSS");
+  g_test_message ("perfmond RSS with 10 big processes: %" G_GUINT64_FORMAT " KiB", peak_kib);
+  assert_rss_below (peak_kib, 96 * 1024);
+}
+
+/* String arguments are bounded, and errors quote a short prefix. */
+static void
+test_long_strings (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *id = g_strnfill (1024 * 1024, 'i');
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  start_daemon (fixture, fast_daemon);
+  reply = call (fixture, "GetHang", g_variant_new ("(s)", id), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_assert_cmpuint (strlen (error->message), <, 256);
+  g_clear_error (&error);
+  g_clear_pointer (&reply, g_variant_unref);
+
+  /* Small enough to be read, too long to be a hang id. */
+  id[200] = '\0';
+  reply = call (fixture, "GetHang", g_variant_new ("(s)", id), &error);
+  g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
+  g_assert_cmpuint (strlen (error->message), <, 256);
+  g_assert_nonnull (strstr (error->message, "id: expected a hang id of at most"));
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+}
+
+static int
+compare_int64 (gconstpointer a,
+               gconstpointer b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* Polls are spread over the interval, not sent all at once: the snapshots
+ * of 10 processes, taken when polled, fall in several slots of the
+ * 1 s interval. */
+static void
+test_poll_spread (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autoptr(GArray) phases = g_array_new (FALSE, FALSE, sizeof (gint64));
+  guint pids[10];
+  gint64 reference = 0, largest_gap, previous;
+
+  start_daemon (fixture, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    pids[i] = start_child (fixture, NULL);
+  /* Two rounds after the last registration. */
+  g_usleep (2500 * 1000);
+  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+    {
+      g_autoptr(GPtrArray) history = get_history (fixture, pids[i], 0);
+      gint64 timestamp, phase;
+
+      g_assert_cmpuint (history->len, >=, 2);
+      timestamp = perfmon_snapshot_get_timestamp (g_ptr_array_index (history, history->len - 1));
+      if (i == 0)
+        reference = timestamp;
+      phase = ((timestamp - reference) % G_USEC_PER_SEC + G_USEC_PER_SEC) % G_USEC_PER_SEC;
+      g_array_append_val (phases, phase);
+    }
+  g_array_sort (phases, compare_int64);
+  /* All at once, the phases would sit together and leave a gap of almost
+   * the whole second. */
+  largest_gap = G_USEC_PER_SEC - g_array_index (phases, gint64, phases->len - 1) + g_array_index (phases, gint64, 0);
+  previous = g_array_index (phases, gint64, 0);
+  for (guint i = 1; i < phases->len; i++)
+    {
+      largest_gap = MAX (largest_gap, g_array_index (phases, gint64, i) - previous);
+      previous = g_array_index (phases, gint64, i);
+    }
+  g_test_message ("largest gap between poll phases: %" G_GINT64_FORMAT " µs", largest_gap);
+  g_assert_cmpint (largest_gap, <, G_USEC_PER_SEC / 2);
+}
+
+static void
+become_nobody (gpointer data)
+{
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (setgroups (0, NULL) != 0 || setgid (65534) != 0 || setuid (65534) != 0)
+    _exit (125);
+}
+
+/* perfmond serves and accepts only its own uid: as `nobody`, on a bus that
+ * lets any uid connect, every method and property is refused. */
+static void
+test_other_uid (Fixture       *fixture,
+                gconstpointer  data)
+{
+  static const char * const calls[][2] = {
+    { "org.perfmon.Daemon1.ListProcesses", NULL },
+    { "org.perfmon.Daemon1.Register", NULL },
+    { "org.perfmon.Daemon1.GetHang", "1-1" },
+    { "org.perfmon.Daemon1.GetAggregate", NULL },
+    { "org.freedesktop.DBus.Properties.GetAll", "org.perfmon.Daemon1" },
+  };
+  g_autofree char *dir = NULL;
+  g_autofree char *config = NULL;
+  g_autofree char *config_path = NULL;
+  g_autofree char *address = NULL;
+  g_autoptr(GSubprocess) bus = NULL;
+  g_autoptr(GSubprocess) daemon = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autoptr(GDBusConnection) own = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  gint64 deadline;
+
+  if (geteuid () != 0)
+    {
+      g_test_skip ("needs root, to run a client as nobody");
+      return;
+    }
+
+  /* A bus of our own: GTestDBus's lets only its own uid connect. */
+  dir = g_dir_make_tmp ("perfmon-test-uid-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (g_chmod (dir, 0755), ==, 0);
+  config = g_strdup_printf ("<busconfig><type>session</type><listen>unix:path=%s/bus</listen>"
+                            "<auth>EXTERNAL</auth><policy context=\"default\"><allow user=\"*\"/>"
+                            "<allow send_destination=\"*\" eavesdrop=\"true\"/><allow eavesdrop=\"true\"/>"
+                            "<allow own=\"*\"/></policy></busconfig>", dir);
+  config_path = g_build_filename (dir, "bus.conf", NULL);
+  g_file_set_contents (config_path, config, -1, &error);
+  g_assert_no_error (error);
+  bus = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "dbus-daemon", "--nofork",
+                          "--print-address=1", "--config-file", config_path, NULL);
+  g_assert_no_error (error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (bus));
+  address = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (address);
+
+  daemon = start_daemon_on (address, G_SUBPROCESS_FLAGS_NONE, NULL);
+  own = g_dbus_connection_new_for_address_sync (address, G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                NULL, NULL, &error);
+  g_assert_no_error (error);
+  deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+  while (!name_has_owner_on (own))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_usleep (20 * 1000);
+    }
+  /* Its own uid is served. */
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+                                       NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (calls); i++)
+    {
+      g_autoptr(GSubprocessLauncher) launcher =
+        g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+      g_autoptr(GSubprocess) client = NULL;
+      g_autofree char *client_out = NULL;
+      g_autofree char *client_err = NULL;
+      const char *argv[] = { "gdbus", "call", "--address", address, "--dest", DAEMON_NAME,
+                             "--object-path", DAEMON_PATH, "--method", calls[i][0], calls[i][1], NULL };
+
+      g_subprocess_launcher_set_child_setup (launcher, become_nobody, NULL, NULL);
+      client = g_subprocess_launcher_spawnv (launcher, argv, &error);
+      g_assert_no_error (error);
+      g_subprocess_communicate_utf8 (client, NULL, NULL, &client_out, &client_err, &error);
+      g_assert_no_error (error);
+      g_test_message ("as nobody, %s: %s", calls[i][0], client_err);
+      g_assert_cmpint (g_subprocess_get_exit_status (client), !=, 0);
+      g_assert_nonnull (strstr (client_err, "AccessDenied"));
+      g_assert_nonnull (strstr (client_err, "served only to callers with the process's uid"));
+    }
+  /* Nobody got registered. */
+  g_clear_pointer (&reply, g_variant_unref);
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+                                       G_VARIANT_TYPE ("(a(usssx))"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                       20000, NULL, &error);
+  g_assert_no_error (error);
+  {
+    g_autoptr(GVariant) list = g_variant_get_child_value (reply, 0);
+
+    g_assert_cmpuint (g_variant_n_children (list), ==, 0);
+  }
+
+  g_subprocess_send_signal (daemon, SIGTERM);
+  g_subprocess_wait (daemon, NULL, NULL);
+  g_dbus_connection_close_sync (own, NULL, NULL);
+  g_subprocess_force_exit (bus);
+  g_subprocess_wait (bus, NULL, NULL);
+  test_remove_tree (dir);
+}
+
+/* --upload-url: a ping goes to the receiver as the edge server spec says
+ * (tests/ping-receiver.py checks it), again after a 503, and its file is
+ * deleted once the receiver said 200. */
+static void
+test_upload (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const char * const child_options[] = { "--hang-threshold=100", "--hangs-per-ping=1", "--stall-after=300",
+                                         "--stall=400", NULL };
+  g_autofree char *receiver_path = g_test_build_filename (G_TEST_DIST, "ping-receiver.py", NULL);
+  g_autoptr(GSubprocess) receiver = NULL;
+  g_autoptr(GDataInputStream) out = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *line = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *doc_id = NULL;
+  g_autofree char *path = NULL;
+  const char *options[3] = { "--poll-interval=100", NULL, NULL };
+  g_autoptr(GVariant) ping = NULL;
+  guint pid;
+
+  receiver = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error, "/usr/bin/python3", receiver_path, NULL);
+  g_assert_no_error (error);
+  out = g_data_input_stream_new (g_subprocess_get_stdout_pipe (receiver));
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (line, "PORT "));
+  url = g_strdup_printf ("--upload-url=http://127.0.0.1:%s", line + 5);
+  options[1] = url;
+
+  start_daemon (fixture, options);
+  start_child (fixture, child_options);
+  wait_until (fixture, has_ping_signal, NULL, "a Ping signal");
+  for (guint i = 0; i < fixture->signals->len && ping == NULL; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Ping"))
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(us)", &ping);
+    }
+  g_variant_get (ping, "(us)", &pid, &path);
+
+  /* Refused once (503), kept, sent again, accepted, deleted. */
+  g_clear_pointer (&line, g_free);
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("receiver: %s", line);
+  g_assert_true (g_str_has_prefix (line, "RETRY "));
+  doc_id = g_strdup (line + 6);
+  g_assert_true (g_str_has_suffix (path, ".json"));
+  g_clear_pointer (&line, g_free);
+  line = g_data_input_stream_read_line (out, NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("receiver: %s", line);
+  g_assert_true (g_str_has_prefix (line, "OK "));
+  g_assert_cmpstr (line + 3, ==, doc_id);
+  wait_until (fixture, pidfile_gone, path, "the uploaded ping's file to go");
+
+  g_subprocess_force_exit (receiver);
+  g_subprocess_wait (receiver, NULL, NULL);
+}
+
+/* Without --upload-url nothing is sent and the ping stays. */
+static void
+test_no_upload_without_configuration (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  const char * const child_options[] = { "--hang-threshold=100", "--hangs-per-ping=1", "--stall-after=300",
+                                         "--stall=400", NULL };
+  g_autoptr(GVariant) ping = NULL;
+  g_autofree char *path = NULL;
+  guint pid;
+
+  start_daemon (fixture, fast_daemon);
+  start_child (fixture, child_options);
+  wait_until (fixture, has_ping_signal, NULL, "a Ping signal");
+  for (guint i = 0; i < fixture->signals->len && ping == NULL; i++)
+    {
+      const char *name;
+
+      g_variant_get_child (g_ptr_array_index (fixture->signals, i), 0, "&s", &name);
+      if (g_str_equal (name, "Ping"))
+        g_variant_get_child (g_ptr_array_index (fixture->signals, i), 1, "@(us)", &ping);
+    }
+  g_variant_get (ping, "(us)", &pid, &path);
+  g_usleep (G_USEC_PER_SEC);
+  g_assert_true (g_file_test (path, G_FILE_TEST_IS_REGULAR));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1157,6 +1775,16 @@ main (int    argc,
   ADD ("/daemon/malformed-calls", test_malformed_calls);
   ADD ("/daemon/bad-processes", test_bad_processes);
   ADD ("/daemon/process-cap", test_process_cap);
+  ADD ("/daemon/aggregate-bounded", test_aggregate_bounded);
+  ADD ("/daemon/bus-lost", test_bus_lost);
+  ADD ("/daemon/two-buses", test_two_buses);
+  ADD ("/daemon/hang-flood", test_hang_flood);
+  ADD ("/daemon/history-bytes", test_history_bytes);
+  ADD ("/daemon/long-strings", test_long_strings);
+  ADD ("/daemon/poll-spread", test_poll_spread);
+  ADD ("/daemon/other-uid", test_other_uid);
+  ADD ("/daemon/upload", test_upload);
+  ADD ("/daemon/no-upload-without-configuration", test_no_upload_without_configuration);
 #undef ADD
 
   status = g_test_run ();

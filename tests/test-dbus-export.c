@@ -222,8 +222,11 @@ subscription_round_trip_done (GObject      *source,
   *(gboolean *) user_data = TRUE;
 }
 
+/* With @subscribe, it calls Subscribe (on a bus the signals go to
+ * subscribers only). */
 static Collector *
-collector_new (const char *sender)
+collector_new_full (const char *sender,
+                    gboolean    subscribe)
 {
   Collector *collector = g_new0 (Collector, 1);
 
@@ -241,16 +244,74 @@ collector_new (const char *sender)
   g_mutex_unlock (&collector->lock);
 
   /* The AddMatch of the subscription is on the bus once a later call on
-   * the same connection is answered. */
+   * the same connection is answered: Subscribe, or GetId. */
   {
     gboolean done = FALSE;
 
-    g_dbus_connection_call (collector->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                            "org.freedesktop.DBus", "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1,
-                            NULL, subscription_round_trip_done, &done);
+    if (subscribe)
+      g_dbus_connection_call (collector->connection, sender, PERFMON_MONITOR_OBJECT_PATH,
+                              PERFMON_MONITOR_INTERFACE, "Subscribe", NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
+                              -1, NULL, subscription_round_trip_done, &done);
+    else
+      g_dbus_connection_call (collector->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                              "org.freedesktop.DBus", "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                              NULL, subscription_round_trip_done, &done);
     iterate_until (&done, "subscription round trip");
   }
   return collector;
+}
+
+static Collector *
+collector_new (const char *sender)
+{
+  return collector_new_full (sender, TRUE);
+}
+
+static void
+round_trip_done (GObject      *source,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  G_GNUC_UNUSED g_autoptr(GVariant) reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, NULL);
+  g_atomic_int_set ((int *) user_data, TRUE);
+}
+
+typedef struct
+{
+  Collector *collector;
+  int        done;
+} RoundTrip;
+
+static gboolean
+start_round_trip (gpointer data)
+{
+  RoundTrip *trip = data;
+
+  g_dbus_connection_call (trip->collector->connection, trip->collector->sender, PERFMON_MONITOR_OBJECT_PATH,
+                          "org.freedesktop.DBus.Properties", "Get",
+                          g_variant_new ("(ss)", PERFMON_MONITOR_INTERFACE, "Pid"), NULL,
+                          G_DBUS_CALL_FLAGS_NONE, -1, NULL, round_trip_done, &trip->done);
+  return G_SOURCE_REMOVE;
+}
+
+/* A call from the collector's thread to the process, answered: every
+ * signal the process sent this collector before has been collected (one
+ * sender, one destination: the bus keeps the order, and so does the
+ * collector's context). */
+static void
+collector_round_trip (Collector *collector)
+{
+  RoundTrip trip = { collector, FALSE };
+  gint64 deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
+
+  g_main_context_invoke (collector->context, start_round_trip, &trip);
+  while (!g_atomic_int_get (&trip.done))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (context, FALSE);
+      g_usleep (1000);
+    }
 }
 
 /* Pops the next signal named @name, iterating the caller's context
@@ -525,6 +586,7 @@ test_alert (Fixture       *fixture,
             gconstpointer  data)
 {
   Collector *collector = collector_new (fixture->name);
+  Collector *bystander = collector_new_full (fixture->name, FALSE);
   PerfmonGroup *compartment = g_ptr_array_index (fixture->groups, 3);
   g_autoptr(GVariant) alert = NULL;
   guint64 group_id, duration_us;
@@ -545,6 +607,12 @@ test_alert (Fixture       *fixture,
   g_assert_cmpstr (group_name, ==, "busy-compartment");
   g_assert_cmpuint (duration_us, >=, 5000);
 
+  /* A listener of the same uid with a match rule, but not subscribed,
+   * got nothing: the signals are not broadcast. */
+  collector_round_trip (bystander);
+  g_assert_cmpint (g_async_queue_length (bystander->signals), ==, 0);
+
+  collector_free (bystander);
   collector_free (collector);
 }
 
@@ -683,6 +751,29 @@ test_set_event_config (Fixture       *fixture,
   g_assert_null (reply);
   assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "APP_CRASH");
   g_clear_error (&error);
+}
+
+/* Long strings (a 1 MiB event name, key or value) are refused with an
+ * error that quotes at most a short prefix. */
+static void
+test_set_event_config_long_strings (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autofree char *huge = g_strnfill (1024 * 1024, 'e');
+  GVariant *cases[3];
+
+  cases[0] = g_variant_new ("(s@a{ss})", huge, string_dict (NULL));
+  cases[1] = g_variant_new ("(s@a{ss})", "MAIN_THREAD_JANK", string_dict (huge, "1", NULL));
+  cases[2] = g_variant_new ("(s@a{ss})", "MAIN_THREAD_JANK", string_dict ("log_type", huge, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(GVariant) reply = call (fixture->client, fixture->name, "SetEventConfig", cases[i], &error);
+
+      g_assert_null (reply);
+      assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "SetEventConfig");
+      g_assert_cmpuint (strlen (error->message), <, 300);
+    }
 }
 
 static void
@@ -1433,6 +1524,7 @@ main (int   argc,
   ADD ("hang", test_hang, EXPORTED);
   ADD ("hang-reports-empty", test_hang_reports_bounded, EXPORTED);
   ADD ("set-event-config", test_set_event_config, EXPORTED);
+  ADD ("set-event-config-long-strings", test_set_event_config_long_strings, EXPORTED);
   ADD ("set-event-config-without-hang-monitor", test_set_event_config_without_hang_monitor, NOT_EXPORTED);
   ADD ("malformed-calls", test_malformed_calls, EXPORTED);
   ADD ("export-twice-and-unexport", test_export_twice_and_unexport, EXPORTED);

@@ -600,6 +600,55 @@ test_flush_ping (Fixture       *fixture,
   g_assert_cmpstr (g_ptr_array_index (fixture->pings, 0), ==, path);
 }
 
+/* The application section of the ping at @path. */
+static JsonObject *
+ping_application (const char *path)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(GError) error = NULL;
+
+  json_parser_load_from_file (parser, path, &error);
+  g_assert_no_error (error);
+  return json_object_ref (json_object_get_object_member (json_node_get_object (json_parser_get_root (parser)),
+                                                         "application"));
+}
+
+/* The program's identity in its pings: settable, and by default what
+ * GLib knows, never "unknown" or a version of "00.0" when set. */
+static void
+test_ping_identity (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *name = NULL;
+  g_autoptr(JsonObject) application = NULL;
+
+  g_object_get (fixture->hang_monitor, "app-name", &name, NULL);
+  g_assert_cmpstr (name, ==, g_get_application_name ());
+  g_object_set (fixture->hang_monitor, "threshold", 60, "app-name", "Mail", "app-version", "3.1.4",
+                "app-channel", "beta", "app-build-id", "20261124063000", NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  add_named_source (fixture->context, "identified", hang_once, GUINT_TO_POINTER (150), 10);
+  add_watchdog_timeout (fixture->context, 10, "hang to flush");
+  g_main_loop_run (fixture->loop);
+
+  path = perfmon_hang_monitor_flush_ping (fixture->hang_monitor, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (path);
+  application = ping_application (path);
+  g_assert_cmpstr (json_object_get_string_member (application, "name"), ==, "Mail");
+  /* Mozilla's pattern wants two or three digits first. */
+  g_assert_cmpstr (json_object_get_string_member (application, "version"), ==, "00.3.1.4");
+  g_assert_cmpstr (json_object_get_string_member (application, "channel"), ==, "beta");
+  g_assert_cmpstr (json_object_get_string_member (application, "buildId"), ==, "20261124063000");
+
+  /* A build id that is not one is refused where it is set. */
+  g_test_expect_message ("Perfmon", G_LOG_LEVEL_CRITICAL, "*app-build-id*");
+  g_object_set (fixture->hang_monitor, "app-build-id", "nonsense", NULL);
+  g_test_assert_expected_messages ();
+}
+
 typedef struct
 {
   GMainLoop *loop;
@@ -1264,6 +1313,7 @@ main (int    argc,
   ADD ("/hang-monitor/event-config", test_event_config);
   ADD ("/hang-monitor/ping-batching", test_ping_batching);
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
+  ADD ("/hang-monitor/ping-identity", test_ping_identity);
   ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);
   ADD ("/hang-monitor/jank-trace", test_jank_trace);
   ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);

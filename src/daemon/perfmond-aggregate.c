@@ -76,6 +76,68 @@ typedef struct
   guint64           durations[PERFMON_N_DURATIONS];
 } MergedGroup;
 
+/* What a group adds to the merged snapshot's variant, about: its
+ * counters, its strings and their framing. */
+static gsize
+merged_group_bytes (const MergedGroup *group)
+{
+  return 160 + strlen (group->name) + (group->addon_id != NULL ? strlen (group->addon_id) : 0);
+}
+
+/* The most CPU first; ties by id, so that the choice is stable. */
+static int
+compare_cpu_desc (gconstpointer a,
+                  gconstpointer b)
+{
+  const MergedGroup *x = *(const MergedGroup * const *) a, *y = *(const MergedGroup * const *) b;
+
+  if (x->cpu_time != y->cpu_time)
+    return x->cpu_time > y->cpu_time ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Over @max_bytes, keeps the groups with the most CPU that fit (in their
+ * order) and returns how many it left out. */
+static guint
+keep_within (GPtrArray *merged,
+             gsize      max_bytes)
+{
+  g_autoptr(GPtrArray) by_cpu = NULL;
+  g_autoptr(GHashTable) kept = NULL;
+  gsize total = 0;
+  guint omitted = 0;
+
+  for (guint i = 0; i < merged->len; i++)
+    total += merged_group_bytes (g_ptr_array_index (merged, i));
+  if (total <= max_bytes)
+    return 0;
+
+  /* Not g_ptr_array_copy(): it would take the free function along. */
+  by_cpu = g_ptr_array_sized_new (merged->len);
+  for (guint i = 0; i < merged->len; i++)
+    g_ptr_array_add (by_cpu, g_ptr_array_index (merged, i));
+  g_ptr_array_sort (by_cpu, compare_cpu_desc);
+  kept = g_hash_table_new (NULL, NULL);
+  total = 0;
+  for (guint i = 0; i < by_cpu->len; i++)
+    {
+      MergedGroup *group = g_ptr_array_index (by_cpu, i);
+      gsize bytes = merged_group_bytes (group);
+
+      if (total + bytes > max_bytes)
+        break;
+      total += bytes;
+      g_hash_table_add (kept, group);
+    }
+  for (guint i = merged->len; i > 0; i--)
+    if (!g_hash_table_contains (kept, g_ptr_array_index (merged, i - 1)))
+      {
+        g_ptr_array_remove_index (merged, i - 1);
+        omitted++;
+      }
+  return omitted;
+}
+
 static void
 merged_group_free (MergedGroup *group)
 {
@@ -133,6 +195,10 @@ lookup_id (PerfmondAggregator *self,
  * @own_pid: the pid the merged snapshot carries (the daemon's: a valid
  *   snapshot has a pid, and aggregates are only comparable with each other)
  * @timestamp: monotonic µs, the merged snapshot's timestamp
+ * @max_bytes: about the most the merged variant may take: over it, the
+ *   groups with the least CPU time are left out (a D-Bus reply must stay
+ *   well under the bus's 64 MiB array limit)
+ * @omitted: (out): how many merged groups were left out
  *
  * Returns: (transfer full) (nullable): a non-floating variant of type
  *   %PERFMON_SNAPSHOT_VARIANT_TYPE, which perfmon_snapshot_new_from_variant()
@@ -144,7 +210,9 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
                            const guint         *pids,
                            guint                n_snapshots,
                            guint                own_pid,
-                           gint64               timestamp)
+                           gint64               timestamp,
+                           gsize                max_bytes,
+                           guint               *omitted)
 {
   g_autoptr(GHashTable) new_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
@@ -214,6 +282,8 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
 
   g_hash_table_unref (self->ids);
   self->ids = g_steal_pointer (&new_ids);
+
+  *omitted = keep_within (merged, max_bytes);
 
   /* Written in the JSON form and read back, rather than as a variant by
    * hand: the JSON form is the stable one, and reading it checks the

@@ -23,7 +23,9 @@ GVariant           *perfmond_aggregator_merge (PerfmondAggregator  *self,
                                                const guint         *pids,
                                                guint                n_snapshots,
                                                guint                own_pid,
-                                               gint64               timestamp);
+                                               gint64               timestamp,
+                                               gsize                max_bytes,
+                                               guint               *omitted);
 
 /* What a process answered to GetSnapshot, the "v" of its "(v)" reply
  * (untrusted): the snapshot, or %NULL with a PERFMON_ERROR whose message

@@ -24,8 +24,12 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-upload.h"
+#include "perfmon-uid-gate-private.h"
+#include "perfmon-utf8-private.h"
 
 #define DAEMON_PATH "/org/perfmon/Daemon1"
+#define DAEMON_IFACE "org.perfmon.Daemon1"
 #define MONITOR_PATH "/org/perfmon/Monitor1"
 #define MONITOR_IFACE "org.perfmon.Monitor1"
 
@@ -35,8 +39,30 @@
 /* Clients waiting for a process's first snapshot (GetSnapshot right after
  * Register). */
 #define MAX_WAITERS 16
-/* GetHistory replies stay well below the bus's message size limit. */
-#define MAX_HISTORY_REPLY_BYTES (64 * 1024 * 1024)
+/* Replies stay well below D-Bus's 64 MiB array limit (a bigger reply gets
+ * the sender disconnected by the bus). */
+#define MAX_HISTORY_REPLY_BYTES (32 * 1024 * 1024)
+#define MAX_AGGREGATE_REPLY_BYTES (16 * 1024 * 1024)
+/* All the hang reports kept, in bytes (besides --max-hangs). */
+#define MAX_HANGS_BYTES (32 * 1024 * 1024)
+/* The bytes of Monitor1 signals taken from one process per second (besides
+ * --max-signals): a few hang reports. */
+#define MAX_SIGNAL_BYTES_PER_S (1024 * 1024)
+/* The arguments of a call to the daemon: its methods take a pid, a time
+ * and a hang id at most. */
+#define MAX_CALL_BODY_BYTES 4096
+#define MAX_HANG_ID_BYTES 64
+/* How much of a bad argument an error message quotes. */
+#define QUOTED_PREFIX_BYTES 32
+/* The polls of one interval are spread over this many slots. */
+#define POLL_SLOTS 10
+/* Metrics: the groups of one process with the most CPU that get series of
+ * their own; the others are summed into group="(other)". Runnables with a
+ * hang counter of their own, in all. Bounds the label cardinality. */
+#define MAX_METRIC_GROUPS_PER_PROCESS 50
+#define MAX_METRIC_RUNNABLES 100
+/* Listeners of the daemon's signals. */
+#define MAX_SUBSCRIBERS 64
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -44,7 +70,8 @@ typedef struct
 {
   gint64    timestamp;
   GVariant *variant;
-  gsize     size;
+  gsize     variant_size;
+  gsize     size;          /* what it costs to keep, all told */
 } HistoryEntry;
 
 typedef struct
@@ -55,6 +82,8 @@ typedef struct
   double  duration_ms;
   char   *runnable_name;
   char   *json;
+  gsize   length;         /* of json */
+  guint   hash;           /* of json */
 } Hang;
 
 typedef struct
@@ -85,11 +114,20 @@ typedef struct
   guint64          polls;
   guint64          poll_failures;
   guint64          rejected;
-  gint64           window_start;  /* signal rate limit */
-  guint            window_signals;
-  guint64          signals_dropped;
-  gint64           drop_logged_at;
+  guint            slot;          /* of the poll interval, 0…POLL_SLOTS-1 */
 } Process;
+
+/* The signal budget of a registered process, kept by the connection's
+ * filter (GDBus's worker thread) under filter_lock. */
+typedef struct
+{
+  guint    pid;
+  gint64   window_start;
+  guint    window_signals;
+  gsize    window_bytes;
+  guint64  dropped;
+  gint64   drop_logged_at;
+} SignalBudget;
 
 struct _PerfmondDaemon
 {
@@ -97,19 +135,34 @@ struct _PerfmondDaemon
 
   PerfmondConfig      config;
   GDBusConnection    *connection;
-  PerfmonDBusDaemon1 *skeleton;
+  PerfmonDBusDaemon1 *skeleton;   /* its vtable serves; never exported itself */
+  guint               registration_id;
+  PerfmonUidGate     *gate;
+  PerfmonNameSet     *subscribers;  /* of the daemon's signals */
+  GHashTable         *hang_counts;  /* "process\nrunnable" → guint64 * (metrics) */
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
   gsize               history_bytes;
   GQueue              hangs;      /* Hang *, newest first */
+  gsize               hangs_bytes;
+  guint               next_slot;
+  guint               tick;
+  guint               filter_id;
+  GMutex              filter_lock;
+  GHashTable         *budgets;    /* unique name → SignalBudget *; filter_lock */
+  guint64             signals_dropped;  /* atomic-ish: under filter_lock */
+  guint64             calls_refused;    /* under filter_lock */
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
+  PerfmondUploader   *uploader;   /* nullable: without --upload-url */
 };
 
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 
 static void poll_process (PerfmondDaemon *self, Process *process);
+static void drop_history (PerfmondDaemon *self, Process *process);
+static GPtrArray *processes_by_pid (PerfmondDaemon *self);
 
 static void
 history_entry_free (HistoryEntry *entry)
@@ -162,38 +215,6 @@ process_unref (Process *process)
   g_rc_box_release_full (process, (GDestroyNotify) process_clear);
 }
 
-/* At most config.max_signals Hang and Alert signals of one process are
- * taken per second; the rest are dropped, and said at most once a minute
- * so that the flood does not move on to the journal. */
-static gboolean
-process_signal_allowed (PerfmondDaemon *self,
-                        Process        *process)
-{
-  gint64 now = g_get_monotonic_time ();
-
-  if (now - process->window_start >= G_USEC_PER_SEC)
-    {
-      process->window_start = now;
-      process->window_signals = 0;
-    }
-
-  if (process->window_signals < self->config.max_signals)
-    {
-      process->window_signals++;
-      return TRUE;
-    }
-
-  process->signals_dropped++;
-  if (process->drop_logged_at == 0 || now - process->drop_logged_at >= 60 * G_USEC_PER_SEC)
-    {
-      g_message ("pid %u (%s): dropping its signals over %u a second (--max-signals), %"
-                 G_GUINT64_FORMAT " so far", process->pid, process->bus_name,
-                 self->config.max_signals, process->signals_dropped);
-      process->drop_logged_at = now;
-    }
-  return FALSE;
-}
-
 /* Rejections are logged for the first few, then for every 100th, so that a
  * process sending garbage every second does not fill the journal. */
 static void
@@ -205,6 +226,162 @@ process_reject (Process    *process,
   if (process->rejected <= 3 || process->rejected % 100 == 0)
     g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
                process->pid, process->bus_name, what, process->rejected, why);
+}
+
+/* --- the connection's filter: what is dropped before it is queued ----- */
+
+/* GDBus's worker thread, for every message: the Monitor1 signals of a
+ * process that is not registered, or over its budget, and calls to the
+ * daemon with oversize arguments are dropped here, before GDBus queues
+ * them for the main thread, so that a flood costs the time to read it and
+ * nothing piles up. */
+static GDBusMessage *
+filter_message (GDBusConnection *connection,
+                GDBusMessage    *message,
+                gboolean         incoming,
+                gpointer         user_data)
+{
+  PerfmondDaemon *self = user_data;
+  GDBusMessageType type;
+  GVariant *body;
+  gsize size;
+
+  if (!incoming)
+    return message;
+
+  type = g_dbus_message_get_message_type (message);
+  body = g_dbus_message_get_body (message);
+  size = body != NULL ? g_variant_get_size (body) : 0;
+
+  if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
+      g_strcmp0 (g_dbus_message_get_interface (message), MONITOR_IFACE) == 0)
+    {
+      const char *sender = g_dbus_message_get_sender (message);
+      SignalBudget *budget;
+      gint64 now = g_get_monotonic_time ();
+      gboolean keep = FALSE;
+      gboolean log = FALSE;
+      guint64 dropped = 0;
+      guint pid = 0;
+
+      g_mutex_lock (&self->filter_lock);
+      budget = sender != NULL ? g_hash_table_lookup (self->budgets, sender) : NULL;
+      if (budget != NULL)
+        {
+          if (now - budget->window_start >= G_USEC_PER_SEC)
+            {
+              budget->window_start = now;
+              budget->window_signals = 0;
+              budget->window_bytes = 0;
+            }
+          keep = size <= MAX_HANG_REPORT_BYTES + 1024 &&
+                 budget->window_signals < self->config.max_signals &&
+                 budget->window_bytes + size <= MAX_SIGNAL_BYTES_PER_S;
+          if (keep)
+            {
+              budget->window_signals++;
+              budget->window_bytes += size;
+            }
+          else
+            {
+              budget->dropped++;
+              if (budget->drop_logged_at == 0 || now - budget->drop_logged_at >= 60 * G_USEC_PER_SEC)
+                {
+                  budget->drop_logged_at = now;
+                  log = TRUE;
+                  dropped = budget->dropped;
+                  pid = budget->pid;
+                }
+            }
+        }
+      if (!keep)
+        self->signals_dropped++;
+      g_mutex_unlock (&self->filter_lock);
+
+      /* Said at most once a minute, so that the flood does not move on to
+       * the journal. */
+      if (log)
+        g_message ("pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
+                   "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
+                   self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
+                   MAX_HANG_REPORT_BYTES / 1024, dropped);
+      if (keep)
+        return message;
+      g_object_unref (message);
+      return NULL;
+    }
+
+  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && size > MAX_CALL_BODY_BYTES &&
+      g_strcmp0 (g_dbus_message_get_path (message), DAEMON_PATH) == 0)
+    {
+      g_autoptr(GDBusMessage) reply = NULL;
+
+      g_mutex_lock (&self->filter_lock);
+      self->calls_refused++;
+      g_mutex_unlock (&self->filter_lock);
+      if (!(g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
+        {
+          reply = g_dbus_message_new_method_error (message, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                   "%s: arguments of %" G_GSIZE_FORMAT " bytes, more than "
+                                                   "the %d this interface takes",
+                                                   g_dbus_message_get_member (message), size,
+                                                   MAX_CALL_BODY_BYTES);
+          g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
+        }
+      g_object_unref (message);
+      return NULL;
+    }
+
+  return message;
+}
+
+static void
+budget_add (PerfmondDaemon *self,
+            const char     *bus_name,
+            guint           pid)
+{
+  SignalBudget *budget = g_new0 (SignalBudget, 1);
+
+  budget->pid = pid;
+  g_mutex_lock (&self->filter_lock);
+  g_hash_table_replace (self->budgets, g_strdup (bus_name), budget);
+  g_mutex_unlock (&self->filter_lock);
+}
+
+static void
+budget_remove (PerfmondDaemon *self,
+               const char     *bus_name)
+{
+  g_mutex_lock (&self->filter_lock);
+  g_hash_table_remove (self->budgets, bus_name);
+  g_mutex_unlock (&self->filter_lock);
+}
+
+/* The skeleton is not exported (the uid gate stands before it), so its
+ * emit functions would reach nobody: signals go out here, to the
+ * subscribers. */
+static void
+emit_signal (PerfmondDaemon *self,
+             const char     *name,
+             GVariant       *parameters)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_variant_ref_sink (parameters);
+  if (self->connection != NULL && self->registration_id != 0)
+    {
+      /* By unique name to each subscriber: never broadcast. */
+      g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
+
+      for (guint i = 0; i < subscribers->len; i++)
+        if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (subscribers, i), DAEMON_PATH,
+                                            DAEMON_IFACE, name, parameters, &error))
+          {
+            g_debug ("could not emit %s: %s", name, error->message);
+            g_clear_error (&error);
+          }
+    }
+  g_variant_unref (parameters);
 }
 
 static void
@@ -287,21 +464,66 @@ remove_process (PerfmondDaemon *self,
       process->signal_id = 0;
     }
   answer_waiters (process, why);
-  while (!g_queue_is_empty (&process->history))
-    history_pop_oldest (self, process);
+  drop_history (self, process);
 
+  budget_remove (self, process->bus_name);
   g_hash_table_remove (self->by_name, process->bus_name);
   g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
 
   if (self->skeleton != NULL)
-    perfmon_dbus_daemon1_emit_process_removed (self->skeleton, pid);
+    emit_signal (self, "ProcessRemoved", g_variant_new ("(u)", pid));
+}
+
+/* What keeping a snapshot of @variant_size bytes costs: the variant, and
+ * while it is the newest, its decoded copy (about as big). */
+static gsize
+history_cost (gsize variant_size)
+{
+  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
+}
+
+static void
+drop_history (PerfmondDaemon *self,
+              Process        *process)
+{
+  while (!g_queue_is_empty (&process->history))
+    history_pop_oldest (self, process);
+  g_clear_object (&process->latest);
+}
+
+/* Whether a snapshot of @variant_size bytes of @process fits in the total
+ * budget next to the newest snapshot of every other process (older ones
+ * make room). */
+static gboolean
+history_has_room (PerfmondDaemon *self,
+                  Process        *process,
+                  gsize           variant_size)
+{
+  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
+  gsize needed = history_cost (variant_size);
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->by_pid);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Process *other = value;
+      HistoryEntry *newest = g_queue_peek_tail (&other->history);
+
+      if (other != process && newest != NULL)
+        needed += newest->size;
+      if (needed > budget)
+        return FALSE;
+    }
+  return TRUE;
 }
 
 static void
 add_history (PerfmondDaemon  *self,
              Process         *process,
              PerfmonSnapshot *snapshot,
-             GVariant        *variant)
+             GVariant        *variant,
+             gsize            variant_size)
 {
   HistoryEntry *entry = g_new0 (HistoryEntry, 1);
   gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
@@ -316,7 +538,8 @@ add_history (PerfmondDaemon  *self,
    * the snapshot, and the same content. */
   entry->variant = g_variant_ref (variant);
   g_variant_get_data (entry->variant);
-  entry->size = g_variant_get_size (entry->variant) + sizeof *entry + sizeof (GList);
+  entry->variant_size = variant_size;
+  entry->size = history_cost (variant_size);
   g_queue_push_tail (&process->history, entry);
   process->history_bytes += entry->size;
   self->history_bytes += entry->size;
@@ -333,7 +556,8 @@ add_history (PerfmondDaemon  *self,
 
   /* Over the total budget, the process holding the most history gives up
    * its oldest snapshot: a process with huge snapshots shortens its own
-   * history before anyone else's. Everyone keeps their newest one. */
+   * history before anyone else's. Everyone keeps their newest one, which
+   * history_has_room() made sure fit. */
   while (self->history_bytes > budget)
     {
       Process *victim = NULL;
@@ -366,6 +590,7 @@ poll_done (GObject      *source,
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  gsize variant_size;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   if (process->removed)
@@ -385,11 +610,36 @@ poll_done (GObject      *source,
     }
 
   g_variant_get (reply, "(v)", &variant);
+  /* Bytes too, before decoding: the history's budget covers the newest
+   * snapshots as well, so a snapshot that cannot fit is refused, and the
+   * process's older ones go (nothing stale is served in its place). */
+  variant_size = g_variant_get_size (variant);
+  if (!history_has_room (self, process, variant_size))
+    {
+      g_autofree char *why = g_strdup_printf ("a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in "
+                                              "the history's %u MiB next to the other processes' "
+                                              "(--max-history-mib)", variant_size,
+                                              self->config.max_history_mib);
+      drop_history (self, process);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
+      goto out;
+    }
+
+  /* Checked (type, group count) before it is decoded. */
   snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
   if (snapshot == NULL)
     {
       process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
+      goto out;
+    }
+  if (perfmon_snapshot_get_pid (snapshot) != process->pid)
+    {
+      g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
+                                              perfmon_snapshot_get_pid (snapshot), process->pid);
+      process_reject (process, "a snapshot", why);
+      answer_waiters (process, why);
       goto out;
     }
 
@@ -399,7 +649,7 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot, variant);
+  add_history (self, process, snapshot, variant, variant_size);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
@@ -424,18 +674,244 @@ poll_process (PerfmondDaemon *self,
                           process->cancellable, poll_done, process_ref (process));
 }
 
+/* Every POLL_SLOTS-th of the interval: the processes of this slot. Each
+ * process gets the next slot when it registers, so that the polls of an
+ * interval are spread over it rather than sent at once (a bus limits the
+ * calls waiting for a reply). */
 static gboolean
 poll_tick (gpointer user_data)
 {
   PerfmondDaemon *self = user_data;
+  guint slot = self->tick++ % POLL_SLOTS;
   GHashTableIter iter;
   gpointer value;
 
   g_hash_table_iter_init (&iter, self->by_pid);
   while (g_hash_table_iter_next (&iter, NULL, &value))
-    poll_process (self, value);
+    {
+      Process *process = value;
+
+      if (process->slot == slot)
+        poll_process (self, process);
+    }
 
   return G_SOURCE_CONTINUE;
+}
+
+/* The hangs-by-runnable counter of the metrics: one series per process
+ * name and runnable, at most MAX_METRIC_RUNNABLES, then "(other)". */
+static void
+count_hang (PerfmondDaemon *self,
+            const char     *process_name,
+            const char     *runnable_name)
+{
+  g_autofree char *key = g_strdup_printf ("%s\n%s", process_name, runnable_name[0] ? runnable_name : "(unlabelled)");
+  guint64 *count = g_hash_table_lookup (self->hang_counts, key);
+
+  if (count == NULL && g_hash_table_size (self->hang_counts) >= MAX_METRIC_RUNNABLES)
+    {
+      g_free (key);
+      key = g_strdup ("(other)\n(other)");
+      count = g_hash_table_lookup (self->hang_counts, key);
+    }
+  if (count == NULL)
+    {
+      count = g_new0 (guint64, 1);
+      g_hash_table_insert (self->hang_counts, g_steal_pointer (&key), count);
+    }
+  (*count)++;
+}
+
+/* A label value in the text format: backslash, quote and newline escaped. */
+static void
+append_label_value (GString    *out,
+                    const char *value)
+{
+  for (const char *p = value; *p != '\0'; p++)
+    {
+      if (*p == '\\' || *p == '"')
+        g_string_append_c (out, '\\');
+      if (*p == '\n')
+        g_string_append (out, "\\n");
+      else
+        g_string_append_c (out, *p);
+    }
+}
+
+static const char * const metric_kinds[] = {
+  [PERFMON_GROUP_KIND_THREAD] = "thread",
+  [PERFMON_GROUP_KIND_WINDOW] = "window",
+  [PERFMON_GROUP_KIND_ADDON] = "addon",
+  [PERFMON_GROUP_KIND_COMPARTMENT] = "compartment",
+};
+
+typedef struct
+{
+  guint64     id;         /* 0 for "(other)" */
+  const char *name;
+  const char *kind;
+  guint64     cpu_time, blocked_time, ticks;
+  guint64     durations[PERFMON_N_DURATIONS];
+} MetricGroup;
+
+static int
+compare_metric_cpu (gconstpointer a,
+                    gconstpointer b)
+{
+  const MetricGroup *x = a, *y = b;
+
+  return x->cpu_time > y->cpu_time ? -1 : x->cpu_time < y->cpu_time;
+}
+
+static void
+append_group_labels (GString     *out,
+                     Process     *process,
+                     MetricGroup *group)
+{
+  g_string_append_printf (out, "pid=\"%u\",process=\"", process->pid);
+  append_label_value (out, process->process_name);
+  g_string_append (out, "\",group=\"");
+  append_label_value (out, group->name);
+  /* The id too: two groups of a process may have the same name. */
+  g_string_append_printf (out, "\",kind=\"%s\",id=\"%" G_GUINT64_FORMAT "\"", group->kind, group->id);
+}
+
+/**
+ * perfmond_daemon_write_metrics:
+ * @self: a daemon
+ * @out: where to append
+ *
+ * Appends the Prometheus text format (version 0.0.4) of the newest
+ * snapshot of every process: per group, CPU and blocked seconds as
+ * counters and the exceedance histogram as a Prometheus histogram (an
+ * iteration that used more than 2^i ms of the group's CPU is one that is
+ * not in bucket le=2^i ms: bucket = ticks − durations[i], exactly), the
+ * hangs by runnable, and perfmond's own health.
+ */
+void
+perfmond_daemon_write_metrics (PerfmondDaemon *self,
+                               GString        *out)
+{
+  g_autoptr(GPtrArray) processes = processes_by_pid (self);
+  GHashTableIter iter;
+  gpointer key, value;
+  guint64 dropped, refused;
+  static const struct { const char *name, *help; } families[] = {
+    { "perfmon_group_cpu_seconds_total", "CPU time of a performance group (counter)" },
+    { "perfmon_group_blocked_seconds_total", "Blocked time of a performance group (counter)" },
+    { "perfmon_group_iteration_cpu_seconds", "CPU time of a group per main-loop iteration it ran in" },
+  };
+
+  for (guint f = 0; f < G_N_ELEMENTS (families); f++)
+    {
+      g_string_append_printf (out, "# HELP %s %s\n# TYPE %s %s\n", families[f].name, families[f].help,
+                              families[f].name, f < 2 ? "counter" : "histogram");
+      for (guint i = 0; i < processes->len; i++)
+        {
+          Process *process = g_ptr_array_index (processes, i);
+          g_autoptr(GArray) groups = NULL;
+          GPtrArray *stats;
+
+          if (process->latest == NULL)
+            continue;
+          stats = perfmon_snapshot_get_groups (process->latest);
+          groups = g_array_sized_new (FALSE, TRUE, sizeof (MetricGroup), stats->len);
+          for (guint j = 0; j < stats->len; j++)
+            {
+              PerfmonGroupStats *s = g_ptr_array_index (stats, j);
+              MetricGroup group = { 0, };
+              const guint64 *durations = perfmon_group_stats_get_durations (s, NULL);
+
+              group.id = perfmon_group_stats_get_id (s);
+              group.name = perfmon_group_stats_get_name (s);
+              group.kind = metric_kinds[perfmon_group_stats_get_kind (s)];
+              group.cpu_time = perfmon_group_stats_get_cpu_time (s);
+              group.blocked_time = perfmon_group_stats_get_blocked_time (s);
+              group.ticks = perfmon_group_stats_get_ticks (s);
+              memcpy (group.durations, durations, sizeof group.durations);
+              g_array_append_val (groups, group);
+            }
+          /* The groups with the most CPU, and the rest summed. */
+          g_array_sort (groups, compare_metric_cpu);
+          if (groups->len > MAX_METRIC_GROUPS_PER_PROCESS)
+            {
+              MetricGroup other = { .name = "(other)", .kind = "other" };
+
+              for (guint j = MAX_METRIC_GROUPS_PER_PROCESS; j < groups->len; j++)
+                {
+                  MetricGroup *g = &g_array_index (groups, MetricGroup, j);
+
+                  other.cpu_time += g->cpu_time;
+                  other.blocked_time += g->blocked_time;
+                  other.ticks += g->ticks;
+                  for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
+                    other.durations[k] += g->durations[k];
+                }
+              g_array_set_size (groups, MAX_METRIC_GROUPS_PER_PROCESS);
+              g_array_append_val (groups, other);
+            }
+
+          for (guint j = 0; j < groups->len; j++)
+            {
+              MetricGroup *group = &g_array_index (groups, MetricGroup, j);
+
+              if (f < 2)
+                {
+                  g_string_append_printf (out, "%s{", families[f].name);
+                  append_group_labels (out, process, group);
+                  g_string_append_printf (out, "} %.6f\n",
+                                          (f == 0 ? group->cpu_time : group->blocked_time) / 1e6);
+                  continue;
+                }
+              for (guint k = 0; k <= PERFMON_N_DURATIONS; k++)
+                {
+                  g_string_append_printf (out, "%s_bucket{", families[f].name);
+                  append_group_labels (out, process, group);
+                  if (k < PERFMON_N_DURATIONS)
+                    g_string_append_printf (out, ",le=\"%g\"} %" G_GUINT64_FORMAT "\n", (1u << k) / 1000.0,
+                                            group->ticks - MIN (group->durations[k], group->ticks));
+                  else
+                    g_string_append_printf (out, ",le=\"+Inf\"} %" G_GUINT64_FORMAT "\n", group->ticks);
+                }
+              g_string_append_printf (out, "%s_sum{", families[f].name);
+              append_group_labels (out, process, group);
+              g_string_append_printf (out, "} %.6f\n", group->cpu_time / 1e6);
+              g_string_append_printf (out, "%s_count{", families[f].name);
+              append_group_labels (out, process, group);
+              g_string_append_printf (out, "} %" G_GUINT64_FORMAT "\n", group->ticks);
+            }
+        }
+    }
+
+  g_string_append (out, "# HELP perfmon_hangs_total Hangs reported, by process name and runnable\n"
+                        "# TYPE perfmon_hangs_total counter\n");
+  g_hash_table_iter_init (&iter, self->hang_counts);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      g_auto(GStrv) parts = g_strsplit (key, "\n", 2);
+
+      g_string_append (out, "perfmon_hangs_total{process=\"");
+      append_label_value (out, parts[0]);
+      g_string_append (out, "\",runnable=\"");
+      append_label_value (out, parts[1] != NULL ? parts[1] : "");
+      g_string_append_printf (out, "\"} %" G_GUINT64_FORMAT "\n", *(guint64 *) value);
+    }
+
+  g_mutex_lock (&self->filter_lock);
+  dropped = self->signals_dropped;
+  refused = self->calls_refused;
+  g_mutex_unlock (&self->filter_lock);
+  g_string_append_printf (out,
+                          "# HELP perfmond_processes Processes perfmond monitors\n"
+                          "# TYPE perfmond_processes gauge\n"
+                          "perfmond_processes %u\n"
+                          "# HELP perfmond_refused_calls_total Calls refused for oversize arguments\n"
+                          "# TYPE perfmond_refused_calls_total counter\n"
+                          "perfmond_refused_calls_total %" G_GUINT64_FORMAT "\n"
+                          "# HELP perfmond_dropped_signals_total Signals of monitored processes dropped (rate, size, unregistered)\n"
+                          "# TYPE perfmond_dropped_signals_total counter\n"
+                          "perfmond_dropped_signals_total %" G_GUINT64_FORMAT "\n",
+                          g_hash_table_size (self->by_pid), refused, dropped);
 }
 
 /* Takes a hang report (JSON, from a signal or GetHangReports) of @process:
@@ -484,16 +960,25 @@ add_hang (PerfmondDaemon *self,
     }
 
   /* A hang that arrives both as a signal and in the GetHangReports reply
-   * of the registration is kept once. */
-  for (GList *l = self->hangs.head; l != NULL; l = l->next)
-    {
-      Hang *other = l->data;
+   * of the registration is kept once. Hash and length first: a process
+   * sending many big reports must not make each one cost a comparison
+   * with all the others. */
+  {
+    guint hash = g_str_hash (json);
 
-      if (other->pid == process->pid && strcmp (other->json, json) == 0)
-        return;
-    }
+    for (GList *l = self->hangs.head; l != NULL; l = l->next)
+      {
+        Hang *other = l->data;
 
-  hang = g_new0 (Hang, 1);
+        if (other->pid == process->pid && other->hash == hash && other->length == length &&
+            memcmp (other->json, json, length) == 0)
+          return;
+      }
+
+    hang = g_new0 (Hang, 1);
+    hang->hash = hash;
+    hang->length = length;
+  }
   hang->id = g_strdup_printf ("%u-%u", process->pid, ++process->n_hangs);
   hang->pid = process->pid;
   hang->process_name = g_strdup (process->process_name);
@@ -504,19 +989,26 @@ add_hang (PerfmondDaemon *self,
                                   ? json_object_get_string_member (object, "runnableName") : "");
   hang->json = g_strdup (json);
 
+  count_hang (self, hang->process_name, hang->runnable_name);
   g_debug ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
              hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
 
   if (self->config.max_hangs > 0)
     {
       g_queue_push_head (&self->hangs, hang);
-      while (self->hangs.length > self->config.max_hangs)
-        hang_free (g_queue_pop_tail (&self->hangs));
-      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+      self->hangs_bytes += hang->length;
+      while (self->hangs.length > self->config.max_hangs || self->hangs_bytes > MAX_HANGS_BYTES)
+        {
+          Hang *oldest = g_queue_pop_tail (&self->hangs);
+
+          self->hangs_bytes -= oldest->length;
+          hang_free (oldest);
+        }
+      emit_signal (self, "Hang", g_variant_new ("(sus)", hang->id, hang->pid, hang->json));
     }
   else
     {
-      perfmon_dbus_daemon1_emit_hang (self->skeleton, hang->id, hang->pid, hang->json);
+      emit_signal (self, "Hang", g_variant_new ("(sus)", hang->id, hang->pid, hang->json));
       hang_free (hang);
     }
 }
@@ -536,7 +1028,9 @@ add_ping (PerfmondDaemon *self,
       return;
     }
 
-  perfmon_dbus_daemon1_emit_ping (self->skeleton, process->pid, path);
+  emit_signal (self, "Ping", g_variant_new ("(us)", process->pid, path));
+  if (self->uploader != NULL)
+    perfmond_uploader_add (self->uploader, path);
   if (self->config.max_hangs == 0)
     return;
 
@@ -573,8 +1067,6 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "a Hang signal", "expected arguments of type (s)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(&s)", &json);
       add_hang (self, process, json);
     }
@@ -588,10 +1080,8 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "an Alert signal", "expected arguments of type (tst)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
-      perfmon_dbus_daemon1_emit_alert (self->skeleton, process->pid, group_id, group_name, duration_us);
+      emit_signal (self, "Alert", g_variant_new ("(utst)", process->pid, group_id, group_name, duration_us));
     }
   else if (strcmp (signal_name, "Ping") == 0)
     {
@@ -602,8 +1092,6 @@ on_monitor_signal (GDBusConnection *connection,
           process_reject (process, "a Ping signal", "expected arguments of type (s)");
           return;
         }
-      if (!process_signal_allowed (self, process))
-        return;
       g_variant_get (parameters, "(&s)", &path);
       add_ping (self, process, path);
     }
@@ -704,10 +1192,13 @@ add_process (PerfmondDaemon *self,
   process->registered_at = g_get_monotonic_time ();
   process->cancellable = g_cancellable_new ();
   process->waiters = g_ptr_array_new ();
+  process->slot = self->next_slot++ % POLL_SLOTS;
   g_queue_init (&process->history);
 
   g_hash_table_insert (self->by_pid, GUINT_TO_POINTER (pid), process);
   g_hash_table_insert (self->by_name, process->bus_name, process);
+  /* Before the subscription: its signals pass the filter from now on. */
+  budget_add (self, bus_name, pid);
 
   /* Subscribed before GetHangReports, so that no hang falls in between;
    * add_hang() drops the ones seen twice. */
@@ -735,7 +1226,7 @@ add_process (PerfmondDaemon *self,
                             process->cancellable, get_hang_reports_done, process_ref (process));
 
   g_debug ("pid %u (%s) registered", pid, bus_name);
-  perfmon_dbus_daemon1_emit_process_added (self->skeleton, pid, bus_name);
+  emit_signal (self, "ProcessAdded", g_variant_new ("(us)", pid, bus_name));
 
   /* The first snapshot now, not an interval later. */
   poll_process (self, process);
@@ -760,20 +1251,36 @@ get_pid_done (GObject      *source,
   const char *sender = g_dbus_method_invocation_get_sender (invocation);
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) credentials = NULL;
   Process *old;
-  guint32 pid;
+  guint32 pid, uid;
 
   g_free (call);
 
+  /* The bus's word, not the process's: its pid and uid as the kernel gave
+   * them to the bus (SO_PEERCRED). Snapshots must then carry that pid. */
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
-  if (reply == NULL)
+  if (reply != NULL)
+    {
+      g_variant_get (reply, "(@a{sv})", &credentials);
+      if (!g_variant_lookup (credentials, "ProcessID", "u", &pid) ||
+          !g_variant_lookup (credentials, "UnixUserID", "u", &uid))
+        g_set_error_literal (&error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                             "the bus does not know its ProcessID and UnixUserID");
+    }
+  if (error != NULL)
     {
       g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
-                                             "cannot find the process id of %s: %s",
+                                             "cannot find the credentials of %s: %s",
                                              sender, error->message);
       goto out;
     }
-  g_variant_get (reply, "(u)", &pid);
+  if (uid != (guint32) geteuid ())
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.AccessDenied",
+                                                  "perfmond monitors only processes of its own uid");
+      goto out;
+    }
 
   if (self->skeleton == NULL)
     {
@@ -830,9 +1337,35 @@ handle_register (PerfmonDBusDaemon1    *skeleton,
   call->daemon = g_object_ref (self);
   call->invocation = invocation;
   g_dbus_connection_call (self->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                          "org.freedesktop.DBus", "GetConnectionUnixProcessID",
-                          g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(u)"),
+                          "org.freedesktop.DBus", "GetConnectionCredentials",
+                          g_variant_new ("(s)", sender), G_VARIANT_TYPE ("(a{sv})"),
                           G_DBUS_CALL_FLAGS_NONE, -1, NULL, get_pid_done, call);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_subscribe (PerfmonDBusDaemon1    *skeleton,
+                  GDBusMethodInvocation *invocation,
+                  PerfmondDaemon        *self)
+{
+  if (!_perfmon_name_set_add (self->subscribers, g_dbus_method_invocation_get_sender (invocation)))
+    {
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
+                                             "perfmond already has %d subscribers, the most it allows",
+                                             MAX_SUBSCRIBERS);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+  perfmon_dbus_daemon1_complete_subscribe (skeleton, invocation);
+  return G_DBUS_METHOD_INVOCATION_HANDLED;
+}
+
+static gboolean
+handle_unsubscribe (PerfmonDBusDaemon1    *skeleton,
+                    GDBusMethodInvocation *invocation,
+                    PerfmondDaemon        *self)
+{
+  _perfmon_name_set_remove (self->subscribers, g_dbus_method_invocation_get_sender (invocation));
+  perfmon_dbus_daemon1_complete_unsubscribe (skeleton, invocation);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -954,6 +1487,7 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   g_autoptr(GPtrArray) snapshots = g_ptr_array_new ();
   g_autoptr(GArray) pids = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr(GVariant) merged = NULL;
+  guint omitted = 0;
 
   for (guint i = 0; i < processes->len; i++)
     {
@@ -967,12 +1501,13 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
 
   merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
                                       (const guint *) (gpointer) pids->data, snapshots->len,
-                                      (guint) getpid (), g_get_monotonic_time ());
+                                      (guint) getpid (), g_get_monotonic_time (),
+                                      MAX_AGGREGATE_REPLY_BYTES, &omitted);
   if (merged == NULL)
     g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                    "perfmond could not merge the snapshots (see its log)");
   else
-    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged));
+    perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged), omitted);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -1003,9 +1538,9 @@ handle_get_history (PerfmonDBusDaemon1    *skeleton,
     {
       HistoryEntry *entry = l->data;
 
-      if (entry->timestamp <= since_us || bytes + entry->size > MAX_HISTORY_REPLY_BYTES)
+      if (entry->timestamp <= since_us || bytes + entry->variant_size > MAX_HISTORY_REPLY_BYTES)
         break;
-      bytes += entry->size;
+      bytes += entry->variant_size;
       first = l;
     }
 
@@ -1059,6 +1594,15 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
                  const char            *id,
                  PerfmondDaemon        *self)
 {
+  if (strlen (id) > MAX_HANG_ID_BYTES)
+    {
+      return_invalid_args (invocation, "id: expected a hang id of at most %d bytes (\"PID-N\", see "
+                           "ListHangs()), got %" G_GSIZE_FORMAT " bytes starting \"%.*s…\"",
+                           MAX_HANG_ID_BYTES, strlen (id),
+                           (int) perfmon_utf8_cut (id, strlen (id), QUOTED_PREFIX_BYTES), id);
+      return G_DBUS_METHOD_INVOCATION_HANDLED;
+    }
+
   for (GList *l = self->hangs.head; l != NULL; l = l->next)
     {
       Hang *hang = l->data;
@@ -1095,6 +1639,10 @@ perfmond_daemon_finalize (GObject *object)
   g_queue_clear_full (&self->hangs, (GDestroyNotify) hang_free);
   g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
+  perfmond_uploader_free (self->uploader);
+  g_hash_table_unref (self->budgets);
+  g_hash_table_unref (self->hang_counts);
+  g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
 }
@@ -1116,6 +1664,9 @@ perfmond_daemon_init (PerfmondDaemon *self)
   g_queue_init (&self->hangs);
   g_queue_init (&self->pings);
   self->aggregator = perfmond_aggregator_new ();
+  g_mutex_init (&self->filter_lock);
+  self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->hang_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 }
 
 /* @config must have been checked (perfmond.c does it). */
@@ -1126,8 +1677,91 @@ perfmond_daemon_new (const PerfmondConfig *config)
 
   g_return_val_if_fail (config->poll_interval_ms > 0, NULL);
   self->config = *config;
+  self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
+  if (config->upload_url != NULL)
+    self->uploader = perfmond_uploader_new (config->upload_url);
   return self;
 }
+
+/* A call of a caller with our uid: the skeleton's own vtable serves it
+ * (its handle-* signals), properties included. */
+static void
+serve_gated (GDBusMethodInvocation *invocation,
+             gpointer               user_data)
+{
+  PerfmondDaemon *self = user_data;
+  GDBusInterfaceSkeleton *skeleton = G_DBUS_INTERFACE_SKELETON (self->skeleton);
+  GDBusInterfaceVTable *vtable;
+  const char *interface = g_dbus_method_invocation_get_interface_name (invocation);
+  const char *method = g_dbus_method_invocation_get_method_name (invocation);
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  g_autoptr(GError) error = NULL;
+
+  if (self->skeleton == NULL)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.UnknownObject",
+                                                  "perfmond is stopping");
+      return;
+    }
+  vtable = g_dbus_interface_skeleton_get_vtable (skeleton);
+
+  if (g_strcmp0 (interface, "org.freedesktop.DBus.Properties") != 0)
+    {
+      vtable->method_call (self->connection, sender, DAEMON_PATH, interface, method,
+                           g_dbus_method_invocation_get_parameters (invocation), invocation, skeleton);
+      return;
+    }
+
+  if (g_str_equal (method, "Get"))
+    {
+      const GDBusPropertyInfo *info = g_dbus_method_invocation_get_property_info (invocation);
+      g_autoptr(GVariant) value = info != NULL ? vtable->get_property (self->connection, sender, DAEMON_PATH,
+                                                                       DAEMON_IFACE, info->name, &error,
+                                                                       skeleton) : NULL;
+
+      if (value == NULL)
+        g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                    "no such property");
+      else
+        g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", value));
+    }
+  else if (g_str_equal (method, "GetAll"))
+    g_dbus_method_invocation_return_value (invocation,
+                                           g_variant_new ("(@a{sv})",
+                                                          g_dbus_interface_skeleton_get_properties (skeleton)));
+  else
+    g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.InvalidArgs",
+                                                "the properties of " DAEMON_IFACE " are read-only");
+}
+
+/* Every call, properties included (get_property is NULL, so GDBus hands
+ * org.freedesktop.DBus.Properties calls here), passes the uid gate. */
+static void
+on_daemon_method_call (GDBusConnection       *connection,
+                       const char            *sender,
+                       const char            *object_path,
+                       const char            *interface_name,
+                       const char            *method_name,
+                       GVariant              *parameters,
+                       GDBusMethodInvocation *invocation,
+                       gpointer               user_data)
+{
+  PerfmondDaemon *self = user_data;
+
+  if (self->gate == NULL)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.UnknownObject",
+                                                  "perfmond is stopping");
+      return;
+    }
+  _perfmon_uid_gate_check (self->gate, invocation);
+}
+
+static const GDBusInterfaceVTable daemon_vtable = {
+  .method_call = on_daemon_method_call,
+  .get_property = NULL,
+  .set_property = NULL,
+};
 
 gboolean
 perfmond_daemon_export (PerfmondDaemon   *self,
@@ -1152,14 +1786,25 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   g_signal_connect (skeleton, "handle-list-hangs", G_CALLBACK (handle_list_hangs), self);
   g_signal_connect (skeleton, "handle-get-hang", G_CALLBACK (handle_get_hang), self);
   g_signal_connect (skeleton, "handle-list-pings", G_CALLBACK (handle_list_pings), self);
+  g_signal_connect (skeleton, "handle-subscribe", G_CALLBACK (handle_subscribe), self);
+  g_signal_connect (skeleton, "handle-unsubscribe", G_CALLBACK (handle_unsubscribe), self);
 
-  if (!g_dbus_interface_skeleton_export (G_DBUS_INTERFACE_SKELETON (skeleton), connection,
-                                         DAEMON_PATH, error))
+  self->registration_id =
+    g_dbus_connection_register_object (connection, DAEMON_PATH,
+                                       g_dbus_interface_skeleton_get_info (G_DBUS_INTERFACE_SKELETON (skeleton)),
+                                       &daemon_vtable, self, NULL, error);
+  if (self->registration_id == 0)
     return FALSE;
 
   self->connection = g_object_ref (connection);
   self->skeleton = g_steal_pointer (&skeleton);
-  self->poll_source = g_timeout_add (self->config.poll_interval_ms, poll_tick, self);
+  self->gate = _perfmon_uid_gate_new (connection, geteuid (), DAEMON_IFACE, serve_gated, self);
+  self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
+  /* The filter may still run a moment after its removal (another
+   * thread): it holds a reference until GDBus says it is done. */
+  self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
+                                                  g_object_unref);
+  self->poll_source = g_timeout_add (MAX (self->config.poll_interval_ms / POLL_SLOTS, 1), poll_tick, self);
   return TRUE;
 }
 
@@ -1179,7 +1824,13 @@ perfmond_daemon_unexport (PerfmondDaemon *self)
     remove_process (self, g_ptr_array_index (processes, i), "perfmond is stopping");
 
   g_clear_handle_id (&self->poll_source, g_source_remove);
-  g_dbus_interface_skeleton_unexport (G_DBUS_INTERFACE_SKELETON (self->skeleton));
+  g_dbus_connection_remove_filter (self->connection, self->filter_id);
+  self->filter_id = 0;
+  g_dbus_connection_unregister_object (self->connection, self->registration_id);
+  self->registration_id = 0;
+  g_clear_pointer (&self->subscribers, _perfmon_name_set_free);
+  _perfmon_uid_gate_close (g_steal_pointer (&self->gate), "org.freedesktop.DBus.Error.UnknownObject",
+                           "perfmond is stopping");
   g_signal_handlers_disconnect_by_data (self->skeleton, self);
   g_clear_object (&self->skeleton);
   g_clear_object (&self->connection);

@@ -23,6 +23,7 @@ typedef struct
   guint max_groups;         /* per snapshot; bigger snapshots are rejected */
   guint max_hangs;          /* kept, across all processes */
   guint max_signals;        /* Hang + Alert per process per second */
+  const char *upload_url;   /* nullable: send pings there (perfmond-upload.c) */
 } PerfmondConfig;
 
 #define PERFMOND_TYPE_DAEMON (perfmond_daemon_get_type ())
@@ -34,5 +35,7 @@ gboolean        perfmond_daemon_export (PerfmondDaemon        *self,
                                         GDBusConnection       *connection,
                                         GError               **error);
 void            perfmond_daemon_unexport (PerfmondDaemon      *self);
+void            perfmond_daemon_write_metrics (PerfmondDaemon *self,
+                                               GString        *out);
 
 G_END_DECLS

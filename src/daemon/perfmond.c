@@ -3,18 +3,25 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Exit status:
- *   0  stopped normally (SIGTERM/SIGINT, lost its bus name, the bus went away)
- *   1  could not start (no session bus, cannot export its object)
+ *   0  stopped on request (SIGTERM/SIGINT)
+ *   1  could not start (no session bus, cannot export its object), or lost
+ *      its bus or its bus name: a failure, so that a supervisor
+ *      (Restart=on-failure) starts it again
  *   2  the command line was wrong
- *   3  another perfmond is already running (its pid file is locked, or it
- *      owns org.perfmon.Daemon1 on this bus)
+ *   3  another perfmond owns org.perfmon.Daemon1 on this bus
+ *
+ * One perfmond per bus, and only the bus name says so: a perfmond on a
+ * private bus (dbus-run-session, GTestDBus) runs beside the one of the
+ * desktop session. The optional pid file is a record, not a lock.
  */
-#include <bsd/libutil.h>
 #include <errno.h>
 #include <glib-unix.h>
 #include <glib/gstdio.h>
 #include <locale.h>
 #include <stdio.h>
+#include <unistd.h>
+
+#include <libsoup/soup.h>
 
 #include "perfmond-daemon.h"
 
@@ -91,9 +98,11 @@ parse_range_option (const char  *option_name,
 
 typedef struct
 {
-  GMainLoop *loop;
-  int        status;
-  gboolean   acquired;
+  GMainLoop  *loop;
+  int         status;
+  gboolean    acquired;
+  const char *pidfile;        /* nullable */
+  gboolean    pidfile_written;
 } State;
 
 static void
@@ -104,6 +113,22 @@ stop (State *state,
   g_main_loop_quit (state->loop);
 }
 
+/* Writes our pid to @path (atomically), for whoever wants to find us;
+ * FALSE with a message when it cannot. */
+static gboolean
+write_pidfile (const char *path)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = g_strdup_printf ("%ld\n", (long) getpid ());
+
+  if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &error))
+    {
+      g_printerr ("perfmond: cannot write the pid file: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static void
 on_name_acquired (GDBusConnection *connection,
                   const char      *name,
@@ -112,6 +137,17 @@ on_name_acquired (GDBusConnection *connection,
   State *state = user_data;
 
   state->acquired = TRUE;
+  /* Written once the name is ours: a perfmond that finds it taken must
+   * not overwrite the record of the one that has it. */
+  if (state->pidfile != NULL)
+    {
+      if (!write_pidfile (state->pidfile))
+        {
+          stop (state, EXIT_FAILED);
+          return;
+        }
+      state->pidfile_written = TRUE;
+    }
   g_debug ("owns %s (poll every %u ms, %u s of history, at most %u processes)",
              name, config.poll_interval_ms, config.history_s, config.max_processes);
 }
@@ -125,8 +161,8 @@ on_name_lost (GDBusConnection *connection,
 
   if (connection == NULL || g_dbus_connection_is_closed (connection))
     {
-      g_message ("the session bus went away, exiting");
-      stop (state, EXIT_OK);
+      g_warning ("lost the session bus, exiting with a failure status");
+      stop (state, EXIT_FAILED);
     }
   else if (!state->acquired)
     {
@@ -135,9 +171,63 @@ on_name_lost (GDBusConnection *connection,
     }
   else
     {
-      g_message ("lost the name %s, exiting", name);
-      stop (state, EXIT_OK);
+      g_warning ("lost the name %s, exiting with a failure status", name);
+      stop (state, EXIT_FAILED);
     }
+}
+
+/* GET /metrics: the Prometheus text format of perfmond_daemon_write_metrics(). */
+static void
+serve_metrics (SoupServer        *server,
+               SoupServerMessage *message,
+               const char        *path,
+               GHashTable        *query,
+               gpointer           user_data)
+{
+  PerfmondDaemon *daemon = user_data;
+  GString *text;
+
+  if (soup_server_message_get_method (message) != SOUP_METHOD_GET &&
+      soup_server_message_get_method (message) != SOUP_METHOD_HEAD)
+    {
+      soup_server_message_set_status (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
+      return;
+    }
+  text = g_string_new (NULL);
+  perfmond_daemon_write_metrics (daemon, text);
+  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
+  soup_server_message_set_response (message, "text/plain; version=0.0.4; charset=utf-8",
+                                    SOUP_MEMORY_TAKE, text->str, text->len);
+  g_string_free (text, FALSE);
+}
+
+/* --metrics-address: "PORT" (loopback) or "HOST:PORT", HOST an IP address
+ * ([…] for IPv6). NULL with @error set when it is not one. */
+static GSocketAddress *
+parse_metrics_address (const char  *text,
+                       GError     **error)
+{
+  g_autoptr(GSocketConnectable) connectable = NULL;
+  g_autoptr(GInetAddress) address = NULL;
+  guint64 port = 0;
+
+  if (g_ascii_string_to_unsigned (text, 10, 1, 65535, &port, NULL))
+    address = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  else if ((connectable = g_network_address_parse (text, 0, NULL)) != NULL)
+    {
+      GNetworkAddress *network = G_NETWORK_ADDRESS (connectable);
+
+      port = g_network_address_get_port (network);
+      address = g_inet_address_new_from_string (g_network_address_get_hostname (network));
+    }
+  if (address == NULL || port == 0)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                   "--metrics-address: expected PORT (1…65535, on 127.0.0.1) or IP:PORT, got “%.*s”",
+                   (int) MIN (strlen (text), 64), text);
+      return NULL;
+    }
+  return g_inet_socket_address_new (address, (guint16) port);
 }
 
 static gboolean
@@ -150,82 +240,23 @@ on_unix_signal (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* The lock that makes perfmond a single instance per user, even when
- * started by hand with another bus address at hand. NULL with *status set
- * when it must not run. */
-static struct pidfh *
-lock_pidfile (const char *path,
-              int        *status)
-{
-  g_autofree char *default_path = NULL;
-  struct pidfh *pidfile;
-  pid_t other = -1;
-
-  if (path == NULL)
-    {
-      const char *runtime_dir = g_getenv ("XDG_RUNTIME_DIR");
-      g_autofree char *dir = NULL;
-
-      if (runtime_dir == NULL || !g_path_is_absolute (runtime_dir))
-        runtime_dir = g_get_user_runtime_dir ();
-      dir = g_build_filename (runtime_dir, "perfmon", NULL);
-      if (g_mkdir_with_parents (dir, 0700) != 0)
-        {
-          int saved_errno = errno;
-
-          g_printerr ("perfmond: cannot create %s: %s\n", dir, g_strerror (saved_errno));
-          *status = EXIT_FAILED;
-          return NULL;
-        }
-      path = default_path = g_build_filename (dir, "perfmond.pid", NULL);
-    }
-
-  pidfile = pidfile_open (path, 0600, &other);
-  if (pidfile == NULL)
-    {
-      int saved_errno = errno;
-
-      if (saved_errno == EEXIST)
-        {
-          g_printerr ("perfmond: already running as pid %ld (pid file %s)\n", (long) other, path);
-          *status = EXIT_ALREADY_RUNNING;
-        }
-      else
-        {
-          g_printerr ("perfmond: cannot open the pid file %s: %s\n", path, g_strerror (saved_errno));
-          *status = EXIT_FAILED;
-        }
-      return NULL;
-    }
-
-  if (pidfile_write (pidfile) != 0)
-    {
-      int saved_errno = errno;
-
-      g_printerr ("perfmond: cannot write the pid file %s: %s\n", path, g_strerror (saved_errno));
-      pidfile_remove (pidfile);
-      *status = EXIT_FAILED;
-      return NULL;
-    }
-
-  return pidfile;
-}
-
 int
 main (int    argc,
       char **argv)
 {
   g_autofree char *pidfile_path = NULL;
+  g_autofree char *metrics_address = NULL;
+  g_autofree char *upload_url = NULL;
+  g_autoptr(GSocketAddress) metrics_socket_address = NULL;
+  g_autoptr(SoupServer) metrics_server = NULL;
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GDBusConnection) connection = NULL;
   g_autoptr(PerfmondDaemon) daemon = NULL;
   g_autoptr(GMainLoop) loop = NULL;
   gboolean version = FALSE;
-  struct pidfh *pidfile;
   State state = { 0, };
   guint owner_id;
-  int status = EXIT_OK;
   const GOptionEntry entries[] = {
     { "poll-interval", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
       "Poll each process every MS milliseconds (100…3600000, default 1000)", "MS" },
@@ -244,7 +275,12 @@ main (int    argc,
     { "max-signals", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
       "Take at most N Hang and Alert signals a second from one process (1…100000, default 20)", "N" },
     { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile_path,
-      "The lock file that keeps perfmond single (default $XDG_RUNTIME_DIR/perfmon/perfmond.pid)", "PATH" },
+      "Write the daemon's pid to PATH (a record, not a lock: the bus name keeps one perfmond per bus)", "PATH" },
+    { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
+      "Serve Prometheus metrics at http://ADDRESS/metrics: PORT (on 127.0.0.1) or IP:PORT (off by default)",
+      "ADDRESS" },
+    { "upload-url", 0, 0, G_OPTION_ARG_STRING, &upload_url,
+      "Send the processes' pings to the telemetry server at URL (http or https; off by default)", "URL" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
     { NULL }
   };
@@ -259,8 +295,9 @@ main (int    argc,
                                 "collects their hangs, as org.perfmon.Daemon1.\n"
                                 "Usually started by D-Bus activation or systemd --user.");
   g_option_context_set_description (context,
-                                    "Exit status: 0 stopped normally, 1 could not start, "
-                                    "2 bad command line, 3 already running.\n");
+                                    "Exit status: 0 stopped on request, 1 could not start or lost "
+                                    "its bus, 2 bad command line,\n3 another perfmond owns the name "
+                                    "on this bus.\n");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {
@@ -278,32 +315,67 @@ main (int    argc,
       return EXIT_OK;
     }
 
-  pidfile = lock_pidfile (pidfile_path, &status);
-  if (pidfile == NULL)
-    return status;
+
+  if (metrics_address != NULL)
+    {
+      metrics_socket_address = parse_metrics_address (metrics_address, &error);
+      if (metrics_socket_address == NULL)
+        {
+          g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
+          return EXIT_USAGE;
+        }
+    }
+
+  if (upload_url != NULL)
+    {
+      g_autoptr(GUri) uri = g_uri_parse (upload_url, G_URI_FLAGS_NONE, NULL);
+
+      if (uri == NULL || (g_strcmp0 (g_uri_get_scheme (uri), "http") != 0 &&
+                          g_strcmp0 (g_uri_get_scheme (uri), "https") != 0) ||
+          g_uri_get_host (uri) == NULL || g_uri_get_query (uri) != NULL)
+        {
+          g_printerr ("perfmond: --upload-url: expected an http or https URL without a query, got “%.*s”\n"
+                      "Try “perfmond --help”.\n", (int) MIN (strlen (upload_url), 64), upload_url);
+          return EXIT_USAGE;
+        }
+      config.upload_url = upload_url;
+    }
 
   connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   if (connection == NULL)
     {
       g_printerr ("perfmond: cannot connect to the session bus: %s\n", error->message);
-      pidfile_remove (pidfile);
       return EXIT_FAILED;
     }
   /* Leave through the main loop (and remove the pid file) instead of
-   * GDBus's exit(1) when the bus goes away. */
+   * GDBus's exit(1) when the bus goes away; the status is a failure then
+   * too. */
   g_dbus_connection_set_exit_on_close (connection, FALSE);
 
   daemon = perfmond_daemon_new (&config);
   if (!perfmond_daemon_export (daemon, connection, &error))
     {
       g_printerr ("perfmond: cannot export /org/perfmon/Daemon1: %s\n", error->message);
-      pidfile_remove (pidfile);
       return EXIT_FAILED;
+    }
+
+  if (metrics_socket_address != NULL)
+    {
+      metrics_server = soup_server_new ("server-header", "perfmond", NULL);
+      soup_server_add_handler (metrics_server, "/metrics", serve_metrics, daemon, NULL);
+      if (!soup_server_listen (metrics_server, metrics_socket_address, 0, &error))
+        {
+          g_printerr ("perfmond: cannot serve metrics at %s: %s\n", metrics_address, error->message);
+          perfmond_daemon_unexport (daemon);
+          return EXIT_FAILED;
+        }
+      g_message ("serves metrics at http://%s/metrics", metrics_address);
     }
 
   loop = g_main_loop_new (NULL, FALSE);
   state.loop = loop;
   state.status = EXIT_OK;
+  state.pidfile = pidfile_path;
 
   /* Not queued and not replaceable: one daemon per bus, and one that
    * loses its name has nothing left to do. */
@@ -316,10 +388,13 @@ main (int    argc,
   g_main_loop_run (loop);
 
   g_bus_unown_name (owner_id);
+  if (metrics_server != NULL)
+    soup_server_disconnect (metrics_server);
   perfmond_daemon_unexport (daemon);
   if (!g_dbus_connection_is_closed (connection))
     g_dbus_connection_flush_sync (connection, NULL, NULL);
-  pidfile_remove (pidfile);
+  if (state.pidfile_written)
+    g_unlink (pidfile_path);
 
   return state.status;
 }

@@ -86,6 +86,12 @@ struct _PerfmonHangMonitor
   guint64              log_dir_limit;
   char                *process_type;
   char                *remote_type;
+  /* The program's identity in pings and jank events; under state_lock
+   * (pings are written on other threads). NULL: the defaults. */
+  char                *app_name;
+  char                *app_version;
+  char                *app_channel;
+  char                *app_build_id;
   gboolean             developer_mode;
   PerfmonJankConfig    jank_config;             /* under state_lock */
 
@@ -122,6 +128,10 @@ enum {
   PROP_PROCESS_TYPE,
   PROP_REMOTE_TYPE,
   PROP_DEVELOPER_MODE,
+  PROP_APP_NAME,
+  PROP_APP_VERSION,
+  PROP_APP_CHANNEL,
+  PROP_APP_BUILD_ID,
   N_PROPS
 };
 
@@ -377,6 +387,19 @@ queue_emission (PerfmonHangMonitor *self,
 
 /* Watchdog thread, without the activity lock: runs the jank checker and
  * returns when it next needs to run. */
+/* The application name: the app-name property, else what GLib knows
+ * (g_get_application_name(), which falls back on the prgname), else the
+ * kernel's name of the process. Under state_lock. */
+static char *
+app_name_locked (PerfmonHangMonitor *self)
+{
+  if (self->app_name != NULL)
+    return g_strdup (self->app_name);
+  if (g_get_application_name () != NULL)
+    return g_strdup (g_get_application_name ());
+  return g_strdup (_perfmon_process_name ());  /* the one derivation, never empty */
+}
+
 static gint64
 tick_jank (PerfmonHangMonitor *self,
            PerfmonJankSampler *sampler,
@@ -391,8 +414,15 @@ tick_jank (PerfmonHangMonitor *self,
   setup.log_dir = self->log_dir;
   setup.log_dir_limit = self->log_dir_limit;
   setup.developer_mode = self->developer_mode;
-  setup.bundle_name = _perfmon_process_name ();
-  setup.bundle_version = NULL;
+  g_autofree char *bundle_name = NULL;
+  g_autofree char *bundle_version = NULL;
+
+  g_mutex_lock (&self->state_lock);
+  bundle_name = app_name_locked (self);
+  bundle_version = g_strdup (self->app_version != NULL ? self->app_version : "");
+  g_mutex_unlock (&self->state_lock);
+  setup.bundle_name = bundle_name;
+  setup.bundle_version = bundle_version;
   next = _perfmon_jank_sampler_tick (sampler, &config, &setup, stretch_start_us,
                                      g_get_monotonic_time (), &event);
   if (event != NULL)
@@ -922,15 +952,17 @@ write_ping_locked (PerfmonHangMonitor *self,
 {
   PerfmonPingInfo info = { 0, };
   gint64 now_us = g_get_monotonic_time ();
+  g_autofree char *app_name = NULL;
   char *path;
 
   if (self->store == NULL)
     return NULL;
 
-  info.app_name = _perfmon_process_name ();
-  info.app_version = NULL;
-  info.build_id = NULL;
-  info.channel = NULL;
+  app_name = app_name_locked (self);
+  info.app_name = app_name;
+  info.app_version = self->app_version;
+  info.build_id = self->app_build_id;
+  info.channel = self->app_channel;
   info.time_since_last_ping_ms = (now_us - self->last_ping_time_us) / 1000;
 
   path = _perfmon_ping_store_write_ping (self->store, &info, error);
@@ -1380,6 +1412,10 @@ perfmon_hang_monitor_finalize (GObject *object)
   g_free (self->log_dir);
   g_free (self->process_type);
   g_free (self->remote_type);
+  g_free (self->app_name);
+  g_free (self->app_version);
+  g_free (self->app_channel);
+  g_free (self->app_build_id);
   g_mutex_clear (&self->state_lock);
   g_mutex_clear (&self->emissions_lock);
 
@@ -1394,6 +1430,43 @@ replace_string (char      **field,
   g_free (*field);
   *field = value != NULL ? g_strdup (value)
                          : default_leaf != NULL ? default_state_dir (default_leaf) : NULL;
+}
+
+/* The identity properties: strings of at most 128 bytes; a build id is
+ * 14 digits (YYYYmmddHHMMSS), as Mozilla's pipeline wants. A bad value is
+ * a critical and leaves the property as it was. */
+static void
+set_identity (PerfmonHangMonitor *self,
+              guint               prop_id,
+              const char         *value)
+{
+  char **field = prop_id == PROP_APP_NAME ? &self->app_name
+                 : prop_id == PROP_APP_VERSION ? &self->app_version
+                 : prop_id == PROP_APP_CHANNEL ? &self->app_channel : &self->app_build_id;
+  const char *name = g_param_spec_get_name (properties[prop_id]);
+
+  if (value != NULL && (*value == '\0' || strlen (value) > 128))
+    {
+      g_critical ("PerfmonHangMonitor:%s: expected NULL or 1 to 128 bytes", name);
+      return;
+    }
+  if (value != NULL && prop_id == PROP_APP_BUILD_ID)
+    {
+      gsize i;
+
+      for (i = 0; g_ascii_isdigit (value[i]); i++)
+        ;
+      if (i != 14 || value[i] != '\0')
+        {
+          g_critical ("PerfmonHangMonitor:%s: expected 14 digits (YYYYmmddHHMMSS), got %.*s%s", name,
+                      (int) MIN (strlen (value), 32), value, strlen (value) > 32 ? "…" : "");
+          return;
+        }
+    }
+  g_mutex_lock (&self->state_lock);
+  g_free (*field);
+  *field = g_strdup (value);
+  g_mutex_unlock (&self->state_lock);
 }
 
 static void
@@ -1439,6 +1512,12 @@ perfmon_hang_monitor_set_property (GObject      *object,
       self->process_type = g_value_dup_string (value);
       if (self->process_type == NULL)
         self->process_type = g_strdup ("default");
+      break;
+    case PROP_APP_NAME:
+    case PROP_APP_VERSION:
+    case PROP_APP_CHANNEL:
+    case PROP_APP_BUILD_ID:
+      set_identity (self, prop_id, g_value_get_string (value));
       break;
     case PROP_REMOTE_TYPE:
       replace_string (&self->remote_type, g_value_get_string (value), NULL);
@@ -1487,6 +1566,19 @@ perfmon_hang_monitor_get_property (GObject    *object,
       break;
     case PROP_PROCESS_TYPE:
       g_value_set_string (value, self->process_type);
+      break;
+    case PROP_APP_NAME:
+      g_mutex_lock (&self->state_lock);
+      g_value_take_string (value, app_name_locked (self));
+      g_mutex_unlock (&self->state_lock);
+      break;
+    case PROP_APP_VERSION:
+    case PROP_APP_CHANNEL:
+    case PROP_APP_BUILD_ID:
+      g_mutex_lock (&self->state_lock);
+      g_value_set_string (value, prop_id == PROP_APP_VERSION ? self->app_version
+                                 : prop_id == PROP_APP_CHANNEL ? self->app_channel : self->app_build_id);
+      g_mutex_unlock (&self->state_lock);
       break;
     case PROP_REMOTE_TYPE:
       g_value_set_string (value, self->remote_type);
@@ -1634,6 +1726,56 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    */
   properties[PROP_DEVELOPER_MODE] =
     g_param_spec_boolean ("developer-mode", NULL, NULL, FALSE, flags);
+
+  /**
+   * PerfmonHangMonitor:app-name:
+   *
+   * The application's name in pings (`application.name`, and the
+   * `appName` of an upload) and jank events (`bundle_name`). %NULL (the
+   * default) reads back as what GLib knows: g_get_application_name(),
+   * which falls back on g_get_prgname(), else the process's name. Under
+   * `perfmon run`, the environment variable `PERFMON_APP_NAME`.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_APP_NAME] =
+    g_param_spec_string ("app-name", NULL, NULL, NULL, flags);
+
+  /**
+   * PerfmonHangMonitor:app-version:
+   *
+   * The application's version in pings (`application.version`, written
+   * as Mozilla's pattern wants: "3.1.4" becomes "00.3.1.4") and jank
+   * events (`bundle_version`); %NULL when unknown. Under `perfmon run`,
+   * `PERFMON_APP_VERSION`.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_APP_VERSION] =
+    g_param_spec_string ("app-version", NULL, NULL, NULL, flags);
+
+  /**
+   * PerfmonHangMonitor:app-channel:
+   *
+   * The update channel in pings (`application.channel`); %NULL for
+   * "default". Under `perfmon run`, `PERFMON_APP_CHANNEL`.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_APP_CHANNEL] =
+    g_param_spec_string ("app-channel", NULL, NULL, NULL, flags);
+
+  /**
+   * PerfmonHangMonitor:app-build-id:
+   *
+   * The build id in pings (`application.buildId`): 14 digits,
+   * YYYYmmddHHMMSS; %NULL for the executable's modification time. Under
+   * `perfmon run`, `PERFMON_APP_BUILD_ID`.
+   *
+   * Since: 1.0
+   */
+  properties[PROP_APP_BUILD_ID] =
+    g_param_spec_string ("app-build-id", NULL, NULL, NULL, flags);
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
 

@@ -596,6 +596,20 @@ perfmon_preload_init (void)
       g_object_set (preload.hang_monitor, "pings-dir", pings_dir, "log-dir", log_dir, NULL);
     }
   g_signal_connect (preload.hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
+  /* The program's identity in its pings, from `perfmon run`'s caller (a
+   * bad value is said, and the default kept). */
+  {
+    static const char * const identity[][2] = {
+      { "PERFMON_APP_NAME", "app-name" },
+      { "PERFMON_APP_VERSION", "app-version" },
+      { "PERFMON_APP_CHANNEL", "app-channel" },
+      { "PERFMON_APP_BUILD_ID", "app-build-id" },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (identity); i++)
+      if (g_getenv (identity[i][0]) != NULL && *g_getenv (identity[i][0]) != '\0')
+        g_object_set (preload.hang_monitor, identity[i][1], g_getenv (identity[i][0]), NULL);
+  }
 
   /* Its signals come on the default context, which the program's loop
    * runs: a hang found while the loop sleeps wakes it. */

@@ -161,11 +161,12 @@ perfmon_tool_snapshot_from_reply (GVariant   *reply,
                                   const char *sender,
                                   GError    **error)
 {
-  g_autoptr(GVariant) inner = NULL;
+  g_autoptr(GVariant) boxed = g_variant_get_child_value (reply, 0);
+  g_autoptr(GVariant) inner = g_variant_get_variant (boxed);
   g_autoptr(GError) local_error = NULL;
   PerfmonSnapshot *snapshot;
 
-  g_variant_get (reply, "(v)", &inner);
+  /* The first value of the reply: GetAggregate adds a count after it. */
   /* The snapshot variant may hold a maybe type, which D-Bus cannot carry:
    * perfmond sends its serialized data as a byte array. */
   if (g_variant_is_of_type (inner, G_VARIANT_TYPE_BYTESTRING))
@@ -191,7 +192,7 @@ perfmon_tool_fetch_snapshot (GDBusConnection *bus,
   g_autoptr(GVariant) reply = NULL;
 
   if (pid == 0)
-    reply = perfmon_tool_call_daemon (bus, "GetAggregate", NULL, G_VARIANT_TYPE ("(v)"), error);
+    reply = perfmon_tool_call_daemon (bus, "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"), error);
   else
     reply = perfmon_tool_call_daemon (bus, "GetSnapshot", g_variant_new ("(u)", pid),
                                       G_VARIANT_TYPE ("(v)"), error);

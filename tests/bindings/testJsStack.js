@@ -82,9 +82,11 @@ const tests = {
             `reason: ${report.get_script_stack_unavailable_reason()}`);
         const stack = report.dup_stack();
         assertJsFrames(stack, 'stack');
-        // After the engine's frames that run the callback.
+        // After the engine's frames that run the callback; when none of
+        // those is named (the hang was caught in JIT code), after the
+        // innermost frame, JIT code with no module.
         const first = stack.findIndex(f => !/\+0x[0-9a-f]+/.test(f) && !/^0x/.test(f));
-        assert(first > 0 && stack[first - 1].startsWith('libmozjs'), `placed after ${stack[first - 1]}`);
+        assert(first > 0 && /^(libmozjs|0x)/.test(stack[first - 1]), `placed after ${stack[first - 1]}`);
         assertJsFrames(report.get_pseudo_stack(), 'pseudo stack');
         const doc = JSON.parse(report.to_json());
         assertJsFrames(doc.pseudoStack, 'JSON pseudo stack');

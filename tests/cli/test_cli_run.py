@@ -44,6 +44,22 @@ class RunTest(CliTestCase):
         kinds = [g['kind'] for g in data['snapshot']['groups']]
         self.assertIn('thread', kinds)
 
+    def test_identity_from_the_environment(self):
+        env = self.foreign_env(own=True)
+        env.update({'PERFMON_APP_NAME': 'Loop', 'PERFMON_APP_VERSION': '12.0.1',
+                    'PERFMON_APP_CHANNEL': 'nightly', 'PERFMON_APP_BUILD_ID': '20261124000000'})
+        result = self.perfmon('run', '--threshold', '100', '--', UNINSTRUMENTED, env=env)
+        self.assertExit(result, 3)
+        pings_dir = os.path.join(self.env['XDG_STATE_HOME'], 'perfmon', 'pings')
+        pings = [name for name in os.listdir(pings_dir) if name.endswith('.json')]
+        self.assertEqual(len(pings), 1, pings)
+        with open(os.path.join(pings_dir, pings[0])) as f:
+            application = json.load(f)['application']
+        self.assertEqual(application['name'], 'Loop')
+        self.assertEqual(application['version'], '12.0.1')
+        self.assertEqual(application['channel'], 'nightly')
+        self.assertEqual(application['buildId'], '20261124000000')
+
     def test_uninstrumented_summary_text(self):
         result = self.perfmon('run', '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
         self.assertExit(result, 3)

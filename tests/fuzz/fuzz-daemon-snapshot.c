@@ -29,6 +29,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
   g_autoptr(GVariant) boxed = NULL;
   g_autoptr(GVariant) variant = NULL;
   g_autoptr(GVariant) merged = NULL;
+  guint omitted = 0;
   g_autoptr(GVariant) again = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   g_autoptr(PerfmonSnapshot) aggregate = NULL;
@@ -54,7 +55,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
 
   aggregator = perfmond_aggregator_new ();
   two[0] = two[1] = snapshot;
-  merged = perfmond_aggregator_merge (aggregator, two, pids, 2, 1, 1000);
+  merged = perfmond_aggregator_merge (aggregator, two, pids, 2, 1, 1000, G_MAXSIZE, &omitted);
   if (merged == NULL)
     abort ();
   aggregate = perfmon_snapshot_new_from_variant (merged, &error);
@@ -62,7 +63,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
     abort ();
 
   /* The same processes again: the same ids, so the same aggregate. */
-  again = perfmond_aggregator_merge (aggregator, two, pids, 2, 1, 1000);
+  again = perfmond_aggregator_merge (aggregator, two, pids, 2, 1, 1000, G_MAXSIZE, &omitted);
   if (again == NULL || !g_variant_equal (merged, again))
     abort ();
 
