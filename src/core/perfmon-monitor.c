@@ -2288,7 +2288,7 @@ leave_dispatch_slowly (PerfmonMonitor     *self,
  * monitor's thread (the hook checked it).
  *
  * The common case, the outermost measure of a group without window or
- * add-on and no observer, takes a lean path: it acquires the thread group
+ * add-on, takes a lean path: it acquires the thread group
  * and @record directly (nothing can hold them at depth 0) and, for a
  * short dispatch that left the measure as it found it, charges the two
  * directly. It does what _perfmon_monitor_enter() and
@@ -2305,6 +2305,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
   Measure *measure = &self->measures[0];
+  const PerfmonDispatchObserver *observer;
   const char *outer_name;
   guint64 start;
   guint64 now;
@@ -2314,7 +2315,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   /* At depth 0 no measure holds a group: neither is acquired. */
   if (G_UNLIKELY (self->depth != 0 || !self->enabled || !self->in_iteration ||
                   record->key.parents.window != NULL || record->key.parents.addon != NULL ||
-                  !thread_record->active || !record->active || _perfmon_dispatch_peek_observer () != NULL))
+                  !thread_record->active || !record->active))
     return dispatch_measured (self, record, dispatch, source, callback, user_data);
 
   /* _perfmon_monitor_enter(), acquiring the thread group and @record. */
@@ -2339,7 +2340,16 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
 
   outer_name = _perfmon_current_dispatch_name;
   _perfmon_current_dispatch_name = record->name;
-  again = dispatch (source, callback, user_data);
+  observer = _perfmon_dispatch_peek_observer ();
+  if (G_LIKELY (observer == NULL))
+    again = dispatch (source, callback, user_data);
+  else
+    {
+      gpointer token = observer->dispatch_begin (source, record->name);
+
+      again = dispatch (source, callback, user_data);
+      observer->dispatch_end (source, token);
+    }
   _perfmon_current_dispatch_name = outer_name;
 
   /* _perfmon_monitor_leave() of a short measure left as it began (a
