@@ -645,13 +645,33 @@ assert_tree_well_formed (const char *tree,
   g_assert_cmpuint (n_lines, >, 0);
 }
 
+/* Stack sampling (log_type 1) every @sample_interval ms, @sample_count
+ * samples, after a 3 s start-up window; hangs out of the way. */
+static void
+set_stack_sampling_config (PerfmonHangMonitor *hang_monitor,
+                           const char         *sample_interval,
+                           const char         *sample_count)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", (gpointer) sample_interval);
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", (gpointer) sample_count);
+  g_hash_table_insert (params, "report_times_per_app", "1");
+  g_assert_true (perfmon_hang_monitor_set_event_config (hang_monitor, "MAIN_THREAD_JANK", params, &error));
+  g_assert_no_error (error);
+  /* Hangs are not what these tests look at. */
+  g_object_set (hang_monitor, "threshold", 5000, NULL);
+}
+
 /* The jank limits and start-up window are the process's (the seed's "same
  * PID"): a jank test that needs them fresh runs in a process of its own. */
 static void
 test_jank_stack_sampling (Fixture       *fixture,
                           gconstpointer  data)
 {
-  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr(GError) error = NULL;
   g_autofree char *tree = NULL;
   JankWait wait = { fixture->loop, NULL };
@@ -662,16 +682,7 @@ test_jank_stack_sampling (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  g_hash_table_insert (params, "log_type", "1");
-  g_hash_table_insert (params, "sample_interval", "50");
-  g_hash_table_insert (params, "ignore_startup_time", "3");
-  g_hash_table_insert (params, "sample_count", "6");
-  g_hash_table_insert (params, "report_times_per_app", "1");
-  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
-                                                        params, &error));
-  g_assert_no_error (error);
-  /* Hangs are not what this test looks at. */
-  g_object_set (fixture->hang_monitor, "threshold", 5000, NULL);
+  set_stack_sampling_config (fixture->hang_monitor, "50", "6");
   g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
 
@@ -741,7 +752,6 @@ static void
 test_jank_dispatches (Fixture       *fixture,
                       gconstpointer  data)
 {
-  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr(GError) error = NULL;
   g_autofree char *tree = NULL;
   JankWait wait = { fixture->loop, NULL };
@@ -752,15 +762,7 @@ test_jank_dispatches (Fixture       *fixture,
     return;
 
   perfmon_monitor_set_automatic_groups (fixture->monitor, TRUE);
-  g_hash_table_insert (params, "log_type", "1");
-  g_hash_table_insert (params, "sample_interval", "100");
-  g_hash_table_insert (params, "ignore_startup_time", "3");
-  g_hash_table_insert (params, "sample_count", "6");
-  g_hash_table_insert (params, "report_times_per_app", "1");
-  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
-                                                        params, &error));
-  g_assert_no_error (error);
-  g_object_set (fixture->hang_monitor, "threshold", 5000, NULL);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "6");
   g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
@@ -882,22 +884,6 @@ test_jank_trace (Fixture       *fixture,
 
 /* --- once per process, end_time, skipped and failed samples ------------ */
 
-static void
-set_stack_sampling_config (PerfmonHangMonitor *hang_monitor)
-{
-  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr(GError) error = NULL;
-
-  g_hash_table_insert (params, "log_type", "1");
-  g_hash_table_insert (params, "sample_interval", "100");
-  g_hash_table_insert (params, "ignore_startup_time", "3");
-  g_hash_table_insert (params, "sample_count", "8");
-  g_hash_table_insert (params, "report_times_per_app", "1");
-  g_assert_true (perfmon_hang_monitor_set_event_config (hang_monitor, "MAIN_THREAD_JANK", params, &error));
-  g_assert_no_error (error);
-  g_object_set (hang_monitor, "threshold", 5000, NULL);
-}
-
 /* Runs a jank of @ms on @fixture's loop, and the loop for @wait_ms after
  * it; returns the jank event of @hang_monitor, if any. */
 static GVariant *
@@ -946,7 +932,7 @@ test_jank_once_per_process (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  set_stack_sampling_config (fixture->hang_monitor);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
@@ -1011,7 +997,7 @@ test_jank_once_per_process (Fixture       *fixture,
     g_autoptr(PerfmonHangMonitor) other = perfmon_hang_monitor_new (fixture->monitor);
 
     g_object_set (other, "pings-dir", fixture->pings_dir, "log-dir", fixture->dir, NULL);
-    set_stack_sampling_config (other);
+    set_stack_sampling_config (other, "100", "8");
     g_assert_true (perfmon_hang_monitor_start (other, &error));
     other_event = run_jank (fixture, other, hang_once, 550, 1600);
     g_assert_null (other_event);
@@ -1044,7 +1030,7 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  set_stack_sampling_config (fixture->hang_monitor);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
