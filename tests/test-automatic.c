@@ -519,6 +519,82 @@ test_nesting_and_mapping (Fixture       *fixture,
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (window_stats), >=, perfmon_group_stats_get_cpu_time (inner));
 }
 
+static gboolean
+enter_explicit_briefly (gpointer data)
+{
+  PerfmonGroup *explicit = data;
+
+  perfmon_group_enter (explicit);
+  perfmon_group_leave (explicit);
+  return G_SOURCE_REMOVE;
+}
+
+/* Dispatches @func(@data) once, in a source named @name, in an iteration
+ * of its own. */
+static void
+dispatch_once (Fixture     *fixture,
+               const char  *name,
+               GSourceFunc  func,
+               gpointer     data)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_name (source, name);
+  g_source_set_callback (source, func, data, NULL);
+  g_source_attach (source, fixture->context);
+  g_source_unref (source);
+  g_main_context_iteration (fixture->context, TRUE);
+  g_main_context_iteration (fixture->context, FALSE);
+}
+
+/* The outermost dispatch of a group of no window or add-on (the hook's
+ * lean measure): explicit compartments nest in it, short and long, and
+ * leave the monitor as they found it. */
+static void
+test_nesting_lean (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) explicit = perfmon_monitor_create_compartment (fixture->monitor, "explicit", 0, NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(PerfmonSnapshot) after = NULL;
+  PerfmonGroupStats *brief, *outer, *inner, *thread;
+
+  perfmon_group_set_active (explicit, TRUE);
+  dispatch_once (fixture, "[test] brief", enter_explicit_briefly, explicit);
+  dispatch_once (fixture, "[test] outer", enter_explicit, explicit);
+
+  snapshot = perfmon_monitor_snapshot (fixture->monitor);
+  brief = find_stats (snapshot, "[test] brief");
+  outer = find_stats (snapshot, "[test] outer");
+  inner = find_stats (snapshot, "explicit");
+  {
+    g_autoptr(PerfmonGroup) thread_group = perfmon_monitor_get_thread_group (fixture->monitor);
+
+    thread = find_stats (snapshot, perfmon_group_get_name (thread_group));
+  }
+  g_assert_nonnull (brief);
+  g_assert_nonnull (outer);
+  g_assert_nonnull (inner);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (brief), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (outer), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (inner), ==, 2);
+  g_assert_nonnull (thread);
+  /* Inclusive, each group once: the outer dispatch holds the explicit
+   * compartment's time, the thread group the dispatch's. */
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (inner), >, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (outer), >=, perfmon_group_stats_get_cpu_time (inner));
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (thread), >=, perfmon_group_stats_get_cpu_time (outer));
+
+  /* Balanced: a top-level measure still works (no critical), and the
+   * lean dispatches keep counting. */
+  perfmon_group_enter (explicit);
+  perfmon_group_leave (explicit);
+  for (guint i = 0; i < 3; i++)
+    dispatch_once (fixture, "[test] brief", enter_explicit_briefly, explicit);
+  after = perfmon_monitor_snapshot (fixture->monitor);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (find_stats (after, "[test] brief")), ==, 4);
+}
+
 /* --- the dispatch observer --------------------------------------------- */
 
 static struct
@@ -787,6 +863,7 @@ main (int   argc,
   ADD ("/automatic/identity", test_identity);
   ADD ("/automatic/bounded", test_bounded);
   ADD ("/automatic/nesting-and-mapping", test_nesting_and_mapping);
+  ADD ("/automatic/nesting-lean", test_nesting_lean);
   ADD ("/automatic/observer", test_observer_calls);
   ADD ("/automatic/hang-dispatches", test_hang_dispatches);
 #undef ADD

@@ -685,7 +685,10 @@ read_single_log (GVariant *params)
 
 /* Each line of the seed's tree: indentation of 4 spaces per level, the
  * count, #depth and the frame; the counts of a node's children add up to
- * at most its count, those of the roots to at most the samples. */
+ * at most its count, those of the roots to at most the samples. A line
+ * "COUNT dispatch: NAME" heads the tree of the samples of a dispatch: the
+ * counts of the dispatches add up to at most the samples, those of a
+ * dispatch's roots to at most its count. */
 static void
 assert_tree_well_formed (const char *tree,
                          guint       n_samples)
@@ -694,6 +697,8 @@ assert_tree_well_formed (const char *tree,
   guint sums[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
   guint counts[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
   g_autoptr(GRegex) format = g_regex_new ("^( *)([0-9]+) #([0-9]{2,}) pc [0-9a-f]{8,} \\S.*$", 0, 0, NULL);
+  g_autoptr(GRegex) header = g_regex_new ("^([0-9]+) dispatch: \\S.*$", 0, 0, NULL);
+  guint dispatch_sum = 0;
   guint n_lines = 0;
 
   counts[0] = n_samples;
@@ -705,6 +710,17 @@ assert_tree_well_formed (const char *tree,
       g_autofree char *depth_text = NULL;
       guint depth, count;
 
+      if (g_regex_match (header, lines[i], 0, &match))
+        {
+          count_text = g_match_info_fetch (match, 1);
+          count = (guint) g_ascii_strtoull (count_text, NULL, 10);
+          dispatch_sum += count;
+          g_assert_cmpuint (dispatch_sum, <=, n_samples);
+          memset (sums, 0, sizeof sums);
+          counts[0] = count;
+          continue;
+        }
+      g_clear_pointer (&match, g_match_info_free);
       if (!g_regex_match (format, lines[i], 0, &match))
         g_error ("not a tree line: '%s'", lines[i]);
       indent = g_match_info_fetch (match, 1);
@@ -725,13 +741,33 @@ assert_tree_well_formed (const char *tree,
   g_assert_cmpuint (n_lines, >, 0);
 }
 
+/* Stack sampling (log_type 1) every @sample_interval ms, @sample_count
+ * samples, after a 3 s start-up window; hangs out of the way. */
+static void
+set_stack_sampling_config (PerfmonHangMonitor *hang_monitor,
+                           const char         *sample_interval,
+                           const char         *sample_count)
+{
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", (gpointer) sample_interval);
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", (gpointer) sample_count);
+  g_hash_table_insert (params, "report_times_per_app", "1");
+  g_assert_true (perfmon_hang_monitor_set_event_config (hang_monitor, "MAIN_THREAD_JANK", params, &error));
+  g_assert_no_error (error);
+  /* Hangs are not what these tests look at. */
+  g_object_set (hang_monitor, "threshold", 5000, NULL);
+}
+
 /* The jank limits and start-up window are the process's (the seed's "same
  * PID"): a jank test that needs them fresh runs in a process of its own. */
 static void
 test_jank_stack_sampling (Fixture       *fixture,
                           gconstpointer  data)
 {
-  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr(GError) error = NULL;
   g_autofree char *tree = NULL;
   JankWait wait = { fixture->loop, NULL };
@@ -742,16 +778,7 @@ test_jank_stack_sampling (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  g_hash_table_insert (params, "log_type", "1");
-  g_hash_table_insert (params, "sample_interval", "50");
-  g_hash_table_insert (params, "ignore_startup_time", "3");
-  g_hash_table_insert (params, "sample_count", "6");
-  g_hash_table_insert (params, "report_times_per_app", "1");
-  g_assert_true (perfmon_hang_monitor_set_event_config (fixture->hang_monitor, "MAIN_THREAD_JANK",
-                                                        params, &error));
-  g_assert_no_error (error);
-  /* Hangs are not what this test looks at. */
-  g_object_set (fixture->hang_monitor, "threshold", 5000, NULL);
+  set_stack_sampling_config (fixture->hang_monitor, "50", "6");
   g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
 
@@ -784,6 +811,8 @@ test_jank_stack_sampling (Fixture       *fixture,
   tree = read_single_log (wait.params);
   assert_tree_well_formed (tree, sample_count);
   g_assert_nonnull (strstr (tree, "(hang_in_labelled_function+"));
+  /* Every sample was taken in the source "jank". */
+  g_assert_true (g_str_has_prefix (tree, "6 dispatch: jank\n"));
   g_clear_pointer (&wait.params, g_variant_unref);
 
   /* report_times_per_app 1, developer mode off: once a day. */
@@ -791,6 +820,69 @@ test_jank_stack_sampling (Fixture       *fixture,
   add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 1500);
   g_main_loop_run (fixture->loop);
   g_assert_null (wait.params);
+}
+
+static void wait_startup (Fixture *fixture);
+
+/* The count of the header line "COUNT dispatch: NAME\n" in @tree, 0 if
+ * there is none. */
+static guint
+dispatch_count (const char *tree,
+                const char *name)
+{
+  g_autofree char *suffix = g_strdup_printf (" dispatch: %s\n", name);
+  const char *found = strstr (tree, suffix);
+  const char *start;
+
+  if (found == NULL)
+    return 0;
+  for (start = found; start > tree && start[-1] != '\n'; start--)
+    ;
+  return (guint) g_ascii_strtoull (start, NULL, 10);
+}
+
+/* Two dispatches in one janky busy stretch (one iteration), with automatic
+ * groups on: the jank's stack tree groups its samples by the dispatch that
+ * ran when each was taken, as hangs name their runnable. */
+static void
+test_jank_dispatches (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tree = NULL;
+  JankWait wait = { fixture->loop, NULL };
+  guint32 sample_count;
+  guint first, second;
+
+  if (test_run_in_own_process ())
+    return;
+
+  perfmon_monitor_set_automatic_groups (fixture->monitor, TRUE);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "6");
+  g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  wait_startup (fixture);
+
+  /* Two idles, dispatched in one iteration: detected at 100 ms, seen at
+   * 200 ms, samples from 300 ms (in the first, which runs 400 ms) to
+   * 800 ms (in the second, which runs until 1400 ms). */
+  add_named_source (fixture->context, "[test] first jank", hang_once, GUINT_TO_POINTER (400), 0);
+  add_named_source (fixture->context, "[test] second jank", hang_once, GUINT_TO_POINTER (1000), 0);
+  add_watchdog_timeout (fixture->context, 10, "no jank event");
+  g_main_loop_run (fixture->loop);
+
+  g_assert_nonnull (wait.params);
+  g_assert_true (g_variant_lookup (wait.params, "sample_count", "u", &sample_count));
+  g_assert_cmpuint (sample_count, ==, 6);
+  tree = read_single_log (wait.params);
+  g_test_message ("the jank's stack tree:\n%s", tree);
+  assert_tree_well_formed (tree, sample_count);
+  first = dispatch_count (tree, "[test] first jank");
+  second = dispatch_count (tree, "[test] second jank");
+  g_assert_cmpuint (first, >=, 1);
+  g_assert_cmpuint (second, >=, 1);
+  g_assert_cmpuint (first + second, ==, sample_count);
+  g_clear_pointer (&wait.params, g_variant_unref);
 }
 
 /* The jank of the trace test, as a traced task with a label. */
@@ -888,22 +980,6 @@ test_jank_trace (Fixture       *fixture,
 
 /* --- once per process, end_time, skipped and failed samples ------------ */
 
-static void
-set_stack_sampling_config (PerfmonHangMonitor *hang_monitor)
-{
-  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr(GError) error = NULL;
-
-  g_hash_table_insert (params, "log_type", "1");
-  g_hash_table_insert (params, "sample_interval", "100");
-  g_hash_table_insert (params, "ignore_startup_time", "3");
-  g_hash_table_insert (params, "sample_count", "8");
-  g_hash_table_insert (params, "report_times_per_app", "1");
-  g_assert_true (perfmon_hang_monitor_set_event_config (hang_monitor, "MAIN_THREAD_JANK", params, &error));
-  g_assert_no_error (error);
-  g_object_set (hang_monitor, "threshold", 5000, NULL);
-}
-
 /* Runs a jank of @ms on @fixture's loop, and the loop for @wait_ms after
  * it; returns the jank event of @hang_monitor, if any. */
 static GVariant *
@@ -952,7 +1028,7 @@ test_jank_once_per_process (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  set_stack_sampling_config (fixture->hang_monitor);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
@@ -1017,7 +1093,7 @@ test_jank_once_per_process (Fixture       *fixture,
     g_autoptr(PerfmonHangMonitor) other = perfmon_hang_monitor_new (fixture->monitor);
 
     g_object_set (other, "pings-dir", fixture->pings_dir, "log-dir", fixture->dir, NULL);
-    set_stack_sampling_config (other);
+    set_stack_sampling_config (other, "100", "8");
     g_assert_true (perfmon_hang_monitor_start (other, &error));
     other_event = run_jank (fixture, other, hang_once, 550, 1600);
     g_assert_null (other_event);
@@ -1050,7 +1126,7 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
-  set_stack_sampling_config (fixture->hang_monitor);
+  set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
@@ -1315,6 +1391,7 @@ main (int    argc,
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
   ADD ("/hang-monitor/ping-identity", test_ping_identity);
   ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);
+  ADD ("/hang-monitor/jank-dispatches", test_jank_dispatches);
   ADD ("/hang-monitor/jank-trace", test_jank_trace);
   ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);
   ADD ("/hang-monitor/jank-failed-sample-wchan", test_jank_failed_sample_wchan);

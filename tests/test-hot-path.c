@@ -186,6 +186,69 @@ test_dispatch_observer_no_syscalls (void)
   g_test_trap_assert_passed ();
 }
 
+/* The per-dispatch hook of automatic groups, as GLib calls it: the
+ * dispatch function of GLib's idle kind, patched, on the monitored
+ * context, in the monitor's iteration. */
+typedef struct
+{
+  GSource *source;
+  guint    calls;
+} AutoDispatch;
+
+static gboolean
+count_call (gpointer data)
+{
+  ((AutoDispatch *) data)->calls++;
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+dispatch_automatically (gpointer data)
+{
+  AutoDispatch *auto_dispatch = data;
+
+  for (guint i = 0; i < N_PAIRS; i++)
+    auto_dispatch->source->source_funcs->dispatch (auto_dispatch->source, count_call, auto_dispatch);
+  if (auto_dispatch->calls < N_PAIRS)
+    exit_without_runtime (5);
+}
+
+static void
+test_automatic_dispatch_no_syscalls (gconstpointer data)
+{
+  gboolean traced = GPOINTER_TO_INT (data);
+
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      GMainContext *context = g_main_context_new ();
+      PerfmonMonitor *monitor = perfmon_monitor_new (context);
+      AutoDispatch auto_dispatch = { g_idle_source_new (), 0 };
+
+      perfmon_monitor_set_automatic_groups (monitor, TRUE);
+      g_source_set_name (auto_dispatch.source, "[test] hot");
+      g_source_set_callback (auto_dispatch.source, count_call, &auto_dispatch, NULL);
+      g_source_attach (auto_dispatch.source, context);
+      if (traced)
+        {
+          g_assert_true (perfmon_tracer_set_buffer_size (64 * 1024, &error));
+          g_assert_true (perfmon_tracer_start_flight_recorder (60, &error));
+        }
+      /* Warm up: claims the thread, starts an iteration, finds the
+       * monitor, the kind and the source's group. */
+      g_main_context_push_thread_default (context);
+      for (guint i = 0; i < 3; i++)
+        g_main_context_iteration (context, FALSE);
+      g_assert_cmpuint (auto_dispatch.calls, ==, 3);
+      dispatch_automatically (&auto_dispatch);
+
+      run_without_system_calls_full (dispatch_automatically, &auto_dispatch, TRUE);
+    }
+
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -196,6 +259,10 @@ main (int   argc,
   g_test_add_func ("/hot-path/tracer-flight-recorder-no-syscalls", test_tracer_flight_no_syscalls);
   g_test_add_func ("/hot-path/tracer-file-no-syscalls", test_tracer_file_no_syscalls);
   g_test_add_func ("/hot-path/dispatch-observer-no-syscalls", test_dispatch_observer_no_syscalls);
+  g_test_add_data_func ("/hot-path/automatic-dispatch-no-syscalls", GINT_TO_POINTER (FALSE),
+                        test_automatic_dispatch_no_syscalls);
+  g_test_add_data_func ("/hot-path/automatic-dispatch-traced-no-syscalls", GINT_TO_POINTER (TRUE),
+                        test_automatic_dispatch_no_syscalls);
 
   return g_test_run ();
 }

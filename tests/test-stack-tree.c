@@ -400,6 +400,50 @@ test_default_caps (void)
   g_assert_true (g_str_has_prefix (text, "4097 #00 pc 00000000 " LIB_PATH "(" LIB_ID ")\n"));
 }
 
+/* Samples taken in dispatches are grouped by the dispatch's name, a header
+ * line each, heaviest first; the heaviest stack is the heaviest
+ * dispatch's. */
+static void
+test_dispatches (void)
+{
+  g_autoptr(PerfmonStackTree) tree = _perfmon_stack_tree_new_full (6, 8);
+  const PerfmonStackFrame spell[] = { MAIN, RUN, A };
+  const PerfmonStackFrame paint[] = { MAIN, RUN, B };
+
+  for (guint i = 0; i < 3; i++)
+    _perfmon_stack_tree_add_dispatch_sample (tree, "[app] spell-check", spell, G_N_ELEMENTS (spell));
+  _perfmon_stack_tree_add_dispatch_sample (tree, "[gtk] paint\nidle\xff", paint, G_N_ELEMENTS (paint));
+  _perfmon_stack_tree_add_dispatch_sample (tree, "[gtk] paint\nidle\xff", paint, G_N_ELEMENTS (paint));
+  /* A failed capture: a sample without a dispatch or frames. */
+  _perfmon_stack_tree_add_sample (tree, NULL, 0);
+
+  g_assert_cmpuint (_perfmon_stack_tree_get_n_samples (tree), ==, 6);
+  assert_text (tree,
+               "3 dispatch: [app] spell-check\n"
+               "3 #00 pc 000090a9 " APP_PATH "(main+396)(" APP_ID ")\n"
+               "    3 #01 pc 0000757c " LIB_PATH "(run+12)(" LIB_ID ")\n"
+               "        3 #02 pc 00001000 " LIB_PATH "(a+1)(" LIB_ID ")\n"
+               "2 dispatch: [gtk] paint idle\xef\xbf\xbd\n"
+               "2 #00 pc 000090a9 " APP_PATH "(main+396)(" APP_ID ")\n");
+  /* The tree is full (6 nodes): the second dispatch's stack was cut. */
+  g_assert_cmpuint (_perfmon_stack_tree_get_n_nodes (tree), ==, 6);
+  g_assert_cmpuint (_perfmon_stack_tree_get_n_dropped_frames (tree), ==, 4);
+  assert_heaviest (tree,
+                   "#00 pc 000090a9 " APP_PATH "(main+396)(" APP_ID ")\n"
+                   "#01 pc 0000757c " LIB_PATH "(run+12)(" LIB_ID ")\n"
+                   "#02 pc 00001000 " LIB_PATH "(a+1)(" LIB_ID ")\n");
+
+  /* Past max_nodes a new dispatch gets no node: the sample only counts. */
+  _perfmon_stack_tree_add_dispatch_sample (tree, "third", spell, G_N_ELEMENTS (spell));
+  g_assert_cmpuint (_perfmon_stack_tree_get_n_samples (tree), ==, 7);
+  g_assert_cmpuint (_perfmon_stack_tree_get_n_dropped_frames (tree), ==, 7);
+  {
+    g_autofree char *text = _perfmon_stack_tree_to_text (tree);
+
+    g_assert_null (strstr (text, "third"));
+  }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -415,6 +459,7 @@ main (int   argc,
   g_test_add_func ("/stack-tree/random-consistent", test_random_consistent);
   g_test_add_func ("/stack-tree/caps", test_caps);
   g_test_add_func ("/stack-tree/default-caps", test_default_caps);
+  g_test_add_func ("/stack-tree/dispatches", test_dispatches);
 
   return g_test_run ();
 }

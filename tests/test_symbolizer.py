@@ -163,6 +163,25 @@ class Symbolizer(unittest.TestCase):
         doc = json.loads(self.symbolize('--json', '-d', os.path.join(self.dir, 'debug'), tree).stdout)
         self.assertEqual(doc['frames'][1]['symbol'], FUNCTION + '+4')
         self.assertEqual(doc['frames'][1]['buildId'], bid)
+        self.assertIsNone(doc['frames'][1]['dispatch'])
+
+        # A tree whose samples are grouped by dispatch: the header lines
+        # stay, and each frame of the JSON says its dispatch.
+        grouped = os.path.join(self.dir, 'MAIN_THREAD_JANK_1_3.txt')
+        with open(grouped, 'w') as f:
+            f.write('3 dispatch: [app] spell-check\n')
+            f.write('3 #00 pc %08x %s(%s)\n' % (0x1000, stripped, bid))
+            f.write('    3 #01 pc %08x %s(%s)\n' % (address - vaddr + 4, stripped, bid))
+            f.write('1 dispatch: on_timeout\n')
+            f.write('1 #00 pc %08x %s(%s)\n' % (address - vaddr + 4, stripped, bid))
+        out = self.symbolize('-d', os.path.join(self.dir, 'debug'), grouped).stdout
+        self.assertTrue(out.startswith('3 dispatch: [app] spell-check\n'), out)
+        self.assertIn('    3 #01 pc %08x %s(%s+4)(%s)\n1 dispatch: on_timeout\n'
+                      % (address - vaddr + 4, stripped, FUNCTION, bid), out)
+        doc = json.loads(self.symbolize('--json', '-d', os.path.join(self.dir, 'debug'), grouped).stdout)
+        self.assertEqual([(f['dispatch'], f['depth']) for f in doc['frames']],
+                         [('[app] spell-check', 0), ('[app] spell-check', 1), ('on_timeout', 0)])
+        self.assertEqual(doc['frames'][2]['symbol'], FUNCTION + '+4')
 
     def test_symbolize_bad_input(self):
         bad = os.path.join(self.dir, 'bad.json')

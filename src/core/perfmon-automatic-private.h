@@ -49,17 +49,16 @@ gboolean            _perfmon_monitor_claim_thread             (PerfmonMonitor   
 typedef gboolean (*PerfmonDispatchFunc) (GSource    *source,
                                          GSourceFunc callback,
                                          gpointer    user_data);
-/* Enter @record, observer's dispatch_begin (if @observer), @dispatch,
- * dispatch_end, leave; returns the measure's cycles (0 if nothing was
- * measured) and @dispatch's result in @again. */
-guint64             _perfmon_monitor_measure_dispatch         (PerfmonMonitor                *self,
+/* Runs @dispatch (of @source) as a measure of @record, an automatic
+ * group: the dispatch's name set for stack captures, the dispatch observer
+ * (if any) around it, a long dispatch noted in the busy stretch. Returns
+ * what @dispatch returned. On the monitor's thread only. */
+gboolean            _perfmon_monitor_dispatch_in_group        (PerfmonMonitor                *self,
                                                                PerfmonGroupRecord            *record,
-                                                               const PerfmonDispatchObserver *observer,
                                                                PerfmonDispatchFunc            dispatch,
                                                                GSource                       *source,
                                                                GSourceFunc                    callback,
-                                                               gpointer                       user_data,
-                                                               gboolean                      *again);
+                                                               gpointer                       user_data);
 /* A new active compartment record named @name, held once by the caller. */
 PerfmonGroupRecord *_perfmon_monitor_new_automatic_record     (PerfmonMonitor     *self,
                                                                const char         *name);

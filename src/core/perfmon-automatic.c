@@ -345,7 +345,6 @@ struct _PerfmonAutomatic
   GHashTable         *groups;      /* name (the record's) → record, held */
   PerfmonGroupRecord *overflow;    /* held, or NULL */
   GHashTable         *symbols;     /* callback → owned name */
-  guint64             long_dispatch_cycles;
   Cached              cache[N_CACHED];
 };
 
@@ -356,7 +355,6 @@ _perfmon_automatic_new (PerfmonMonitor *monitor)
 
   self->monitor = monitor;
   self->max_groups = PERFMON_AUTOMATIC_DEFAULT_MAX_GROUPS;
-  self->long_dispatch_cycles = perfmon_clock_us_to_cycles (PERFMON_LOOP_DISPATCH_MIN_US);
   return self;
 }
 
@@ -392,6 +390,8 @@ _perfmon_automatic_set_on (PerfmonAutomatic *self,
   if (on)
     patch_glib_kinds ();
   g_atomic_int_set (&self->on, on);
+  /* The hook's per-thread caches keep whether it is on: they look again. */
+  g_atomic_int_inc (&_perfmon_monitor_context_epoch);
 }
 
 guint
@@ -549,11 +549,14 @@ __thread const char *_perfmon_current_dispatch_name __attribute__ ((tls_model ("
 typedef struct
 {
   GMainContext       *context;
+  guint               epoch;
+  gboolean            valid;
+  /* The context's monitor's automatic groups if they are on and this
+   * thread is the monitor's: what the hook measures; else NULL. */
+  PerfmonAutomatic   *measuring;
   PerfmonMonitor     *monitor;
   PerfmonAutomatic   *automatic;
   gboolean            owned;      /* the monitor's thread is this one */
-  guint               epoch;
-  gboolean            valid;
   const GSourceFuncs *last_funcs;
   const Kind         *last_kind;
 } ThreadCache;
@@ -572,6 +575,8 @@ find_monitor (GMainContext *context)
   /* A monitor's thread never changes once claimed; one not claimed yet
    * is claimed by the thread that dispatches its context's sources. */
   cache->owned = cache->monitor != NULL && _perfmon_monitor_claim_thread (cache->monitor);
+  /* _perfmon_automatic_set_on() moves the epoch too. */
+  cache->measuring = cache->owned && g_atomic_int_get (&cache->automatic->on) ? cache->automatic : NULL;
   cache->valid = TRUE;
   return cache;
 }
@@ -596,17 +601,6 @@ lookup_kind_cached (ThreadCache        *cache,
   cache->last_kind = lookup_kind (funcs);
   cache->last_funcs = cache->last_kind != NULL ? funcs : NULL;
   return cache->last_kind;
-}
-
-static G_GNUC_NO_INLINE __attribute__ ((cold)) void
-note_long_dispatch (PerfmonMonitor     *monitor,
-                    PerfmonGroupRecord *record,
-                    guint64             cycles)
-{
-  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (monitor);
-
-  if (g_atomic_int_get (&activity->watched))
-    _perfmon_loop_activity_note_dispatch (activity, record->name, cycles);
 }
 
 static G_GNUC_NO_INLINE gboolean
@@ -649,50 +643,71 @@ dispatch_unmeasured (const Kind *kind,
   return again;
 }
 
+/* What the hook does with a dispatch it does not measure: a copy of a
+ * patched kind, a context without a monitor or whose monitor has
+ * automatic groups off, or iterated by a thread other than its
+ * monitor's. */
+static G_GNUC_NO_INLINE gboolean
+dispatch_other (ThreadCache *cache,
+                const Kind  *kind,
+                GSource     *source,
+                GSourceFunc  callback,
+                gpointer     user_data)
+{
+  if (kind == NULL)
+    return dispatch_unknown_copy (source, callback, user_data);
+  if (cache->automatic == NULL || !g_atomic_int_get (&cache->automatic->on))
+    return kind->dispatch (source, callback, user_data);
+  return dispatch_unmeasured (kind, source, callback, user_data);
+}
+
+/* The hook, every way: see automatic_dispatch() for the common one. */
+static G_GNUC_NO_INLINE gboolean
+automatic_dispatch_slowly (GSource    *source,
+                           GSourceFunc callback,
+                           gpointer    user_data)
+{
+  ThreadCache *cache = thread_cache_for (source->context);
+  const Kind *kind = lookup_kind_cached (cache, source->source_funcs);
+  PerfmonAutomatic *self = cache->measuring;
+  Cached *cached;
+  PerfmonGroupRecord *record;
+
+  if (kind == NULL || self == NULL)
+    return dispatch_other (cache, kind, source, callback, user_data);
+
+  cached = &self->cache[((guintptr) source >> 4) & (N_CACHED - 1)];
+  if (cached->source == source && cached->id == source->source_id && cached->name == source->name)
+    record = cached->record;
+  else
+    record = find_group (self, cached, source, callback, kind);
+  return _perfmon_monitor_dispatch_in_group (self->monitor, record, kind->dispatch, source, callback,
+                                             user_data);
+}
+
+/* The common case: the thread's cache holds the context's monitor, which
+ * it measures, and the kind of the last source dispatched, and the
+ * monitor's cache the source's group. Nothing but tail calls, so no
+ * frame of its own. */
 static __attribute__ ((hot)) gboolean
 automatic_dispatch (GSource    *source,
                     GSourceFunc callback,
                     gpointer    user_data)
 {
-  ThreadCache *cache = thread_cache_for (source->context);
-  const Kind *kind = lookup_kind_cached (cache, source->source_funcs);
-  PerfmonAutomatic *self = cache->automatic;
-  const PerfmonDispatchObserver *observer;
-  PerfmonGroupRecord *record;
-  Cached *cached;
-  const char *outer_name;
-  guint64 cycles;
-  gboolean again;
+  ThreadCache *cache = &thread_cache;
+  const Cached *cached;
 
-  if (G_UNLIKELY (kind == NULL))
-    return dispatch_unknown_copy (source, callback, user_data);
-
-  if (G_LIKELY (self == NULL) || !g_atomic_int_get (&self->on))
-    return kind->dispatch (source, callback, user_data);
-
-  if (G_UNLIKELY (!cache->owned))
-    return dispatch_unmeasured (kind, source, callback, user_data);
-  observer = _perfmon_dispatch_get_observer ();
-
-  cached = &self->cache[((guintptr) source >> 4) & (N_CACHED - 1)];
-  if (G_LIKELY (cached->source == source && cached->id == source->source_id &&
-                cached->name == source->name))
-    record = cached->record;
-  else
-    record = find_group (self, cached, source, callback, kind);
-
-  outer_name = _perfmon_current_dispatch_name;
-  _perfmon_current_dispatch_name = record->name;
-  cycles = _perfmon_monitor_measure_dispatch (cache->monitor, record, observer, kind->dispatch,
-                                              source, callback, user_data, &again);
-  _perfmon_current_dispatch_name = outer_name;
-  /* The dispatch may have spun a nested loop of another monitored
-   * context: `cache` is this thread's, refreshed since, not this
-   * dispatch's; `self` is still this dispatch's. */
-  if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
-    note_long_dispatch (self->monitor, record, cycles);
-
-  return again;
+  if (G_LIKELY (cache->context == source->context && cache->last_funcs == source->source_funcs &&
+                cache->epoch == (guint) g_atomic_int_get (&_perfmon_monitor_context_epoch) &&
+                cache->measuring != NULL))
+    {
+      cached = &cache->measuring->cache[((guintptr) source >> 4) & (N_CACHED - 1)];
+      if (G_LIKELY (cached->source == source && cached->id == source->source_id &&
+                    cached->name == source->name))
+        return _perfmon_monitor_dispatch_in_group (cache->monitor, cached->record, cache->last_kind->dispatch,
+                                                   source, callback, user_data);
+    }
+  return automatic_dispatch_slowly (source, callback, user_data);
 }
 
 /* --- naming and mapping, for the program -------------------------------- */

@@ -55,4 +55,13 @@ typedef struct
 void                           _perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer);
 const PerfmonDispatchObserver *_perfmon_dispatch_get_observer (void);
 
+/* The same, inline, for the hook's hot path. */
+extern const PerfmonDispatchObserver *_perfmon_dispatch_observer;
+
+static inline const PerfmonDispatchObserver *
+_perfmon_dispatch_peek_observer (void)
+{
+  return __atomic_load_n (&_perfmon_dispatch_observer, __ATOMIC_ACQUIRE);
+}
+
 G_END_DECLS

@@ -6,16 +6,16 @@
 
 #include "perfmon-dispatch-private.h"
 
-static const PerfmonDispatchObserver *dispatch_observer;
+const PerfmonDispatchObserver *_perfmon_dispatch_observer;
 
 void
 _perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer)
 {
-  g_atomic_pointer_set (&dispatch_observer, observer);
+  g_atomic_pointer_set (&_perfmon_dispatch_observer, observer);
 }
 
 const PerfmonDispatchObserver *
 _perfmon_dispatch_get_observer (void)
 {
-  return g_atomic_pointer_get (&dispatch_observer);
+  return g_atomic_pointer_get (&_perfmon_dispatch_observer);
 }

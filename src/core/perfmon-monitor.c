@@ -157,6 +157,7 @@ struct _PerfmonMonitor
   guint64             read_stretch_cycles;
   guint64             long_iteration_cycles;
   guint64             anchor_max_age_cycles;
+  guint64             long_dispatch_cycles; /* see note_long_dispatch() */
   guint64             n_cpu_clock_reads;
   PerfmonGroupRecord *thread_record;
   guint               n_pending_alerts;
@@ -1547,6 +1548,7 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->read_stretch_cycles = perfmon_clock_us_to_cycles (READ_STRETCH_US);
   self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
   self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
+  self->long_dispatch_cycles = perfmon_clock_us_to_cycles (PERFMON_LOOP_DISPATCH_MIN_US);
   self->alert_threshold_ms = DEFAULT_ALERT_THRESHOLD_MS;
   self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
 
@@ -2223,27 +2225,165 @@ _perfmon_monitor_claim_thread (PerfmonMonitor *self)
   return claim_thread (self);
 }
 
-/* One function, so that enter and leave inline into it (flatten): the
- * dispatch hook is the hottest user of measures. */
-__attribute__ ((hot, flatten)) guint64
-_perfmon_monitor_measure_dispatch (PerfmonMonitor                *self,
-                                   PerfmonGroupRecord            *record,
-                                   const PerfmonDispatchObserver *observer,
-                                   PerfmonDispatchFunc            dispatch,
-                                   GSource                       *source,
-                                   GSourceFunc                    callback,
-                                   gpointer                       user_data,
-                                   gboolean                      *again)
+/* A dispatch that ran @cycles: one of a millisecond or more goes into the
+ * busy stretch's list of longest dispatches, for a watching hang monitor. */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+note_long_dispatch (PerfmonMonitor     *self,
+                    PerfmonGroupRecord *record,
+                    guint64             cycles)
 {
+  if (g_atomic_int_get (&self->activity.watched))
+    _perfmon_loop_activity_note_dispatch (&self->activity, record->name, cycles);
+}
+
+/* Any dispatch of the hook: enter and leave inline into it (flatten), with
+ * the observer, if any, around the dispatch. */
+static G_GNUC_NO_INLINE __attribute__ ((flatten)) gboolean
+dispatch_measured (PerfmonMonitor      *self,
+                   PerfmonGroupRecord  *record,
+                   PerfmonDispatchFunc  dispatch,
+                   GSource             *source,
+                   GSourceFunc          callback,
+                   gpointer             user_data)
+{
+  const PerfmonDispatchObserver *observer = _perfmon_dispatch_get_observer ();
+  const char *outer_name = _perfmon_current_dispatch_name;
   gpointer token = NULL;
+  gboolean again;
+  guint64 cycles;
 
   _perfmon_monitor_enter (self, record);
+  _perfmon_current_dispatch_name = record->name;
   if (observer != NULL)
     token = observer->dispatch_begin (source, record->name);
-  *again = dispatch (source, callback, user_data);
+  again = dispatch (source, callback, user_data);
   if (observer != NULL)
     observer->dispatch_end (source, token);
-  return _perfmon_monitor_leave (self, record);
+  _perfmon_current_dispatch_name = outer_name;
+  cycles = _perfmon_monitor_leave (self, record);
+  if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
+    note_long_dispatch (self, record, cycles);
+  return again;
+}
+
+/* The leave of a dispatch that the lean path entered, when it cannot be
+ * lean: a nested loop cancelled it, compartments left unbalanced, the
+ * measure is long enough for a reading of the CPU clock, or it is a long
+ * dispatch. */
+static G_GNUC_NO_INLINE gboolean
+leave_dispatch_slowly (PerfmonMonitor     *self,
+                       PerfmonGroupRecord *record,
+                       gboolean            again)
+{
+  guint64 cycles = _perfmon_monitor_leave (self, record);
+
+  if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
+    note_long_dispatch (self, record, cycles);
+  return again;
+}
+
+/* Runs @dispatch of @source as a measure of @record (an automatic group),
+ * with the dispatch's name set for stack captures and the observer, if
+ * any, around it; notes a long dispatch for the hang monitor. On the
+ * monitor's thread (the hook checked it).
+ *
+ * The common case, the outermost measure of a group without window or
+ * add-on, takes a lean path: it acquires the thread group
+ * and @record directly (nothing can hold them at depth 0) and, for a
+ * short dispatch that left the measure as it found it, charges the two
+ * directly. It does what _perfmon_monitor_enter() and
+ * _perfmon_monitor_leave() do for that case, with the same Measure, so
+ * that compartments entered inside the dispatch nest as always; anything
+ * else goes the general way. */
+__attribute__ ((hot)) gboolean
+_perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
+                                    PerfmonGroupRecord  *record,
+                                    PerfmonDispatchFunc  dispatch,
+                                    GSource             *source,
+                                    GSourceFunc          callback,
+                                    gpointer             user_data)
+{
+  PerfmonGroupRecord *thread_record = self->thread_record;
+  Measure *measure = &self->measures[0];
+  const PerfmonDispatchObserver *observer;
+  const char *outer_name;
+  guint64 start;
+  guint64 now;
+  guint64 blocked;
+  gboolean again;
+
+  /* At depth 0 no measure holds a group: neither is acquired. */
+  if (G_UNLIKELY (self->depth != 0 || !self->enabled || !self->in_iteration ||
+                  record->key.parents.window != NULL || record->key.parents.addon != NULL ||
+                  !thread_record->active || !record->active))
+    return dispatch_measured (self, record, dispatch, source, callback, user_data);
+
+  /* _perfmon_monitor_enter(), acquiring the thread group and @record. */
+  self->depth = 1;
+  measure->compartment = record;
+  thread_record->acquired = TRUE;
+  record->acquired = TRUE;
+  measure->acquired[0] = thread_record;
+  measure->acquired[1] = record;
+  measure->n_acquired = 2;
+  self->open_measures++;
+  measure->start_blocked_us = self->blocked_us;
+  start = perfmon_clock_cycles ();
+  if (G_UNLIKELY (start >= self->anchor_stale_cycles))
+    start_measure_with_new_anchor (self, measure, start);
+  else
+    {
+      measure->anchor_cycles = self->anchor_cycles;
+      measure->anchor_cpu = self->anchor_cpu;
+      measure->start_cycles = start;
+    }
+
+  outer_name = _perfmon_current_dispatch_name;
+  _perfmon_current_dispatch_name = record->name;
+  observer = _perfmon_dispatch_peek_observer ();
+  if (G_LIKELY (observer == NULL))
+    again = dispatch (source, callback, user_data);
+  else
+    {
+      gpointer token = observer->dispatch_begin (source, record->name);
+
+      again = dispatch (source, callback, user_data);
+      observer->dispatch_end (source, token);
+    }
+  _perfmon_current_dispatch_name = outer_name;
+
+  /* _perfmon_monitor_leave() of a short measure left as it began (a
+   * nested loop cancels it: n_acquired 0). Under READ_STRETCH_US, far
+   * under a long dispatch. */
+  now = perfmon_clock_cycles ();
+  start = measure->start_cycles;
+  if (G_UNLIKELY (self->depth != 1 || self->overflow != 0 || measure->compartment != record ||
+                  measure->n_acquired != 2 || now < start || now - start >= self->read_stretch_cycles))
+    return leave_dispatch_slowly (self, record, again);
+
+  self->depth = 0;
+  now -= start;
+  blocked = self->blocked_us - measure->start_blocked_us;
+  thread_record->acquired = FALSE;
+  record->acquired = FALSE;
+  if (G_UNLIKELY (blocked != 0))
+    {
+      thread_record->blocked_time_us += blocked;
+      record->blocked_time_us += blocked;
+    }
+  if (record->stamp != self->iteration)
+    {
+      record->stamp = self->iteration;
+      record->recent_cycles = 0;
+      record->next_executed = self->executed;
+      self->executed = record;
+      record->ticks++;
+    }
+  record->recent_cycles += now;
+  record->cpu_time_cycles += now;
+  if (--self->open_measures == 0)
+    self->measured_cycles += now;
+  return again;
 }
 
 PerfmonGroupRecord *

@@ -171,7 +171,13 @@ take_sample (PerfmonJankSampler *sampler,
       return;
     }
 
-  _perfmon_stack_tree_add_captured (sampler->tree, sampler->modules, captured);
+  /* Grouped by the dispatch that ran, named as a hang's runnable is (the
+   * automatic group's name with automatic groups on). */
+  _perfmon_stack_tree_add_captured_in_dispatch (sampler->tree, sampler->modules,
+                                                !captured->has_runnable_name ? "(not in a dispatch)"
+                                                : captured->runnable_name[0] != '\0' ? captured->runnable_name
+                                                : "(unnamed source)",
+                                                captured);
 }
 
 /* What the stack log says after the tree, past an empty line: the samples

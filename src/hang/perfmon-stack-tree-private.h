@@ -63,11 +63,25 @@ void              _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
                                                   const PerfmonStackFrame *frames,
                                                   guint                    n_frames);
 
+/* The same, for a sample taken while the thread ran the dispatch named
+ * @dispatch (see _perfmon_stack_tree_to_text()); NULL: none. The name is
+ * copied, as valid UTF-8 with control characters made spaces; one node
+ * per distinct name, counted in the tree's nodes. */
+void              _perfmon_stack_tree_add_dispatch_sample (PerfmonStackTree        *tree,
+                                                           const char              *dispatch,
+                                                           const PerfmonStackFrame *frames,
+                                                           guint                    n_frames);
+
 /* Adds @captured (innermost frame first, as captured) as one sample, its
  * frames described by @modules. */
 void              _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
                                                     PerfmonModules             *modules,
                                                     const PerfmonCapturedStack *captured);
+/* The same, in the dispatch @dispatch (NULL: none). */
+void              _perfmon_stack_tree_add_captured_in_dispatch (PerfmonStackTree           *tree,
+                                                                PerfmonModules             *modules,
+                                                                const char                 *dispatch,
+                                                                const PerfmonCapturedStack *captured);
 
 guint             _perfmon_stack_tree_get_n_samples         (PerfmonStackTree *tree);
 guint             _perfmon_stack_tree_get_n_nodes           (PerfmonStackTree *tree);
@@ -98,7 +112,25 @@ guint64           _perfmon_stack_tree_get_n_dropped_frames   (PerfmonStackTree *
  *           7 #02 pc 00012ab0 /usr/lib/libapp.so(spell_check+40)(aa01...)
  *           3 #02 pc 00013000 /usr/lib/libapp.so(aa01...)
  *
- * "" for an empty tree. */
+ * Samples added in a dispatch are grouped by its name: each dispatch has a
+ * header line, in the same order by count, followed by its samples' tree
+ * as above (outermost frames at depth 0, no indentation):
+ *
+ *   <count> dispatch: <name>
+ *
+ * For example, for a jank in which two sources ran:
+ *
+ *   7 dispatch: [app] spell-check
+ *   7 #00 pc 000090a9 /usr/bin/app(main+396)(55679d09bcdea35b...)
+ *       7 #01 pc 00012ab0 /usr/lib/libapp.so(spell_check+40)(aa01...)
+ *   3 dispatch: [gtk] gdk_frame_clock_paint_idle
+ *   3 #00 pc 000090a9 /usr/bin/app(main+396)(55679d09bcdea35b...)
+ *       ...
+ *
+ * Samples added without a dispatch are lines without a header (a tree of
+ * such samples only is the seed's text as it was). "" for an empty
+ * tree. */
+#define PERFMON_STACK_TREE_DISPATCH_TAG "dispatch: "
 char             *_perfmon_stack_tree_to_text        (PerfmonStackTree *tree);
 
 /* The heaviest stack: starting from the heaviest outermost frame, the
@@ -108,7 +140,8 @@ char             *_perfmon_stack_tree_to_text        (PerfmonStackTree *tree);
  *
  *   #<depth> pc <pc> <path>[(<symbol>+<symbol offset>)][(<build id>)]
  *
- * "" for an empty tree. */
+ * Dispatches count as a level of the walk (the heaviest dispatch's heaviest
+ * stack) but print no line. "" for an empty tree. */
 char             *_perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree);
 
 G_END_DECLS

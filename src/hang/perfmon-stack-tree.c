@@ -16,7 +16,11 @@
  * are kept in order of first appearance and searched linearly (a stack
  * sampled during one jank has few distinct callees per frame); they are
  * sorted by count only when printed, with the order of appearance as the
- * tie-break, so printing is deterministic. */
+ * tie-break, so printing is deterministic.
+ *
+ * Samples taken in a dispatch go first through a node of the dispatch's
+ * name, a child of the root: the tree's samples are grouped by the
+ * dispatch that ran, then by stack. */
 
 typedef struct _Node Node;
 
@@ -29,6 +33,7 @@ struct _Node
   guint64    symbol_offset;
   char      *path;            /* NULL if unknown */
   char      *build_id;        /* NULL if unknown */
+  char      *dispatch;        /* a dispatch's node (the root's child): its name */
 
   guint      count;
   guint      serial;          /* order of creation, the tie-break */
@@ -54,6 +59,7 @@ node_free (gpointer data)
   g_free (node->symbol);
   g_free (node->path);
   g_free (node->build_id);
+  g_free (node->dispatch);
   g_free (node);
 }
 
@@ -91,7 +97,7 @@ static gboolean
 node_matches (const Node              *node,
               const PerfmonStackFrame *frame)
 {
-  if (node->module_index != frame->module_index)
+  if (node->dispatch != NULL || node->module_index != frame->module_index)
     return FALSE;
   if (frame->module_index < 0)
     return node->pc == frame->pc;
@@ -136,10 +142,51 @@ node_add_child (PerfmonStackTree        *tree,
   return child;
 }
 
+/* The root's child for the dispatch @name, made if new; NULL when the tree
+ * is full. */
+static Node *
+dispatch_node (PerfmonStackTree *tree,
+               const char       *name)
+{
+  /* One line of text: valid UTF-8 without control characters. */
+  g_autofree char *line = g_utf8_make_valid (name, -1);
+  Node *node;
+
+  for (char *c = line; *c != '\0'; c++)
+    if ((guchar) *c < 0x20 || *c == 0x7f)
+      *c = ' ';
+  for (guint i = 0; tree->root.children != NULL && i < tree->root.children->len; i++)
+    {
+      node = g_ptr_array_index (tree->root.children, i);
+      if (node->dispatch != NULL && g_str_equal (node->dispatch, line))
+        return node;
+    }
+  if (tree->n_nodes >= tree->max_nodes)
+    return NULL;
+
+  node = g_new0 (Node, 1);
+  node->module_index = -1;
+  node->dispatch = g_steal_pointer (&line);
+  node->serial = tree->n_nodes++;
+  if (tree->root.children == NULL)
+    tree->root.children = g_ptr_array_new_with_free_func (node_free);
+  g_ptr_array_add (tree->root.children, node);
+  return node;
+}
+
 void
 _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
                                 const PerfmonStackFrame *frames,
                                 guint                    n_frames)
+{
+  _perfmon_stack_tree_add_dispatch_sample (tree, NULL, frames, n_frames);
+}
+
+void
+_perfmon_stack_tree_add_dispatch_sample (PerfmonStackTree        *tree,
+                                         const char              *dispatch,
+                                         const PerfmonStackFrame *frames,
+                                         guint                    n_frames)
 {
   Node *node;
   guint n_kept;
@@ -152,6 +199,19 @@ _perfmon_stack_tree_add_sample (PerfmonStackTree        *tree,
 
   node = &tree->root;
   node->count++;
+
+  if (dispatch != NULL)
+    {
+      Node *group = dispatch_node (tree, dispatch);
+
+      if (group == NULL)
+        {
+          tree->n_dropped_frames += n_kept;
+          return;
+        }
+      group->count++;
+      node = group;
+    }
 
   for (guint i = 0; i < n_kept; i++)
     {
@@ -177,6 +237,15 @@ _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
                                   PerfmonModules             *modules,
                                   const PerfmonCapturedStack *captured)
 {
+  _perfmon_stack_tree_add_captured_in_dispatch (tree, modules, NULL, captured);
+}
+
+void
+_perfmon_stack_tree_add_captured_in_dispatch (PerfmonStackTree           *tree,
+                                              PerfmonModules             *modules,
+                                              const char                 *dispatch,
+                                              const PerfmonCapturedStack *captured)
+{
   g_autofree PerfmonStackFrame *frames = g_new0 (PerfmonStackFrame, captured->n_frames);
   g_autofree PerfmonPcInfo *infos = g_new0 (PerfmonPcInfo, captured->n_frames);
   gint64 deadline_us = g_get_monotonic_time () + PERFMON_SYMBOLIZE_BUDGET_MS * 1000;
@@ -199,7 +268,7 @@ _perfmon_stack_tree_add_captured (PerfmonStackTree           *tree,
           frames[i].build_id = _perfmon_modules_get_build_id (modules, info->module_index);
         }
     }
-  _perfmon_stack_tree_add_sample (tree, frames, captured->n_frames);
+  _perfmon_stack_tree_add_dispatch_sample (tree, dispatch, frames, captured->n_frames);
   for (guint i = 0; i < captured->n_frames; i++)
     g_free (infos[i].symbol);
 }
@@ -277,6 +346,14 @@ append_subtree (GString *out,
     {
       Node *child = g_ptr_array_index (node->children, i);
 
+      if (child->dispatch != NULL)
+        {
+          /* A header; the dispatch's stacks follow from depth 0. */
+          g_string_append_printf (out, "%u " PERFMON_STACK_TREE_DISPATCH_TAG "%s\n", child->count,
+                                  child->dispatch);
+          append_subtree (out, child, depth);
+          continue;
+        }
       for (guint j = 0; j < depth; j++)
         g_string_append (out, "    ");
       g_string_append_printf (out, "%u ", child->count);
@@ -310,7 +387,7 @@ _perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree)
 
   out = g_string_new (NULL);
   node = &tree->root;
-  for (guint depth = 0; node->children != NULL && node->children->len > 0; depth++)
+  for (guint depth = 0; node->children != NULL && node->children->len > 0;)
     {
       Node *heaviest = NULL;
 
@@ -322,9 +399,12 @@ _perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree)
             heaviest = child;
         }
 
-      append_frame (out, heaviest, depth);
-      g_string_append_c (out, '\n');
       node = heaviest;
+      /* A dispatch: its heaviest stack follows. */
+      if (heaviest->dispatch != NULL)
+        continue;
+      append_frame (out, heaviest, depth++);
+      g_string_append_c (out, '\n');
     }
 
   return g_string_free (out, FALSE);

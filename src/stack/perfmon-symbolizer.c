@@ -20,6 +20,7 @@
 
 #include "perfmon-error.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-stack-tree-private.h"
 #include "perfmon-symbolizer-private.h"
 
 /**
@@ -1393,8 +1394,25 @@ parse_tree_line (const char *text,
   return TRUE;
 }
 
+/* The name of a dispatch's header line of a jank stack tree, "COUNT
+ * dispatch: NAME" (see perfmon-stack-tree-private.h), or NULL. */
+static const char *
+tree_dispatch_name (const char *text)
+{
+  const char *p = text;
+
+  if (!g_ascii_isdigit (*p))
+    return NULL;
+  while (g_ascii_isdigit (*p))
+    p++;
+  if (*p != ' ' || !g_str_has_prefix (p + 1, PERFMON_STACK_TREE_DISPATCH_TAG))
+    return NULL;
+  return p + 1 + strlen (PERFMON_STACK_TREE_DISPATCH_TAG);
+}
+
 /* A jank stack tree with names: the same lines, each frame's "(symbol+N)"
- * filled in where the symbolizer finds one; or, as JSON, its frames. */
+ * filled in where the symbolizer finds one; or, as JSON, its frames, each
+ * with the dispatch its samples ran in (null if none). */
 static char *
 symbolize_tree (PerfmonSymbolizer *self,
                 const char        *contents,
@@ -1407,6 +1425,7 @@ symbolize_tree (PerfmonSymbolizer *self,
   g_autofree gboolean *parsed = g_new0 (gboolean, n);
   GString *out = g_string_new (NULL);
   g_autoptr(JsonBuilder) builder = json_builder_new ();
+  const char *dispatch = NULL;
 
   for (guint i = 0; i < n; i++)
     parsed[i] = parse_tree_line (text_lines[i], &lines[i]);
@@ -1420,6 +1439,8 @@ symbolize_tree (PerfmonSymbolizer *self,
       /* A leaf (the innermost frame of its samples) is no return address. */
       gboolean leaf = i + 1 >= n || !parsed[i + 1] || lines[i + 1].depth <= line->depth;
 
+      if (!parsed[i] && tree_dispatch_name (text_lines[i]) != NULL)
+        dispatch = tree_dispatch_name (text_lines[i]);
       if (!parsed[i])
         {
           if (!json && text_lines[i][0] != '\0')
@@ -1458,6 +1479,11 @@ symbolize_tree (PerfmonSymbolizer *self,
           json_builder_set_member_name (builder, "buildId");
           if (line->build_id != NULL)
             json_builder_add_string_value (builder, line->build_id);
+          else
+            json_builder_add_null_value (builder);
+          json_builder_set_member_name (builder, "dispatch");
+          if (dispatch != NULL)
+            json_builder_add_string_value (builder, dispatch);
           else
             json_builder_add_null_value (builder);
           json_builder_end_object (builder);
@@ -1618,14 +1644,15 @@ perfmon_symbolizer_symbolize (PerfmonSymbolizer *self,
   {
     g_auto(GStrv) lines = g_strsplit (contents, "\n", 2);
     TreeLine first;
-    gboolean is_tree = parse_tree_line (lines[0] != NULL ? lines[0] : "", &first);
+    gboolean is_tree = parse_tree_line (lines[0] != NULL ? lines[0] : "", &first) ||
+                       tree_dispatch_name (lines[0] != NULL ? lines[0] : "") != NULL;
 
     tree_line_clear (&first);
     if (!is_tree)
       {
         g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
                              "not a hang report, a ping, a jank stack tree (first line "
-                             "\"COUNT #NN pc OFFSET PATH\")");
+                             "\"COUNT #NN pc OFFSET PATH\" or \"COUNT dispatch: NAME\")");
         return NULL;
       }
   }
