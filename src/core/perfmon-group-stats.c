@@ -47,9 +47,9 @@ _perfmon_group_stats_new (guint64           id,
   g_atomic_ref_count_init (&self->ref_count);
   self->id = id;
   self->kind = kind;
-  self->name = g_strdup (name);
+  self->name = g_ref_string_new (name);
   self->window_id = window_id;
-  self->addon_id = g_strdup (addon_id);
+  self->addon_id = addon_id != NULL ? g_ref_string_new (addon_id) : NULL;
 
   return self;
 }
@@ -63,8 +63,9 @@ _perfmon_group_stats_copy (const PerfmonGroupStats *self)
 
   copy = g_memdup2 (self, sizeof *self);
   g_atomic_ref_count_init (&copy->ref_count);
-  copy->name = g_strdup (self->name);
-  copy->addon_id = g_strdup (self->addon_id);
+  /* Shared: a difference names its groups like the newer snapshot. */
+  copy->name = g_ref_string_acquire (self->name);
+  copy->addon_id = self->addon_id != NULL ? g_ref_string_acquire (self->addon_id) : NULL;
 
   return copy;
 }
@@ -104,8 +105,8 @@ perfmon_group_stats_unref (PerfmonGroupStats *self)
 
   if (g_atomic_ref_count_dec (&self->ref_count))
     {
-      g_free (self->name);
-      g_free (self->addon_id);
+      g_ref_string_release (self->name);
+      g_clear_pointer (&self->addon_id, g_ref_string_release);
       g_free (self);
     }
 }
