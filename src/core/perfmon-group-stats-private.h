@@ -21,6 +21,7 @@ struct _PerfmonGroupStats
   guint64           blocked_time;/* µs */
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
+  char              strings[];   /* name and addon_id, in one allocation */
 };
 
 /* Takes copies of @name and @addon_id; counters start at zero. */

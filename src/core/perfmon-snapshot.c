@@ -774,27 +774,17 @@ perfmon_snapshot_lookup (PerfmonSnapshot *self,
  * Differences
  * ------------------------------------------------------------------------ */
 
-/* Sets *@delta to @newer - @older, which must not be negative. @group is
- * NULL for the counters of the whole process; @index is -1 unless @field
- * is an array. */
-static gboolean
-subtract_counter (guint64                  *delta,
-                  guint64                   newer,
-                  guint64                   older,
-                  const PerfmonGroupStats  *group,
-                  const char               *field,
-                  int                       index,
-                  GError                  **error)
+/* The error of subtract_counter(), out of its way. */
+static G_GNUC_NO_INLINE gboolean
+counter_went_backwards (guint64                   newer,
+                        guint64                   older,
+                        const PerfmonGroupStats  *group,
+                        const char               *field,
+                        int                       index,
+                        GError                  **error)
 {
-  g_autoptr(GString) what = NULL;
+  g_autoptr(GString) what = g_string_new (NULL);
 
-  if (older <= newer)
-    {
-      *delta = newer - older;
-      return TRUE;
-    }
-
-  what = g_string_new (NULL);
   if (group != NULL)
     g_string_append_printf (what, "group %" G_GUINT64_FORMAT ": ", group->id);
   g_string_append (what, field);
@@ -807,6 +797,27 @@ subtract_counter (guint64                  *delta,
                what->str, older, newer);
 
   return FALSE;
+}
+
+/* Sets *@delta to @newer - @older, which must not be negative. @group is
+ * NULL for the counters of the whole process; @index is -1 unless @field
+ * is an array. */
+static inline gboolean
+subtract_counter (guint64                  *delta,
+                  guint64                   newer,
+                  guint64                   older,
+                  const PerfmonGroupStats  *group,
+                  const char               *field,
+                  int                       index,
+                  GError                  **error)
+{
+  if (G_LIKELY (older <= newer))
+    {
+      *delta = newer - older;
+      return TRUE;
+    }
+
+  return counter_went_backwards (newer, older, group, field, index, error);
 }
 
 /* Subtracts the counters of @older from those of @delta, a copy of the
