@@ -245,7 +245,8 @@ bench_snapshot (char   figure,
   g_autoptr(PerfmonSnapshot) older = NULL;
   double times[SNAPSHOT_ROUNDS];
   double snapshot_times[SNAPSHOT_ROUNDS], subtract_times[SNAPSHOT_ROUNDS], json_times[SNAPSHOT_ROUNDS];
-  double faults[SNAPSHOT_ROUNDS];
+  double faults[SNAPSHOT_ROUNDS], snapshot_faults[SNAPSHOT_ROUNDS];
+  double subtract_faults[SNAPSHOT_ROUNDS], json_faults[SNAPSHOT_ROUNDS];
   gsize json_bytes = 0;
   guint n_groups = 0;
 
@@ -269,7 +270,7 @@ bench_snapshot (char   figure,
       g_autoptr(PerfmonSnapshot) delta = NULL;
       g_autofree char *json = NULL;
       gint64 start, after_snapshot, after_subtract, end;
-      glong faults_before;
+      glong faults_before, faults_after_snapshot, faults_after_subtract;
 
       enter_all (monitor, compartments);
 
@@ -277,11 +278,16 @@ bench_snapshot (char   figure,
       start = perfmon_clock_monotonic_ns ();
       newer = perfmon_monitor_snapshot (monitor);
       after_snapshot = perfmon_clock_monotonic_ns ();
+      faults_after_snapshot = minor_faults ();
       delta = perfmon_snapshot_subtract (newer, older, NULL);
       after_subtract = perfmon_clock_monotonic_ns ();
+      faults_after_subtract = minor_faults ();
       json = perfmon_snapshot_to_json (delta);
       end = perfmon_clock_monotonic_ns ();
       faults[round] = (double) (minor_faults () - faults_before);
+      snapshot_faults[round] = (double) (faults_after_snapshot - faults_before);
+      subtract_faults[round] = (double) (faults_after_subtract - faults_after_snapshot);
+      json_faults[round] = faults[round] - snapshot_faults[round] - subtract_faults[round];
 
       times[round] = (double) (end - start) / 1e6;
       snapshot_times[round] = (double) (after_snapshot - start) / 1e6;
@@ -294,11 +300,12 @@ bench_snapshot (char   figure,
 
   g_print ("%c. snapshot of %u groups + subtract + to_json: %.2f ms (target <= %.0f ms)  "
            "[median of %d: snapshot %.2f, subtract %.2f, to_json %.2f ms; JSON %zu bytes; "
-           "%.0f minor page faults per round]\n",
+           "%.0f minor page faults per round: snapshot %.0f, subtract %.0f, to_json %.0f]\n",
            figure, n_groups, bench_median (times, SNAPSHOT_ROUNDS), target_ms, SNAPSHOT_ROUNDS,
            bench_median (snapshot_times, SNAPSHOT_ROUNDS), bench_median (subtract_times, SNAPSHOT_ROUNDS),
            bench_median (json_times, SNAPSHOT_ROUNDS), json_bytes,
-           bench_median (faults, SNAPSHOT_ROUNDS));
+           bench_median (faults, SNAPSHOT_ROUNDS), bench_median (snapshot_faults, SNAPSHOT_ROUNDS),
+           bench_median (subtract_faults, SNAPSHOT_ROUNDS), bench_median (json_faults, SNAPSHOT_ROUNDS));
 }
 
 /* --- 4. memory per live group -------------------------------------------- */
