@@ -67,7 +67,8 @@
  * string of decimal digits; a reader accepts that form for every unsigned
  * member. Members a reader does not know are ignored.
  *
- * Data read from JSON or a #GVariant is checked: `version` must be 1,
+ * Data read from JSON or a #GVariant, or given to a
+ * [class@Perfmon.SnapshotBuilder], is checked: `version` must be 1,
  * `pid` at least 1, `timestamp`, `wall_time` and `interval` non-negative, group ids
  * unique, and the histogram consistent: `durations[i + 1]` never exceeds
  * `durations[i]` and `durations[0]` never exceeds `ticks`. In the
