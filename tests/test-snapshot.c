@@ -1229,6 +1229,58 @@ test_builder_invalid (void)
     }
 }
 
+/* Differences are the same whether the groups come in id order (a merge
+ * walk) or not (lookups). */
+static void
+test_subtract_any_order (void)
+{
+  const guint64 ids_older[] = { 2, 3, 5, 8 };
+  const guint64 ids_newer[] = { 1, 2, 5, 8, 9 };
+  const guint64 ids_newer_shuffled[] = { 9, 5, 1, 8, 2 };
+  g_autoptr(GPtrArray) older_groups = g_ptr_array_new ();
+  g_autoptr(GPtrArray) sorted_groups = g_ptr_array_new ();
+  g_autoptr(GPtrArray) shuffled_groups = g_ptr_array_new ();
+  g_autoptr(PerfmonSnapshot) older = NULL, sorted = NULL, shuffled = NULL;
+  g_autoptr(PerfmonSnapshot) delta_sorted = NULL, delta_shuffled = NULL;
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ids_older); i++)
+    g_ptr_array_add (older_groups, make_group (ids_older[i], PERFMON_GROUP_KIND_WINDOW, "w", ids_older[i],
+                                               NULL, 10 * ids_older[i], 0, 10, durations_b));
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer); i++)
+    g_ptr_array_add (sorted_groups, make_group (ids_newer[i], PERFMON_GROUP_KIND_WINDOW, "w", ids_newer[i],
+                                                NULL, 100 * ids_newer[i], 0, 200, durations_a));
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer_shuffled); i++)
+    g_ptr_array_add (shuffled_groups, make_group (ids_newer_shuffled[i], PERFMON_GROUP_KIND_WINDOW, "w",
+                                                  ids_newer_shuffled[i], NULL, 100 * ids_newer_shuffled[i],
+                                                  0, 200, durations_a));
+
+  older = _perfmon_snapshot_new (1, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (older_groups));
+  sorted = _perfmon_snapshot_new (2, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (sorted_groups));
+  shuffled = _perfmon_snapshot_new (2, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (shuffled_groups));
+
+  delta_sorted = perfmon_snapshot_subtract (sorted, older, &error);
+  g_assert_no_error (error);
+  delta_shuffled = perfmon_snapshot_subtract (shuffled, older, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer); i++)
+    {
+      guint64 id = ids_newer[i];
+      PerfmonGroupStats *a = perfmon_snapshot_lookup (delta_sorted, id);
+      PerfmonGroupStats *b = perfmon_snapshot_lookup (delta_shuffled, id);
+      gboolean in_older = id == 2 || id == 5 || id == 8;
+
+      g_assert_nonnull (a);
+      g_assert_nonnull (b);
+      assert_groups_equal (a, b);
+      g_assert_cmpuint (perfmon_group_stats_get_cpu_time (a), ==, 100 * id - (in_older ? 10 * id : 0));
+      g_assert_cmpuint (perfmon_group_stats_get_ticks (a), ==, in_older ? 190 : 200);
+    }
+  g_assert_null (perfmon_snapshot_lookup (delta_sorted, 3));
+  g_assert_null (perfmon_snapshot_lookup (delta_shuffled, 3));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1245,6 +1297,7 @@ main (int    argc,
   g_test_add_func ("/snapshot/builder/invalid", test_builder_invalid);
   g_test_add_func ("/snapshot/subtract", test_subtract);
   g_test_add_func ("/snapshot/subtract/order", test_subtract_order);
+  g_test_add_func ("/snapshot/subtract/any-order", test_subtract_any_order);
   g_test_add_func ("/snapshot/subtract/pid", test_subtract_pid);
   g_test_add_func ("/snapshot/subtract/backwards", test_subtract_backwards);
   g_test_add_func ("/snapshot/subtract/process-time-backwards", test_subtract_process_time_backwards);
