@@ -562,6 +562,10 @@ perfmon_snapshot_init (PerfmonSnapshot *self)
 {
 }
 
+/* ------------------------------------------------------------------------
+ * Getters and lookup
+ * ------------------------------------------------------------------------ */
+
 /**
  * perfmon_snapshot_get_timestamp: (get-property timestamp)
  * @self: a `PerfmonSnapshot`
