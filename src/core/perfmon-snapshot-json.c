@@ -568,11 +568,18 @@ group_from_json (JsonNode  *node,
 
   for (guint i = 0; i < PERFMON_N_DURATIONS; i++)
     {
+      JsonNode *element = json_array_get_element (durations, i);
       char member[32];
 
+      /* The usual case first: the member's name is for errors only. */
+      if (json_node_holds_type (element, G_TYPE_INT64) && json_node_get_int (element) >= 0)
+        {
+          stats->durations[i] = (guint64) json_node_get_int (element);
+          continue;
+        }
+
       g_snprintf (member, sizeof member, "durations[%u]", i);
-      if (!read_u64 (json_array_get_element (durations, i), prefix, member,
-                     &stats->durations[i], error))
+      if (!read_u64 (element, prefix, member, &stats->durations[i], error))
         return NULL;
     }
 
