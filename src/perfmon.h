@@ -12,6 +12,7 @@
 #include "perfmon-group.h"
 #include "perfmon-group-stats.h"
 #include "perfmon-snapshot.h"
+#include "perfmon-snapshot-builder.h"
 #include "perfmon-monitor.h"
 #include "perfmon-label.h"
 #include "perfmon-symbolizer.h"

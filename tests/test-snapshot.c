@@ -11,6 +11,7 @@
 #include "perfmon-error.h"
 #include "perfmon-group-stats-private.h"
 #include "perfmon-snapshot-private.h"
+#include "perfmon-snapshot-builder.h"
 
 #define N_DURATIONS PERFMON_N_DURATIONS
 
@@ -1133,6 +1134,153 @@ test_variant_garbage (void)
     }
 }
 
+/* Builder */
+
+static void
+test_builder (void)
+{
+  g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
+  g_autoptr(PerfmonSnapshot) built = NULL;
+  g_autoptr(PerfmonSnapshot) expected = NULL;
+  g_autoptr(PerfmonSnapshot) again = NULL;
+  g_autoptr(GError) error = NULL;
+
+  perfmon_snapshot_builder_set_times (builder, 5000000, 1767225600000000, 0);
+  perfmon_snapshot_builder_set_process (builder, 4242, "gedit", 1500000, 250000);
+  /* Out of id order, with an id above G_MAXINT64: kept as given. */
+  perfmon_snapshot_builder_add_group (builder, G_MAXUINT64, PERFMON_GROUP_KIND_ADDON, "Ad blocker", 0,
+                                      "adblock@example.org", 1500, 250, 42, durations_b, N_DURATIONS);
+  perfmon_snapshot_builder_add_group (builder, 1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                      1200000, 30, 5000, durations_a, N_DURATIONS);
+  built = perfmon_snapshot_builder_end (builder, &error);
+  g_assert_no_error (error);
+
+  expected = make_snapshot (5000000, 0, 4242, "gedit", 1500000, 250000,
+                            make_group (G_MAXUINT64, PERFMON_GROUP_KIND_ADDON, "Ad blocker", 0,
+                                        "adblock@example.org", 1500, 250, 42, durations_b),
+                            make_group (1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                        1200000, 30, 5000, durations_a),
+                            NULL);
+  assert_snapshots_equal (built, expected);
+  g_assert_cmpint (perfmon_snapshot_get_wall_time (built), ==, 1767225600000000);
+  g_assert_true (perfmon_snapshot_lookup (built, G_MAXUINT64) ==
+                 g_ptr_array_index (perfmon_snapshot_get_groups (built), 0));
+  g_assert_true (perfmon_snapshot_lookup (built, 1) ==
+                 g_ptr_array_index (perfmon_snapshot_get_groups (built), 1));
+  g_assert_null (perfmon_snapshot_lookup (built, 2));
+
+  /* end() leaves the builder empty, ready for the next snapshot. */
+  perfmon_snapshot_builder_set_process (builder, 7, NULL, 0, 0);
+  again = perfmon_snapshot_builder_end (builder, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (again)->len, ==, 0);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (again), ==, 0);
+  g_assert_cmpstr (perfmon_snapshot_get_process_name (again), ==, "");
+}
+
+static void
+test_builder_invalid (void)
+{
+  const guint64 increasing[N_DURATIONS] = { 1, 2, 0, };
+  const struct {
+    guint64          id2;
+    PerfmonGroupKind kind2;
+    const char      *name2;
+    const guint64   *durations2;
+    gsize            n_durations2;
+    guint            pid;
+    gint64           timestamp;
+    const char      *message;
+  } cases[] = {
+    { 2, PERFMON_GROUP_KIND_WINDOW, "w", durations_b, N_DURATIONS, 1, 1, "groups[1].id: duplicate id 2*" },
+    { 3, PERFMON_GROUP_KIND_WINDOW, "w", increasing, N_DURATIONS, 1, 1, "groups[1].durations: durations[1] = 2*" },
+    { 3, PERFMON_GROUP_KIND_WINDOW, "w", durations_b, 3, 1, 1, "groups[1].durations: expected*10*got 3*" },
+    { 3, (PerfmonGroupKind) 9, "w", durations_b, N_DURATIONS, 1, 1, "groups[1].kind: expected an integer in [0, 3], got 9" },
+    { 3, PERFMON_GROUP_KIND_WINDOW, "\xff", durations_b, N_DURATIONS, 1, 1, "groups[1].name: expected a UTF-8 string" },
+    { 3, PERFMON_GROUP_KIND_WINDOW, "w", durations_b, N_DURATIONS, 0, 1, "pid: expected an integer in [1, *], got 0" },
+    { 3, PERFMON_GROUP_KIND_WINDOW, "w", durations_b, N_DURATIONS, 1, -1, "timestamp: expected a non-negative integer, got -1" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
+      g_autoptr(PerfmonSnapshot) snapshot = NULL;
+      g_autoptr(PerfmonSnapshot) next = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("case %u: %s", c, cases[c].message);
+      perfmon_snapshot_builder_set_times (builder, cases[c].timestamp, 0, 0);
+      perfmon_snapshot_builder_set_process (builder, cases[c].pid, "p", 0, 0);
+      perfmon_snapshot_builder_add_group (builder, 2, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL,
+                                          0, 0, 10, durations_b, N_DURATIONS);
+      perfmon_snapshot_builder_add_group (builder, cases[c].id2, cases[c].kind2, cases[c].name2, 5, NULL,
+                                          0, 0, 10, cases[c].durations2, cases[c].n_durations2);
+      snapshot = perfmon_snapshot_builder_end (builder, &error);
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+      g_assert_null (snapshot);
+      g_assert_true (g_pattern_match_simple (cases[c].message, error->message));
+
+      /* A failed end() empties the builder too. */
+      g_clear_error (&error);
+      perfmon_snapshot_builder_set_process (builder, 1, "p", 0, 0);
+      next = perfmon_snapshot_builder_end (builder, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (perfmon_snapshot_get_groups (next)->len, ==, 0);
+    }
+}
+
+/* Differences are the same whether the groups come in id order (a merge
+ * walk) or not (lookups). */
+static void
+test_subtract_any_order (void)
+{
+  const guint64 ids_older[] = { 2, 3, 5, 8 };
+  const guint64 ids_newer[] = { 1, 2, 5, 8, 9 };
+  const guint64 ids_newer_shuffled[] = { 9, 5, 1, 8, 2 };
+  g_autoptr(GPtrArray) older_groups = g_ptr_array_new ();
+  g_autoptr(GPtrArray) sorted_groups = g_ptr_array_new ();
+  g_autoptr(GPtrArray) shuffled_groups = g_ptr_array_new ();
+  g_autoptr(PerfmonSnapshot) older = NULL, sorted = NULL, shuffled = NULL;
+  g_autoptr(PerfmonSnapshot) delta_sorted = NULL, delta_shuffled = NULL;
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ids_older); i++)
+    g_ptr_array_add (older_groups, make_group (ids_older[i], PERFMON_GROUP_KIND_WINDOW, "w", ids_older[i],
+                                               NULL, 10 * ids_older[i], 0, 10, durations_b));
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer); i++)
+    g_ptr_array_add (sorted_groups, make_group (ids_newer[i], PERFMON_GROUP_KIND_WINDOW, "w", ids_newer[i],
+                                                NULL, 100 * ids_newer[i], 0, 200, durations_a));
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer_shuffled); i++)
+    g_ptr_array_add (shuffled_groups, make_group (ids_newer_shuffled[i], PERFMON_GROUP_KIND_WINDOW, "w",
+                                                  ids_newer_shuffled[i], NULL, 100 * ids_newer_shuffled[i],
+                                                  0, 200, durations_a));
+
+  older = _perfmon_snapshot_new (1, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (older_groups));
+  sorted = _perfmon_snapshot_new (2, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (sorted_groups));
+  shuffled = _perfmon_snapshot_new (2, 0, 0, 7, "p", 0, 0, g_ptr_array_ref (shuffled_groups));
+
+  delta_sorted = perfmon_snapshot_subtract (sorted, older, &error);
+  g_assert_no_error (error);
+  delta_shuffled = perfmon_snapshot_subtract (shuffled, older, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < G_N_ELEMENTS (ids_newer); i++)
+    {
+      guint64 id = ids_newer[i];
+      PerfmonGroupStats *a = perfmon_snapshot_lookup (delta_sorted, id);
+      PerfmonGroupStats *b = perfmon_snapshot_lookup (delta_shuffled, id);
+      gboolean in_older = id == 2 || id == 5 || id == 8;
+
+      g_assert_nonnull (a);
+      g_assert_nonnull (b);
+      assert_groups_equal (a, b);
+      g_assert_cmpuint (perfmon_group_stats_get_cpu_time (a), ==, 100 * id - (in_older ? 10 * id : 0));
+      g_assert_cmpuint (perfmon_group_stats_get_ticks (a), ==, in_older ? 190 : 200);
+    }
+  g_assert_null (perfmon_snapshot_lookup (delta_sorted, 3));
+  g_assert_null (perfmon_snapshot_lookup (delta_shuffled, 3));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1145,8 +1293,11 @@ main (int    argc,
   g_test_add_func ("/snapshot/null-process-name", test_null_process_name);
   g_test_add_func ("/snapshot/invalid-private-data", test_invalid_private_data);
   g_test_add_func ("/snapshot/lookup", test_lookup);
+  g_test_add_func ("/snapshot/builder", test_builder);
+  g_test_add_func ("/snapshot/builder/invalid", test_builder_invalid);
   g_test_add_func ("/snapshot/subtract", test_subtract);
   g_test_add_func ("/snapshot/subtract/order", test_subtract_order);
+  g_test_add_func ("/snapshot/subtract/any-order", test_subtract_any_order);
   g_test_add_func ("/snapshot/subtract/pid", test_subtract_pid);
   g_test_add_func ("/snapshot/subtract/backwards", test_subtract_backwards);
   g_test_add_func ("/snapshot/subtract/process-time-backwards", test_subtract_process_time_backwards);

@@ -14,13 +14,14 @@ struct _PerfmonGroupStats
   gatomicrefcount   ref_count;
   PerfmonGroupKind  kind;
   guint64           id;
-  char             *name;        /* never NULL */
+  char             *name;        /* a GRefString, never NULL */
   guint64           window_id;   /* 0 = none */
-  char             *addon_id;    /* NULL = none */
+  char             *addon_id;    /* a GRefString, NULL = none */
   guint64           cpu_time;    /* µs */
   guint64           blocked_time;/* µs */
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
+  char              strings[];   /* name and addon_id, in one allocation */
 };
 
 /* Takes copies of @name and @addon_id; counters start at zero. */
@@ -29,7 +30,8 @@ PerfmonGroupStats *_perfmon_group_stats_new  (guint64                  id,
                                               const char              *name,
                                               guint64                  window_id,
                                               const char              *addon_id);
-/* A fresh copy whose counters can still be written. */
+/* A fresh copy whose counters can still be written; it shares the
+ * strings of @self. */
 PerfmonGroupStats *_perfmon_group_stats_copy (const PerfmonGroupStats *self);
 
 G_END_DECLS

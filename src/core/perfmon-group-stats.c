@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "perfmon-group-stats-private.h"
 
 /**
@@ -32,6 +34,25 @@
 G_DEFINE_BOXED_TYPE (PerfmonGroupStats, perfmon_group_stats,
                      perfmon_group_stats_ref, perfmon_group_stats_unref)
 
+/* One allocation per group, strings included: snapshots of tens of
+ * thousands of groups are made, subtracted and freed in one go. */
+static PerfmonGroupStats *
+group_stats_alloc (const PerfmonGroupStats *counters,
+                   const char              *name,
+                   const char              *addon_id)
+{
+  gsize name_size = strlen (name) + 1;
+  gsize addon_size = addon_id != NULL ? strlen (addon_id) + 1 : 0;
+  PerfmonGroupStats *self = g_malloc (sizeof *self + name_size + addon_size);
+
+  *self = *counters;
+  g_atomic_ref_count_init (&self->ref_count);
+  self->name = memcpy (self->strings, name, name_size);
+  self->addon_id = addon_id != NULL ? memcpy (self->strings + name_size, addon_id, addon_size) : NULL;
+
+  return self;
+}
+
 PerfmonGroupStats *
 _perfmon_group_stats_new (guint64           id,
                           PerfmonGroupKind  kind,
@@ -39,34 +60,23 @@ _perfmon_group_stats_new (guint64           id,
                           guint64           window_id,
                           const char       *addon_id)
 {
-  PerfmonGroupStats *self;
+  PerfmonGroupStats counters = {
+    .id = id,
+    .kind = kind,
+    .window_id = window_id,
+  };
 
   g_return_val_if_fail (name != NULL, NULL);
 
-  self = g_new0 (PerfmonGroupStats, 1);
-  g_atomic_ref_count_init (&self->ref_count);
-  self->id = id;
-  self->kind = kind;
-  self->name = g_strdup (name);
-  self->window_id = window_id;
-  self->addon_id = g_strdup (addon_id);
-
-  return self;
+  return group_stats_alloc (&counters, name, addon_id);
 }
 
 PerfmonGroupStats *
 _perfmon_group_stats_copy (const PerfmonGroupStats *self)
 {
-  PerfmonGroupStats *copy;
-
   g_return_val_if_fail (self != NULL, NULL);
 
-  copy = g_memdup2 (self, sizeof *self);
-  g_atomic_ref_count_init (&copy->ref_count);
-  copy->name = g_strdup (self->name);
-  copy->addon_id = g_strdup (self->addon_id);
-
-  return copy;
+  return group_stats_alloc (self, self->name, self->addon_id);
 }
 
 /**
@@ -103,11 +113,7 @@ perfmon_group_stats_unref (PerfmonGroupStats *self)
   g_return_if_fail (self != NULL);
 
   if (g_atomic_ref_count_dec (&self->ref_count))
-    {
-      g_free (self->name);
-      g_free (self->addon_id);
-      g_free (self);
-    }
+    g_free (self);
 }
 
 /**

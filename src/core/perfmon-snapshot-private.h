@@ -1,12 +1,40 @@
-/* perfmon-snapshot-private.h
+/* perfmon-snapshot-private.h: what the snapshot object, its JSON and
+ * variant forms and its builder share
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * perfmon-snapshot.c           the object, subtract, and the checks of data
+ *                              that comes from outside the library
+ * perfmon-snapshot-json.c      the JSON writer and reader
+ * perfmon-snapshot-variant.c   the GVariant codec, both ways
+ * perfmon-snapshot-builder.c   the public way to make one from counters
  */
 #pragma once
 
+#include "perfmon-group-stats-private.h"
 #include "perfmon-snapshot.h"
 
 G_BEGIN_DECLS
+
+struct _PerfmonSnapshot
+{
+  GObject     parent_instance;
+
+  gint64      timestamp;
+  gint64      wall_time;
+  gint64      interval;
+  guint       pid;
+  char       *process_name;
+  guint64     user_time;
+  guint64     system_time;
+  GPtrArray  *groups;        /* of PerfmonGroupStats */
+  /* Lookup by id: by bisection when the ids increase along @groups, as
+   * in the monitor's snapshots and their differences; otherwise through
+   * a table built at the first lookup (g_once_init_enter()), since a
+   * snapshot is shared between threads. &stats->id → stats. */
+  gboolean    sorted_by_id;
+  GHashTable *groups_by_id;
+};
 
 /* The current format version of to_json() and to_variant(). */
 #define PERFMON_SNAPSHOT_FORMAT_VERSION 1
@@ -14,7 +42,13 @@ G_BEGIN_DECLS
 /* Takes ownership of @groups (element type PerfmonGroupStats, with a free
  * func). @interval is 0 for a snapshot of a live monitor and the time
  * between the two snapshots for a difference. @wall_time is the
- * wall-clock time (g_get_real_time()) of @timestamp, or 0 if not known. */
+ * wall-clock time (g_get_real_time()) of @timestamp, or 0 if not known.
+ *
+ * For the library's own data, which is valid by construction: group ids
+ * unique, strings UTF-8. Only the histogram of each group is checked
+ * (a comparison per bucket), with a critical warning, since a monitor
+ * that breaks it has a bug. Data from outside goes through
+ * _perfmon_snapshot_new_checked(). */
 PerfmonSnapshot *_perfmon_snapshot_new (gint64      timestamp,
                                         gint64      wall_time,
                                         gint64      interval,
@@ -23,5 +57,47 @@ PerfmonSnapshot *_perfmon_snapshot_new (gint64      timestamp,
                                         guint64     user_time,
                                         guint64     system_time,
                                         GPtrArray  *groups);
+
+/* What reading JSON or a GVariant, or a builder, produces:
+ * _perfmon_snapshot_new_checked() applies one set of rules whatever the
+ * source. */
+typedef struct
+{
+  gint64     timestamp;
+  gint64     wall_time;
+  gint64     interval;
+  guint64    pid;
+  char      *process_name;
+  guint64    user_time;
+  guint64    system_time;
+  GPtrArray *groups;        /* of PerfmonGroupStats, with a free func */
+} PerfmonSnapshotFields;
+
+void _perfmon_snapshot_fields_clear (PerfmonSnapshotFields *fields);
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (PerfmonSnapshotFields, _perfmon_snapshot_fields_clear)
+
+/* Checks untrusted @fields: on success, a snapshot that takes
+ * @fields->groups; otherwise %NULL and a PERFMON_ERROR_INVALID_DATA error
+ * that names the offending member. */
+PerfmonSnapshot *_perfmon_snapshot_new_checked (PerfmonSnapshotFields  *fields,
+                                                GError                **error);
+
+/* Sets a PERFMON_ERROR_INVALID_DATA error about the member @member of
+ * @prefix ("groups[3]"); either may be NULL. Returns FALSE. */
+gboolean _perfmon_snapshot_set_field_error (GError     **error,
+                                            const char  *prefix,
+                                            const char  *member,
+                                            const char  *format,
+                                            ...) G_GNUC_PRINTF (4, 5);
+
+gboolean _perfmon_snapshot_check_version (guint64   version,
+                                          GError  **error);
+
+/* The names of the kinds in the JSON form ("thread", ...): part of the
+ * format. */
+const char *_perfmon_snapshot_kind_name      (PerfmonGroupKind  kind);
+gboolean    _perfmon_snapshot_kind_from_name (const char       *name,
+                                              PerfmonGroupKind *kind);
 
 G_END_DECLS
