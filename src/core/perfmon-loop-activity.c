@@ -45,17 +45,6 @@ _perfmon_loop_activity_clear (PerfmonLoopActivity *activity)
   g_clear_pointer (&activity->dispatch_lists, g_free);
 }
 
-/* On returning from an idle time during which the watchdog went to sleep
- * without a deadline: a system call more does not show then. */
-void
-_perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
-{
-  g_mutex_lock (&activity->mutex);
-  activity->n_wakes++;
-  g_cond_signal (&activity->cond);
-  g_mutex_unlock (&activity->mutex);
-}
-
 G_GNUC_NO_INLINE __attribute__ ((cold)) void
 _perfmon_loop_activity_adopt_thread (PerfmonLoopActivity *activity)
 {
