@@ -68,6 +68,40 @@ test_classify (void)
   g_assert_cmpint (_perfmon_jank_classify (451000, &config), ==, PERFMON_JANK_ACTION_TRACE);
 }
 
+/* Where each action starts, for the sampler's deadlines: one past the
+ * threshold, classify calls for it. */
+static void
+assert_threshold (const PerfmonJankConfig *config,
+                  PerfmonJankAction        action,
+                  guint64                  expected_us)
+{
+  guint64 threshold_us = _perfmon_jank_threshold_us (config, action);
+
+  g_assert_cmpuint (threshold_us, ==, expected_us);
+  if (threshold_us == G_MAXUINT64)
+    return;
+  g_assert_cmpint (_perfmon_jank_classify (threshold_us, config), !=, action);
+  g_assert_cmpint (_perfmon_jank_classify (threshold_us + 1, config), ==, action);
+}
+
+static void
+test_thresholds (void)
+{
+  PerfmonJankConfig config;
+
+  _perfmon_jank_config_init (&config);
+  assert_threshold (&config, PERFMON_JANK_ACTION_STACK_SAMPLING, 150000);
+  assert_threshold (&config, PERFMON_JANK_ACTION_TRACE, 450000);
+
+  config_with (&config, "1", "100", "3", "5", "1");
+  assert_threshold (&config, PERFMON_JANK_ACTION_STACK_SAMPLING, 100000);
+  assert_threshold (&config, PERFMON_JANK_ACTION_TRACE, G_MAXUINT64);
+
+  config_with (&config, "2", NULL, NULL, NULL, NULL);
+  assert_threshold (&config, PERFMON_JANK_ACTION_STACK_SAMPLING, G_MAXUINT64);
+  assert_threshold (&config, PERFMON_JANK_ACTION_TRACE, 450000);
+}
+
 static void
 test_startup (void)
 {
@@ -313,6 +347,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/jank-policy/classify", test_classify);
+  g_test_add_func ("/jank-policy/thresholds", test_thresholds);
   g_test_add_func ("/jank-policy/startup", test_startup);
   g_test_add_func ("/jank-policy/stack/once-per-process", test_stack_once_per_process);
   g_test_add_func ("/jank-policy/stack/developer-hourly", test_stack_developer_hourly);

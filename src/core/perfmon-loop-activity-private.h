@@ -8,22 +8,28 @@
 
 G_BEGIN_DECLS
 
-/* The busy stretches of a monitored thread's loop (poll return to the next
- * poll), published by the monitor's poll wrapper for a watchdog on another
- * thread. core/ only publishes; hang/ reads.
+/* The busy stretches of a monitored thread's loop, published by the thread
+ * for a watchdog on another thread (see perfmon-loop-activity.c). A loop is
+ * busy from a poll's return to the next poll's entry, a thread without a
+ * loop for each unit of work; a deliberate wait is idle time.
+ *
+ * The watched thread: _perfmon_loop_activity_busy_begin() and _busy_end()
+ * (from the monitor's poll wrapper and work units), _idle_begin() and
+ * _idle_end() (deliberate waits). The watchdog: the stretches' ring,
+ * _sleep_while_idle() and _sleep_until(), and the dispatch lists.
  *
  * The watched thread pays a few plain stores and one atomic exchange per
- * iteration, and makes a system call only when it returns from a poll
- * during which the watchdog went to sleep without a deadline (so only
- * after the loop was idle). That is what lets the watchdog sleep without
- * any deadline while the loop waits, yet never miss a busy stretch:
+ * stretch, and makes a system call only at a busy_begin after an idle time
+ * the watchdog slept through without a deadline. That is what lets the
+ * watchdog sleep without any deadline while the loop waits, yet never miss
+ * a busy stretch:
  *
- *   thread, poll return:  stretches[n+1].begin = now; n_stretches = n + 1;
+ *   thread, busy_begin:   stretches[n+1].begin = now; n_stretches = n + 1;
  *                         old = exchange (phase, BUSY);
- *                         if old == POLLING_WATCHER_ASLEEP: wake the watchdog
- *   thread, poll entry:   stretches[n].end = now; if phase == BUSY: phase = POLLING
- *   watchdog, to sleep:   under the mutex, CAS phase POLLING → ASLEEP, and
- *                         wait on the cond while it stays ASLEEP
+ *                         if old == IDLE_WATCHER_ASLEEP: wake the watchdog
+ *   thread, busy_end:     stretches[n].end = now; if phase == BUSY: phase = IDLE
+ *   watchdog, to sleep:   under the mutex, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
+ *                         and wait on the cond while it stays so
  *
  * The exchange and the compare-and-swap order the two sides: either the
  * watchdog sees BUSY and does not sleep, or the thread sees ASLEEP and
@@ -32,9 +38,9 @@ G_BEGIN_DECLS
 
 typedef enum
 {
-  PERFMON_LOOP_POLLING = 0,
+  PERFMON_LOOP_IDLE = 0,
   PERFMON_LOOP_BUSY = 1,
-  PERFMON_LOOP_POLLING_WATCHER_ASLEEP = 2,
+  PERFMON_LOOP_IDLE_WATCHER_ASLEEP = 2,
 } PerfmonLoopPhase;
 
 /* Recent stretches kept for a trace of the loop; a power of two. */
@@ -42,8 +48,8 @@ typedef enum
 
 typedef struct
 {
-  guint64 begin;   /* perfmon_clock_cycles() at poll return */
-  guint64 end;     /* at the next poll entry; 0 while still busy */
+  guint64 begin;   /* perfmon_clock_cycles() at busy_begin */
+  guint64 end;     /* at the next busy_end; 0 while still busy */
 } PerfmonLoopStretch;
 
 /* The longest dispatches of a busy stretch, for the hang report that
@@ -87,9 +93,9 @@ typedef struct
   gint               watched;        /* atomic gboolean */
   gint               phase;          /* atomic PerfmonLoopPhase */
   guint64            n_stretches;    /* atomic; the current one's index */
-  gint64             thread_id;      /* atomic; kernel tid, 0 until the first poll */
+  gint64             thread_id;      /* atomic; kernel tid, 0 until adopted */
   /* Set by the watchdog's side before `watched`: called once on the
-   * watched thread, at its first watched poll, before thread_id is set
+   * watched thread, at its first watched stretch, before thread_id is set
    * (hang/ prepares the thread for stack captures there). */
   void             (*prepare_thread) (void);
   /* PERFMON_LOOP_RECENT_STRETCHES of them, out of line: the header above
@@ -102,7 +108,12 @@ typedef struct
   GMutex             mutex;
   GCond              cond;
   guint64            n_wakes;        /* under mutex: wake-ups the thread sent */
+  gboolean           stopping;       /* written under mutex, read atomically */
 } PerfmonLoopActivity;
+
+/* Allocates the rings; an activity lives as long as its monitor. */
+void _perfmon_loop_activity_init  (PerfmonLoopActivity *activity);
+void _perfmon_loop_activity_clear (PerfmonLoopActivity *activity);
 
 static inline PerfmonLoopStretch *
 _perfmon_loop_activity_stretch (PerfmonLoopActivity *activity,
@@ -111,31 +122,26 @@ _perfmon_loop_activity_stretch (PerfmonLoopActivity *activity,
   return &activity->stretches[index & (PERFMON_LOOP_RECENT_STRETCHES - 1)];
 }
 
-/* The thread's side: called by the monitor's poll wrapper. */
-static inline void
-_perfmon_loop_activity_poll_entry (PerfmonLoopActivity *activity,
-                                   guint64              now_cycles)
-{
-  guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+/* --- the watched thread's side --------------------------------------- */
 
-  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
-  /* Only a BUSY phase becomes POLLING: the watchdog never changes BUSY,
-   * so this plain store races with nothing, while storing over a phase
-   * that is already POLLING_WATCHER_ASLEEP (before the loop's first watched
-   * poll) would lose the watchdog's wish to be woken. */
-  if (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) == PERFMON_LOOP_BUSY)
-    __atomic_store_n (&activity->phase, PERFMON_LOOP_POLLING, __ATOMIC_RELEASE);
+/* At a busy_begin after an idle time the watchdog slept through without a
+ * deadline: a system call more does not show then. Inline: out of line,
+ * GCC computes its argument on the poll wrapper's hot path. */
+static inline void
+_perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
+{
+  g_mutex_lock (&activity->mutex);
+  activity->n_wakes++;
+  g_cond_signal (&activity->cond);
+  g_mutex_unlock (&activity->mutex);
 }
 
-void _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity);
-
-/* The activity of the loop the calling thread runs under a watchdog, or
- * NULL (set at the thread's first watched poll). */
-PerfmonLoopActivity *_perfmon_loop_activity_get_current (void);
-
+/* A busy stretch begins at @now_cycles (a poll returned, a unit of work
+ * begins). Call it only while `watched` is set, after
+ * _perfmon_loop_activity_adopt_thread(). */
 static inline void
-_perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,
-                                    guint64              now_cycles)
+_perfmon_loop_activity_busy_begin (PerfmonLoopActivity *activity,
+                                   guint64              now_cycles)
 {
   guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED) + 1;
   PerfmonLoopStretch *stretch = _perfmon_loop_activity_stretch (activity, n);
@@ -144,9 +150,38 @@ _perfmon_loop_activity_poll_return (PerfmonLoopActivity *activity,
   __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&activity->n_stretches, n, __ATOMIC_RELEASE);
   if (G_UNLIKELY (__atomic_exchange_n (&activity->phase, PERFMON_LOOP_BUSY, __ATOMIC_SEQ_CST) ==
-                  PERFMON_LOOP_POLLING_WATCHER_ASLEEP))
+                  PERFMON_LOOP_IDLE_WATCHER_ASLEEP))
     _perfmon_loop_activity_wake_watcher (activity);
 }
+
+/* The busy stretch ends at @now_cycles (a poll begins, a unit of work
+ * ends). */
+static inline void
+_perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
+                                 guint64              now_cycles)
+{
+  guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+
+  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
+  /* Only a BUSY phase becomes IDLE: the watchdog never changes BUSY, so
+   * this plain store races with nothing, while storing over a phase that
+   * is already IDLE_WATCHER_ASLEEP (before the loop's first watched
+   * stretch) would lose the watchdog's wish to be woken. */
+  if (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) == PERFMON_LOOP_BUSY)
+    __atomic_store_n (&activity->phase, PERFMON_LOOP_IDLE, __ATOMIC_RELEASE);
+}
+
+/* The first time a watchdog sees the calling thread: makes @activity the
+ * thread's (for deliberate waits), runs `prepare_thread` and publishes the
+ * thread's id. Once per watched thread; before its first busy_begin. */
+void _perfmon_loop_activity_adopt_thread (PerfmonLoopActivity *activity);
+
+/* A deliberate wait of the calling thread (perfmon_deliberate_wait_begin()):
+ * the outermost idle_begin ends the busy stretch of the activity the thread
+ * was adopted by, if watched, and its idle_end begins a new one. They nest;
+ * on a thread no watchdog adopted they do nothing. */
+void _perfmon_loop_activity_idle_begin (void);
+void _perfmon_loop_activity_idle_end   (void);
 
 /* The automatic group name of the dispatch the calling thread runs, or
  * NULL: set by the dispatch hook around each measured dispatch (nested
@@ -162,6 +197,28 @@ extern __thread const char *_perfmon_current_dispatch_name __attribute__ ((tls_m
 void  _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
                                             const char          *name,
                                             guint64              cycles);
+
+/* --- the watchdog's side ----------------------------------------------- */
+
+/* Sleeps while the loop is idle: until the thread's next busy_begin, or
+ * @until_us (monotonic; G_MAXINT64: no deadline), or a stop. Wakes up
+ * spuriously: look again. Returns FALSE, at once, if the loop was found
+ * busy as the watchdog went to sleep without a deadline. */
+gboolean _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
+                                                  gint64               until_us);
+/* Sleeps until @until_us or a stop, whatever the loop does. */
+void     _perfmon_loop_activity_sleep_until      (PerfmonLoopActivity *activity,
+                                                  gint64               until_us);
+/* A watchdog starts watching: FALSE if another one watches already. What
+ * the thread published before is stale: the watching begins at its next
+ * busy_begin. @prepare_thread: see the field. */
+gboolean _perfmon_loop_activity_watch            (PerfmonLoopActivity *activity,
+                                                  void               (*prepare_thread) (void));
+/* Wakes a sleeping watchdog for good: it stops. Then, once it returned,
+ * _unwatch() lets the thread stop publishing. */
+void     _perfmon_loop_activity_stop_watcher     (PerfmonLoopActivity *activity);
+void     _perfmon_loop_activity_unwatch          (PerfmonLoopActivity *activity);
+gboolean _perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity);
 
 /* The watchdog's side: copies the longest dispatches of stretch @index
  * (longest first) into @out, which has room for PERFMON_LOOP_DISPATCHES;

@@ -6,7 +6,6 @@
 
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "perfmon-automatic-private.h"
@@ -1022,26 +1021,6 @@ schedule_alerts (PerfmonMonitor *self)
 
 /* --- the loop's activity, for a watchdog ------------------------------ */
 
-/* The watched thread, on returning from a poll during which the watchdog
- * went to sleep without a deadline: so after an idle wait, when a system
- * call more does not show. */
-static __thread PerfmonLoopActivity *current_activity;
-
-PerfmonLoopActivity *
-_perfmon_loop_activity_get_current (void)
-{
-  return current_activity;
-}
-
-void
-_perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
-{
-  g_mutex_lock (&activity->mutex);
-  activity->n_wakes++;
-  g_cond_signal (&activity->cond);
-  g_mutex_unlock (&activity->mutex);
-}
-
 PerfmonLoopActivity *
 _perfmon_monitor_get_loop_activity (PerfmonMonitor *self)
 {
@@ -1059,15 +1038,13 @@ _perfmon_monitor_is_attached (PerfmonMonitor *self)
   return self->poll_slot >= 0 || self->context == NULL;
 }
 
-/* The first busy stretch a watchdog sees on the monitor's thread: lets it
- * prepare the thread and learn its id. Once per watched thread. */
+/* Once per watched thread. Out of line, taking the monitor: called with
+ * &self->activity from monitor_poll(), GCC computes and spills that
+ * address on the hot path (2 instructions per iteration, callgrind). */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 adopt_watched_thread (PerfmonMonitor *self)
 {
-  current_activity = &self->activity;
-  if (self->activity.prepare_thread != NULL)
-    self->activity.prepare_thread ();
-  __atomic_store_n (&self->activity.thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
+  _perfmon_loop_activity_adopt_thread (&self->activity);
 }
 
 /* --- the poll function wrapper ----------------------------------------- */
@@ -1113,9 +1090,9 @@ poll_watched_unmeasured (PerfmonMonitor *self,
 {
   gint ret;
 
-  _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (&self->activity, perfmon_clock_cycles ());
   ret = slot->previous (fds, n_fds, timeout);
-  _perfmon_loop_activity_poll_return (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_begin (&self->activity, perfmon_clock_cycles ());
   return ret;
 }
 
@@ -1161,7 +1138,7 @@ poll_then_begin_iteration (PerfmonMonitor *self,
 
   begin_iteration (self, poll_end, poll_end - poll_start >= self->read_stretch_cycles);
   if (watched)
-    _perfmon_loop_activity_poll_return (&self->activity, poll_end);
+    _perfmon_loop_activity_busy_begin (&self->activity, poll_end);
 
   return ret;
 }
@@ -1196,7 +1173,7 @@ monitor_poll (PollSlot *slot,
         schedule_alerts (self);
     }
   if (watched)
-    _perfmon_loop_activity_poll_entry (&self->activity, poll_start);
+    _perfmon_loop_activity_busy_end (&self->activity, poll_start);
 
   if (timeout != 0)
     return poll_then_begin_iteration (self, slot, fds, n_fds, timeout, poll_start, watched);
@@ -1211,7 +1188,7 @@ monitor_poll (PollSlot *slot,
    * monitor's work. tests/bench/bench-accounting measures it. */
   begin_iteration (self, poll_start, FALSE);
   if (watched)
-    _perfmon_loop_activity_poll_return (&self->activity, poll_start);
+    _perfmon_loop_activity_busy_begin (&self->activity, poll_start);
 
   return slot->previous (fds, n_fds, timeout);
 }
@@ -1348,12 +1325,7 @@ perfmon_monitor_finalize (GObject *object)
   g_hash_table_unref (self->addons);
   g_clear_pointer (&self->last_alert_cycles, g_hash_table_unref);
   g_mutex_clear (&self->registry_lock);
-  if (current_activity == &self->activity)
-    current_activity = NULL;
-  g_mutex_clear (&self->activity.mutex);
-  g_cond_clear (&self->activity.cond);
-  g_free (self->activity.stretches);
-  g_free (self->activity.dispatch_lists);
+  _perfmon_loop_activity_clear (&self->activity);
 
   G_OBJECT_CLASS (perfmon_monitor_parent_class)->finalize (object);
 }
@@ -1553,10 +1525,7 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
 
   g_mutex_init (&self->registry_lock);
-  g_mutex_init (&self->activity.mutex);
-  g_cond_init (&self->activity.cond);
-  self->activity.stretches = g_new0 (PerfmonLoopStretch, PERFMON_LOOP_RECENT_STRETCHES);
-  self->activity.dispatch_lists = g_new0 (PerfmonLoopDispatchList, PERFMON_LOOP_RECENT_DISPATCH_LISTS);
+  _perfmon_loop_activity_init (&self->activity);
   self->automatic = _perfmon_automatic_new (self);
   self->records = g_ptr_array_new ();
   self->windows = g_hash_table_new (g_int64_hash, g_int64_equal);
@@ -2087,8 +2056,8 @@ perfmon_monitor_work_begin (PerfmonMonitor *self)
   if (!self->work_published)
     return;
   if (G_UNLIKELY (self->activity.thread_id == 0))
-    adopt_watched_thread (self);
-  _perfmon_loop_activity_poll_return (&self->activity, perfmon_clock_cycles ());
+    _perfmon_loop_activity_adopt_thread (&self->activity);
+  _perfmon_loop_activity_busy_begin (&self->activity, perfmon_clock_cycles ());
 }
 
 /**
@@ -2118,7 +2087,7 @@ perfmon_monitor_work_end (PerfmonMonitor *self)
     return;
 
   self->work_published = FALSE;
-  _perfmon_loop_activity_poll_entry (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (&self->activity, perfmon_clock_cycles ());
 }
 
 /**

@@ -98,7 +98,6 @@ struct _PerfmonHangMonitor
   /* Running state. */
   GMainContext        *owner_context;
   GThread             *watchdog;
-  gboolean             stopping;                /* under activity->mutex */
   gint64               start_time_us;           /* monotonic */
   gint64               last_ping_time_us;       /* monotonic, under state_lock */
 
@@ -200,8 +199,6 @@ annotate_report (PerfmonHangReport *report)
 
 /* --- deliberate waits -------------------------------------------------- */
 
-static __thread guint deliberate_wait_depth;
-
 /**
  * perfmon_deliberate_wait_begin:
  *
@@ -220,11 +217,7 @@ static __thread guint deliberate_wait_depth;
 void
 perfmon_deliberate_wait_begin (void)
 {
-  PerfmonLoopActivity *activity = _perfmon_loop_activity_get_current ();
-
-  if (deliberate_wait_depth++ == 0 && activity != NULL &&
-      g_atomic_int_get (&activity->watched))
-    _perfmon_loop_activity_poll_entry (activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_idle_begin ();
 }
 
 /**
@@ -238,16 +231,7 @@ perfmon_deliberate_wait_begin (void)
 void
 perfmon_deliberate_wait_end (void)
 {
-  PerfmonLoopActivity *activity = _perfmon_loop_activity_get_current ();
-
-  if (deliberate_wait_depth == 0)
-    {
-      g_critical ("perfmon_deliberate_wait_end: no deliberate wait was begun on this thread");
-      return;
-    }
-  if (--deliberate_wait_depth == 0 && activity != NULL &&
-      g_atomic_int_get (&activity->watched))
-    _perfmon_loop_activity_poll_return (activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_idle_end ();
 }
 
 /* --- the monitors alive, for the ping at exit --------------------------- */
@@ -430,15 +414,23 @@ tick_jank (PerfmonHangMonitor *self,
   return next;
 }
 
+/* What the watchdog knows of the stretch it follows. */
+typedef enum
+{
+  WATCH_IDLE,        /* no stretch followed: the loop waits */
+  WATCH_BUSY,        /* a stretch runs, shorter than the threshold so far */
+  WATCH_GRACE,       /* it began in the start-up grace: never a hang */
+  WATCH_HUNG,        /* it reached the threshold: a hang, its report built */
+  WATCH_PERMAHANG,   /* it reached the permahang threshold: saved, unrecovered */
+} WatchState;
+
 typedef struct
 {
+  WatchState state;
   guint64  index;            /* of the stretch in the activity */
   gint64   start_us;         /* monotonic; moved on by ignored deadlines */
   guint64  begin_cycles;
-  gboolean caught;           /* a hang: the report is being built */
-  gboolean ignored;          /* began in the start-up grace */
-  gboolean permahang_saved;
-  PerfmonHangReport *report;
+  PerfmonHangReport *report; /* from WATCH_HUNG on */
   char    *record_id;        /* of the saved permahang */
 } Stretch;
 
@@ -703,7 +695,7 @@ save_permahang (PerfmonHangMonitor *self,
   save_report_locked (self, stretch->report, &stretch->record_id);
   g_mutex_unlock (&self->state_lock);
   _perfmon_hang_report_annotate (stretch->report, PERFMON_ANNOTATION_UNRECOVERED, NULL);
-  stretch->permahang_saved = TRUE;
+  stretch->state = WATCH_PERMAHANG;
 }
 
 /* Watchdog thread: the caught stretch is over; the longest dispatches the
@@ -753,192 +745,257 @@ finish_hang (PerfmonHangMonitor *self,
   stretch_clear (stretch);
 }
 
-/* The end of stretch @index, 0 if it has not ended, read consistently
- * with the stretch's identity: the thread writes a stretch's end before
- * it moves on to the next, and the ring is large enough that the slot is
- * not reused while the watchdog looks. */
-static guint64
-stretch_end_cycles (PerfmonLoopActivity *activity,
-                    guint64              index)
+/* The watchdog thread's state: the stretch it follows and its view of the
+ * loop. Each round looks at what the thread published, then takes one
+ * step: the end of a hang, a sleep while the loop is idle, or a sleep
+ * until the stretch's next deadline and what is due on it. */
+typedef struct
 {
-  return __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->end, __ATOMIC_ACQUIRE);
+  PerfmonHangMonitor  *self;
+  PerfmonLoopActivity *activity;
+  PerfmonJankSampler  *sampler;
+  Stretch              stretch;
+  gint64               grace_end_us;
+  /* When the watchdog last woke too late (see wait_for_deadline()): busy
+   * time before that is not counted, whichever stretch it belongs to. */
+  gint64               resumed_us;
+} Watchdog;
+
+/* What the thread published, and the thresholds, as of one round. */
+typedef struct
+{
+  gint    phase;
+  guint64 index;
+  gint64  tid;
+  gint64  threshold_us;
+  gint64  permahang_us;
+} Look;
+
+static void
+look_at_loop (Watchdog *watchdog,
+              Look     *look)
+{
+  PerfmonLoopActivity *activity = watchdog->activity;
+
+  look->phase = g_atomic_int_get (&activity->phase);
+  look->index = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+  look->tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
+  look->threshold_us = (gint64) g_atomic_int_get (&watchdog->self->threshold_ms) * 1000;
+  look->permahang_us = (gint64) g_atomic_int_get (&watchdog->self->permahang_threshold_ms) * 1000;
+}
+
+/* Whether the thread is still in stretch @index: a deadline passed, look
+ * again before acting on it. */
+static gboolean
+still_in_stretch (PerfmonLoopActivity *activity,
+                  guint64              index)
+{
+  return g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
+         __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) == index;
+}
+
+static gboolean
+is_hang (const Stretch *stretch)
+{
+  return stretch->state == WATCH_HUNG || stretch->state == WATCH_PERMAHANG;
+}
+
+/* The followed hang is over (the thread is idle, or in a new stretch):
+ * report it with the thread's own measure of it. The end is read
+ * consistently with the stretch's identity: the thread writes a stretch's
+ * end before it moves on to the next, and the ring is large enough that
+ * the slot is not reused while the watchdog looks. */
+static void
+end_hang (Watchdog *watchdog)
+{
+  Stretch *stretch = &watchdog->stretch;
+  guint64 end = __atomic_load_n (&_perfmon_loop_activity_stretch (watchdog->activity, stretch->index)->end,
+                                 __ATOMIC_ACQUIRE);
+  double duration_ms = end > stretch->begin_cycles
+    ? cycles_to_ms (end - stretch->begin_cycles)
+    : (double) (g_get_monotonic_time () - stretch->start_us) / 1000.0;
+
+  finish_hang (watchdog->self, stretch, duration_ms);
+}
+
+/* The loop waits: sleep until it is busy again, with no deadline (the
+ * thread wakes us), unless a jank session still has samples to take or a
+ * log to write. */
+static void
+sleep_while_idle (Watchdog *watchdog)
+{
+  gint64 jank_next;
+
+  stretch_clear (&watchdog->stretch);
+  jank_next = tick_jank (watchdog->self, watchdog->sampler, 0);
+  if (_perfmon_loop_activity_sleep_while_idle (watchdog->activity, jank_next))
+    __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
+}
+
+/* Follows stretch @index, if it is not followed yet. FALSE if the thread
+ * moved on meanwhile: look again. */
+static gboolean
+follow_stretch (Watchdog *watchdog,
+                guint64   index)
+{
+  Stretch *stretch = &watchdog->stretch;
+
+  if (stretch->state != WATCH_IDLE && stretch->index == index)
+    return TRUE;
+
+  stretch_clear (stretch);
+  stretch->state = WATCH_BUSY;
+  stretch->index = index;
+  stretch->begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (watchdog->activity, index)->begin,
+                                           __ATOMIC_RELAXED);
+  stretch->start_us = MAX (perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles), watchdog->resumed_us);
+  /* Read back: if the thread moved on meanwhile, begin belongs to a later
+   * stretch. */
+  if (__atomic_load_n (&watchdog->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
+    {
+      stretch_clear (stretch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* When the followed stretch next needs the watchdog: its next threshold,
+ * the next look whether a hang ended, or the jank sampler's next tick. */
+static gint64
+stretch_deadline (Watchdog   *watchdog,
+                  const Look *look)
+{
+  const Stretch *stretch = &watchdog->stretch;
+  gint64 end_check_us = g_get_monotonic_time () + HANG_END_CHECK_MS * 1000;
+  gint64 deadline_us = G_MAXINT64;
+
+  switch (stretch->state)
+    {
+    case WATCH_IDLE:   /* not reached: follow_stretch() follows one */
+    case WATCH_BUSY:
+      deadline_us = stretch->start_us + look->threshold_us;
+      break;
+    case WATCH_GRACE:
+      deadline_us = g_get_monotonic_time () + look->threshold_us;
+      break;
+    case WATCH_HUNG:
+      deadline_us = MIN (stretch->start_us + look->permahang_us, end_check_us);
+      break;
+    case WATCH_PERMAHANG:
+      deadline_us = end_check_us;
+      break;
+    }
+  return MIN (deadline_us, tick_jank (watchdog->self, watchdog->sampler, stretch->start_us));
+}
+
+/* Sleeps until @deadline_us. TRUE if it passed and is to be acted on,
+ * in @now_us; FALSE to look again (a stop, a spurious wake-up, a late one). */
+static gboolean
+wait_for_deadline (Watchdog   *watchdog,
+                   const Look *look,
+                   gint64      deadline_us,
+                   gint64     *now_us)
+{
+  *now_us = g_get_monotonic_time ();
+  if (*now_us >= deadline_us)
+    return TRUE;
+
+  _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
+  __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
+  *now_us = g_get_monotonic_time ();
+  if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
+    return FALSE;
+  /* Woken more than half a threshold late: the machine was suspended, the
+   * process stopped or starved. The thread could not run either, and when
+   * it stopped is unknown, so the stretch's length says nothing: ignore
+   * this deadline and give the stretch a whole threshold from now. A hang
+   * that goes on is caught then. */
+  if (*now_us - deadline_us > look->threshold_us / 2)
+    {
+      watchdog->resumed_us = *now_us;
+      watchdog->stretch.start_us = *now_us;
+      return FALSE;
+    }
+  return *now_us >= deadline_us;   /* else a spurious wake-up */
+}
+
+/* A deadline of the followed stretch passed at @now_us, and the thread is
+ * still in it: what is due. */
+static void
+on_deadline (Watchdog   *watchdog,
+             const Look *look,
+             gint64      now_us)
+{
+  PerfmonHangMonitor *self = watchdog->self;
+  Stretch *stretch = &watchdog->stretch;
+  gint64 busy_us = now_us - stretch->start_us;
+
+  switch (stretch->state)
+    {
+    case WATCH_BUSY:
+      if (busy_us < look->threshold_us)
+        return;   /* the jank sampler's deadline */
+      if (stretch->start_us < watchdog->grace_end_us)
+        {
+          /* Start-up work: not a hang. Look again a threshold later in
+           * case the thread moved on to a stretch that is one. */
+          stretch->state = WATCH_GRACE;
+          return;
+        }
+      __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
+      stretch->report = build_report (self, look->tid, stretch->index);
+      stretch->state = WATCH_HUNG;
+      return;
+    case WATCH_HUNG:
+      if (busy_us >= look->permahang_us)
+        save_permahang (self, stretch, now_us);
+      return;
+    case WATCH_IDLE:
+    case WATCH_GRACE:
+    case WATCH_PERMAHANG:
+      return;
+    }
 }
 
 static gpointer
 watchdog_main (gpointer data)
 {
   PerfmonHangMonitor *self = data;
-  PerfmonLoopActivity *activity = self->activity;
-  Stretch stretch = { 0, };
-  gint64 grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000;
-  PerfmonJankSampler *sampler = _perfmon_jank_sampler_new (activity, g_get_real_time ());
-  /* When the watchdog last woke too late (see below): busy time before
-   * that is not counted, whichever stretch it belongs to. */
-  gint64 resumed_us = 0;
+  Watchdog watchdog = {
+    .self = self,
+    .activity = self->activity,
+    .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
+    .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
+  };
 
   /* A first tick, on an idle loop: it starts the flight recorder that
    * jank traces are taken from (if the configuration may ask for
    * traces), so that it holds the start of the first janky task. */
-  tick_jank (self, sampler, 0);
+  tick_jank (self, watchdog.sampler, 0);
 
-  g_mutex_lock (&activity->mutex);
-  while (!self->stopping)
+  while (!_perfmon_loop_activity_watcher_stopping (watchdog.activity))
     {
-      gint phase = g_atomic_int_get (&activity->phase);
-      guint64 index = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
-      gint64 tid = __atomic_load_n (&activity->thread_id, __ATOMIC_ACQUIRE);
-      gint64 threshold_us = (gint64) g_atomic_int_get (&self->threshold_ms) * 1000;
-      gint64 permahang_us = (gint64) g_atomic_int_get (&self->permahang_threshold_ms) * 1000;
-      gint64 deadline_us;
+      Look look;
       gint64 now_us;
 
-      /* The caught stretch is over (the thread polled, or is in a new
-       * stretch): report it with the thread's own measure of it. */
-      if (stretch.caught && (phase != PERFMON_LOOP_BUSY || index != stretch.index))
-        {
-          guint64 end = stretch_end_cycles (activity, stretch.index);
-          double duration_ms = end > stretch.begin_cycles
-            ? cycles_to_ms (end - stretch.begin_cycles)
-            : (double) (g_get_monotonic_time () - stretch.start_us) / 1000.0;
-
-          g_mutex_unlock (&activity->mutex);
-          finish_hang (self, &stretch, duration_ms);
-          g_mutex_lock (&activity->mutex);
-          continue;
-        }
-
-      if (phase != PERFMON_LOOP_BUSY || tid == 0)
-        {
-          /* The loop waits: sleep until it returns from poll, with no
-           * deadline. The thread sees ASLEEP when it returns and wakes us;
-           * if it returned already, the CAS fails and we look again. */
-          gint64 jank_next;
-
-          stretch_clear (&stretch);
-          /* A jank session may still have samples to take or a log to
-           * write: sleep until then, not for ever. */
-          g_mutex_unlock (&activity->mutex);
-          jank_next = tick_jank (self, sampler, 0);
-          g_mutex_lock (&activity->mutex);
-          if (jank_next != G_MAXINT64)
-            {
-              if (!self->stopping && g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY)
-                g_cond_wait_until (&activity->cond, &activity->mutex, jank_next);
-              __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
-              continue;
-            }
-          if (phase == PERFMON_LOOP_POLLING &&
-              !g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_POLLING,
-                                                  PERFMON_LOOP_POLLING_WATCHER_ASLEEP))
-            continue;
-          /* Wait while the wish to be woken stands: once the thread took
-           * it (and maybe already polled again), look afresh. */
-          while (!self->stopping &&
-                 g_atomic_int_get (&activity->phase) == PERFMON_LOOP_POLLING_WATCHER_ASLEEP)
-            g_cond_wait (&activity->cond, &activity->mutex);
-          __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
-          continue;
-        }
-
-      if (index != stretch.index || stretch.start_us == 0)
-        {
-          stretch_clear (&stretch);
-          stretch.index = index;
-          stretch.begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin,
-                                                  __ATOMIC_RELAXED);
-          stretch.start_us = MAX (perfmon_clock_cycles_to_monotonic_us (stretch.begin_cycles), resumed_us);
-          /* Read back: if the thread moved on meanwhile, begin belongs to a
-           * later stretch. Start over. */
-          if (__atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) != index)
-            {
-              stretch_clear (&stretch);
-              continue;
-            }
-        }
-
-      if (stretch.ignored)
-        deadline_us = g_get_monotonic_time () + threshold_us;
-      else if (!stretch.caught)
-        deadline_us = stretch.start_us + threshold_us;
-      else if (!stretch.permahang_saved)
-        deadline_us = MIN (stretch.start_us + permahang_us,
-                           g_get_monotonic_time () + HANG_END_CHECK_MS * 1000);
-      else
-        deadline_us = g_get_monotonic_time () + HANG_END_CHECK_MS * 1000;
-
-      {
-        gint64 start_us = stretch.start_us;
-        gint64 jank_next;
-
-        g_mutex_unlock (&activity->mutex);
-        jank_next = tick_jank (self, sampler, start_us);
-        g_mutex_lock (&activity->mutex);
-        deadline_us = MIN (deadline_us, jank_next);
-      }
-
-      now_us = g_get_monotonic_time ();
-      if (now_us < deadline_us)
-        {
-          g_cond_wait_until (&activity->cond, &activity->mutex, deadline_us);
-          __atomic_fetch_add (&self->n_wakeups, 1, __ATOMIC_RELAXED);
-          now_us = g_get_monotonic_time ();
-          if (self->stopping)
-            break;
-          /* Woken more than half a threshold late: the machine was
-           * suspended, the process stopped or starved. The thread could not
-           * run either, and when it stopped is unknown, so the stretch's
-           * length says nothing: ignore this deadline and give the stretch
-           * a whole threshold from now. A hang that goes on is caught then. */
-          if (now_us - deadline_us > threshold_us / 2)
-            {
-              resumed_us = now_us;
-              stretch.start_us = now_us;
-              continue;
-            }
-          if (now_us < deadline_us)
-            continue;   /* spurious wake-up */
-        }
-
-      /* A deadline passed: look again before acting, the thread may have
-       * moved on. */
-      if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY ||
-          __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) != stretch.index)
-        continue;
-
-      if (stretch.ignored)
-        continue;
-
-      if (!stretch.caught && now_us - stretch.start_us >= threshold_us)
-        {
-          if (stretch.start_us < grace_end_us)
-            {
-              /* Start-up work: not a hang. Look again a threshold later in
-               * case the thread moved on to a stretch that is one. */
-              stretch.ignored = TRUE;
-              continue;
-            }
-          __atomic_store_n (&self->last_detection_latency_us, now_us - stretch.start_us, __ATOMIC_RELAXED);
-          g_mutex_unlock (&activity->mutex);
-          stretch.report = build_report (self, tid, stretch.index);
-          stretch.caught = TRUE;
-          g_mutex_lock (&activity->mutex);
-          continue;
-        }
-
-      if (stretch.caught && !stretch.permahang_saved && now_us - stretch.start_us >= permahang_us)
-        {
-          g_mutex_unlock (&activity->mutex);
-          save_permahang (self, &stretch, now_us);
-          g_mutex_lock (&activity->mutex);
-        }
+      look_at_loop (&watchdog, &look);
+      if (is_hang (&watchdog.stretch) &&
+          (look.phase != PERFMON_LOOP_BUSY || look.index != watchdog.stretch.index))
+        end_hang (&watchdog);
+      else if (look.phase != PERFMON_LOOP_BUSY || look.tid == 0)
+        sleep_while_idle (&watchdog);
+      else if (follow_stretch (&watchdog, look.index) &&
+               wait_for_deadline (&watchdog, &look, stretch_deadline (&watchdog, &look), &now_us) &&
+               still_in_stretch (watchdog.activity, watchdog.stretch.index))
+        on_deadline (&watchdog, &look, now_us);
     }
-  g_mutex_unlock (&activity->mutex);
 
   /* Stopped during a hang: report it as far as it went. */
-  if (stretch.caught)
-    finish_hang (self, &stretch, (double) (g_get_monotonic_time () - stretch.start_us) / 1000.0);
-  stretch_clear (&stretch);
-  _perfmon_jank_sampler_free (sampler);
+  if (is_hang (&watchdog.stretch))
+    finish_hang (self, &watchdog.stretch,
+                 (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
+  stretch_clear (&watchdog.stretch);
+  _perfmon_jank_sampler_free (watchdog.sampler);
 
   return NULL;
 }
@@ -1056,23 +1113,19 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   if (!_perfmon_stack_capture_init (error))
     return FALSE;
 
-  self->activity->prepare_thread = prepare_watched_thread;
-  if (!g_atomic_int_compare_and_exchange (&self->activity->watched, FALSE, TRUE))
+  if (!_perfmon_loop_activity_watch (self->activity, prepare_watched_thread))
     {
       g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
                            "Another hang monitor already watches this monitor");
       return FALSE;
     }
-  /* What the thread published before (for an earlier watchdog) is stale:
-   * watching begins at the loop's next return from poll. */
-  g_atomic_int_set (&self->activity->phase, PERFMON_LOOP_POLLING);
 
   g_mutex_lock (&self->state_lock);
   self->store = _perfmon_ping_store_open (self->pings_dir, error);
   if (self->store == NULL)
     {
       g_mutex_unlock (&self->state_lock);
-      g_atomic_int_set (&self->activity->watched, FALSE);
+      _perfmon_loop_activity_unwatch (self->activity);
       return FALSE;
     }
   self->start_time_us = g_get_monotonic_time ();
@@ -1091,7 +1144,6 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
-  self->stopping = FALSE;
   self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
@@ -1132,12 +1184,9 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
   g_ptr_array_remove_fast (running_monitors, self);
   g_mutex_unlock (&running_lock);
 
-  g_mutex_lock (&self->activity->mutex);
-  self->stopping = TRUE;
-  g_cond_broadcast (&self->activity->cond);
-  g_mutex_unlock (&self->activity->mutex);
+  _perfmon_loop_activity_stop_watcher (self->activity);
   g_thread_join (g_steal_pointer (&self->watchdog));
-  g_atomic_int_set (&self->activity->watched, FALSE);
+  _perfmon_loop_activity_unwatch (self->activity);
 
   g_mutex_lock (&self->state_lock);
   path = write_ping_locked (self, &error);

@@ -32,6 +32,10 @@ typedef enum
  * calls for under @config. */
 PerfmonJankAction _perfmon_jank_classify (guint64                  busy_us,
                                           const PerfmonJankConfig *config);
+/* The busy time past which a task calls for @action under @config (the
+ * sampler starts a session there), G_MAXUINT64 if it never does. */
+guint64           _perfmon_jank_threshold_us (const PerfmonJankConfig *config,
+                                              PerfmonJankAction        action);
 
 /* The report rate limits of one process. Times are wall-clock µs
  * (g_get_real_time()), passed in so that tests drive the clock. */

@@ -46,36 +46,47 @@
 #define HOUR_US (G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC)
 #define DAY_US  (24 * HOUR_US)
 
+guint64
+_perfmon_jank_threshold_us (const PerfmonJankConfig *config,
+                            PerfmonJankAction        action)
+{
+  g_return_val_if_fail (config != NULL, G_MAXUINT64);
+
+  switch (action)
+    {
+    case PERFMON_JANK_ACTION_STACK_SAMPLING:
+      if (config->log_type == PERFMON_JANK_LOG_TYPE_TRACE)
+        return G_MAXUINT64;
+      return (guint64) (config->log_type == PERFMON_JANK_LOG_TYPE_STACK ? config->sample_interval_ms
+                                                                        : PERFMON_JANK_STACK_THRESHOLD_MS) * 1000;
+    case PERFMON_JANK_ACTION_TRACE:
+      if (config->log_type == PERFMON_JANK_LOG_TYPE_STACK)
+        return G_MAXUINT64;
+      return (guint64) PERFMON_JANK_TRACE_THRESHOLD_MS * 1000;
+    case PERFMON_JANK_ACTION_NONE:
+    default:
+      g_return_val_if_reached (G_MAXUINT64);
+    }
+}
+
 PerfmonJankAction
 _perfmon_jank_classify (guint64                  busy_us,
                         const PerfmonJankConfig *config)
 {
-  const guint64 trace_us = (guint64) PERFMON_JANK_TRACE_THRESHOLD_MS * 1000;
+  guint64 stack_us;
+  guint64 trace_us;
 
   g_return_val_if_fail (config != NULL, PERFMON_JANK_ACTION_NONE);
 
-  switch (config->log_type)
-    {
-    case PERFMON_JANK_LOG_TYPE_DEFAULT:
-      if (busy_us > trace_us)
-        return PERFMON_JANK_ACTION_TRACE;
-      if (busy_us > (guint64) PERFMON_JANK_STACK_THRESHOLD_MS * 1000 && busy_us < trace_us)
-        return PERFMON_JANK_ACTION_STACK_SAMPLING;
-      return PERFMON_JANK_ACTION_NONE;
-
-    case PERFMON_JANK_LOG_TYPE_STACK:
-      if (busy_us > (guint64) config->sample_interval_ms * 1000)
-        return PERFMON_JANK_ACTION_STACK_SAMPLING;
-      return PERFMON_JANK_ACTION_NONE;
-
-    case PERFMON_JANK_LOG_TYPE_TRACE:
-      if (busy_us > trace_us)
-        return PERFMON_JANK_ACTION_TRACE;
-      return PERFMON_JANK_ACTION_NONE;
-
-    default:
-      g_return_val_if_reached (PERFMON_JANK_ACTION_NONE);
-    }
+  stack_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  trace_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_TRACE);
+  if (busy_us > trace_us)
+    return PERFMON_JANK_ACTION_TRACE;
+  /* Below the trace range when there is one: a task of exactly 450 ms
+   * gets neither. */
+  if (busy_us > stack_us && (busy_us < trace_us || trace_us == G_MAXUINT64))
+    return PERFMON_JANK_ACTION_STACK_SAMPLING;
+  return PERFMON_JANK_ACTION_NONE;
 }
 
 void

@@ -126,13 +126,6 @@ _perfmon_jank_sampler_count_samples (PerfmonJankSampler *sampler)
   return sampler->n_samples_total;
 }
 
-static gint64
-stack_threshold_ms (const PerfmonJankConfig *config)
-{
-  return config->log_type == PERFMON_JANK_LOG_TYPE_STACK ? config->sample_interval_ms
-                                                         : PERFMON_JANK_STACK_THRESHOLD_MS;
-}
-
 /* The failed samples whose reason a log lists; the rest are counted. */
 #define MAX_FAILED_SAMPLES_LISTED 10
 
@@ -342,8 +335,7 @@ begin_session (PerfmonJankSampler      *sampler,
   end_session (sampler);
   sampler->action = action;
   sampler->session_start_us = now_us;
-  sampler->trigger_us = (action == PERFMON_JANK_ACTION_TRACE ? PERFMON_JANK_TRACE_THRESHOLD_MS
-                                                             : stack_threshold_ms (config)) * 1000;
+  sampler->trigger_us = (gint64) _perfmon_jank_threshold_us (config, action);
   sampler->janky_stretch_start_us = stretch_start_us;
   sampler->checks_done = 0;
   sampler->jank_at_check = 0;
@@ -371,6 +363,9 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
   gboolean busy = stretch_start_us != 0;
   gint64 busy_us = busy ? now_us - stretch_start_us : 0;
   gint64 next = G_MAXINT64;
+  guint64 stack_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_STACK_SAMPLING);
+  guint64 trace_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_TRACE);
+  PerfmonJankAction due;
 
   *event_out = NULL;
 
@@ -391,8 +386,8 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
 
   /* A stretch past 450 ms starts a trace session, replacing a stack
    * session it started (log_type 0). */
-  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_STACK &&
-      busy_us > PERFMON_JANK_TRACE_THRESHOLD_MS * 1000 &&
+  due = busy ? _perfmon_jank_classify ((guint64) MAX (busy_us, 0), config) : PERFMON_JANK_ACTION_NONE;
+  if (due == PERFMON_JANK_ACTION_TRACE &&
       sampler->trace_stretch != index && sampler->action != PERFMON_JANK_ACTION_TRACE)
     {
       begin_session (sampler, config, PERFMON_JANK_ACTION_TRACE, stretch_start_us, now_us);
@@ -400,8 +395,7 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
       sampler->trace_stretch = index;
       sampler->stack_stretch = index;
     }
-  else if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_TRACE &&
-           busy_us > stack_threshold_ms (config) * 1000 &&
+  else if (due == PERFMON_JANK_ACTION_STACK_SAMPLING &&
            sampler->stack_stretch != index && sampler->action == PERFMON_JANK_ACTION_NONE)
     {
       begin_session (sampler, config, PERFMON_JANK_ACTION_STACK_SAMPLING, stretch_start_us, now_us);
@@ -458,12 +452,12 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
     }
 
   /* The next threshold the busy stretch may pass. */
-  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_TRACE && sampler->stack_stretch != index &&
+  if (busy && stack_us != G_MAXUINT64 && sampler->stack_stretch != index &&
       sampler->action == PERFMON_JANK_ACTION_NONE)
-    next = MIN (next, stretch_start_us + stack_threshold_ms (config) * 1000 + 1);
-  if (busy && config->log_type != PERFMON_JANK_LOG_TYPE_STACK && sampler->trace_stretch != index &&
+    next = MIN (next, stretch_start_us + (gint64) stack_us + 1);
+  if (busy && trace_us != G_MAXUINT64 && sampler->trace_stretch != index &&
       sampler->action != PERFMON_JANK_ACTION_TRACE)
-    next = MIN (next, stretch_start_us + PERFMON_JANK_TRACE_THRESHOLD_MS * 1000 + 1);
+    next = MIN (next, stretch_start_us + (gint64) trace_us + 1);
 
   return next;
 }

@@ -1,0 +1,244 @@
+/* perfmon-loop-activity.c: the busy stretches of a loop, for a watchdog
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * The watched thread publishes (busy_begin/busy_end from the monitor's
+ * poll wrapper and work units, idle_begin/idle_end for deliberate waits,
+ * the longest dispatches from the dispatch hook); the watchdog of hang/
+ * reads the ring and sleeps here. The protocol between the two sides is in
+ * perfmon-loop-activity-private.h.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perfmon-clock-private.h"
+#include "perfmon-loop-activity-private.h"
+#include "perfmon-utf8-private.h"
+
+void
+_perfmon_loop_activity_init (PerfmonLoopActivity *activity)
+{
+  memset (activity, 0, sizeof *activity);
+  g_mutex_init (&activity->mutex);
+  g_cond_init (&activity->cond);
+  activity->stretches = g_new0 (PerfmonLoopStretch, PERFMON_LOOP_RECENT_STRETCHES);
+  activity->dispatch_lists = g_new0 (PerfmonLoopDispatchList, PERFMON_LOOP_RECENT_DISPATCH_LISTS);
+}
+
+/* --- the watched thread's side ----------------------------------------- */
+
+/* The activity that adopted the calling thread, for its deliberate waits. */
+static __thread PerfmonLoopActivity *current_activity;
+static __thread guint idle_depth;
+
+void
+_perfmon_loop_activity_clear (PerfmonLoopActivity *activity)
+{
+  if (current_activity == activity)
+    current_activity = NULL;
+  g_mutex_clear (&activity->mutex);
+  g_cond_clear (&activity->cond);
+  g_clear_pointer (&activity->stretches, g_free);
+  g_clear_pointer (&activity->dispatch_lists, g_free);
+}
+
+G_GNUC_NO_INLINE __attribute__ ((cold)) void
+_perfmon_loop_activity_adopt_thread (PerfmonLoopActivity *activity)
+{
+  current_activity = activity;
+  if (activity->prepare_thread != NULL)
+    activity->prepare_thread ();
+  __atomic_store_n (&activity->thread_id, (gint64) syscall (SYS_gettid), __ATOMIC_RELEASE);
+}
+
+void
+_perfmon_loop_activity_idle_begin (void)
+{
+  PerfmonLoopActivity *activity = current_activity;
+
+  if (idle_depth++ == 0 && activity != NULL && g_atomic_int_get (&activity->watched))
+    _perfmon_loop_activity_busy_end (activity, perfmon_clock_cycles ());
+}
+
+void
+_perfmon_loop_activity_idle_end (void)
+{
+  PerfmonLoopActivity *activity = current_activity;
+
+  if (idle_depth == 0)
+    {
+      g_critical ("perfmon_deliberate_wait_end: no deliberate wait was begun on this thread");
+      return;
+    }
+  if (--idle_depth == 0 && activity != NULL && g_atomic_int_get (&activity->watched))
+    _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+}
+
+/* --- the watchdog's side ----------------------------------------------- */
+
+gboolean
+_perfmon_loop_activity_watch (PerfmonLoopActivity *activity,
+                              void               (*prepare_thread) (void))
+{
+  activity->prepare_thread = prepare_thread;
+  if (!g_atomic_int_compare_and_exchange (&activity->watched, FALSE, TRUE))
+    return FALSE;
+  g_atomic_int_set (&activity->phase, PERFMON_LOOP_IDLE);
+  g_mutex_lock (&activity->mutex);
+  g_atomic_int_set (&activity->stopping, FALSE);
+  g_mutex_unlock (&activity->mutex);
+  return TRUE;
+}
+
+void
+_perfmon_loop_activity_unwatch (PerfmonLoopActivity *activity)
+{
+  g_atomic_int_set (&activity->watched, FALSE);
+}
+
+void
+_perfmon_loop_activity_stop_watcher (PerfmonLoopActivity *activity)
+{
+  g_mutex_lock (&activity->mutex);
+  g_atomic_int_set (&activity->stopping, TRUE);
+  g_cond_broadcast (&activity->cond);
+  g_mutex_unlock (&activity->mutex);
+}
+
+gboolean
+_perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity)
+{
+  return g_atomic_int_get (&activity->stopping);
+}
+
+void
+_perfmon_loop_activity_sleep_until (PerfmonLoopActivity *activity,
+                                    gint64               until_us)
+{
+  g_mutex_lock (&activity->mutex);
+  if (!activity->stopping)
+    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+  g_mutex_unlock (&activity->mutex);
+}
+
+gboolean
+_perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
+                                         gint64               until_us)
+{
+  gboolean slept = TRUE;
+
+  g_mutex_lock (&activity->mutex);
+  if (until_us != G_MAXINT64)
+    {
+      /* A deadline: the thread does not wake us when the loop gets busy,
+       * the deadline does. */
+      if (!activity->stopping && g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY)
+        g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+    }
+  else if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_IDLE ||
+           g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE,
+                                              PERFMON_LOOP_IDLE_WATCHER_ASLEEP))
+    {
+      /* No deadline: the thread sees ASLEEP at its next busy_begin and
+       * wakes us. Wait while the wish to be woken stands: once the thread
+       * took it (and maybe is idle again), look afresh. */
+      while (!activity->stopping &&
+             g_atomic_int_get (&activity->phase) == PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+        g_cond_wait (&activity->cond, &activity->mutex);
+    }
+  else
+    slept = FALSE;   /* the thread began a stretch: the CAS failed */
+  g_mutex_unlock (&activity->mutex);
+  return slept;
+}
+
+/* --- the longest dispatches of a busy stretch --------------------------- */
+
+void
+_perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
+                                      const char          *name,
+                                      guint64              cycles)
+{
+  guint64 index = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+  PerfmonLoopDispatchList *list = &activity->dispatch_lists[index & (PERFMON_LOOP_RECENT_DISPATCH_LISTS - 1)];
+  guint64 since_begin = perfmon_clock_cycles () -
+    __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin, __ATOMIC_RELAXED);
+  guint seq = list->seq;
+  guint n;
+  guint at;
+  guint64 words[PERFMON_LOOP_DISPATCH_NAME_WORDS] = { 0, };
+  gsize length = strlen (name);
+
+  /* A dispatch that spun a nested loop began in an earlier stretch: only
+   * its part in this one counts here. */
+  cycles = MIN (cycles, since_begin);
+
+  __atomic_store_n (&list->seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence (__ATOMIC_RELEASE);
+
+  if (__atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    {
+      __atomic_store_n (&list->stretch, index, __ATOMIC_RELAXED);
+      __atomic_store_n (&list->n, 0, __ATOMIC_RELAXED);
+      __atomic_store_n (&list->n_total, 0, __ATOMIC_RELAXED);
+    }
+  n = list->n;
+  __atomic_store_n (&list->n_total, list->n_total + 1, __ATOMIC_RELAXED);
+
+  /* Longest first; the shortest falls off a full list. */
+  for (at = 0; at < n && list->dispatches[at].cycles >= cycles; at++)
+    ;
+  if (at < PERFMON_LOOP_DISPATCHES)
+    {
+      guint last = MIN (n, PERFMON_LOOP_DISPATCHES - 1);
+
+      for (guint i = last; i > at; i--)
+        {
+          __atomic_store_n (&list->dispatches[i].cycles, list->dispatches[i - 1].cycles, __ATOMIC_RELAXED);
+          for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+            __atomic_store_n (&list->dispatches[i].name[w], list->dispatches[i - 1].name[w], __ATOMIC_RELAXED);
+        }
+      memcpy (words, name, perfmon_utf8_cut (name, length, sizeof words - 1));
+      __atomic_store_n (&list->dispatches[at].cycles, cycles, __ATOMIC_RELAXED);
+      for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+        __atomic_store_n (&list->dispatches[at].name[w], words[w], __ATOMIC_RELAXED);
+      if (n < PERFMON_LOOP_DISPATCHES)
+        __atomic_store_n (&list->n, n + 1, __ATOMIC_RELAXED);
+    }
+
+  __atomic_store_n (&list->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+guint
+_perfmon_loop_activity_read_dispatches (PerfmonLoopActivity     *activity,
+                                        guint64                  index,
+                                        PerfmonLoopDispatchCopy *out)
+{
+  PerfmonLoopDispatchList *list = &activity->dispatch_lists[index & (PERFMON_LOOP_RECENT_DISPATCH_LISTS - 1)];
+  guint seq = __atomic_load_n (&list->seq, __ATOMIC_ACQUIRE);
+  guint n;
+
+  if (seq & 1 || __atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    return 0;
+
+  n = MIN (__atomic_load_n (&list->n, __ATOMIC_RELAXED), PERFMON_LOOP_DISPATCHES);
+  for (guint i = 0; i < n; i++)
+    {
+      guint64 words[PERFMON_LOOP_DISPATCH_NAME_WORDS];
+
+      out[i].cycles = __atomic_load_n (&list->dispatches[i].cycles, __ATOMIC_RELAXED);
+      for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+        words[w] = __atomic_load_n (&list->dispatches[i].name[w], __ATOMIC_RELAXED);
+      memcpy (out[i].name, words, sizeof out[i].name);
+      out[i].name[sizeof out[i].name - 1] = '\0';
+    }
+
+  __atomic_thread_fence (__ATOMIC_ACQUIRE);
+  if (__atomic_load_n (&list->seq, __ATOMIC_RELAXED) != seq ||
+      __atomic_load_n (&list->stretch, __ATOMIC_RELAXED) != index)
+    return 0;
+  return n;
+}

@@ -1,0 +1,174 @@
+/* test-loop-activity.c: the busy stretches a loop publishes for a watchdog
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include "perfmon-clock-private.h"
+#include "perfmon-loop-activity-private.h"
+
+typedef struct
+{
+  PerfmonLoopActivity activity;
+} Fixture;
+
+static void
+fixture_set_up (Fixture      *fixture,
+                gconstpointer data)
+{
+  _perfmon_loop_activity_init (&fixture->activity);
+  g_atomic_int_set (&fixture->activity.watched, TRUE);
+}
+
+static void
+fixture_tear_down (Fixture      *fixture,
+                   gconstpointer data)
+{
+  _perfmon_loop_activity_clear (&fixture->activity);
+}
+
+static gint
+phase (PerfmonLoopActivity *activity)
+{
+  return g_atomic_int_get (&activity->phase);
+}
+
+/* busy_begin opens stretch n+1 at the given time, busy_end closes it. */
+static void
+test_stretches (Fixture      *fixture,
+                gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+
+  g_assert_cmpuint (activity->n_stretches, ==, 0);
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
+
+  _perfmon_loop_activity_busy_begin (activity, 100);
+  g_assert_cmpuint (activity->n_stretches, ==, 1);
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 1)->begin, ==, 100);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 1)->end, ==, 0);
+
+  _perfmon_loop_activity_busy_end (activity, 250);
+  g_assert_cmpuint (activity->n_stretches, ==, 1);
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 1)->end, ==, 250);
+
+  _perfmon_loop_activity_busy_begin (activity, 300);
+  g_assert_cmpuint (activity->n_stretches, ==, 2);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 2)->begin, ==, 300);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 2)->end, ==, 0);
+  /* The ring wraps: stretch n and n + RECENT share a slot. */
+  g_assert_true (_perfmon_loop_activity_stretch (activity, 2) ==
+                 _perfmon_loop_activity_stretch (activity, 2 + PERFMON_LOOP_RECENT_STRETCHES));
+}
+
+/* A deliberate wait is idle time inside a stretch: the stretch ends at the
+ * outermost idle_begin, a new one begins at the outermost idle_end. On a
+ * thread no watchdog adopted, they do nothing. */
+static void
+test_idle (Fixture      *fixture,
+           gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+
+  _perfmon_loop_activity_idle_begin ();
+  _perfmon_loop_activity_idle_end ();
+  g_assert_cmpuint (activity->n_stretches, ==, 0);
+
+  _perfmon_loop_activity_adopt_thread (activity);
+  g_assert_cmpint (activity->thread_id, !=, 0);
+  _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+  g_assert_cmpuint (activity->n_stretches, ==, 1);
+
+  _perfmon_loop_activity_idle_begin ();
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 1)->end, !=, 0);
+  _perfmon_loop_activity_idle_begin ();   /* nested: nothing more */
+  _perfmon_loop_activity_idle_end ();
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
+  g_assert_cmpuint (activity->n_stretches, ==, 1);
+  _perfmon_loop_activity_idle_end ();
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+  g_assert_cmpuint (activity->n_stretches, ==, 2);
+
+  /* Not watched any more: nothing is published. */
+  g_atomic_int_set (&activity->watched, FALSE);
+  _perfmon_loop_activity_idle_begin ();
+  _perfmon_loop_activity_idle_end ();
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+  g_assert_cmpuint (activity->n_stretches, ==, 2);
+}
+
+static void
+test_idle_end_unbalanced (void)
+{
+  if (g_test_subprocess ())
+    {
+      _perfmon_loop_activity_idle_end ();
+      return;
+    }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_failed ();
+  g_test_trap_assert_stderr ("*no deliberate wait was begun*");
+}
+
+static gpointer
+sleep_while_idle_thread (gpointer data)
+{
+  PerfmonLoopActivity *activity = data;
+
+  _perfmon_loop_activity_sleep_while_idle (activity, G_MAXINT64);
+  return GINT_TO_POINTER (TRUE);
+}
+
+/* The watchdog's side: a watchdog that sleeps while the loop is idle, with
+ * no deadline, is woken by the next busy_begin, and by a stop. */
+static void
+test_sleep_while_idle (Fixture      *fixture,
+                       gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  GThread *watchdog;
+  guint64 wakes;
+
+  watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
+  /* Until it sleeps, the phase stays IDLE; then it asked to be woken. */
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+  _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+  g_assert_true (g_thread_join (watchdog));
+  g_mutex_lock (&activity->mutex);
+  wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  g_assert_cmpuint (wakes, ==, 1);
+
+  /* A busy loop: the watchdog does not sleep at all. */
+  g_assert_true (g_thread_join (g_thread_new ("watchdog", sleep_while_idle_thread, activity)));
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+
+  /* Idle again, then stopped. */
+  _perfmon_loop_activity_busy_end (activity, perfmon_clock_cycles ());
+  watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+  _perfmon_loop_activity_stop_watcher (activity);
+  g_assert_true (g_thread_join (watchdog));
+  g_assert_true (_perfmon_loop_activity_watcher_stopping (activity));
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add ("/loop-activity/stretches", Fixture, NULL, fixture_set_up, test_stretches,
+              fixture_tear_down);
+  g_test_add ("/loop-activity/idle", Fixture, NULL, fixture_set_up, test_idle, fixture_tear_down);
+  g_test_add_func ("/loop-activity/idle-end-unbalanced", test_idle_end_unbalanced);
+  g_test_add ("/loop-activity/sleep-while-idle", Fixture, NULL, fixture_set_up,
+              test_sleep_while_idle, fixture_tear_down);
+
+  return g_test_run ();
+}
