@@ -36,7 +36,7 @@
 
 #include "perfmon.h"
 #include "bench-dispatch.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 
 #define DISPATCHES 1000000
 #define ROUNDS     11
