@@ -5,7 +5,6 @@
 #define _GNU_SOURCE 1
 #include "config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,12 +17,12 @@
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
 #include "perfmon-dispatch-private.h"
-#include "perfmon-process-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-symbolizer-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
+#include "perfmon-task-writer-private.h"
 
 /* Design.
  *
@@ -34,7 +33,8 @@
  * system call, no allocation (tests/test-hot-path.c proves it under
  * seccomp). Times are cycle-counter readings; they become CLOCK_MONOTONIC
  * nanoseconds when a file is written, never on the hot path. Callback
- * addresses become SYMBOL records (dladdr()) at the same time.
+ * addresses become SYMBOL records (dladdr()) at the same time. Writing the
+ * file is perfmon-task-writer.c's: this file copies the buffers for it.
  *
  * The buffer is a ring of 4 KiB chunks that records never straddle (a
  * record that does not fit in the rest of a chunk skips to the next one,
@@ -84,7 +84,7 @@
  * operation most of the time. Source events take their ids from the same
  * counter. */
 
-#define CHUNK_SIZE          4096u
+#define CHUNK_SIZE          PERFMON_TASK_CHUNK_SIZE
 #define MIN_BUFFER_SIZE     ((gsize) 16 * CHUNK_SIZE)
 #define MAX_BUFFER_SIZE     ((gsize) 1 << 30)
 #define DEFAULT_BUFFER_SIZE ((gsize) 2 << 20)
@@ -1069,25 +1069,7 @@ static const PerfmonDispatchObserver auto_task_observer = {
 };
 
 /* ---------------------------------------------------------------------- */
-/* Writing the file */
-
-typedef struct
-{
-  guint64       cycles;
-  guint         order;
-  const guint8 *record;
-} Entry;
-
-static int
-entry_compare (gconstpointer a,
-               gconstpointer b)
-{
-  const Entry *x = a, *y = b;
-
-  if (x->cycles != y->cycles)
-    return x->cycles < y->cycles ? -1 : 1;
-  return x->order < y->order ? -1 : x->order > y->order;
-}
+/* Copying the buffers for the writer (perfmon-task-writer.c) */
 
 /* Copies what @buffer holds of its session: the bytes, in @copy_out, and
  * the offset of the first one that may be parsed (a chunk boundary), in
@@ -1142,118 +1124,6 @@ copy_buffer (Buffer   *buffer,
   return head - valid_start;
 }
 
-/* Appends the records of @copy (@length bytes starting at a chunk
- * boundary) to @entries, those of type DISPATCH also to @callbacks. */
-static void
-parse_copy (const guint8 *copy,
-            gsize         length,
-            guint64       since_cycles,
-            GArray       *entries,
-            GHashTable   *callbacks)
-{
-  gsize at = 0;
-
-  while (at < length)
-    {
-      gsize room = CHUNK_SIZE - (at & (CHUNK_SIZE - 1));
-      PerfmonTaskRecordHeader header;
-
-      if (room < sizeof header || length - at < sizeof header)
-        {
-          at += room;
-          continue;
-        }
-      memcpy (&header, copy + at, sizeof header);
-      if (header.type == 0 || header.type > PERFMON_TASK_RECORD_NAME ||
-          header.size < sizeof header || header.size % 8 != 0 || header.size > room ||
-          header.size > length - at)
-        {
-          /* A pad, or the end of what was published. */
-          at += room;
-          continue;
-        }
-      if ((guint64) header.time_ns >= since_cycles)
-        {
-          Entry entry = { (guint64) header.time_ns, entries->len, copy + at };
-
-          g_array_append_val (entries, entry);
-          if (header.type == PERFMON_TASK_RECORD_DISPATCH)
-            {
-              const PerfmonTaskDispatchRecord *dispatch = (const PerfmonTaskDispatchRecord *) (copy + at);
-              guint64 callback;
-
-              memcpy (&callback, &dispatch->callback, sizeof callback);
-              /* 0: an automatic task, named by its NAME record. */
-              if (callback != 0)
-                g_hash_table_add (callbacks, GSIZE_TO_POINTER ((gsize) callback));
-            }
-        }
-      at += header.size;
-    }
-}
-
-static void
-append_string_record (GByteArray           *out,
-                      PerfmonTaskRecordType type,
-                      guint32               tid,
-                      gint64                time_ns,
-                      const guint64        *callback,
-                      const char           *text)
-{
-  static const guint8 zeros[8];
-  gsize prefix = sizeof (PerfmonTaskRecordHeader) + (callback != NULL ? sizeof (guint64) : 0);
-  gsize len = perfmon_utf8_cut (text, strlen (text), CHUNK_SIZE - prefix - 8);
-  gsize size = (prefix + len + 1 + 7) & ~(gsize) 7;
-  PerfmonTaskRecordHeader header = {
-    .type = (guint16) type,
-    .size = (guint16) size,
-    .tid = tid,
-    .time_ns = time_ns,
-  };
-
-  g_byte_array_append (out, (const guint8 *) &header, sizeof header);
-  if (callback != NULL)
-    g_byte_array_append (out, (const guint8 *) callback, sizeof *callback);
-  g_byte_array_append (out, (const guint8 *) text, len);
-  /* The NUL and the padding. */
-  g_byte_array_append (out, zeros, size - prefix - len);
-}
-
-/* How long one task log may spend loading the symbol tables of modules
- * that the process's symbolizer has not read yet (a log may be written on
- * the application's main thread: perfmon_tracer_stop()). */
-#define DESCRIBE_CALLBACKS_BUDGET_US (50 * 1000)
-
-static char *
-describe_callback (guint64 callback,
-                   gint64  deadline_us)
-{
-  Dl_info info;
-
-  if (dladdr ((const void *) (guintptr) callback, &info) == 0 || info.dli_fname == NULL)
-    return g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", callback);
-  if (info.dli_sname != NULL && (guint64) (guintptr) info.dli_saddr == callback)
-    return g_strdup (info.dli_sname);
-  /* A static function: dladdr() would name the exported one before it,
-   * which is not ours. The symbolizer reads the object's .symtab or its
-   * debug file; failing that, the object and the offset (Breakpad's: from
-   * the object's first byte, dli_fbase) can be symbolised offline. */
-  {
-    g_autofree char *base = g_path_get_basename (info.dli_fname);
-    PerfmonModuleRef ref = { info.dli_fname, NULL, NULL };
-    guint64 offset = callback - (guint64) (guintptr) info.dli_fbase;
-    guint64 function_offset = 0;
-    g_autofree char *function = NULL;
-
-    if (g_path_is_absolute (info.dli_fname))
-      function = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref, offset, FALSE,
-                                                 deadline_us, &function_offset);
-    if (function != NULL && function_offset == 0)
-      return g_steal_pointer (&function);
-    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, offset);
-  }
-}
-
 /* Under control_lock: the task log of session @session from @since_cycles
  * on; the header claims @start_ns as the start. */
 static GBytes *
@@ -1263,19 +1133,8 @@ serialize_locked (guint   session,
 {
   g_autoptr(GPtrArray) buffers = g_ptr_array_new ();
   g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GArray) entries = g_array_new (FALSE, FALSE, sizeof (Entry));
-  g_autoptr(GHashTable) callbacks = g_hash_table_new (NULL, NULL);
-  GByteArray *out;
-  PerfmonTaskFileHeader header = { PERFMON_TASK_FILE_MAGIC, 0, };
-  guint64 ref_cycles;
-  gint64 ref_ns;
-  double per_ns = cycles_per_ns ();
-  guint64 dropped = 0;
-  gsize total_bytes = 0;
-  gint64 describe_deadline_us;
-  GHashTableIter iter;
-  gpointer key;
-  const char *process_name;
+  g_autoptr(GArray) threads = g_array_new (FALSE, FALSE, sizeof (PerfmonTaskWriterThread));
+  PerfmonTaskWriterSession info = { .start_ns = start_ns, .since_cycles = since_cycles, };
 
   if (session != 0)
     {
@@ -1288,6 +1147,8 @@ serialize_locked (guint   session,
             g_ptr_array_add (buffers, buffer);
         }
       g_mutex_unlock (&registry_lock);
+      info.session_start_ns = session_start_ns;
+      info.session_start_cycles = session_start_cycles;
     }
 
   /* Buffers stay in the registry at least until control_lock is
@@ -1295,83 +1156,18 @@ serialize_locked (guint   session,
   for (guint i = 0; i < buffers->len; i++)
     {
       Buffer *buffer = g_ptr_array_index (buffers, i);
+      PerfmonTaskWriterThread thread = { buffer->tid, buffer->name, NULL, 0 };
       guint8 *copy = NULL;
-      gsize length = copy_buffer (buffer, &copy);
 
-      dropped += __atomic_load_n (&buffer->dropped, __ATOMIC_RELAXED);
+      thread.length = copy_buffer (buffer, &copy);
+      thread.records = copy;
+      info.dropped_records += __atomic_load_n (&buffer->dropped, __ATOMIC_RELAXED);
       if (copy != NULL)
-        {
-          g_ptr_array_add (copies, copy);
-          total_bytes += length;
-          parse_copy (copy, length, since_cycles, entries, callbacks);
-        }
-    }
-  /* Each thread's records are in order already: with one thread, or
-   * threads that took turns, there is nothing to sort. */
-  for (guint i = 1; i < entries->len; i++)
-    if (entry_compare (&g_array_index (entries, Entry, i - 1), &g_array_index (entries, Entry, i)) > 0)
-      {
-        g_array_sort (entries, entry_compare);
-        break;
-      }
-
-  out = g_byte_array_sized_new (sizeof header + total_bytes + buffers->len * 64 +
-                                 g_hash_table_size (callbacks) * 128);
-  ref_cycles = perfmon_clock_cycles ();
-  ref_ns = perfmon_clock_monotonic_ns ();
-  /* The rate between the session's start and now, when that is long
-   * enough to measure it better than the process-wide estimate: records
-   * of a long session would otherwise drift by its error. */
-  if (session != 0 && ref_ns - session_start_ns > 100 * G_GINT64_CONSTANT (1000000) &&
-      ref_cycles > session_start_cycles)
-    per_ns = (double) (ref_cycles - session_start_cycles) / (double) (ref_ns - session_start_ns);
-
-  header.version = PERFMON_TASK_FILE_VERSION;
-  header.header_size = sizeof header;
-  header.byte_order_mark = PERFMON_TASK_FILE_BYTE_ORDER_MARK;
-  header.pid = (guint32) getpid ();
-  header.start_time_ns = start_ns;
-  header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
-  header.dropped_records = dropped;
-  process_name = _perfmon_process_name ();
-  g_strlcpy (header.process_name, process_name, sizeof header.process_name);
-  g_byte_array_append (out, (const guint8 *) &header, sizeof header);
-
-  for (guint i = 0; i < buffers->len; i++)
-    {
-      Buffer *buffer = g_ptr_array_index (buffers, i);
-
-      append_string_record (out, PERFMON_TASK_RECORD_THREAD, buffer->tid, start_ns, NULL, buffer->name);
+        g_ptr_array_add (copies, copy);
+      g_array_append_val (threads, thread);
     }
 
-  for (guint i = 0; i < entries->len; i++)
-    {
-      const Entry *entry = &g_array_index (entries, Entry, i);
-      PerfmonTaskRecordHeader record_header;
-      gint64 time_ns;
-      guint offset = out->len;
-
-      memcpy (&record_header, entry->record, sizeof record_header);
-      /* A reading from after ref_cycles (another core's, a little ahead)
-       * is taken as now. */
-      time_ns = entry->cycles >= ref_cycles
-        ? ref_ns
-        : ref_ns - (gint64) ((double) (ref_cycles - entry->cycles) / per_ns);
-      g_byte_array_append (out, entry->record, record_header.size);
-      memcpy (out->data + offset + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns), &time_ns, sizeof time_ns);
-    }
-
-  describe_deadline_us = g_get_monotonic_time () + DESCRIBE_CALLBACKS_BUDGET_US;
-  g_hash_table_iter_init (&iter, callbacks);
-  while (g_hash_table_iter_next (&iter, &key, NULL))
-    {
-      guint64 callback = (guint64) GPOINTER_TO_SIZE (key);
-      g_autofree char *symbol = describe_callback (callback, describe_deadline_us);
-
-      append_string_record (out, PERFMON_TASK_RECORD_SYMBOL, 0, start_ns, &callback, symbol);
-    }
-
-  return g_byte_array_free_to_bytes (out);
+  return _perfmon_task_writer_write (&info, (const PerfmonTaskWriterThread *) threads->data, threads->len);
 }
 
 /* ---------------------------------------------------------------------- */
