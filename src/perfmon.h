@@ -23,6 +23,7 @@
 #include "perfmon-thread-watcher.h"
 #include "perfmon-export.h"
 #include "perfmon-tracer.h"
+#include "perfmon-dispatch.h"
 #include "perfmon-tracer-dbus.h"
 #include "perfmon-task.h"
 #include "perfmon-task-log.h"

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "perfmon.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-interpose-private.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-tracer-private.h"

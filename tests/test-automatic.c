@@ -18,7 +18,7 @@
 #include <json-glib/json-glib.h>
 
 #include "perfmon.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-test-dirs.h"
 
 typedef struct

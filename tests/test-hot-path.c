@@ -10,7 +10,7 @@
 #include "perfmon-monitor-private.h"
 #include "perfmon-no-syscalls.h"
 #include "perfmon-tracer-private.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 
 #define N_PAIRS 100000
 

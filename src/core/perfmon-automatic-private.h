@@ -10,7 +10,7 @@
  */
 #pragma once
 
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-monitor-private.h"
 
 G_BEGIN_DECLS

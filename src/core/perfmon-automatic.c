@@ -46,7 +46,7 @@
  * group looked up by name, made if new, or the overflow group past
  * max-automatic-groups. The dispatch is a measure of that group (enter /
  * leave, as explicit compartments, which nest inside), the dispatch
- * observer (perfmon-dispatch-private.h) is called around it, and a
+ * observer (perfmon-dispatch-observer-private.h) is called around it, and a
  * dispatch of a millisecond or more is noted in the busy stretch's list of
  * longest dispatches for the hang monitor. No lock, no system call, no
  * allocation, except on a cache miss (a new source or a renamed one: a hash
@@ -62,7 +62,7 @@
 
 #include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-error.h"
 #include "perfmon-utf8-private.h"
 

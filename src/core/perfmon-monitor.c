@@ -10,7 +10,7 @@
 
 #include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-group-stats-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor-private.h"

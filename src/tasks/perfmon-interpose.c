@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <gio/gio.h>
 
+#include "perfmon-dispatch-private.h"
 #include "perfmon-interpose-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
@@ -97,7 +98,7 @@ _perfmon_interpose_pool_new (GFunc    *func,
   /* The tracer's own pools, and a pool hooked already (should GLib's
    * g_thread_pool_new() ever call g_thread_pool_new_full() through the
    * PLT). */
-  if (*func == NULL || *func == hooked_pool_run || _perfmon_tracer_owns_pool_func (*func))
+  if (*func == NULL || *func == hooked_pool_run || _perfmon_dispatch_owns_pool_func (*func))
     return FALSE;
   hook = g_new (PoolHook, 1);
   hook->func = *func;
@@ -131,7 +132,7 @@ _perfmon_interpose_pool_push (GThreadPool *pool,
   if (hook->gtask)
     {
       /* perfmon_task_run_in_thread() made it a task already. */
-      if (!G_IS_TASK (item) || _perfmon_tracer_gtask_is_wrapped (item))
+      if (!G_IS_TASK (item) || _perfmon_dispatch_gtask_is_wrapped (item))
         return;
       /* The async function that made the task names it best. */
       if (g_task_get_source_tag (item) != NULL)

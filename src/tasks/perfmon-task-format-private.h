@@ -2,8 +2,9 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The tracer (perfmon-tracer.c) writes this format and the task log reader
- * (perfmon-task-log.c) reads it; this header is the one place it is defined.
+ * The task writer (perfmon-task-writer.c) writes this format and the task
+ * log reader (perfmon-task-log.c) reads it; this header is the one place it
+ * is defined.
  *
  * A file is one PerfmonTaskFileHeader followed by records until the end of
  * the file. Every integer is in the byte order of the machine that wrote it;

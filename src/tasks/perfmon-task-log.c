@@ -132,26 +132,356 @@ lookup (PerfmonTaskLog *self,
   return g_hash_table_lookup (self->by_id, &id);
 }
 
-static const gsize record_min_size[] = {
-  [PERFMON_TASK_RECORD_DISPATCH]  = sizeof (PerfmonTaskDispatchRecord),
-  [PERFMON_TASK_RECORD_BEGIN]     = sizeof (PerfmonTaskIdRecord),
-  [PERFMON_TASK_RECORD_END]       = sizeof (PerfmonTaskIdRecord),
-  [PERFMON_TASK_RECORD_LABEL]     = sizeof (PerfmonTaskLabelRecord) + 1,
-  [PERFMON_TASK_RECORD_SYMBOL]    = sizeof (PerfmonTaskSymbolRecord) + 1,
-  [PERFMON_TASK_RECORD_THREAD]    = sizeof (PerfmonTaskThreadRecord) + 1,
-  [PERFMON_TASK_RECORD_DBUS_SEND] = sizeof (PerfmonTaskDBusRecord) + 1,
-  [PERFMON_TASK_RECORD_DBUS_RECV] = sizeof (PerfmonTaskDBusRecord) + 1,
-  [PERFMON_TASK_RECORD_NAME]      = sizeof (PerfmonTaskNameRecord) + 1,
+/* One file being read: its header, and what its records name besides
+ * tasks (addresses and thread ids mean nothing in another process). */
+typedef struct
+{
+  Reader                *reader;
+  const char            *name;            /* the file's, for errors */
+  PerfmonTaskFileHeader  header;
+  GHashTable            *symbols;         /* guint64 * (a callback) → char * */
+  GHashTable            *thread_names;    /* tid → char * */
+  GPtrArray             *tasks;           /* PerfmonTask *: the file's DISPATCHes */
+} FileReader;
+
+/* A record whose header the iterator checked: @data holds @header.size
+ * bytes, at least what its type needs. */
+typedef struct
+{
+  PerfmonTaskRecordHeader  header;
+  const guint8            *data;
+  gsize                    offset;        /* in the file, for errors */
+} Record;
+
+typedef gboolean (*RecordReader) (FileReader    *file,
+                                  const Record  *record,
+                                  GError       **error);
+
+/* The header of file @name, checked, in @header. */
+static gboolean
+read_header (const guint8           *data,
+             gsize                   len,
+             const char             *name,
+             PerfmonTaskFileHeader  *header,
+             GError                **error)
+{
+  if (len < sizeof header->magic || memcmp (data, PERFMON_TASK_FILE_MAGIC, sizeof header->magic) != 0)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, 0, "magic",
+                 "the file does not start with \"%s\"", PERFMON_TASK_FILE_MAGIC);
+  if (len < sizeof *header)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, len, "header",
+                 "the file ends inside its %" G_GSIZE_FORMAT "-byte header", sizeof *header);
+  memcpy (header, data, sizeof *header);
+
+  if (header->byte_order_mark != PERFMON_TASK_FILE_BYTE_ORDER_MARK)
+    {
+      if (header->byte_order_mark == GUINT32_SWAP_LE_BE (PERFMON_TASK_FILE_BYTE_ORDER_MARK))
+        return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
+                     "byte_order_mark", "written on a machine of the other byte order");
+      return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
+                   "byte_order_mark", "0x%08x, expected 0x%08x", header->byte_order_mark,
+                   PERFMON_TASK_FILE_BYTE_ORDER_MARK);
+    }
+  if (header->version != PERFMON_TASK_FILE_VERSION)
+    return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, version),
+                 "version", "%u, this reader knows version %u", header->version, PERFMON_TASK_FILE_VERSION);
+  if (header->header_size < sizeof *header || header->header_size > len)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, header_size),
+                 "header_size", "%u, expected between %" G_GSIZE_FORMAT " and the file's %" G_GSIZE_FORMAT " bytes",
+                 header->header_size, sizeof *header, len);
+  return TRUE;
+}
+
+/* --- one reader per record type --- */
+
+static gboolean
+read_dispatch (FileReader    *file,
+               const Record  *record,
+               GError       **error)
+{
+  PerfmonTaskLog *self = file->reader->log;
+  PerfmonTaskDispatchRecord r;
+  PerfmonTask *task;
+
+  memcpy (&r, record->data, sizeof r);
+  if (lookup (self, r.task_id) != NULL)
+    {
+      /* A second DISPATCH of one id: only a corrupt file. */
+      self->unmatched_records++;
+      return TRUE;
+    }
+  task = _perfmon_task_new (r.task_id, r.parent_id, file->header.pid);
+  task->source_event_id = r.source_event_id;
+  task->source_event_type = r.source_event_type <= PERFMON_SOURCE_EVENT_CUSTOM
+                            ? r.source_event_type : PERFMON_SOURCE_EVENT_UNKNOWN;
+  task->callback = r.callback;
+  task->dispatch_ns = record->header.time_ns;
+  task->delay_ms = r.delay_ms;
+  task->dispatch_tid = record->header.tid;
+  g_hash_table_insert (self->by_id, &task->id, task);
+  g_ptr_array_add (self->tasks, task);
+  g_ptr_array_add (file->tasks, task);
+  return TRUE;
+}
+
+/* BEGIN and END. */
+static gboolean
+read_run (FileReader    *file,
+          const Record  *record,
+          GError       **error)
+{
+  PerfmonTaskLog *self = file->reader->log;
+  const PerfmonTaskRecordHeader *rh = &record->header;
+  PerfmonTaskIdRecord r;
+  PerfmonTask *task;
+
+  memcpy (&r, record->data, sizeof r);
+  task = lookup (self, r.task_id);
+  if (task == NULL)
+    self->unmatched_records++;
+  else if (rh->type == PERFMON_TASK_RECORD_BEGIN)
+    {
+      PerfmonTaskRun run = { rh->time_ns, -1, rh->tid };
+
+      g_array_append_val (task->runs, run);
+    }
+  else if (task->runs->len > 0 &&
+           g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns == -1)
+    g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns = MAX (rh->time_ns,
+      g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).begin_ns);
+  else
+    self->unmatched_records++;
+  return TRUE;
+}
+
+static gboolean
+read_label (FileReader    *file,
+            const Record  *record,
+            GError       **error)
+{
+  PerfmonTaskLog *self = file->reader->log;
+  PerfmonTaskLabel label = { record->header.time_ns, record->header.tid, NULL };
+  PerfmonTask *task;
+  guint64 task_id;
+
+  memcpy (&task_id, record->data + G_STRUCT_OFFSET (PerfmonTaskLabelRecord, task_id), sizeof task_id);
+  label.text = record_string (record->data, record->header.size, sizeof (PerfmonTaskLabelRecord));
+  if (label.text == NULL)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "text",
+                 "the label does not end inside its record");
+  task = lookup (self, task_id);
+  if (task == NULL)
+    {
+      self->unmatched_records++;
+      g_free (label.text);
+    }
+  else
+    g_array_append_val (task->labels, label);
+  return TRUE;
+}
+
+static gboolean
+read_name (FileReader    *file,
+           const Record  *record,
+           GError       **error)
+{
+  PerfmonTaskLog *self = file->reader->log;
+  char *text = record_string (record->data, record->header.size, sizeof (PerfmonTaskNameRecord));
+  PerfmonTask *task;
+  guint64 task_id;
+
+  if (text == NULL)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "text",
+                 "the task name does not end inside its record");
+  memcpy (&task_id, record->data + G_STRUCT_OFFSET (PerfmonTaskNameRecord, task_id), sizeof task_id);
+  task = lookup (self, task_id);
+  if (task == NULL || task->name != NULL)
+    {
+      self->unmatched_records++;
+      g_free (text);
+    }
+  else
+    task->name = text;
+  return TRUE;
+}
+
+static gboolean
+read_symbol (FileReader    *file,
+             const Record  *record,
+             GError       **error)
+{
+  char *symbol = record_string (record->data, record->header.size, sizeof (PerfmonTaskSymbolRecord));
+  guint64 callback;
+
+  if (symbol == NULL)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "symbol",
+                 "the symbol does not end inside its record");
+  memcpy (&callback, record->data + G_STRUCT_OFFSET (PerfmonTaskSymbolRecord, callback), sizeof callback);
+  g_hash_table_replace (file->symbols, g_memdup2 (&callback, sizeof callback), symbol);
+  return TRUE;
+}
+
+static gboolean
+read_thread (FileReader    *file,
+             const Record  *record,
+             GError       **error)
+{
+  char *thread_name = record_string (record->data, record->header.size, sizeof (PerfmonTaskThreadRecord));
+
+  if (thread_name == NULL)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "name",
+                 "the thread name does not end inside its record");
+  g_hash_table_replace (file->thread_names, GUINT_TO_POINTER (record->header.tid), thread_name);
+  return TRUE;
+}
+
+/* DBUS_SEND and DBUS_RECV: matched once every file is read
+ * (link_dbus_messages()). */
+static gboolean
+read_dbus (FileReader    *file,
+           const Record  *record,
+           GError       **error)
+{
+  const PerfmonTaskRecordHeader *rh = &record->header;
+  g_autofree char *sender = record_string (record->data, rh->size, sizeof (PerfmonTaskDBusRecord));
+  PerfmonTaskDBusRecord r;
+  char *key;
+
+  if (sender == NULL)
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "sender",
+                 "the bus name does not end inside its record");
+  memcpy (&r, record->data, sizeof r);
+  key = g_strdup_printf ("%s %u", sender, r.serial);
+  if (rh->type == PERFMON_TASK_RECORD_DBUS_SEND)
+    {
+      DBusSend *send = g_new (DBusSend, 1);
+
+      *send = (DBusSend) { r.task_id, rh->time_ns, file->header.pid, rh->tid };
+      g_hash_table_replace (file->reader->sends, key, send);
+    }
+  else
+    {
+      DBusRecv recv = { r.task_id, key };
+
+      g_array_append_val (file->reader->recvs, recv);
+    }
+  return TRUE;
+}
+
+/* The record types this reader knows: the least size of each, and the pass
+ * that reads it. Two passes: tasks, symbols and thread names first, then
+ * what refers to tasks, so that no record depends on where the writer put
+ * it. */
+static const struct
+{
+  const char   *name;
+  gsize         min_size;
+  guint         pass;
+  RecordReader  read;
+} record_types[] = {
+  [PERFMON_TASK_RECORD_DISPATCH]  = { "DISPATCH", sizeof (PerfmonTaskDispatchRecord), 0, read_dispatch },
+  [PERFMON_TASK_RECORD_BEGIN]     = { "BEGIN", sizeof (PerfmonTaskIdRecord), 1, read_run },
+  [PERFMON_TASK_RECORD_END]       = { "END", sizeof (PerfmonTaskIdRecord), 1, read_run },
+  [PERFMON_TASK_RECORD_LABEL]     = { "LABEL", sizeof (PerfmonTaskLabelRecord) + 1, 1, read_label },
+  [PERFMON_TASK_RECORD_SYMBOL]    = { "SYMBOL", sizeof (PerfmonTaskSymbolRecord) + 1, 0, read_symbol },
+  [PERFMON_TASK_RECORD_THREAD]    = { "THREAD", sizeof (PerfmonTaskThreadRecord) + 1, 0, read_thread },
+  [PERFMON_TASK_RECORD_DBUS_SEND] = { "DBUS_SEND", sizeof (PerfmonTaskDBusRecord) + 1, 1, read_dbus },
+  [PERFMON_TASK_RECORD_DBUS_RECV] = { "DBUS_RECV", sizeof (PerfmonTaskDBusRecord) + 1, 1, read_dbus },
+  [PERFMON_TASK_RECORD_NAME]      = { "NAME", sizeof (PerfmonTaskNameRecord) + 1, 1, read_name },
 };
 
-static const char *
-record_type_name (guint type)
-{
-  static const char *names[] = {
-    NULL, "DISPATCH", "BEGIN", "END", "LABEL", "SYMBOL", "THREAD", "DBUS_SEND", "DBUS_RECV", "NAME",
-  };
+/* --- the record iterator --- */
 
-  return type < G_N_ELEMENTS (names) ? names[type] : "unknown";
+typedef struct
+{
+  const guint8 *data;
+  gsize         len;
+  gsize         offset;                   /* of the next record */
+  const char   *name;                     /* the file's, for errors */
+} RecordIter;
+
+typedef enum
+{
+  RECORD_FOUND,
+  RECORD_END,
+  RECORD_ERROR,
+} RecordStep;
+
+/* The next record of a type this reader knows, its bounds and size
+ * checked, in @out; records of other types (later versions') are
+ * skipped. */
+static RecordStep
+record_iter_next (RecordIter  *iter,
+                  Record      *out,
+                  GError     **error)
+{
+  while (iter->offset < iter->len)
+    {
+      gsize offset = iter->offset;
+      gsize left = iter->len - offset;
+      const guint8 *record = iter->data + offset;
+      PerfmonTaskRecordHeader rh;
+
+      if (left < sizeof rh)
+        {
+          fail (error, PERFMON_ERROR_INVALID_DATA, iter->name, offset, "record",
+                "the file ends inside a record header (%" G_GSIZE_FORMAT " bytes left)", left);
+          return RECORD_ERROR;
+        }
+      memcpy (&rh, record, sizeof rh);
+      if (rh.size < sizeof rh || rh.size % 8 != 0)
+        {
+          fail (error, PERFMON_ERROR_INVALID_DATA, iter->name, offset, "size",
+                "%u, expected a multiple of 8 of at least %" G_GSIZE_FORMAT, rh.size, sizeof rh);
+          return RECORD_ERROR;
+        }
+      if (rh.size > left)
+        {
+          fail (error, PERFMON_ERROR_INVALID_DATA, iter->name, offset, "size",
+                "%u runs past the end of the file (%" G_GSIZE_FORMAT " bytes left)", rh.size, left);
+          return RECORD_ERROR;
+        }
+      iter->offset += rh.size;
+
+      if (rh.type == 0 || rh.type >= G_N_ELEMENTS (record_types))
+        continue;
+      if (rh.size < record_types[rh.type].min_size)
+        {
+          fail (error, PERFMON_ERROR_INVALID_DATA, iter->name, offset, "size",
+                "%u is too short for a %s record (at least %" G_GSIZE_FORMAT ")",
+                rh.size, record_types[rh.type].name, record_types[rh.type].min_size);
+          return RECORD_ERROR;
+        }
+      *out = (Record) { rh, record, offset };
+      return RECORD_FOUND;
+    }
+  return RECORD_END;
+}
+
+/* --- a file --- */
+
+/* Names come from the file's own SYMBOL and THREAD records: addresses and
+ * thread ids mean nothing in another process. */
+static void
+name_file_tasks (FileReader *file)
+{
+  g_autofree char *process_name = g_utf8_make_valid (file->header.process_name,
+                                                     strnlen (file->header.process_name,
+                                                              sizeof file->header.process_name));
+
+  for (guint i = 0; i < file->tasks->len; i++)
+    {
+      PerfmonTask *task = g_ptr_array_index (file->tasks, i);
+      guint32 tid = task->runs->len > 0 ? g_array_index (task->runs, PerfmonTaskRun, 0).tid : task->dispatch_tid;
+      const char *symbol = g_hash_table_lookup (file->symbols, &task->callback);
+      const char *thread_name = g_hash_table_lookup (file->thread_names, GUINT_TO_POINTER (tid));
+
+      /* An automatic task has its NAME already. */
+      if (task->name == NULL)
+        task->name = g_strdup (symbol);
+      task->thread_name = g_strdup (thread_name);
+      task->process_name = g_strdup (process_name);
+    }
 }
 
 static gboolean
@@ -160,252 +490,34 @@ read_file (Reader      *reader,
            const char  *name,
            GError     **error)
 {
-  PerfmonTaskLog *self = reader->log;
   gsize len;
   const guint8 *data = g_bytes_get_data (bytes, &len);
-  PerfmonTaskFileHeader header;
   g_autoptr(GHashTable) symbols = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   g_autoptr(GHashTable) thread_names = g_hash_table_new_full (NULL, NULL, NULL, g_free);
   g_autoptr(GPtrArray) file_tasks = g_ptr_array_new ();
-  g_autofree char *process_name = NULL;
-  gsize offset;
+  FileReader file = { reader, name, { { 0 } }, symbols, thread_names, file_tasks };
 
-  if (len < sizeof header.magic || memcmp (data, PERFMON_TASK_FILE_MAGIC, sizeof header.magic) != 0)
-    return fail (error, PERFMON_ERROR_INVALID_DATA, name, 0, "magic",
-                 "the file does not start with \"%s\"", PERFMON_TASK_FILE_MAGIC);
-  if (len < sizeof header)
-    return fail (error, PERFMON_ERROR_INVALID_DATA, name, len, "header",
-                 "the file ends inside its %" G_GSIZE_FORMAT "-byte header", sizeof header);
-  memcpy (&header, data, sizeof header);
+  if (!read_header (data, len, name, &file.header, error))
+    return FALSE;
+  reader->log->dropped_records += file.header.dropped_records;
 
-  if (header.byte_order_mark != PERFMON_TASK_FILE_BYTE_ORDER_MARK)
-    {
-      if (header.byte_order_mark == GUINT32_SWAP_LE_BE (PERFMON_TASK_FILE_BYTE_ORDER_MARK))
-        return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
-                     "byte_order_mark", "written on a machine of the other byte order");
-      return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, byte_order_mark),
-                   "byte_order_mark", "0x%08x, expected 0x%08x", header.byte_order_mark,
-                   PERFMON_TASK_FILE_BYTE_ORDER_MARK);
-    }
-  if (header.version != PERFMON_TASK_FILE_VERSION)
-    return fail (error, PERFMON_ERROR_UNSUPPORTED_VERSION, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, version),
-                 "version", "%u, this reader knows version %u", header.version, PERFMON_TASK_FILE_VERSION);
-  if (header.header_size < sizeof header || header.header_size > len)
-    return fail (error, PERFMON_ERROR_INVALID_DATA, name, G_STRUCT_OFFSET (PerfmonTaskFileHeader, header_size),
-                 "header_size", "%u, expected between %" G_GSIZE_FORMAT " and the file's %" G_GSIZE_FORMAT " bytes",
-                 header.header_size, sizeof header, len);
-
-  process_name = g_utf8_make_valid (header.process_name,
-                                    strnlen (header.process_name, sizeof header.process_name));
-  self->dropped_records += header.dropped_records;
-
-  /* Two passes: tasks, symbols and thread names first, then what refers
-   * to tasks, so that no record depends on where the writer put it. The
-   * first pass checks every record's bounds; the second re-reads only
-   * what the first accepted. */
+  /* The first pass checks every record's bounds; the second re-reads
+   * only what the first accepted (see record_types). */
   for (guint pass = 0; pass < 2; pass++)
-  for (offset = header.header_size; offset < len; )
     {
-      const guint8 *record = data + offset;
-      PerfmonTaskRecordHeader rh;
-      PerfmonTask *task;
+      RecordIter iter = { data, len, file.header.header_size, name };
+      Record record;
+      RecordStep step;
 
-      if (len - offset < sizeof rh)
-        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "record",
-                     "the file ends inside a record header (%" G_GSIZE_FORMAT " bytes left)", len - offset);
-      memcpy (&rh, record, sizeof rh);
-      if (rh.size < sizeof rh || rh.size % 8 != 0)
-        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
-                     "%u, expected a multiple of 8 of at least %" G_GSIZE_FORMAT, rh.size, sizeof rh);
-      if (rh.size > len - offset)
-        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
-                     "%u runs past the end of the file (%" G_GSIZE_FORMAT " bytes left)", rh.size, len - offset);
-
-      /* Types this reader does not know are later versions' business. */
-      if (rh.type == 0 || rh.type >= G_N_ELEMENTS (record_min_size))
-        {
-          offset += rh.size;
-          continue;
-        }
-      if (rh.size < record_min_size[rh.type])
-        return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "size",
-                     "%u is too short for a %s record (at least %" G_GSIZE_FORMAT ")",
-                     rh.size, record_type_name (rh.type), record_min_size[rh.type]);
-
-      if ((pass == 0) != (rh.type == PERFMON_TASK_RECORD_DISPATCH || rh.type == PERFMON_TASK_RECORD_SYMBOL ||
-                          rh.type == PERFMON_TASK_RECORD_THREAD))
-        {
-          offset += rh.size;
-          continue;
-        }
-
-      switch ((PerfmonTaskRecordType) rh.type)
-        {
-        case PERFMON_TASK_RECORD_DISPATCH:
-          {
-            PerfmonTaskDispatchRecord r;
-
-            memcpy (&r, record, sizeof r);
-            if (lookup (self, r.task_id) != NULL)
-              {
-                /* A second DISPATCH of one id: only a corrupt file. */
-                self->unmatched_records++;
-                break;
-              }
-            task = _perfmon_task_new (r.task_id, r.parent_id, header.pid);
-            task->source_event_id = r.source_event_id;
-            task->source_event_type = r.source_event_type <= PERFMON_SOURCE_EVENT_CUSTOM
-                                      ? r.source_event_type : PERFMON_SOURCE_EVENT_UNKNOWN;
-            task->callback = r.callback;
-            task->dispatch_ns = rh.time_ns;
-            task->delay_ms = r.delay_ms;
-            task->dispatch_tid = rh.tid;
-            g_hash_table_insert (self->by_id, &task->id, task);
-            g_ptr_array_add (self->tasks, task);
-            g_ptr_array_add (file_tasks, task);
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_BEGIN:
-        case PERFMON_TASK_RECORD_END:
-          {
-            PerfmonTaskIdRecord r;
-
-            memcpy (&r, record, sizeof r);
-            task = lookup (self, r.task_id);
-            if (task == NULL)
-              self->unmatched_records++;
-            else if (rh.type == PERFMON_TASK_RECORD_BEGIN)
-              {
-                PerfmonTaskRun run = { rh.time_ns, -1, rh.tid };
-
-                g_array_append_val (task->runs, run);
-              }
-            else if (task->runs->len > 0 &&
-                     g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns == -1)
-              g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).end_ns = MAX (rh.time_ns,
-                g_array_index (task->runs, PerfmonTaskRun, task->runs->len - 1).begin_ns);
-            else
-              self->unmatched_records++;
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_LABEL:
-          {
-            PerfmonTaskLabel label = { rh.time_ns, rh.tid, NULL };
-            guint64 task_id;
-
-            memcpy (&task_id, record + G_STRUCT_OFFSET (PerfmonTaskLabelRecord, task_id), sizeof task_id);
-            label.text = record_string (record, rh.size, sizeof (PerfmonTaskLabelRecord));
-            if (label.text == NULL)
-              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "text",
-                           "the label does not end inside its record");
-            task = lookup (self, task_id);
-            if (task == NULL)
-              {
-                self->unmatched_records++;
-                g_free (label.text);
-              }
-            else
-              g_array_append_val (task->labels, label);
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_NAME:
-          {
-            guint64 task_id;
-            char *text = record_string (record, rh.size, sizeof (PerfmonTaskNameRecord));
-
-            if (text == NULL)
-              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "text",
-                           "the task name does not end inside its record");
-            memcpy (&task_id, record + G_STRUCT_OFFSET (PerfmonTaskNameRecord, task_id), sizeof task_id);
-            task = lookup (self, task_id);
-            if (task == NULL || task->name != NULL)
-              {
-                self->unmatched_records++;
-                g_free (text);
-              }
-            else
-              task->name = text;
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_SYMBOL:
-          {
-            guint64 callback;
-            char *symbol = record_string (record, rh.size, sizeof (PerfmonTaskSymbolRecord));
-
-            if (symbol == NULL)
-              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "symbol",
-                           "the symbol does not end inside its record");
-            memcpy (&callback, record + G_STRUCT_OFFSET (PerfmonTaskSymbolRecord, callback), sizeof callback);
-            g_hash_table_replace (symbols, g_memdup2 (&callback, sizeof callback), symbol);
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_THREAD:
-          {
-            char *thread_name = record_string (record, rh.size, sizeof (PerfmonTaskThreadRecord));
-
-            if (thread_name == NULL)
-              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "name",
-                           "the thread name does not end inside its record");
-            g_hash_table_replace (thread_names, GUINT_TO_POINTER (rh.tid), thread_name);
-          }
-          break;
-
-        case PERFMON_TASK_RECORD_DBUS_SEND:
-        case PERFMON_TASK_RECORD_DBUS_RECV:
-          {
-            PerfmonTaskDBusRecord r;
-            g_autofree char *sender = record_string (record, rh.size, sizeof (PerfmonTaskDBusRecord));
-            char *key;
-
-            if (sender == NULL)
-              return fail (error, PERFMON_ERROR_INVALID_DATA, name, offset, "sender",
-                           "the bus name does not end inside its record");
-            memcpy (&r, record, sizeof r);
-            key = g_strdup_printf ("%s %u", sender, r.serial);
-            if (rh.type == PERFMON_TASK_RECORD_DBUS_SEND)
-              {
-                DBusSend *send = g_new (DBusSend, 1);
-
-                *send = (DBusSend) { r.task_id, rh.time_ns, header.pid, rh.tid };
-                g_hash_table_replace (reader->sends, key, send);
-              }
-            else
-              {
-                DBusRecv recv = { r.task_id, key };
-
-                g_array_append_val (reader->recvs, recv);
-              }
-          }
-          break;
-
-        default:
-          g_assert_not_reached ();
-        }
-
-      offset += rh.size;
+      while ((step = record_iter_next (&iter, &record, error)) == RECORD_FOUND)
+        if (record_types[record.header.type].pass == pass &&
+            !record_types[record.header.type].read (&file, &record, error))
+          return FALSE;
+      if (step == RECORD_ERROR)
+        return FALSE;
     }
 
-  /* Names come from the file's own SYMBOL and THREAD records: addresses
-   * and thread ids mean nothing in another process. */
-  for (guint i = 0; i < file_tasks->len; i++)
-    {
-      PerfmonTask *task = g_ptr_array_index (file_tasks, i);
-      guint32 tid = task->runs->len > 0 ? g_array_index (task->runs, PerfmonTaskRun, 0).tid : task->dispatch_tid;
-      const char *symbol = g_hash_table_lookup (symbols, &task->callback);
-      const char *thread_name = g_hash_table_lookup (thread_names, GUINT_TO_POINTER (tid));
-
-      /* An automatic task has its NAME already. */
-      if (task->name == NULL)
-        task->name = g_strdup (symbol);
-      task->thread_name = g_strdup (thread_name);
-      task->process_name = g_strdup (process_name);
-    }
-
+  name_file_tasks (&file);
   return TRUE;
 }
 

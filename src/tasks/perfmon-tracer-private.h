@@ -32,6 +32,18 @@ typedef struct
   guint32 source_event_type;
 } PerfmonTaskContext;
 
+/* The current tracing session, 0 when tracing is off: set by the recorder
+ * under its control lock, read on hot paths. Hidden, so that a read is one
+ * load and no call. */
+G_GNUC_INTERNAL extern guint _perfmon_tracer_session;
+
+/* Hot path, any thread: whether the tracer records. */
+static inline gboolean
+_perfmon_tracer_is_on (void)
+{
+  return __atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) != 0;
+}
+
 /* Hot path, any thread: makes @ids a new task dispatched by the calling
  * thread's current task (or, with none, its own parent) under the current
  * source event, and records DISPATCH with @callback as its name. */
@@ -63,13 +75,6 @@ void     _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
                                       guint64               task_id,
                                       const char           *sender,
                                       guint32               serial);
-
-/* Whether @func is the trampoline of perfmon_thread_pool_new()'s pools,
- * whose items are tasks already. */
-gboolean _perfmon_tracer_owns_pool_func (GFunc    func);
-/* Whether @gtask (a GTask) runs through perfmon_task_run_in_thread(),
- * as a task already. */
-gboolean _perfmon_tracer_gtask_is_wrapped (gpointer gtask);
 
 /* Any thread: a task log (header and records) of what the tracer holds
  * from @since_monotonic_us on; a header with no record when the tracer is

@@ -5,7 +5,6 @@
 #define _GNU_SOURCE 1
 #include "config.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,14 +15,15 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-dispatch-observer-private.h"
 #include "perfmon-dispatch-private.h"
-#include "perfmon-process-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
 #include "perfmon-symbolizer-private.h"
 #include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
+#include "perfmon-task-writer-private.h"
 
 /* Design.
  *
@@ -34,7 +34,8 @@
  * system call, no allocation (tests/test-hot-path.c proves it under
  * seccomp). Times are cycle-counter readings; they become CLOCK_MONOTONIC
  * nanoseconds when a file is written, never on the hot path. Callback
- * addresses become SYMBOL records (dladdr()) at the same time.
+ * addresses become SYMBOL records (dladdr()) at the same time. Writing the
+ * file is perfmon-task-writer.c's: this file copies the buffers for it.
  *
  * The buffer is a ring of 4 KiB chunks that records never straddle (a
  * record that does not fit in the rest of a chunk skips to the next one,
@@ -64,8 +65,8 @@
  * away before anything parses it.
  *
  * Sessions. Each start gets a new session number, published in
- * current_session (0: off) after the session's settings. A thread whose
- * buffer belongs to an older session resets it itself at its next event
+ * _perfmon_tracer_session (0: off) after the session's settings. A thread
+ * whose buffer belongs to an older session resets it itself at its next event
  * (a new base, a zero drop count, the new capacity), then publishes the
  * session number with release ordering; readers only look at buffers of
  * the current session. Control calls (start, stop, dump, the jank
@@ -84,7 +85,7 @@
  * operation most of the time. Source events take their ids from the same
  * counter. */
 
-#define CHUNK_SIZE          4096u
+#define CHUNK_SIZE          PERFMON_TASK_CHUNK_SIZE
 #define MIN_BUFFER_SIZE     ((gsize) 16 * CHUNK_SIZE)
 #define MAX_BUFFER_SIZE     ((gsize) 1 << 30)
 #define DEFAULT_BUFFER_SIZE ((gsize) 2 << 20)
@@ -139,10 +140,10 @@ typedef struct
 static __thread ThreadState tls __attribute__ ((tls_model ("initial-exec")));
 
 /* Hot path reads: 0 when tracing is off. */
-static guint current_session;
+guint _perfmon_tracer_session;
 
 /* Settings of the current session, written under control_lock before
- * current_session is published. */
+ * _perfmon_tracer_session is published. */
 static gboolean session_overwrite;
 static gsize    session_capacity;
 
@@ -186,7 +187,7 @@ after_fork_in_child (void)
   /* Buffers are the parent's; the child traces only if it starts a
    * session of its own (and does not write the parent's file). The child
    * has this one thread: no lock is needed, and none may be taken. */
-  __atomic_store_n (&current_session, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&_perfmon_tracer_session, 0, __ATOMIC_RELAXED);
   _perfmon_dispatch_set_observer (NULL);
   mode = MODE_OFF;
   flight_is_held = FALSE;
@@ -306,7 +307,7 @@ buffer_for_session (guint session)
 
   /* Pairs with the release store that published @session: its settings
    * are visible now. */
-  if (__atomic_load_n (&current_session, __ATOMIC_ACQUIRE) != session || session == 0)
+  if (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_ACQUIRE) != session || session == 0)
     return NULL;
   capacity = __atomic_load_n (&session_capacity, __ATOMIC_RELAXED);
   overwrite = __atomic_load_n (&session_overwrite, __ATOMIC_RELAXED);
@@ -362,7 +363,7 @@ buffer_for_session (guint session)
 static inline Buffer *
 current_buffer (void)
 {
-  guint session = __atomic_load_n (&current_session, __ATOMIC_RELAXED);
+  guint session = __atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED);
   Buffer *buffer;
 
   if (G_LIKELY (session == 0))
@@ -796,7 +797,7 @@ _perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
   gsize len;
   int n;
 
-  if (__atomic_load_n (&current_session, __ATOMIC_RELAXED) == 0)
+  if (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0)
     {
       guard->text[0] = '\0';
       return;
@@ -814,541 +815,6 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 {
   if (guard->text[0] != '\0')
     add_label ("End ", "%s", guard->text);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Dispatch wrappers
- *
- * With tracing off, the wrappers of sources, invokes and GTasks are the
- * GLib calls they mirror and nothing more: such a source runs untraced
- * even if tracing starts before it runs (with the per-dispatch hook, its
- * dispatches are automatic tasks then). A thread pool's item still takes
- * one allocation, which the pool's trampoline needs to tell items apart. */
-
-static inline gboolean
-tracing_on (void)
-{
-  return __atomic_load_n (&current_session, __ATOMIC_RELAXED) != 0;
-}
-
-/* A GSource that runs one task: an idle (interval 0) or a timeout. One
- * allocation, like GLib's own idle and timeout sources. */
-typedef struct
-{
-  GSource        source;
-  PerfmonTaskIds ids;
-  guint          interval_ms;
-} TaskSource;
-
-static gboolean
-task_source_prepare (GSource *source,
-                     int     *timeout)
-{
-  *timeout = 0;
-  return TRUE;
-}
-
-static gboolean
-task_source_dispatch (GSource     *source,
-                      GSourceFunc  callback,
-                      gpointer     user_data)
-{
-  TaskSource *self = (TaskSource *) source;
-  PerfmonTaskContext saved;
-  gboolean again;
-
-  if (callback == NULL)
-    {
-      g_warning ("perfmon task source dispatched without callback. "
-                 "You must call g_source_set_callback().");
-      return G_SOURCE_REMOVE;
-    }
-
-  _perfmon_task_enter (&self->ids, &saved);
-  again = callback (user_data);
-  _perfmon_task_leave (&saved);
-
-  if (again && self->interval_ms > 0)
-    g_source_set_ready_time (source, g_source_get_time (source) + (gint64) self->interval_ms * 1000);
-  return again;
-}
-
-static GSourceFuncs idle_task_funcs = {
-  .prepare = task_source_prepare,
-  .dispatch = task_source_dispatch,
-};
-
-/* Timeouts become ready through g_source_set_ready_time(). A prepare of
- * their own (what a missing one does) tells the automatic tasks' observer
- * that the source is a wrapper's, even with its dispatch hooked. */
-static gboolean
-timeout_task_prepare (GSource *source,
-                      int     *timeout)
-{
-  *timeout = -1;
-  return FALSE;
-}
-
-static GSourceFuncs timeout_task_funcs = {
-  .prepare = timeout_task_prepare,
-  .dispatch = task_source_dispatch,
-};
-
-static GSource *
-task_source_new (guint          interval_ms,
-                 int            priority,
-                 GSourceFunc    function,
-                 gpointer       data,
-                 GDestroyNotify notify)
-{
-  GSource *source = g_source_new (interval_ms > 0 ? &timeout_task_funcs : &idle_task_funcs,
-                                  sizeof (TaskSource));
-  TaskSource *self = (TaskSource *) source;
-
-  self->interval_ms = interval_ms;
-  if (interval_ms > 0)
-    g_source_set_ready_time (source, g_get_monotonic_time () + (gint64) interval_ms * 1000);
-  if (priority != G_PRIORITY_DEFAULT)
-    g_source_set_priority (source, priority);
-  g_source_set_callback (source, function, data, notify);
-  /* A timeout is due its interval after the dispatch: queueing counts from
-   * then. */
-  _perfmon_task_dispatch_delayed (&self->ids, function, interval_ms);
-  return source;
-}
-
-static guint
-attach_task_source (GSource *source)
-{
-  guint id = g_source_attach (source, NULL);
-
-  g_source_unref (source);
-  return id;
-}
-
-/**
- * perfmon_idle_add_full: (rename-to perfmon_idle_add)
- * @priority: the priority of the idle source, typically in the range
- *   between %G_PRIORITY_DEFAULT_IDLE and %G_PRIORITY_HIGH_IDLE
- * @function: (scope notified) (closure data) (destroy notify): the function
- *   to call
- * @data: data to pass to @function
- * @notify: (nullable): called to free @data when the source is removed
- *
- * g_idle_add_full() as a task: the dispatch is recorded now, as a task of
- * the calling thread's current task and source event, and each run of
- * @function is one BEGIN … END of that task, with the task current on the
- * thread that runs it (tasks it dispatches are its children). The source
- * is attached to the global-default main context, as GLib's is. With
- * tracing off it is g_idle_add_full(), at no extra cost.
- *
- * Any thread may call it.
- *
- * Returns: the id (greater than 0) of the event source
- *
- * Since: 0.1
- */
-guint
-perfmon_idle_add_full (int            priority,
-                       GSourceFunc    function,
-                       gpointer       data,
-                       GDestroyNotify notify)
-{
-  g_return_val_if_fail (function != NULL, 0);
-
-  /* Nobody traces: GLib's idle, which costs nothing more. */
-  if (!tracing_on ())
-    return g_idle_add_full (priority, function, data, notify);
-  return attach_task_source (task_source_new (0, priority, function, data, notify));
-}
-
-/**
- * perfmon_idle_add: (skip)
- * @function: function to call
- * @data: data to pass to @function
- *
- * perfmon_idle_add_full() at %G_PRIORITY_DEFAULT_IDLE with no destroy
- * notify, as g_idle_add().
- *
- * Returns: the id (greater than 0) of the event source
- *
- * Since: 0.1
- */
-guint
-perfmon_idle_add (GSourceFunc function,
-                  gpointer    data)
-{
-  return perfmon_idle_add_full (G_PRIORITY_DEFAULT_IDLE, function, data, NULL);
-}
-
-/**
- * perfmon_timeout_add_full: (rename-to perfmon_timeout_add)
- * @priority: the priority of the timeout source, typically
- *   %G_PRIORITY_DEFAULT
- * @interval: the time between calls to @function, in milliseconds; more
- *   than 0
- * @function: (scope notified) (closure data) (destroy notify): the function
- *   to call
- * @data: data to pass to @function
- * @notify: (nullable): called to free @data when the source is removed
- *
- * g_timeout_add_full() as a task: dispatched once, now; each time
- * @function runs is one BEGIN … END of the same task. See
- * perfmon_idle_add_full(). An @interval of 0 is an idle at @priority.
- * With tracing off it is g_timeout_add_full().
- *
- * Returns: the id (greater than 0) of the event source
- *
- * Since: 0.1
- */
-guint
-perfmon_timeout_add_full (int            priority,
-                          guint          interval,
-                          GSourceFunc    function,
-                          gpointer       data,
-                          GDestroyNotify notify)
-{
-  g_return_val_if_fail (function != NULL, 0);
-
-  if (!tracing_on ())
-    return interval > 0 ? g_timeout_add_full (priority, interval, function, data, notify)
-                        : g_idle_add_full (priority, function, data, notify);
-  return attach_task_source (task_source_new (interval, priority, function, data, notify));
-}
-
-/**
- * perfmon_timeout_add: (skip)
- * @interval: the time between calls to @function, in milliseconds
- * @function: function to call
- * @data: data to pass to @function
- *
- * perfmon_timeout_add_full() at %G_PRIORITY_DEFAULT with no destroy
- * notify, as g_timeout_add().
- *
- * Returns: the id (greater than 0) of the event source
- *
- * Since: 0.1
- */
-guint
-perfmon_timeout_add (guint       interval,
-                     GSourceFunc function,
-                     gpointer    data)
-{
-  return perfmon_timeout_add_full (G_PRIORITY_DEFAULT, interval, function, data, NULL);
-}
-
-/* Runs the task of @ids now, on the calling thread, until @function
- * returns FALSE, as g_main_context_invoke() does. */
-static void
-run_task_inline (const PerfmonTaskIds *ids,
-                 GSourceFunc           function,
-                 gpointer              data)
-{
-  gboolean again;
-
-  do
-    {
-      PerfmonTaskContext saved;
-
-      _perfmon_task_enter (ids, &saved);
-      again = function (data);
-      _perfmon_task_leave (&saved);
-    }
-  while (again);
-}
-
-/**
- * perfmon_main_context_invoke_full: (rename-to perfmon_main_context_invoke)
- * @context: (nullable): a #GMainContext, or %NULL for the global-default
- *   main context
- * @priority: the priority at which to run @function
- * @function: (scope notified) (closure data) (destroy notify): the function
- *   to call
- * @data: data to pass to @function
- * @notify: (nullable): called to free @data after @function ran for the
- *   last time
- *
- * g_main_context_invoke_full() as a task: when the calling thread owns
- * @context, or can acquire it, @function runs at once (still a task, a
- * child of the caller's); otherwise it runs from an idle source attached
- * to @context, on the thread that runs @context. Either way, as in GLib,
- * @function is called again while it returns %TRUE, each call one
- * BEGIN … END of the task. With tracing off it is
- * g_main_context_invoke_full().
- *
- * Any thread may call it.
- *
- * Since: 0.1
- */
-void
-perfmon_main_context_invoke_full (GMainContext  *context,
-                                  int            priority,
-                                  GSourceFunc    function,
-                                  gpointer       data,
-                                  GDestroyNotify notify)
-{
-  g_return_if_fail (function != NULL);
-
-  if (context == NULL)
-    context = g_main_context_default ();
-
-  if (!tracing_on ())
-    g_main_context_invoke_full (context, priority, function, data, notify);
-  else if (g_main_context_is_owner (context))
-    {
-      PerfmonTaskIds ids;
-
-      _perfmon_task_dispatch (&ids, function);
-      run_task_inline (&ids, function, data);
-      if (notify != NULL)
-        notify (data);
-    }
-  else if (g_main_context_acquire (context))
-    {
-      PerfmonTaskIds ids;
-
-      _perfmon_task_dispatch (&ids, function);
-      g_main_context_push_thread_default (context);
-      run_task_inline (&ids, function, data);
-      g_main_context_pop_thread_default (context);
-      g_main_context_release (context);
-      if (notify != NULL)
-        notify (data);
-    }
-  else
-    {
-      GSource *source = task_source_new (0, priority, function, data, notify);
-
-      g_source_attach (source, context);
-      g_source_unref (source);
-    }
-}
-
-/**
- * perfmon_main_context_invoke: (skip)
- * @context: (nullable): a #GMainContext, or %NULL for the global-default
- *   main context
- * @function: function to call
- * @data: data to pass to @function
- *
- * perfmon_main_context_invoke_full() at %G_PRIORITY_DEFAULT with no
- * destroy notify, as g_main_context_invoke().
- *
- * Since: 0.1
- */
-void
-perfmon_main_context_invoke (GMainContext *context,
-                             GSourceFunc   function,
-                             gpointer      data)
-{
-  perfmon_main_context_invoke_full (context, G_PRIORITY_DEFAULT, function, data, NULL);
-}
-
-/* The pool's user data: what the items run. */
-typedef struct
-{
-  GFunc    func;
-  gpointer user_data;
-} PoolFunc;
-
-/* An item carries its function, so that workers never look at the
- * PoolFunc, which perfmon_thread_pool_free() frees. */
-typedef struct
-{
-  PerfmonTaskIds ids;
-  GFunc          func;
-  gpointer       data;
-  gpointer       user_data;
-} PoolItem;
-
-static void
-pool_trampoline (gpointer item_data,
-                 gpointer pool_data)
-{
-  PoolItem *item = item_data;
-  PerfmonTaskContext saved;
-
-  _perfmon_task_enter (&item->ids, &saved);
-  item->func (item->data, item->user_data);
-  _perfmon_task_leave (&saved);
-  g_free (item);
-}
-
-gboolean
-_perfmon_tracer_owns_pool_func (GFunc func)
-{
-  return func == pool_trampoline;
-}
-
-/**
- * perfmon_thread_pool_new: (skip)
- * @func: the function to run, in a thread of the pool, for each item
- *   pushed with perfmon_thread_pool_push()
- * @user_data: the second argument of @func
- * @max_threads: the most threads the pool runs at once, -1 for no limit
- * @exclusive: whether the pool has threads of its own
- * @error: return location for a #GError
- *
- * g_thread_pool_new() for traced items: each item pushed with
- * perfmon_thread_pool_push() is a task, dispatched at the push and run
- * (BEGIN … END) in the worker thread. Push only with
- * perfmon_thread_pool_push() and free it only with
- * perfmon_thread_pool_free(): the pool's items and user data are the
- * tracer's.
- *
- * Returns: (transfer full) (nullable): the pool, or %NULL with @error set
- *
- * Since: 0.1
- */
-GThreadPool *
-perfmon_thread_pool_new (GFunc     func,
-                         gpointer  user_data,
-                         int       max_threads,
-                         gboolean  exclusive,
-                         GError  **error)
-{
-  PoolFunc *pool_func;
-  GThreadPool *pool;
-
-  g_return_val_if_fail (func != NULL, NULL);
-
-  pool_func = g_new0 (PoolFunc, 1);
-  pool_func->func = func;
-  pool_func->user_data = user_data;
-  /* Items left in the queue when the pool is freed at once are freed
-   * with it (their data is the caller's, as with GLib). */
-  pool = g_thread_pool_new_full (pool_trampoline, pool_func, g_free, max_threads, exclusive, error);
-  if (pool == NULL)
-    g_free (pool_func);
-  return pool;
-}
-
-/**
- * perfmon_thread_pool_push: (skip)
- * @pool: a pool made by perfmon_thread_pool_new()
- * @data: the item, the first argument of the pool's function
- * @error: return location for a #GError
- *
- * g_thread_pool_push() as a task: the dispatch is recorded now, as a child
- * of the calling thread's task, and the run in the worker thread has the
- * task current. Any thread may call it.
- *
- * Returns: %TRUE, or %FALSE with @error set if a thread could not be made
- *
- * Since: 0.1
- */
-gboolean
-perfmon_thread_pool_push (GThreadPool *pool,
-                          gpointer     data,
-                          GError     **error)
-{
-  PoolFunc *pool_func;
-  PoolItem *item;
-
-  g_return_val_if_fail (pool != NULL, FALSE);
-  g_return_val_if_fail (pool->func == pool_trampoline, FALSE);
-
-  pool_func = pool->user_data;
-  item = g_new (PoolItem, 1);
-  item->func = pool_func->func;
-  item->data = data;
-  item->user_data = pool_func->user_data;
-  _perfmon_task_dispatch (&item->ids, pool_func->func);
-  /* On an error GLib still queued the item, which runs later. */
-  return g_thread_pool_push (pool, item, error);
-}
-
-/**
- * perfmon_thread_pool_free: (skip)
- * @pool: (transfer full): a pool made by perfmon_thread_pool_new()
- * @immediate: whether to drop the items not started yet
- * @wait_: whether to wait for the items to be processed
- *
- * g_thread_pool_free() for a pool made by perfmon_thread_pool_new().
- *
- * Since: 0.1
- */
-void
-perfmon_thread_pool_free (GThreadPool *pool,
-                          gboolean     immediate,
-                          gboolean     wait_)
-{
-  PoolFunc *pool_func;
-
-  g_return_if_fail (pool != NULL);
-  g_return_if_fail (pool->func == pool_trampoline);
-
-  pool_func = pool->user_data;
-  g_thread_pool_free (pool, immediate, wait_);
-  g_free (pool_func);
-}
-
-typedef struct
-{
-  PerfmonTaskIds  ids;
-  GTaskThreadFunc func;
-} GTaskCarrier;
-
-static GQuark
-gtask_carrier_quark (void)
-{
-  static gsize quark;
-
-  if (g_once_init_enter (&quark))
-    g_once_init_leave (&quark, g_quark_from_static_string ("perfmon-task-ids"));
-  return (GQuark) quark;
-}
-
-static void
-gtask_trampoline (GTask        *task,
-                  gpointer      source_object,
-                  gpointer      task_data,
-                  GCancellable *cancellable)
-{
-  GTaskCarrier *carrier = g_object_get_qdata (G_OBJECT (task), gtask_carrier_quark ());
-  PerfmonTaskContext saved;
-
-  _perfmon_task_enter (&carrier->ids, &saved);
-  carrier->func (task, source_object, task_data, cancellable);
-  _perfmon_task_leave (&saved);
-}
-
-gboolean
-_perfmon_tracer_gtask_is_wrapped (gpointer gtask)
-{
-  return g_object_get_qdata (gtask, gtask_carrier_quark ()) != NULL;
-}
-
-/**
- * perfmon_task_run_in_thread: (skip)
- * @task: a #GTask
- * @task_func: the function to run in a thread of GLib's pool
- *
- * g_task_run_in_thread() as a task: dispatched now, as a child of the
- * calling thread's task, and run (BEGIN … END) in the worker thread.
- * With tracing off it is g_task_run_in_thread().
- *
- * Since: 0.1
- */
-void
-perfmon_task_run_in_thread (GTask           *task,
-                            GTaskThreadFunc  task_func)
-{
-  GTaskCarrier *carrier;
-
-  g_return_if_fail (G_IS_TASK (task));
-  g_return_if_fail (task_func != NULL);
-
-  if (!tracing_on ())
-    {
-      g_task_run_in_thread (task, task_func);
-      return;
-    }
-  carrier = g_new (GTaskCarrier, 1);
-  carrier->func = task_func;
-  _perfmon_task_dispatch (&carrier->ids, task_func);
-  g_object_set_qdata_full (G_OBJECT (task), gtask_carrier_quark (), carrier, g_free);
-  g_task_run_in_thread (task, gtask_trampoline);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1440,7 +906,7 @@ auto_attached (GSource *source)
   guint64 now;
   guint seq;
 
-  if (G_UNLIKELY (__atomic_load_n (&current_session, __ATOMIC_RELAXED) == 0 || source == NULL))
+  if (G_UNLIKELY (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0 || source == NULL))
     return;
 
   for (guint i = 0; i < PARENT_PROBE; i++)
@@ -1546,12 +1012,11 @@ auto_dispatch_begin (GSource    *source,
   guint64 ready_cycles = 0;
   gint64 ready_us;
 
-  if (G_UNLIKELY (__atomic_load_n (&current_session, __ATOMIC_RELAXED) == 0))
+  if (G_UNLIKELY (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0))
     return NULL;
   /* The wrappers' sources are tasks of their own already. (By prepare:
    * the hook may replace a source's dispatch, not its prepare.) */
-  if (source->source_funcs->prepare == task_source_prepare ||
-      source->source_funcs->prepare == timeout_task_prepare)
+  if (_perfmon_dispatch_is_task_source (source))
     return NULL;
   if (G_UNLIKELY (auto_stack.depth >= AUTO_DEPTH))
     return NULL;
@@ -1605,25 +1070,7 @@ static const PerfmonDispatchObserver auto_task_observer = {
 };
 
 /* ---------------------------------------------------------------------- */
-/* Writing the file */
-
-typedef struct
-{
-  guint64       cycles;
-  guint         order;
-  const guint8 *record;
-} Entry;
-
-static int
-entry_compare (gconstpointer a,
-               gconstpointer b)
-{
-  const Entry *x = a, *y = b;
-
-  if (x->cycles != y->cycles)
-    return x->cycles < y->cycles ? -1 : 1;
-  return x->order < y->order ? -1 : x->order > y->order;
-}
+/* Copying the buffers for the writer (perfmon-task-writer.c) */
 
 /* Copies what @buffer holds of its session: the bytes, in @copy_out, and
  * the offset of the first one that may be parsed (a chunk boundary), in
@@ -1684,118 +1131,6 @@ copy_buffer (Buffer   *buffer,
   return head - valid_start;
 }
 
-/* Appends the records of @copy (@length bytes starting at a chunk
- * boundary) to @entries, those of type DISPATCH also to @callbacks. */
-static void
-parse_copy (const guint8 *copy,
-            gsize         length,
-            guint64       since_cycles,
-            GArray       *entries,
-            GHashTable   *callbacks)
-{
-  gsize at = 0;
-
-  while (at < length)
-    {
-      gsize room = CHUNK_SIZE - (at & (CHUNK_SIZE - 1));
-      PerfmonTaskRecordHeader header;
-
-      if (room < sizeof header || length - at < sizeof header)
-        {
-          at += room;
-          continue;
-        }
-      memcpy (&header, copy + at, sizeof header);
-      if (header.type == 0 || header.type > PERFMON_TASK_RECORD_NAME ||
-          header.size < sizeof header || header.size % 8 != 0 || header.size > room ||
-          header.size > length - at)
-        {
-          /* A pad, or the end of what was published. */
-          at += room;
-          continue;
-        }
-      if ((guint64) header.time_ns >= since_cycles)
-        {
-          Entry entry = { (guint64) header.time_ns, entries->len, copy + at };
-
-          g_array_append_val (entries, entry);
-          if (header.type == PERFMON_TASK_RECORD_DISPATCH)
-            {
-              const PerfmonTaskDispatchRecord *dispatch = (const PerfmonTaskDispatchRecord *) (copy + at);
-              guint64 callback;
-
-              memcpy (&callback, &dispatch->callback, sizeof callback);
-              /* 0: an automatic task, named by its NAME record. */
-              if (callback != 0)
-                g_hash_table_add (callbacks, GSIZE_TO_POINTER ((gsize) callback));
-            }
-        }
-      at += header.size;
-    }
-}
-
-static void
-append_string_record (GByteArray           *out,
-                      PerfmonTaskRecordType type,
-                      guint32               tid,
-                      gint64                time_ns,
-                      const guint64        *callback,
-                      const char           *text)
-{
-  static const guint8 zeros[8];
-  gsize prefix = sizeof (PerfmonTaskRecordHeader) + (callback != NULL ? sizeof (guint64) : 0);
-  gsize len = perfmon_utf8_cut (text, strlen (text), CHUNK_SIZE - prefix - 8);
-  gsize size = (prefix + len + 1 + 7) & ~(gsize) 7;
-  PerfmonTaskRecordHeader header = {
-    .type = (guint16) type,
-    .size = (guint16) size,
-    .tid = tid,
-    .time_ns = time_ns,
-  };
-
-  g_byte_array_append (out, (const guint8 *) &header, sizeof header);
-  if (callback != NULL)
-    g_byte_array_append (out, (const guint8 *) callback, sizeof *callback);
-  g_byte_array_append (out, (const guint8 *) text, len);
-  /* The NUL and the padding. */
-  g_byte_array_append (out, zeros, size - prefix - len);
-}
-
-/* How long one task log may spend loading the symbol tables of modules
- * that the process's symbolizer has not read yet (a log may be written on
- * the application's main thread: perfmon_tracer_stop()). */
-#define DESCRIBE_CALLBACKS_BUDGET_US (50 * 1000)
-
-static char *
-describe_callback (guint64 callback,
-                   gint64  deadline_us)
-{
-  Dl_info info;
-
-  if (dladdr ((const void *) (guintptr) callback, &info) == 0 || info.dli_fname == NULL)
-    return g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", callback);
-  if (info.dli_sname != NULL && (guint64) (guintptr) info.dli_saddr == callback)
-    return g_strdup (info.dli_sname);
-  /* A static function: dladdr() would name the exported one before it,
-   * which is not ours. The symbolizer reads the object's .symtab or its
-   * debug file; failing that, the object and the offset (Breakpad's: from
-   * the object's first byte, dli_fbase) can be symbolised offline. */
-  {
-    g_autofree char *base = g_path_get_basename (info.dli_fname);
-    PerfmonModuleRef ref = { info.dli_fname, NULL, NULL };
-    guint64 offset = callback - (guint64) (guintptr) info.dli_fbase;
-    guint64 function_offset = 0;
-    g_autofree char *function = NULL;
-
-    if (g_path_is_absolute (info.dli_fname))
-      function = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref, offset, FALSE,
-                                                 deadline_us, &function_offset);
-    if (function != NULL && function_offset == 0)
-      return g_steal_pointer (&function);
-    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, offset);
-  }
-}
-
 /* Under control_lock: the task log of session @session from @since_cycles
  * on; the header claims @start_ns as the start. */
 static GBytes *
@@ -1805,19 +1140,8 @@ serialize_locked (guint   session,
 {
   g_autoptr(GPtrArray) buffers = g_ptr_array_new ();
   g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GArray) entries = g_array_new (FALSE, FALSE, sizeof (Entry));
-  g_autoptr(GHashTable) callbacks = g_hash_table_new (NULL, NULL);
-  GByteArray *out;
-  PerfmonTaskFileHeader header = { PERFMON_TASK_FILE_MAGIC, 0, };
-  guint64 ref_cycles;
-  gint64 ref_ns;
-  double per_ns = cycles_per_ns ();
-  guint64 dropped = 0;
-  gsize total_bytes = 0;
-  gint64 describe_deadline_us;
-  GHashTableIter iter;
-  gpointer key;
-  const char *process_name;
+  g_autoptr(GArray) threads = g_array_new (FALSE, FALSE, sizeof (PerfmonTaskWriterThread));
+  PerfmonTaskWriterSession info = { .start_ns = start_ns, .since_cycles = since_cycles, };
 
   if (session != 0)
     {
@@ -1830,6 +1154,8 @@ serialize_locked (guint   session,
             g_ptr_array_add (buffers, buffer);
         }
       g_mutex_unlock (&registry_lock);
+      info.session_start_ns = session_start_ns;
+      info.session_start_cycles = session_start_cycles;
     }
 
   /* Buffers stay in the registry at least until control_lock is
@@ -1837,83 +1163,18 @@ serialize_locked (guint   session,
   for (guint i = 0; i < buffers->len; i++)
     {
       Buffer *buffer = g_ptr_array_index (buffers, i);
+      PerfmonTaskWriterThread thread = { buffer->tid, buffer->name, NULL, 0 };
       guint8 *copy = NULL;
-      gsize length = copy_buffer (buffer, &copy);
 
-      dropped += __atomic_load_n (&buffer->dropped, __ATOMIC_RELAXED);
+      thread.length = copy_buffer (buffer, &copy);
+      thread.records = copy;
+      info.dropped_records += __atomic_load_n (&buffer->dropped, __ATOMIC_RELAXED);
       if (copy != NULL)
-        {
-          g_ptr_array_add (copies, copy);
-          total_bytes += length;
-          parse_copy (copy, length, since_cycles, entries, callbacks);
-        }
-    }
-  /* Each thread's records are in order already: with one thread, or
-   * threads that took turns, there is nothing to sort. */
-  for (guint i = 1; i < entries->len; i++)
-    if (entry_compare (&g_array_index (entries, Entry, i - 1), &g_array_index (entries, Entry, i)) > 0)
-      {
-        g_array_sort (entries, entry_compare);
-        break;
-      }
-
-  out = g_byte_array_sized_new (sizeof header + total_bytes + buffers->len * 64 +
-                                 g_hash_table_size (callbacks) * 128);
-  ref_cycles = perfmon_clock_cycles ();
-  ref_ns = perfmon_clock_monotonic_ns ();
-  /* The rate between the session's start and now, when that is long
-   * enough to measure it better than the process-wide estimate: records
-   * of a long session would otherwise drift by its error. */
-  if (session != 0 && ref_ns - session_start_ns > 100 * G_GINT64_CONSTANT (1000000) &&
-      ref_cycles > session_start_cycles)
-    per_ns = (double) (ref_cycles - session_start_cycles) / (double) (ref_ns - session_start_ns);
-
-  header.version = PERFMON_TASK_FILE_VERSION;
-  header.header_size = sizeof header;
-  header.byte_order_mark = PERFMON_TASK_FILE_BYTE_ORDER_MARK;
-  header.pid = (guint32) getpid ();
-  header.start_time_ns = start_ns;
-  header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
-  header.dropped_records = dropped;
-  process_name = _perfmon_process_name ();
-  g_strlcpy (header.process_name, process_name, sizeof header.process_name);
-  g_byte_array_append (out, (const guint8 *) &header, sizeof header);
-
-  for (guint i = 0; i < buffers->len; i++)
-    {
-      Buffer *buffer = g_ptr_array_index (buffers, i);
-
-      append_string_record (out, PERFMON_TASK_RECORD_THREAD, buffer->tid, start_ns, NULL, buffer->name);
+        g_ptr_array_add (copies, copy);
+      g_array_append_val (threads, thread);
     }
 
-  for (guint i = 0; i < entries->len; i++)
-    {
-      const Entry *entry = &g_array_index (entries, Entry, i);
-      PerfmonTaskRecordHeader record_header;
-      gint64 time_ns;
-      guint offset = out->len;
-
-      memcpy (&record_header, entry->record, sizeof record_header);
-      /* A reading from after ref_cycles (another core's, a little ahead)
-       * is taken as now. */
-      time_ns = entry->cycles >= ref_cycles
-        ? ref_ns
-        : ref_ns - (gint64) ((double) (ref_cycles - entry->cycles) / per_ns);
-      g_byte_array_append (out, entry->record, record_header.size);
-      memcpy (out->data + offset + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns), &time_ns, sizeof time_ns);
-    }
-
-  describe_deadline_us = g_get_monotonic_time () + DESCRIBE_CALLBACKS_BUDGET_US;
-  g_hash_table_iter_init (&iter, callbacks);
-  while (g_hash_table_iter_next (&iter, &key, NULL))
-    {
-      guint64 callback = (guint64) GPOINTER_TO_SIZE (key);
-      g_autofree char *symbol = describe_callback (callback, describe_deadline_us);
-
-      append_string_record (out, PERFMON_TASK_RECORD_SYMBOL, 0, start_ns, &callback, symbol);
-    }
-
-  return g_byte_array_free_to_bytes (out);
+  return _perfmon_task_writer_write (&info, (const PerfmonTaskWriterThread *) threads->data, threads->len);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1951,7 +1212,7 @@ begin_session_locked (Mode  new_mode,
   prune_dead_buffers_locked (TRUE);
   __atomic_store_n (&session_overwrite, new_mode == MODE_FLIGHT, __ATOMIC_RELAXED);
   __atomic_store_n (&session_capacity, capacity, __ATOMIC_RELAXED);
-  __atomic_store_n (&current_session, session_counter, __ATOMIC_RELEASE);
+  __atomic_store_n (&_perfmon_tracer_session, session_counter, __ATOMIC_RELEASE);
   _perfmon_dispatch_set_observer (&auto_task_observer);
 }
 
@@ -1965,7 +1226,7 @@ end_session_locked (void)
       flight_is_held = TRUE;
       return;
     }
-  __atomic_store_n (&current_session, 0, __ATOMIC_RELEASE);
+  __atomic_store_n (&_perfmon_tracer_session, 0, __ATOMIC_RELEASE);
   _perfmon_dispatch_set_observer (NULL);
   mode = MODE_OFF;
   flight_is_held = FALSE;
@@ -2140,7 +1401,7 @@ perfmon_tracer_dump (const char  *path,
       start_ns = MAX (start_ns, perfmon_clock_monotonic_ns () - (gint64) flight_seconds * G_GINT64_CONSTANT (1000000000));
       prune_dead_buffers_locked (FALSE);
     }
-  bytes = serialize_locked (__atomic_load_n (&current_session, __ATOMIC_RELAXED), since_cycles, start_ns);
+  bytes = serialize_locked (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED), since_cycles, start_ns);
   g_mutex_unlock (&control_lock);
 
   return _perfmon_log_dir_write_file_atomically (path, g_bytes_get_data (bytes, NULL),
@@ -2182,10 +1443,10 @@ perfmon_tracer_stop (GError **error)
     }
   if (mode == MODE_FILE)
     {
-      guint session = __atomic_load_n (&current_session, __ATOMIC_RELAXED);
+      guint session = __atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED);
 
       /* Threads stop recording first, so the file ends at the stop. */
-      __atomic_store_n (&current_session, 0, __ATOMIC_RELEASE);
+      __atomic_store_n (&_perfmon_tracer_session, 0, __ATOMIC_RELEASE);
       bytes = serialize_locked (session, 0, session_start_ns);
       path = g_strdup (session_path);
       end_session_locked ();
@@ -2220,7 +1481,7 @@ perfmon_tracer_stop (GError **error)
 gboolean
 perfmon_tracer_is_active (void)
 {
-  return __atomic_load_n (&current_session, __ATOMIC_RELAXED) != 0;
+  return __atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) != 0;
 }
 
 /**
@@ -2278,7 +1539,7 @@ _perfmon_tracer_serialize_recent (gint64 since_monotonic_us)
     : now_cycles - MIN (now_cycles, (guint64) ((double) (now_ns - since_ns) * cycles_per_ns ()));
   if (mode == MODE_FLIGHT)
     prune_dead_buffers_locked (FALSE);
-  bytes = serialize_locked (__atomic_load_n (&current_session, __ATOMIC_RELAXED), since_cycles,
+  bytes = serialize_locked (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED), since_cycles,
                             MAX (since_ns, session_start_ns));
   g_mutex_unlock (&control_lock);
   return bytes;

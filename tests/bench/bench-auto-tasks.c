@@ -14,7 +14,8 @@
  *       tracer's observer;
  *     - g_idle_add() against perfmon_idle_add() with tracing off, one
  *       source added and dispatched per task (what the wrapper adds when
- *       nobody traces).
+ *       nobody traces), and with the flight recorder on (a traced
+ *       dispatch: DISPATCH + BEGIN + END recorded).
  *
  * "bench-auto-tasks instructions MODE N" runs one measured loop with
  * callgrind's collection toggled around it; the parent reads the totals.
@@ -36,7 +37,7 @@
 
 #include "perfmon.h"
 #include "bench-dispatch.h"
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 
 #define DISPATCHES 1000000
 #define ROUNDS     11
@@ -141,7 +142,7 @@ static int
 instructions (const char *mode,
               guint       n)
 {
-  gboolean tracer = g_str_equal (mode, "observer");
+  gboolean tracer = g_str_equal (mode, "observer") || g_str_equal (mode, "wrapper-traced");
 
   /* Everything allocated once happens before the measured loop. */
   if (tracer)
@@ -149,16 +150,16 @@ instructions (const char *mode,
   if (g_str_equal (mode, "plain") || g_str_equal (mode, "hook") || tracer)
     run_idle (100, !g_str_equal (mode, "plain"));
   else
-    run_adds (BATCH, g_str_equal (mode, "wrapper-off"));
+    run_adds (BATCH, g_str_has_prefix (mode, "wrapper-"));
 
   CALLGRIND_TOGGLE_COLLECT;
   if (g_str_equal (mode, "plain"))
     run_idle (n, FALSE);
-  else if (g_str_equal (mode, "hook") || tracer)
+  else if (g_str_equal (mode, "hook") || g_str_equal (mode, "observer"))
     run_idle (n, TRUE);
   else if (g_str_equal (mode, "add-plain"))
     run_adds (n, FALSE);
-  else if (g_str_equal (mode, "wrapper-off"))
+  else if (g_str_has_prefix (mode, "wrapper-"))
     run_adds (n, TRUE);
   else
     g_error ("unknown mode %s", mode);
@@ -209,7 +210,7 @@ bench_instructions (const char *self)
   g_autofree char *valgrind = g_find_program_in_path ("valgrind");
   g_autoptr(GError) error = NULL;
   g_autofree char *dir = NULL;
-  static const char *modes[] = { "plain", "hook", "observer", "add-plain", "wrapper-off" };
+  static const char *modes[] = { "plain", "hook", "observer", "add-plain", "wrapper-off", "wrapper-traced" };
   double per[G_N_ELEMENTS (modes)];
 
 #ifndef HAVE_CALLGRIND_H
@@ -230,9 +231,10 @@ bench_instructions (const char *self)
   g_print ("2. instructions per dispatch (valgrind --tool=callgrind, %d dispatches):\n"
            "   plain idle %.1f; through the hook, no observer %.1f (+%.1f); "
            "with the tracer's observer %.1f (+%.1f)\n"
-           "   g_idle_add %.1f; perfmon_idle_add with tracing off %.1f (+%.1f)\n",
+           "   g_idle_add %.1f; perfmon_idle_add with tracing off %.1f (+%.1f), "
+           "traced (flight recorder) %.1f (+%.1f)\n",
            INSTRUCTION_DISPATCHES, per[0], per[1], per[1] - per[0], per[2], per[2] - per[0],
-           per[3], per[4], per[4] - per[3]);
+           per[3], per[4], per[4] - per[3], per[5], per[5] - per[3]);
 }
 
 static void

@@ -1,10 +1,10 @@
-/* perfmon-dispatch.c: the observer of the automatic per-dispatch hook
+/* perfmon-dispatch-observer.c: the observer of the automatic per-dispatch hook
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "config.h"
 
-#include "perfmon-dispatch-private.h"
+#include "perfmon-dispatch-observer-private.h"
 
 const PerfmonDispatchObserver *_perfmon_dispatch_observer;
 

@@ -1,4 +1,4 @@
-/* perfmon-dispatch-private.h: observing the automatic per-dispatch hook
+/* perfmon-dispatch-observer-private.h: observing the automatic per-dispatch hook
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
