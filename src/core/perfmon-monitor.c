@@ -54,7 +54,7 @@
 /* Deeper nesting of enter() is counted but not measured. */
 #define MAX_NESTING 64
 /* How many contexts may have a monitor attached at once; see PollSlot. */
-#define N_POLL_SLOTS 32
+#define N_POLL_SLOTS PERFMON_MONITOR_MAX_CONTEXTS
 #define MAX_PENDING_ALERTS 32
 #define DEFAULT_ALERT_THRESHOLD_MS 64
 #define ALERT_INTERVAL_US G_USEC_PER_SEC
