@@ -133,8 +133,8 @@ struct _PerfmonMonitor
    *
    * What every iteration touches comes first, the measures with it, so
    * that an iteration touches as few cache lines and pages as it can: on
-   * kernels with page-table isolation and no PCID (these VMs) each poll
-   * system call flushes the TLB. */
+   * kernels with page-table isolation and a CPU without PCID (common in
+   * virtual machines) each poll system call flushes the TLB. */
   gconstpointer       owner;
   gboolean            enabled;
   gboolean            in_iteration;
@@ -1204,10 +1204,10 @@ monitor_poll (PollSlot *slot,
    * this one ended, and the poll's own system call time (thread CPU time
    * too) goes to the thread group. So the next iteration begins before
    * the poll, and the poll is a tail call: on return from a system call
-   * these VMs mispredict the return of every frame that spanned it (the
-   * kernel refills the return stack buffer), and one frame of ours
-   * would cost ~50 ns per iteration of a busy loop, more than all the
-   * monitor's work. tests/bench/bench-accounting measures it. */
+   * a kernel that refills the return stack buffer (a Spectre mitigation)
+   * makes the CPU mispredict the return of every frame that spanned it,
+   * and one frame of ours would cost ~50 ns per iteration of a busy loop,
+   * more than all the monitor's work. tests/bench/bench-accounting measures it. */
   begin_iteration (self, poll_start, FALSE);
   if (watched)
     _perfmon_loop_activity_poll_return (&self->activity, poll_start);
