@@ -172,8 +172,7 @@ static GPtrArray *registry;            /* of Buffer *, under registry_lock */
 static guint   id_counter;             /* atomic */
 static guint32 cached_pid;             /* atomic */
 
-/* ---------------------------------------------------------------------- */
-/* Ids */
+/* --- ids --------------------------------------------------------------- */
 
 static void
 after_fork_in_child (void)
@@ -231,8 +230,7 @@ new_id (void)
   return ((guint64) tls.id_pid << 32) | low;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Buffers */
+/* --- buffers ----------------------------------------------------------- */
 
 static void buffer_thread_exit (gpointer data);
 static GPrivate buffer_exit_notify = G_PRIVATE_INIT (buffer_thread_exit);
@@ -561,8 +559,7 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
   record_close (&slot, &record->header, type, size);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Tasks and source events */
+/* --- tasks and source events ------------------------------------------- */
 
 void
 _perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
@@ -707,8 +704,7 @@ perfmon_task_get_current (void)
   return tls.task_id;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Labels */
+/* --- labels ------------------------------------------------------------ */
 
 static void
 add_label (const char *prefix,
@@ -815,10 +811,9 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
     add_label ("End ", "%s", guard->text);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Dispatch wrappers
- *
- * With tracing off, the wrappers of sources, invokes and GTasks are the
+/* --- dispatch wrappers ------------------------------------------------- */
+
+/* With tracing off, the wrappers of sources, invokes and GTasks are the
  * GLib calls they mirror and nothing more: such a source runs untraced
  * even if tracing starts before it runs (with the per-dispatch hook, its
  * dispatches are automatic tasks then). A thread pool's item still takes
@@ -1350,10 +1345,9 @@ perfmon_task_run_in_thread (GTask           *task,
   g_task_run_in_thread (task, gtask_trampoline);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Automatic tasks: the observer of core/'s per-dispatch hook
- *
- * With the tracer on, every GSource dispatch on a monitored context is a
+/* --- automatic tasks: the observer of core/'s per-dispatch hook -------- */
+
+/* With the tracer on, every GSource dispatch on a monitored context is a
  * task (DISPATCH, NAME, BEGIN, END), whose parent is the task that was
  * current on the thread that attached the source, whatever thread that was.
  *
@@ -1603,8 +1597,7 @@ static const PerfmonDispatchObserver auto_task_observer = {
   .dispatch_end = auto_dispatch_end,
 };
 
-/* ---------------------------------------------------------------------- */
-/* Writing the file */
+/* --- writing the file -------------------------------------------------- */
 
 typedef struct
 {
@@ -1909,8 +1902,7 @@ serialize_locked (guint   session,
   return g_byte_array_free_to_bytes (out);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Sessions */
+/* --- sessions ---------------------------------------------------------- */
 
 /* Each thread's buffer for a session: the size set, or for the flight
  * recorder, what holds @seconds at FLIGHT_TASKS_PER_SECOND. */
