@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -445,6 +446,43 @@ test_start_errors (void)
   g_assert_no_error (error);
   perfmon_hang_monitor_stop (second);
   test_remove_tree (dir);
+}
+
+/* perfmon watches at most 32 main contexts at once (a poll function each):
+ * a hang monitor on the monitor of one more says so. In a subprocess: the
+ * slots are the process's. */
+static void
+test_start_unwatched_context (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GPtrArray) monitors = g_ptr_array_new_with_free_func (g_object_unref);
+      g_autoptr(GPtrArray) contexts = g_ptr_array_new_with_free_func ((GDestroyNotify) g_main_context_unref);
+      g_autoptr(PerfmonHangMonitor) hang_monitor = NULL;
+      g_autoptr(GError) error = NULL;
+      PerfmonMonitor *last;
+
+      for (guint i = 0; i < 32; i++)
+        {
+          g_ptr_array_add (contexts, g_main_context_new ());
+          g_ptr_array_add (monitors, perfmon_monitor_new (g_ptr_array_index (contexts, i)));
+        }
+      g_ptr_array_add (contexts, g_main_context_new ());
+      g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*more than 32 monitored main contexts*");
+      last = perfmon_monitor_new (g_ptr_array_index (contexts, 32));
+      g_test_assert_expected_messages ();
+      g_ptr_array_add (monitors, last);
+
+      hang_monitor = perfmon_hang_monitor_new (last);
+      g_assert_false (perfmon_hang_monitor_start (hang_monitor, &error));
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+      g_assert_nonnull (strstr (error->message, "no more than 32 main contexts"));
+      g_assert_null (strstr (error->message, "made with a GMainContext"));
+      return;
+    }
+
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
 }
 
 static void
@@ -1396,6 +1434,7 @@ main (int    argc,
   ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);
   ADD ("/hang-monitor/jank-failed-sample-wchan", test_jank_failed_sample_wchan);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
+  g_test_add_func ("/hang-monitor/start-unwatched-context", test_start_unwatched_context);
   g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
   g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);
   g_test_add_func ("/hang-monitor/ping-at-exit", test_ping_at_exit);

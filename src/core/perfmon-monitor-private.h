@@ -24,6 +24,9 @@ PerfmonLoopActivity *_perfmon_monitor_get_loop_activity (PerfmonMonitor *self);
  * context and the thread marks its units of work with
  * perfmon_monitor_work_begin()/end(). */
 gboolean             _perfmon_monitor_is_attached       (PerfmonMonitor *self);
+/* How many main contexts may have a monitor attached at once (the poll
+ * trampolines of perfmon-monitor.c). */
+#define PERFMON_MONITOR_MAX_CONTEXTS 32
 
 /* For tests and benchmarks: the number of records not yet freed, dead or
  * alive, and the number of thread CPU clock reads so far. */

@@ -53,7 +53,7 @@
 /* Deeper nesting of enter() is counted but not measured. */
 #define MAX_NESTING 64
 /* How many contexts may have a monitor attached at once; see PollSlot. */
-#define N_POLL_SLOTS 32
+#define N_POLL_SLOTS PERFMON_MONITOR_MAX_CONTEXTS
 #define MAX_PENDING_ALERTS 32
 #define DEFAULT_ALERT_THRESHOLD_MS 64
 #define ALERT_INTERVAL_US G_USEC_PER_SEC
@@ -132,8 +132,8 @@ struct _PerfmonMonitor
    *
    * What every iteration touches comes first, the measures with it, so
    * that an iteration touches as few cache lines and pages as it can: on
-   * kernels with page-table isolation and no PCID (these VMs) each poll
-   * system call flushes the TLB. */
+   * kernels with page-table isolation and a CPU without PCID (common in
+   * virtual machines) each poll system call flushes the TLB. */
   gconstpointer       owner;
   gboolean            enabled;
   gboolean            in_iteration;
@@ -1182,10 +1182,10 @@ monitor_poll (PollSlot *slot,
    * this one ended, and the poll's own system call time (thread CPU time
    * too) goes to the thread group. So the next iteration begins before
    * the poll, and the poll is a tail call: on return from a system call
-   * these VMs mispredict the return of every frame that spanned it (the
-   * kernel refills the return stack buffer), and one frame of ours
-   * would cost ~50 ns per iteration of a busy loop, more than all the
-   * monitor's work. tests/bench/bench-accounting measures it. */
+   * a kernel that refills the return stack buffer (a Spectre mitigation)
+   * makes the CPU mispredict the return of every frame that spanned it,
+   * and one frame of ours would cost ~50 ns per iteration of a busy loop,
+   * more than all the monitor's work. tests/bench/bench-accounting measures it. */
   begin_iteration (self, poll_start, FALSE);
   if (watched)
     _perfmon_loop_activity_busy_begin (&self->activity, poll_start);

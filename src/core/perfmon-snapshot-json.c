@@ -18,9 +18,7 @@
 /* A snapshot nests four levels deep; see json_prescan(). */
 #define MAX_JSON_DEPTH 128
 
-/* ------------------------------------------------------------------------
- * Writer
- * ------------------------------------------------------------------------ */
+/* --- Writer -------------------------------------------------------------- */
 
 /* JsonBuilder would build a tree of some 150,000 nodes, with a hash table
  * per group, for a snapshot of 10,000 groups, and take three times the
@@ -267,9 +265,7 @@ perfmon_snapshot_to_json (PerfmonSnapshot *self)
   return writer.data;
 }
 
-/* ------------------------------------------------------------------------
- * Reader: untrusted input, checked in full
- * ------------------------------------------------------------------------ */
+/* --- Reader: untrusted input, checked in full ---------------------------- */
 
 /* json-glib 1.6 parses and frees nested arrays and objects recursively with
  * no limit: a few hundred thousand '[' overflow the stack. It also accepts

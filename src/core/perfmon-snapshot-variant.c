@@ -17,9 +17,7 @@
  * what processes built before it send. */
 #define SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME "(uxxusttatauasatasauatatatat)"
 
-/* ------------------------------------------------------------------------
- * Encoder
- * ------------------------------------------------------------------------ */
+/* --- Encoder ------------------------------------------------------------- */
 
 /**
  * perfmon_snapshot_to_variant:
@@ -123,9 +121,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 #undef FIXED_ARRAY
 }
 
-/* ------------------------------------------------------------------------
- * Decoder: untrusted input, checked in full
- * ------------------------------------------------------------------------ */
+/* --- Decoder: untrusted input, checked in full --------------------------- */
 
 /**
  * perfmon_snapshot_new_from_variant:

@@ -80,9 +80,7 @@
  * Since: 0.1
  */
 
-/* ------------------------------------------------------------------------
- * Kind names
- * ------------------------------------------------------------------------ */
+/* --- Kind names ---------------------------------------------------------- */
 
 /* The JSON names of the group kinds, part of the format: they must not
  * follow renames of the enumeration. */
@@ -120,9 +118,7 @@ _perfmon_snapshot_kind_from_name (const char       *name,
   return FALSE;
 }
 
-/* ------------------------------------------------------------------------
- * The object
- * ------------------------------------------------------------------------ */
+/* --- The object ---------------------------------------------------------- */
 enum {
   PROP_0,
   PROP_TIMESTAMP,
@@ -139,9 +135,7 @@ static GParamSpec *properties[N_PROPS];
 
 G_DEFINE_FINAL_TYPE (PerfmonSnapshot, perfmon_snapshot, G_TYPE_OBJECT)
 
-/* ------------------------------------------------------------------------
- * Checks of data from outside the library
- * ------------------------------------------------------------------------ */
+/* --- Checks of data from outside the library ----------------------------- */
 
 void
 _perfmon_snapshot_fields_clear (PerfmonSnapshotFields *fields)
@@ -312,9 +306,7 @@ validate_fields (const PerfmonSnapshotFields  *fields,
   return TRUE;
 }
 
-/* ------------------------------------------------------------------------
- * Construction
- * ------------------------------------------------------------------------ */
+/* --- Construction -------------------------------------------------------- */
 
 /* Takes @groups. Ids must be unique. */
 static PerfmonSnapshot *
@@ -396,9 +388,7 @@ _perfmon_snapshot_new (gint64      timestamp,
                             user_time, system_time, groups);
 }
 
-/* ------------------------------------------------------------------------
- * GObject
- * ------------------------------------------------------------------------ */
+/* --- GObject ------------------------------------------------------------- */
 
 static void
 perfmon_snapshot_finalize (GObject *object)
@@ -562,9 +552,7 @@ perfmon_snapshot_init (PerfmonSnapshot *self)
 {
 }
 
-/* ------------------------------------------------------------------------
- * Getters and lookup
- * ------------------------------------------------------------------------ */
+/* --- Getters and lookup -------------------------------------------------- */
 
 /**
  * perfmon_snapshot_get_timestamp: (get-property timestamp)
@@ -775,9 +763,7 @@ perfmon_snapshot_lookup (PerfmonSnapshot *self,
   return g_hash_table_lookup (self->groups_by_id, &id);
 }
 
-/* ------------------------------------------------------------------------
- * Differences
- * ------------------------------------------------------------------------ */
+/* --- Differences --------------------------------------------------------- */
 
 /* The error of subtract_counter(), out of its way. */
 static G_GNUC_NO_INLINE gboolean

@@ -269,7 +269,7 @@ _perfmon_uid_gate_close (PerfmonUidGate *gate,
   gate_unref (gate);
 }
 
-/* --- a set of unique names ------------------------------------------------ */
+/* --- a set of unique names -------------------------------------------- */
 
 struct _PerfmonNameSet
 {

@@ -1080,9 +1080,10 @@ perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
  * @error: return location for a #GError
  *
  * Starts the watchdog thread. The monitor must be attached to a
- * #GMainContext (perfmon_monitor_new() with a context), or have none and
- * have its thread mark its units of work (perfmon_monitor_work_begin()),
- * and no other hang monitor may watch it. Opens the ping store in
+ * #GMainContext (perfmon_monitor_new() with a context, of which perfmon
+ * watches 32 at most), or have none and have its thread mark its units of
+ * work (perfmon_monitor_work_begin()), and no other hang monitor may watch
+ * it. Opens the ping store in
  * [property@HangMonitor:pings-dir]; hangs that an earlier process left there
  * (a permahang it died in, hangs it had no time to send) go out in a ping
  * right away.
@@ -1105,9 +1106,9 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 
   if (!_perfmon_monitor_is_attached (self->monitor))
     {
-      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
-                           "The monitor does not watch a main context's loop: "
-                           "a hang monitor needs a monitor made with a GMainContext");
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "The monitor's main context is not watched: perfmon watches "
+                   "no more than %d main contexts at once", PERFMON_MONITOR_MAX_CONTEXTS);
       return FALSE;
     }
   if (!_perfmon_stack_capture_init (error))

@@ -45,7 +45,4 @@ gint64 _perfmon_jank_sampler_tick (PerfmonJankSampler     *sampler,
                                    gint64                   now_us,
                                    GVariant               **event_out);
 
-/* For tests: samples taken by the sessions so far. */
-guint  _perfmon_jank_sampler_count_samples (PerfmonJankSampler *sampler);
-
 G_END_DECLS

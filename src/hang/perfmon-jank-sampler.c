@@ -74,7 +74,6 @@ struct _PerfmonJankSampler
   GString             *failed_samples;     /* what the kernel said instead */
   guint                n_failed_samples;
 
-  guint                n_samples_total;
   /* Whether the sampler holds the tracer's flight recorder. */
   gboolean             holds_flight_recorder;
 };
@@ -120,12 +119,6 @@ _perfmon_jank_sampler_free (PerfmonJankSampler *sampler)
   g_free (sampler);
 }
 
-guint
-_perfmon_jank_sampler_count_samples (PerfmonJankSampler *sampler)
-{
-  return sampler->n_samples_total;
-}
-
 /* The failed samples whose reason a log lists; the rest are counted. */
 #define MAX_FAILED_SAMPLES_LISTED 10
 
@@ -147,7 +140,6 @@ take_sample (PerfmonJankSampler *sampler,
       return;
     }
 
-  sampler->n_samples_total++;
   captured = g_new0 (PerfmonCapturedStack, 1);
   if (tid == 0 || !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error))
     {

@@ -910,9 +910,9 @@ perfmon_task_log_find_blockers (PerfmonTaskLog *self,
   return steal_ids (ids, n_ids);
 }
 
-/* --- the same questions, exact from JavaScript --------------------------
- *
- * A JavaScript number is a double: task ids (pid << 32 | serial) pass 2^53
+/* --- the same questions, exact from JavaScript ------------------------- */
+
+/* A JavaScript number is a double: task ids (pid << 32 | serial) pass 2^53
  * for pids from 2^21 on. These take and give tasks, or ids as text. */
 
 /**

@@ -19,7 +19,6 @@
 #include "perfmon-dispatch-private.h"
 #include "perfmon-utf8-private.h"
 #include "perfmon-error.h"
-#include "perfmon-symbolizer-private.h"
 #include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
@@ -174,8 +173,7 @@ static GPtrArray *registry;            /* of Buffer *, under registry_lock */
 static guint   id_counter;             /* atomic */
 static guint32 cached_pid;             /* atomic */
 
-/* ---------------------------------------------------------------------- */
-/* Ids */
+/* --- ids --------------------------------------------------------------- */
 
 static void
 after_fork_in_child (void)
@@ -233,8 +231,7 @@ new_id (void)
   return ((guint64) tls.id_pid << 32) | low;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Buffers */
+/* --- buffers ----------------------------------------------------------- */
 
 static void buffer_thread_exit (gpointer data);
 static GPrivate buffer_exit_notify = G_PRIVATE_INIT (buffer_thread_exit);
@@ -563,8 +560,7 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
   record_close (&slot, &record->header, type, size);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Tasks and source events */
+/* --- tasks and source events ------------------------------------------- */
 
 void
 _perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
@@ -709,8 +705,7 @@ perfmon_task_get_current (void)
   return tls.task_id;
 }
 
-/* ---------------------------------------------------------------------- */
-/* Labels */
+/* --- labels ------------------------------------------------------------ */
 
 static void
 add_label (const char *prefix,
@@ -817,10 +812,9 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
     add_label ("End ", "%s", guard->text);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Automatic tasks: the observer of core/'s per-dispatch hook
- *
- * With the tracer on, every GSource dispatch on a monitored context is a
+/* --- automatic tasks: the observer of core/'s per-dispatch hook ------- */
+
+/* With the tracer on, every GSource dispatch on a monitored context is a
  * task (DISPATCH, NAME, BEGIN, END), whose parent is the task that was
  * current on the thread that attached the source, whatever thread that was.
  *
@@ -1069,8 +1063,7 @@ static const PerfmonDispatchObserver auto_task_observer = {
   .dispatch_end = auto_dispatch_end,
 };
 
-/* ---------------------------------------------------------------------- */
-/* Copying the buffers for the writer (perfmon-task-writer.c) */
+/* --- copying the buffers for the writer (perfmon-task-writer.c) ------- */
 
 /* Copies what @buffer holds of its session: the bytes, in @copy_out, and
  * the offset of the first one that may be parsed (a chunk boundary), in
@@ -1177,8 +1170,7 @@ serialize_locked (guint   session,
   return _perfmon_task_writer_write (&info, (const PerfmonTaskWriterThread *) threads->data, threads->len);
 }
 
-/* ---------------------------------------------------------------------- */
-/* Sessions */
+/* --- sessions ---------------------------------------------------------- */
 
 /* Each thread's buffer for a session: the size set, or for the flight
  * recorder, what holds @seconds at FLIGHT_TASKS_PER_SECOND. */

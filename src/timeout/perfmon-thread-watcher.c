@@ -282,7 +282,7 @@ _perfmon_thread_watcher_count_registrations (void)
   return n;
 }
 
-/* --- the checks, on the watchdog thread ----------------------------------- */
+/* --- the checks, on the watchdog thread -------------------------------- */
 
 typedef struct
 {

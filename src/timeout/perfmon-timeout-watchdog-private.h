@@ -39,7 +39,7 @@ gint64   _perfmon_thread_watcher_run_due           (gint64 now_us);
 /* For tests: the threads registered with any thread watcher. */
 guint    _perfmon_thread_watcher_count_registrations (void);
 
-/* --- what timers and thread watches share --------------------------------- */
+/* --- what timers and thread watches share ------------------------------ */
 
 /* Log files: "TASK_TIMEOUT_<YYYYmmddHHMMSS>_<pid>_<n>.txt" for timers,
  * "THREAD_STUCK_..." for stuck threads, in the same directory as the

@@ -116,7 +116,7 @@ _perfmon_timeout_current_tid (void)
   return current_tid;
 }
 
-/* --- the log directory ----------------------------------------------------- */
+/* --- the log directory ------------------------------------------------- */
 
 /**
  * perfmon_timeout_set_log_dir:
@@ -198,7 +198,7 @@ _perfmon_timeout_write_log (const char *dir,
   return path;
 }
 
-/* --- stacks ----------------------------------------------------------------- */
+/* --- stacks ------------------------------------------------------------ */
 
 char *
 _perfmon_timeout_describe_thread (gint64 tid)

@@ -244,7 +244,7 @@ perfmon_timer_cancel (guint id)
   return TRUE;
 }
 
-/* --- expiry, on the watchdog thread ---------------------------------------- */
+/* --- expiry, on the watchdog thread ------------------------------------ */
 
 static gboolean
 log_allowed (const char *name,

@@ -26,9 +26,7 @@ static const Command commands[] = {
   { "snapshot", perfmon_tool_snapshot, "Print one snapshot, as a table or as JSON" },
   { "diff",     perfmon_tool_diff,     "What changed between two snapshot files" },
   { "hangs",    perfmon_tool_hangs,    "List the hangs of the session, show one with its stacks" },
-#ifdef PERFMON_HAVE_TOOL_TASKS
   { "tasks",    perfmon_tool_tasks,    "Analyse a task log: causality, queueing, blockers" },
-#endif
   { "symbolize", perfmon_tool_symbolize, "Name the frames of reports, pings, stack trees, task logs" },
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
   { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },

@@ -186,9 +186,10 @@ bench_dispatch (void)
   guint64 reads = 0;
   double median_plain, median_monitored, median_ratio;
 
-  /* This VM drifts by a few percent over seconds: each monitored round is
-   * compared with the plain round run just before it, and the figure is
-   * the median of those ratios. */
+  /* A machine's speed drifts by a few percent over seconds (frequency
+   * scaling, the other guests of a virtual machine): each monitored round
+   * is compared with the plain round run just before it, and the figure
+   * is the median of those ratios. */
   for (guint round = 0; round < DISPATCH_ROUNDS; round++)
     {
       plain[round] = seconds_for_dispatches (FALSE, NULL);

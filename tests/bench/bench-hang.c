@@ -209,7 +209,8 @@ bench_dispatch (void)
   double plain[DISPATCH_ROUNDS], monitored[DISPATCH_ROUNDS], watched[DISPATCH_ROUNDS];
   double watched_ratios[DISPATCH_ROUNDS], monitored_ratios[DISPATCH_ROUNDS];
 
-  /* Paired rounds against the drift of the VM, as in bench-accounting. */
+  /* Paired rounds against the drift of the machine's speed, as in
+   * bench-accounting. */
   for (guint round = 0; round < DISPATCH_ROUNDS; round++)
     {
       plain[round] = seconds_for_dispatches (PLAIN);

@@ -344,15 +344,6 @@ _perfmon_modules_get_base (PerfmonModules *modules,
 }
 
 guint64
-_perfmon_modules_get_first_load_vaddr (PerfmonModules *modules,
-                                       guint           index)
-{
-  Module *module = get_module (modules, index);
-
-  return module != NULL ? module->first_load_vaddr : 0;
-}
-
-guint64
 _perfmon_modules_get_size (PerfmonModules *modules,
                            guint           index)
 {

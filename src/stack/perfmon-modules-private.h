@@ -57,8 +57,6 @@ const char     *_perfmon_modules_get_breakpad_id (PerfmonModules *modules,
                                                   guint           index);
 guint64         _perfmon_modules_get_base        (PerfmonModules *modules,
                                                   guint           index);
-guint64         _perfmon_modules_get_first_load_vaddr (PerfmonModules *modules,
-                                                       guint           index);
 guint64         _perfmon_modules_get_size        (PerfmonModules *modules,
                                                   guint           index);
 

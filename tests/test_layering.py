@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+# test_layering.py: each directory of src/ includes only the directories
+# below it (the house rules of doc/design.md)
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Usage: test_layering.py SOURCEDIR
+
+import os
+import re
+import sys
+import unittest
+
+SOURCEDIR = sys.argv.pop(1)
+
+# Which directories of the library a directory may include headers of,
+# besides its own. Keep in step with doc/design.md, "House rules".
+LIBRARY_MAY_USE = {
+    'core': set(),
+    'stack': {'core'},
+    'tasks': {'core', 'stack'},
+    'hang': {'core', 'stack', 'tasks'},   # tasks/: the jank flight recorder
+    'timeout': {'core', 'stack'},
+    'dbus': {'core', 'stack', 'hang', 'tasks', 'timeout'},
+}
+# Programs built on the library: its public headers only.
+PUBLIC_ONLY = ('tools', 'daemon', 'demo')
+# Built beside the library to interpose GLib (LD_PRELOAD, TSan builds):
+# they may reach into it.
+BESIDE = ('preload', 'tsan')
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def sources(directory):
+    path = os.path.join(SOURCEDIR, 'src', directory)
+    for name in sorted(os.listdir(path)):
+        if name.endswith(('.c', '.h')):
+            yield name, os.path.join(path, name)
+
+
+def includes(path):
+    with open(path, encoding='utf-8') as f:
+        return INCLUDE.findall(f.read())
+
+
+# Private headers whose code a program compiles into itself (a source of
+# the library built again into the program, or inline code), not symbols
+# of libperfmon: perfmond checks callers' uids with the same gate as the
+# per-process export (one mechanism, src/dbus/perfmon-uid-gate.c), and cuts
+# UTF-8 with the library's inline helper.
+COMPILED_IN = {
+    'daemon': ('perfmon-uid-gate-private.h', 'perfmon-utf8-private.h'),
+}
+
+
+class LayeringTest(unittest.TestCase):
+    def home_of_headers(self):
+        home = {}
+        for directory in LIBRARY_MAY_USE:
+            for name, _ in sources(directory):
+                if name.endswith('.h'):
+                    home[name] = directory
+        return home
+
+    def test_library_directories_include_only_lower_ones(self):
+        home = self.home_of_headers()
+        wrong = []
+        for directory, allowed in LIBRARY_MAY_USE.items():
+            for name, path in sources(directory):
+                for header in includes(path):
+                    other = home.get(os.path.basename(header))
+                    if other is not None and other != directory and other not in allowed:
+                        wrong.append(f'src/{directory}/{name} includes {other}/{header}')
+        self.assertEqual(wrong, [])
+
+    def test_programs_include_no_private_header(self):
+        wrong = []
+        for directory in PUBLIC_ONLY:
+            for name, path in sources(directory):
+                wrong += [f'src/{directory}/{name} includes {header}'
+                          for header in includes(path) if header.endswith('-private.h')
+                          and header not in COMPILED_IN.get(directory, ())]
+        self.assertEqual(wrong, [])
+
+    def test_every_library_directory_has_a_rule(self):
+        library = {d for d in os.listdir(os.path.join(SOURCEDIR, 'src'))
+                   if os.path.isdir(os.path.join(SOURCEDIR, 'src', d))}
+        library -= set(PUBLIC_ONLY) | set(BESIDE)
+        self.assertEqual(library, set(LIBRARY_MAY_USE))
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
