@@ -509,6 +509,8 @@ test_nesting_and_mapping (Fixture       *fixture,
   g_assert_nonnull (outer);
   g_assert_nonnull (inner);
   g_assert_nonnull (window_stats);
+  /* The window group held here is the one the snapshot names. */
+  g_assert_cmpuint (perfmon_group_stats_get_id (window_stats), ==, perfmon_group_get_id (window));
   g_assert_cmpuint (perfmon_group_stats_get_window_id (outer), ==, 42);
   g_assert_cmpstr (perfmon_group_stats_get_addon_id (outer), ==, "addon@example.org");
   /* Inclusive: the outer one holds the inner one's time; the window was
