@@ -18,45 +18,6 @@
  */
 #include "perfmond-aggregate.h"
 
-#include <json-glib/json-glib.h>
-
-/* The JSON names of the kinds (see perfmon-snapshot.c): part of the
- * format. */
-static const char * const kind_names[] = {
-  [PERFMON_GROUP_KIND_THREAD] = "thread",
-  [PERFMON_GROUP_KIND_WINDOW] = "window",
-  [PERFMON_GROUP_KIND_ADDON] = "addon",
-  [PERFMON_GROUP_KIND_COMPARTMENT] = "compartment",
-};
-
-G_STATIC_ASSERT (G_N_ELEMENTS (kind_names) == PERFMON_GROUP_KIND_COMPARTMENT + 1);
-
-/* JSON integers are signed 64-bit: larger values go as decimal strings,
- * which readers of the format accept. */
-static void
-add_u64 (JsonBuilder *builder,
-         guint64      value)
-{
-  if (value <= G_MAXINT64)
-    json_builder_add_int_value (builder, (gint64) value);
-  else
-    {
-      char digits[24];
-
-      g_snprintf (digits, sizeof digits, "%" G_GUINT64_FORMAT, value);
-      json_builder_add_string_value (builder, digits);
-    }
-}
-
-static void
-add_member_u64 (JsonBuilder *builder,
-                const char  *name,
-                guint64      value)
-{
-  json_builder_set_member_name (builder, name);
-  add_u64 (builder, value);
-}
-
 struct _PerfmondAggregator
 {
   GHashTable *ids;     /* key (owned char *) → guint64 id in a pointer-size box */
@@ -217,11 +178,9 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   g_autoptr(GHashTable) new_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GPtrArray) merged = g_ptr_array_new_with_free_func ((GDestroyNotify) merged_group_free);
-  g_autoptr(JsonBuilder) builder = NULL;
-  g_autoptr(JsonNode) root = NULL;
+  g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   g_autoptr(GError) error = NULL;
-  g_autofree char *json = NULL;
   guint64 user_time = 0, system_time = 0;
 
   g_return_val_if_fail (own_pid > 0, NULL);
@@ -285,56 +244,25 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
 
   *omitted = keep_within (merged, max_bytes);
 
-  /* Written in the JSON form and read back, rather than as a variant by
-   * hand: the JSON form is the stable one, and reading it checks the
-   * merged snapshot like any other. */
-  builder = json_builder_new ();
-  json_builder_begin_object (builder);
-  add_member_u64 (builder, "version", 1);
-  add_member_u64 (builder, "timestamp", (guint64) MAX (timestamp, 0));
-  /* The wall-clock time of @timestamp. */
-  add_member_u64 (builder, "wall_time",
-                  (guint64) MAX (g_get_real_time () - (g_get_monotonic_time () - timestamp), 0));
-  add_member_u64 (builder, "interval", 0);
-  add_member_u64 (builder, "pid", own_pid);
-  json_builder_set_member_name (builder, "process_name");
-  json_builder_add_string_value (builder, PERFMOND_AGGREGATE_PROCESS_NAME);
-  add_member_u64 (builder, "user_time", user_time);
-  add_member_u64 (builder, "system_time", system_time);
-  json_builder_set_member_name (builder, "groups");
-  json_builder_begin_array (builder);
+  /* The builder checks the merged snapshot like any snapshot read from
+   * outside. */
+  perfmon_snapshot_builder_set_times (builder, MAX (timestamp, 0),
+                                      /* The wall-clock time of @timestamp. */
+                                      MAX (g_get_real_time () - (g_get_monotonic_time () - timestamp), 0),
+                                      0);
+  perfmon_snapshot_builder_set_process (builder, own_pid, PERFMOND_AGGREGATE_PROCESS_NAME,
+                                        user_time, system_time);
   for (guint i = 0; i < merged->len; i++)
     {
       const MergedGroup *group = g_ptr_array_index (merged, i);
 
-      json_builder_begin_object (builder);
-      add_member_u64 (builder, "id", group->id);
-      json_builder_set_member_name (builder, "kind");
-      json_builder_add_string_value (builder, kind_names[group->kind]);
-      json_builder_set_member_name (builder, "name");
-      json_builder_add_string_value (builder, group->name);
-      add_member_u64 (builder, "window_id", group->window_id);
-      json_builder_set_member_name (builder, "addon_id");
-      if (group->addon_id != NULL)
-        json_builder_add_string_value (builder, group->addon_id);
-      else
-        json_builder_add_null_value (builder);
-      add_member_u64 (builder, "cpu_time", group->cpu_time);
-      add_member_u64 (builder, "blocked_time", group->blocked_time);
-      add_member_u64 (builder, "ticks", group->ticks);
-      json_builder_set_member_name (builder, "durations");
-      json_builder_begin_array (builder);
-      for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
-        add_u64 (builder, group->durations[k]);
-      json_builder_end_array (builder);
-      json_builder_end_object (builder);
+      perfmon_snapshot_builder_add_group (builder, group->id, group->kind, group->name,
+                                          group->window_id, group->addon_id, group->cpu_time,
+                                          group->blocked_time, group->ticks,
+                                          group->durations, PERFMON_N_DURATIONS);
     }
-  json_builder_end_array (builder);
-  json_builder_end_object (builder);
 
-  root = json_builder_get_root (builder);
-  json = json_to_string (root, FALSE);
-  snapshot = perfmon_snapshot_new_from_json (json, &error);
+  snapshot = perfmon_snapshot_builder_end (builder, &error);
   if (snapshot == NULL)
     {
       /* Sums of valid snapshots are valid (saturating sums keep the
