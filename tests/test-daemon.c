@@ -159,6 +159,7 @@ subscribe (Fixture *fixture)
   g_autoptr(GVariant) reply = call (fixture, "Subscribe", NULL, &error);
 
   g_assert_no_error (error);
+  g_assert_nonnull (reply);
 }
 
 static void
@@ -611,6 +612,7 @@ test_register (Fixture       *fixture,
                                                             G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, &error);
 
     g_assert_no_error (error);
+    g_assert_nonnull (list);
   }
   while (g_main_context_iteration (NULL, FALSE))
     ;

@@ -82,8 +82,8 @@ struct _PerfmonHangMonitor
   guint                hangs_per_ping;          /* atomic */
   guint                startup_grace_ms;
   char                *pings_dir;
-  char                *log_dir;
-  guint64              log_dir_limit;
+  char                *log_dir;                /* written under state_lock */
+  guint64              log_dir_limit;          /* written under state_lock */
   char                *process_type;
   char                *remote_type;
   /* The program's identity in pings and jank events; under state_lock
@@ -92,7 +92,7 @@ struct _PerfmonHangMonitor
   char                *app_version;
   char                *app_channel;
   char                *app_build_id;
-  gboolean             developer_mode;
+  gboolean             developer_mode;         /* written under state_lock */
   PerfmonJankConfig    jank_config;             /* under state_lock */
 
   /* Running state. */
@@ -392,19 +392,21 @@ tick_jank (PerfmonHangMonitor *self,
   PerfmonJankConfig config;
   PerfmonJankSetup setup = { 0, };
   g_autoptr(GVariant) event = NULL;
+  g_autofree char *log_dir = NULL;
+  g_autofree char *bundle_name = NULL;
+  g_autofree char *bundle_version = NULL;
   gint64 next;
 
   _perfmon_hang_monitor_get_jank_config (self, &config);
-  setup.log_dir = self->log_dir;
+  /* Properties the main thread may set while this watchdog runs. */
+  g_mutex_lock (&self->state_lock);
+  log_dir = g_strdup (self->log_dir);
   setup.log_dir_limit = self->log_dir_limit;
   setup.developer_mode = self->developer_mode;
-  g_autofree char *bundle_name = NULL;
-  g_autofree char *bundle_version = NULL;
-
-  g_mutex_lock (&self->state_lock);
   bundle_name = app_name_locked (self);
   bundle_version = g_strdup (self->app_version != NULL ? self->app_version : "");
   g_mutex_unlock (&self->state_lock);
+  setup.log_dir = log_dir;
   setup.bundle_name = bundle_name;
   setup.bundle_version = bundle_version;
   next = _perfmon_jank_sampler_tick (sampler, &config, &setup, stretch_start_us,
@@ -1552,10 +1554,14 @@ perfmon_hang_monitor_set_property (GObject      *object,
         replace_string (&self->pings_dir, g_value_get_string (value), "pings");
       break;
     case PROP_LOG_DIR:
+      g_mutex_lock (&self->state_lock);  /* read by the watchdog */
       replace_string (&self->log_dir, g_value_get_string (value), "watchdog");
+      g_mutex_unlock (&self->state_lock);
       break;
     case PROP_LOG_DIR_LIMIT:
+      g_mutex_lock (&self->state_lock);
       self->log_dir_limit = g_value_get_uint64 (value);
+      g_mutex_unlock (&self->state_lock);
       break;
     case PROP_PROCESS_TYPE:
       g_free (self->process_type);
@@ -1573,7 +1579,9 @@ perfmon_hang_monitor_set_property (GObject      *object,
       replace_string (&self->remote_type, g_value_get_string (value), NULL);
       break;
     case PROP_DEVELOPER_MODE:
+      g_mutex_lock (&self->state_lock);
       self->developer_mode = g_value_get_boolean (value);
+      g_mutex_unlock (&self->state_lock);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);

@@ -389,10 +389,12 @@ run_flood (Flood flood)
         {
           if (flood == FLOOD_AGGREGATE)
             {
-              g_autoptr(GVariant) reply =
+              GVariant *reply =
                 g_dbus_connection_call_sync (bench.connection, "org.perfmon.Daemon1", "/org/perfmon/Daemon1",
                                              "org.perfmon.Daemon1", "GetAggregate", NULL, NULL,
                                              G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, NULL);
+
+              g_clear_pointer (&reply, g_variant_unref);
             }
           g_usleep (G_USEC_PER_SEC / 2);
         }
@@ -404,10 +406,12 @@ run_flood (Flood flood)
 
         for (guint i = 0; i < 10; i++)
           {
-            g_autoptr(GVariant) reply =
+            GVariant *reply =
               g_dbus_connection_call_sync (bench.connection, "org.perfmon.Daemon1", "/org/perfmon/Daemon1",
                                            "org.perfmon.Daemon1", "GetHang", g_variant_new ("(s)", id), NULL,
                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, NULL);
+
+            g_clear_pointer (&reply, g_variant_unref);
           }
         break;
       }
@@ -428,7 +432,6 @@ int
 main (int    argc,
       char **argv)
 {
-  g_autoptr(GString) load = NULL;
   g_autofree char *uptime = NULL;
 
   if (g_getenv ("PERFMOND") == NULL || g_getenv ("MONITORED_PROCESS") == NULL)
