@@ -591,6 +591,41 @@ check_pairs (JsonObject  *hang,
   return TRUE;
 }
 
+/* Whether every string in @node (member names too) is valid UTF-8, at most
+ * @depth levels down. json-glib's scanner takes C escapes such as "\\345"
+ * inside strings, so a record parsed from a file can hold bytes that no
+ * JSON reader of the ping would accept. */
+static gboolean
+node_text_is_utf8 (JsonNode *node,
+                   guint     depth)
+{
+  if (depth == 0)
+    return FALSE;
+  if (JSON_NODE_HOLDS_VALUE (node))
+    return json_node_get_value_type (node) != G_TYPE_STRING ||
+           g_utf8_validate (json_node_get_string (node), -1, NULL);
+  if (JSON_NODE_HOLDS_ARRAY (node))
+    {
+      JsonArray *array = json_node_get_array (node);
+
+      for (guint i = 0; i < json_array_get_length (array); i++)
+        if (!node_text_is_utf8 (json_array_get_element (array, i), depth - 1))
+          return FALSE;
+    }
+  else if (JSON_NODE_HOLDS_OBJECT (node))
+    {
+      JsonObjectIter iter;
+      const char *name;
+      JsonNode *member;
+
+      json_object_iter_init (&iter, json_node_get_object (node));
+      while (json_object_iter_next (&iter, &name, &member))
+        if (!g_utf8_validate (name, -1, NULL) || !node_text_is_utf8 (member, depth - 1))
+          return FALSE;
+    }
+  return TRUE;
+}
+
 static gboolean
 is_hex (const char *text)
 {
@@ -611,6 +646,14 @@ _perfmon_ping_store_check_hang (JsonObject  *hang,
 
   g_return_val_if_fail (hang != NULL, FALSE);
   g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  {
+    g_autoptr(JsonNode) whole = json_node_init_object (json_node_alloc (), hang);
+
+    if (!node_text_is_utf8 (whole, 32))
+      return invalid (error, "a string or member name is not valid UTF-8, or the record nests "
+                      "more than 32 levels");
+  }
 
   node = json_object_get_member (hang, "duration");
   if (node == NULL)
