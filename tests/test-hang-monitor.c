@@ -919,7 +919,11 @@ test_jank_dispatches (Fixture       *fixture,
   second = dispatch_count (tree, "[test] second jank");
   g_assert_cmpuint (first, >=, 1);
   g_assert_cmpuint (second, >=, 1);
-  g_assert_cmpuint (first + second, ==, sample_count);
+  /* Every sample is filed under a dispatch; one taken in the instant
+   * between the two (seen under ThreadSanitizer's slowdown) is filed under
+   * "(not in a dispatch)". */
+  g_assert_cmpuint (first + second + dispatch_count (tree, "(not in a dispatch)"), ==, sample_count);
+  g_assert_cmpuint (first + second, >=, sample_count - 1);
   g_clear_pointer (&wait.params, g_variant_unref);
 }
 
