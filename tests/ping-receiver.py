@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 # ping-receiver.py: a local stand-in for Mozilla's HTTP edge server
 #
+# (A helper program for the tests, not a test: the assertions are in
+# the test that runs it.)
+#
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Listens on 127.0.0.1 (a free port), prints "PORT <n>", then checks each

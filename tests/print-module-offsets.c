@@ -2,6 +2,9 @@
  * of this program, built as a non-PIE executable; test_module_offsets.py
  * checks them against `nm` and `readelf`.
  *
+ * (A helper program for the tests, not a test: the assertions are in
+ * the test that runs it.)
+ *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "config.h"

@@ -1,6 +1,9 @@
 # python_sources.py: a PyGObject program that knows nothing of perfmon, for
 # the tests of automatic groups under "perfmon run"
 #
+# (A helper program for the tests, not a test: the assertions are in
+# the test that runs it.)
+#
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Two short callbacks and, in the same iteration, one that keeps the loop

@@ -2,6 +2,9 @@
 # slow_dbus_peer.py: a D-Bus peer that answers Slow() after a delay, for
 # the blocked-time tests of perfmon run
 #
+# (A helper program for the tests, not a test: the assertions are in
+# the test that runs it.)
+#
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # Usage: slow_dbus_peer.py DELAY_MS (on $DBUS_SESSION_BUS_ADDRESS). Owns
