@@ -41,19 +41,31 @@ bench_idle_in_compartment (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Seconds for @n empty idle dispatches on the default context, each inside
+/* What a loop cost: wall time and the process's CPU time, in seconds. */
+typedef struct
+{
+  double wall;
+  double cpu;
+} BenchSeconds;
+
+/* The cost of @n empty idle dispatches on the default context, each inside
  * @compartment (entered and left) or, if it is NULL, bare. Whatever watches
  * the default context (a monitor, a hang monitor) is the caller's. */
-static inline double
+static inline BenchSeconds
 bench_seconds_for_idle_dispatches (guint         n,
                                    PerfmonGroup *compartment)
 {
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   BenchIdleRun run = { loop, compartment, n };
   gint64 start;
+  double cpu_start;
 
   g_idle_add (compartment != NULL ? bench_idle_in_compartment : bench_idle_plain, &run);
   start = perfmon_clock_monotonic_ns ();
+  cpu_start = bench_process_cpu_seconds ();
   g_main_loop_run (loop);
-  return (double) (perfmon_clock_monotonic_ns () - start) / 1e9;
+  return (BenchSeconds) {
+    .wall = (double) (perfmon_clock_monotonic_ns () - start) / 1e9,
+    .cpu = bench_process_cpu_seconds () - cpu_start,
+  };
 }
