@@ -174,6 +174,36 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
 /* The first time a watchdog sees the calling thread: makes @activity the
  * thread's (for deliberate waits), runs `prepare_thread` and publishes the
  * thread's id. Once per watched thread; before its first busy_begin. */
+/* A poll that cannot sleep (a timeout of 0) ends the busy stretch and
+ * begins the next one at @now_cycles, as busy_end and busy_begin would,
+ * but the loop never went idle: the phase stays BUSY, which the watchdog
+ * never changes, so no locked instruction is needed (busy_begin's
+ * exchange costs more than the rest of the monitor's iteration). The
+ * watchdog sees the new index and follows it. Before the first watched
+ * stretch the phase is not BUSY: then the two calls are made. */
+static inline void
+_perfmon_loop_activity_busy_next (PerfmonLoopActivity *activity,
+                                  guint64              now_cycles)
+{
+  guint64 n;
+  PerfmonLoopStretch *stretch;
+
+  if (G_UNLIKELY (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))
+    {
+      _perfmon_loop_activity_busy_end (activity, now_cycles);
+      _perfmon_loop_activity_busy_begin (activity, now_cycles);
+      return;
+    }
+
+  n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
+  stretch = _perfmon_loop_activity_stretch (activity, n + 1);
+  __atomic_store_n (&stretch->begin, now_cycles, __ATOMIC_RELAXED);
+  __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
+  /* Publishes the old stretch's end and the new one's begin. */
+  __atomic_store_n (&activity->n_stretches, n + 1, __ATOMIC_RELEASE);
+}
+
 void _perfmon_loop_activity_adopt_thread (PerfmonLoopActivity *activity);
 
 /* A deliberate wait of the calling thread (perfmon_deliberate_wait_begin()):

@@ -1092,6 +1092,12 @@ poll_watched_unmeasured (PerfmonMonitor *self,
 {
   gint ret;
 
+  if (timeout == 0)
+    {
+      _perfmon_loop_activity_busy_next (&self->activity, perfmon_clock_cycles ());
+      return slot->previous (fds, n_fds, timeout);
+    }
+
   _perfmon_loop_activity_busy_end (&self->activity, perfmon_clock_cycles ());
   ret = slot->previous (fds, n_fds, timeout);
   _perfmon_loop_activity_busy_begin (&self->activity, perfmon_clock_cycles ());
@@ -1174,11 +1180,13 @@ monitor_poll (PollSlot *slot,
       if (G_UNLIKELY (self->n_pending_alerts != 0))
         schedule_alerts (self);
     }
-  if (watched)
-    _perfmon_loop_activity_busy_end (&self->activity, poll_start);
 
   if (timeout != 0)
-    return poll_then_begin_iteration (self, slot, fds, n_fds, timeout, poll_start, watched);
+    {
+      if (watched)
+        _perfmon_loop_activity_busy_end (&self->activity, poll_start);
+      return poll_then_begin_iteration (self, slot, fds, n_fds, timeout, poll_start, watched);
+    }
 
   /* A poll with no timeout cannot sleep: the next iteration starts where
    * this one ended, and the poll's own system call time (thread CPU time
@@ -1190,7 +1198,7 @@ monitor_poll (PollSlot *slot,
    * more than all the monitor's work. tests/bench/bench-accounting measures it. */
   begin_iteration (self, poll_start, FALSE);
   if (watched)
-    _perfmon_loop_activity_busy_begin (&self->activity, poll_start);
+    _perfmon_loop_activity_busy_next (&self->activity, poll_start);
 
   return slot->previous (fds, n_fds, timeout);
 }
