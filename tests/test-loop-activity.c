@@ -157,6 +157,47 @@ test_sleep_while_idle (Fixture      *fixture,
   g_assert_true (_perfmon_loop_activity_watcher_stopping (activity));
 }
 
+/* A poll that cannot sleep: busy_next closes the stretch and opens the
+ * next at the same time, with the phase left BUSY; before the first
+ * stretch, or with a watchdog asleep, it is busy_end + busy_begin and
+ * wakes the watchdog. */
+static void
+test_busy_next (Fixture      *fixture,
+                gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  GThread *watchdog;
+  guint64 wakes;
+
+  _perfmon_loop_activity_busy_begin (activity, 100);
+  _perfmon_loop_activity_busy_next (activity, 180);
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+  g_assert_cmpuint (activity->n_stretches, ==, 2);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 1)->end, ==, 180);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 2)->begin, ==, 180);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, 2)->end, ==, 0);
+
+  /* The ring's slot of stretch n+1 held an old, ended stretch. */
+  for (guint i = 0; i < PERFMON_LOOP_RECENT_STRETCHES; i++)
+    _perfmon_loop_activity_busy_next (activity, 200 + i);
+  g_assert_cmpuint (activity->n_stretches, ==, 2 + PERFMON_LOOP_RECENT_STRETCHES);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, activity->n_stretches)->end, ==, 0);
+
+  /* Idle, the watchdog asleep: the next poll that cannot sleep wakes it. */
+  _perfmon_loop_activity_busy_end (activity, 1000);
+  watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+  _perfmon_loop_activity_busy_next (activity, 2000);
+  g_assert_true (g_thread_join (watchdog));
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
+  g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, activity->n_stretches)->begin, ==, 2000);
+  g_mutex_lock (&activity->mutex);
+  wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  g_assert_cmpuint (wakes, ==, 1);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -169,6 +210,8 @@ main (int   argc,
   g_test_add_func ("/loop-activity/idle-end-unbalanced", test_idle_end_unbalanced);
   g_test_add ("/loop-activity/sleep-while-idle", Fixture, NULL, fixture_set_up,
               test_sleep_while_idle, fixture_tear_down);
+  g_test_add ("/loop-activity/busy-next", Fixture, NULL, fixture_set_up, test_busy_next,
+              fixture_tear_down);
 
   return g_test_run ();
 }
