@@ -21,7 +21,7 @@ struct _PerfmonUidGate
   gatomicrefcount      ref_count;
   GDBusConnection     *connection;
   uid_t                uid;
-  char                *what;     /* "org.perfmon.Monitor1", for messages */
+  char                *what;     /* the interface served, for messages */
   PerfmonUidGateServe  serve;
   gpointer             user_data;
   GHashTable          *callers;  /* unique name → Caller; NULL once closed */

@@ -129,7 +129,7 @@ explain_daemon_error (GError **error)
     {
       g_clear_error (error);
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                           "the perfmond daemon (" PERFMON_TOOL_DAEMON_NAME
+                           "the perfmond daemon (" PERFMON_DAEMON_BUS_NAME
                            ") is not running on the session bus, and cannot be activated: "
                            "start perfmond, or use 'perfmon demo'");
       return;
@@ -147,8 +147,8 @@ perfmon_tool_call_daemon (GDBusConnection    *bus,
 {
   GVariant *reply;
 
-  reply = g_dbus_connection_call_sync (bus, PERFMON_TOOL_DAEMON_NAME, PERFMON_TOOL_DAEMON_PATH,
-                                       PERFMON_TOOL_DAEMON_INTERFACE, method, parameters, reply_type,
+  reply = g_dbus_connection_call_sync (bus, PERFMON_DAEMON_BUS_NAME, PERFMON_DAEMON_OBJECT_PATH,
+                                       PERFMON_DAEMON_INTERFACE, method, parameters, reply_type,
                                        G_DBUS_CALL_FLAGS_NONE, PERFMON_TOOL_CALL_TIMEOUT_MS,
                                        NULL, error);
   if (reply == NULL)

@@ -18,12 +18,6 @@
 
 G_BEGIN_DECLS
 
-#define PERFMON_TOOL_DAEMON_NAME   "org.perfmon.Daemon1"
-#define PERFMON_TOOL_DAEMON_PATH       "/org/perfmon/Daemon1"
-#define PERFMON_TOOL_DAEMON_INTERFACE  "org.perfmon.Daemon1"
-#define PERFMON_TOOL_MONITOR_PATH      "/org/perfmon/Monitor1"
-#define PERFMON_TOOL_MONITOR_INTERFACE "org.perfmon.Monitor1"
-
 /* How long the tool waits for one D-Bus reply: a hung daemon must not hang
  * the tool for D-Bus's default 25 s. */
 #define PERFMON_TOOL_CALL_TIMEOUT_MS 5000

@@ -239,7 +239,7 @@ daemon_is_up (Demo    *demo,
 
   reply = g_dbus_connection_call_sync (demo->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                        "org.freedesktop.DBus", "NameHasOwner",
-                                       g_variant_new ("(s)", PERFMON_TOOL_DAEMON_NAME),
+                                       g_variant_new ("(s)", PERFMON_DAEMON_BUS_NAME),
                                        G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
                                        PERFMON_TOOL_CALL_TIMEOUT_MS, NULL, error);
   if (reply == NULL)
@@ -295,7 +295,7 @@ start_daemon (Demo    *demo,
       if (g_get_monotonic_time () > give_up)
         {
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                       "perfmond did not take the name " PERFMON_TOOL_DAEMON_NAME " within %d s",
+                       "perfmond did not take the name " PERFMON_DAEMON_BUS_NAME " within %d s",
                        (int) (START_TIMEOUT_US / G_USEC_PER_SEC));
           return FALSE;
         }
