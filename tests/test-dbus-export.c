@@ -531,6 +531,31 @@ test_properties (Fixture       *fixture,
   g_assert_true (g_variant_dict_lookup (properties, "Version", "&s", &string));
 }
 
+/* A program that set no prgname: ProcessName is the name its snapshots
+ * carry, the library's one derivation (the base name of argv[0], which
+ * the kernel's 15-byte comm would cut: "test-dbus-expor"). */
+static void
+test_process_name_without_prgname (Fixture       *fixture,
+                                   gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) name = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autofree char *prgname = g_strdup (g_get_prgname ());
+
+  g_set_prgname (NULL);
+  g_assert_true (perfmon_monitor_export_full (fixture->monitor, NULL, fixture->server,
+                                              PERFMON_EXPORT_FLAGS_NO_REGISTER, &error));
+  g_assert_no_error (error);
+  snapshot = perfmon_monitor_snapshot (fixture->monitor);
+  g_set_prgname (prgname);
+
+  name = get_property (fixture->client, fixture->name, "ProcessName", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (g_variant_get_string (name, NULL), ==, perfmon_snapshot_get_process_name (snapshot));
+  g_assert_cmpstr (g_variant_get_string (name, NULL), ==, "test-dbus-export");
+}
+
 /* The interface as Introspect shows it carries its documentation. */
 static void
 test_introspect_documented (Fixture       *fixture,
@@ -1519,6 +1544,7 @@ main (int   argc,
   ADD ("get-snapshot", test_get_snapshot, EXPORTED);
   ADD ("get-snapshot-json", test_get_snapshot_json, EXPORTED);
   ADD ("properties", test_properties, EXPORTED);
+  ADD ("process-name-without-prgname", test_process_name_without_prgname, NOT_EXPORTED);
   ADD ("introspect-documented", test_introspect_documented, EXPORTED);
   ADD ("alert", test_alert, EXPORTED);
   ADD ("hang", test_hang, EXPORTED);
