@@ -734,13 +734,6 @@ append_label_value (GString    *out,
     }
 }
 
-static const char * const metric_kinds[] = {
-  [PERFMON_GROUP_KIND_THREAD] = "thread",
-  [PERFMON_GROUP_KIND_WINDOW] = "window",
-  [PERFMON_GROUP_KIND_ADDON] = "addon",
-  [PERFMON_GROUP_KIND_COMPARTMENT] = "compartment",
-};
-
 typedef struct
 {
   guint64     id;         /* 0 for "(other)" */
@@ -820,7 +813,7 @@ perfmond_daemon_write_metrics (PerfmondDaemon *self,
 
               group.id = perfmon_group_stats_get_id (s);
               group.name = perfmon_group_stats_get_name (s);
-              group.kind = metric_kinds[perfmon_group_stats_get_kind (s)];
+              group.kind = perfmon_group_kind_to_string (perfmon_group_stats_get_kind (s));
               group.cpu_time = perfmon_group_stats_get_cpu_time (s);
               group.blocked_time = perfmon_group_stats_get_blocked_time (s);
               group.ticks = perfmon_group_stats_get_ticks (s);

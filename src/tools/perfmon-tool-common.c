@@ -264,6 +264,9 @@ perfmon_tool_write_output (const char *path,
   return g_file_set_contents (path, with_newline, -1, error);
 }
 
+/* Labels for people, not names: the table's KIND column is 6 wide, and
+ * people write "add-on". The names a program reads (JSON, metrics) are
+ * perfmon_group_kind_to_string()'s, which --json prints. */
 const char *
 perfmon_tool_kind_label (PerfmonGroupKind kind)
 {
