@@ -556,6 +556,58 @@ test_process_name_without_prgname (Fixture       *fixture,
   g_assert_cmpstr (g_variant_get_string (name, NULL), ==, "test-dbus-export");
 }
 
+static gboolean
+bus_name_has_owner (GDBusConnection *connection,
+                    const char      *name)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                           "org.freedesktop.DBus", "NameHasOwner",
+                                                           g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"),
+                                                           G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+  gboolean owned;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(b)", &owned);
+  return owned;
+}
+
+/* Subscribers that leave the bus before their Subscribe is served are
+ * forgotten too: they do not fill the export's 16 places. Each is a caller
+ * the uid gate knows, whose Subscribe is queued with the export when the
+ * bus says it left (the NameOwnerChanged of its departure is then already
+ * read, before the export could subscribe to it). */
+static void
+test_subscribers_gone_before_served (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  for (guint i = 0; i < 17; i++)
+    {
+      g_autoptr(GDBusConnection) ghost = new_bus_connection ();
+      g_autofree char *name = g_strdup (g_dbus_connection_get_unique_name (ghost));
+      g_autoptr(GVariant) pid = get_property (ghost, fixture->name, "Pid", &error);
+
+      g_assert_no_error (error);
+      g_dbus_connection_call (ghost, fixture->name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
+                              "Subscribe", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL, NULL);
+      g_dbus_connection_flush_sync (ghost, NULL, &error);
+      g_assert_no_error (error);
+      g_dbus_connection_close_sync (ghost, NULL, &error);
+      g_assert_no_error (error);
+      /* Asked on the export's connection: its departure is read there
+       * before the answer. */
+      while (bus_name_has_owner (fixture->server, name))
+        g_usleep (1000);
+    }
+  iterate_for (200);
+
+  reply = call_full (fixture->client, fixture->name, PERFMON_MONITOR_INTERFACE, "Subscribe", NULL, &error);
+  g_assert_no_error (error);
+}
+
 /* The interface as Introspect shows it carries its documentation. */
 static void
 test_introspect_documented (Fixture       *fixture,
@@ -1545,6 +1597,7 @@ main (int   argc,
   ADD ("get-snapshot-json", test_get_snapshot_json, EXPORTED);
   ADD ("properties", test_properties, EXPORTED);
   ADD ("process-name-without-prgname", test_process_name_without_prgname, NOT_EXPORTED);
+  ADD ("subscribers-gone-before-served", test_subscribers_gone_before_served, EXPORTED);
   ADD ("introspect-documented", test_introspect_documented, EXPORTED);
   ADD ("alert", test_alert, EXPORTED);
   ADD ("hang", test_hang, EXPORTED);
