@@ -123,8 +123,8 @@ static gboolean
 flood_alerts (gpointer data)
 {
   for (int i = 0; i < 100; i++)
-    g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
-                                   "org.perfmon.Monitor1", "Alert",
+    g_dbus_connection_emit_signal (connection, NULL, PERFMON_MONITOR_OBJECT_PATH,
+                                   PERFMON_MONITOR_INTERFACE, "Alert",
                                    g_variant_new ("(tst)", (guint64) 1, "flood", (guint64) 1000),
                                    NULL);
   return G_SOURCE_CONTINUE;
@@ -193,8 +193,8 @@ flood_hangs (gpointer data)
       g_autofree char *json = g_strdup_printf ("{\"duration\":200,\"runnableName\":\"flood\","
                                                "\"pad\":\"%s\",\"n\":%d}", pad, sent);
 
-      g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
-                                     "org.perfmon.Monitor1", "Hang",
+      g_dbus_connection_emit_signal (connection, NULL, PERFMON_MONITOR_OBJECT_PATH,
+                                     PERFMON_MONITOR_INTERFACE, "Hang",
                                      g_variant_new ("(s)", json), NULL);
     }
   /* Paced by the socket, so that the flood piles up in the daemon, not
@@ -280,8 +280,8 @@ on_hang (PerfmonHangMonitor *hang_monitor,
   char *json = perfmon_hang_report_to_json (report);
 
   g_ptr_array_add (hang_reports, json);
-  g_dbus_connection_emit_signal (connection, NULL, "/org/perfmon/Monitor1",
-                                 "org.perfmon.Monitor1", "Hang",
+  g_dbus_connection_emit_signal (connection, NULL, PERFMON_MONITOR_OBJECT_PATH,
+                                 PERFMON_MONITOR_INTERFACE, "Hang",
                                  g_variant_new ("(s)", json), NULL);
 }
 
@@ -289,9 +289,9 @@ static gboolean
 register_now (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.perfmon.Daemon1",
-                                                           "/org/perfmon/Daemon1",
-                                                           "org.perfmon.Daemon1", "Register",
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, PERFMON_DAEMON_BUS_NAME,
+                                                           PERFMON_DAEMON_OBJECT_PATH,
+                                                           PERFMON_DAEMON_INTERFACE, "Register",
                                                            NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
                                                            10000, NULL, &error);
 
@@ -428,7 +428,7 @@ main (int    argc,
     {
       info = g_dbus_node_info_new_for_xml (monitor_xml, &error);
       g_assert_no_error (error);
-      if (g_dbus_connection_register_object (connection, "/org/perfmon/Monitor1", info->interfaces[0],
+      if (g_dbus_connection_register_object (connection, PERFMON_MONITOR_OBJECT_PATH, info->interfaces[0],
                                              &vtable, NULL, NULL, &error) == 0)
         {
           g_printerr ("monitored-process: %s\n", error->message);

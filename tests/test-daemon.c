@@ -20,8 +20,10 @@
 
 #include "perfmon-test-dirs.h"
 
-#define DAEMON_NAME "org.perfmon.Daemon1"
-#define DAEMON_PATH "/org/perfmon/Daemon1"
+/* The public names (perfmon-export.h), shorter. */
+#define DAEMON_NAME  PERFMON_DAEMON_BUS_NAME
+#define DAEMON_PATH  PERFMON_DAEMON_OBJECT_PATH
+#define DAEMON_IFACE PERFMON_DAEMON_INTERFACE
 #define DEADLINE_S 30
 
 /* XDG_RUNTIME_DIR of the daemons (GTestDBus unsets it in the test). */
@@ -97,7 +99,7 @@ call (Fixture     *fixture,
       GError     **error)
 {
   return g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH,
-                                      DAEMON_NAME, method, parameters, NULL,
+                                      DAEMON_IFACE, method, parameters, NULL,
                                       G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, error);
 }
 
@@ -607,7 +609,7 @@ test_register (Fixture       *fixture,
   /* The bystander's round trip to the daemon is answered after any signal
    * the daemon sent it before: it got none. */
   {
-    g_autoptr(GVariant) list = g_dbus_connection_call_sync (bystander, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME,
+    g_autoptr(GVariant) list = g_dbus_connection_call_sync (bystander, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE,
                                                             "ListProcesses", NULL, NULL,
                                                             G_DBUS_CALL_FLAGS_NO_AUTO_START, -1, NULL, &error);
 
@@ -1286,7 +1288,7 @@ test_aggregate_bounded (Fixture       *fixture,
       g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 9999);
     }
 
-  reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME,
+  reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE,
                                        "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, &error);
   g_assert_no_error (error);
@@ -1350,7 +1352,7 @@ test_two_buses (Fixture       *fixture,
       g_assert_cmpint (g_get_monotonic_time (), <, deadline);
       g_usleep (20 * 1000);
     }
-  reply = g_dbus_connection_call_sync (other, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses",
+  reply = g_dbus_connection_call_sync (other, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE, "ListProcesses",
                                        NULL, G_VARIANT_TYPE ("(a(usssx))"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
                                        20000, NULL, &error);
   g_assert_no_error (error);
@@ -1552,7 +1554,7 @@ test_other_uid (Fixture       *fixture,
     { "org.perfmon.Daemon1.Register", NULL },
     { "org.perfmon.Daemon1.GetHang", "1-1" },
     { "org.perfmon.Daemon1.GetAggregate", NULL },
-    { "org.freedesktop.DBus.Properties.GetAll", "org.perfmon.Daemon1" },
+    { "org.freedesktop.DBus.Properties.GetAll", DAEMON_IFACE },
   };
   g_autofree char *dir = NULL;
   g_autofree char *config = NULL;
@@ -1603,7 +1605,7 @@ test_other_uid (Fixture       *fixture,
       g_usleep (20 * 1000);
     }
   /* Its own uid is served. */
-  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE, "ListProcesses", NULL,
                                        NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, &error);
   g_assert_no_error (error);
 
@@ -1629,7 +1631,7 @@ test_other_uid (Fixture       *fixture,
     }
   /* Nobody got registered. */
   g_clear_pointer (&reply, g_variant_unref);
-  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_NAME, "ListProcesses", NULL,
+  reply = g_dbus_connection_call_sync (own, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE, "ListProcesses", NULL,
                                        G_VARIANT_TYPE ("(a(usssx))"), G_DBUS_CALL_FLAGS_NO_AUTO_START,
                                        20000, NULL, &error);
   g_assert_no_error (error);

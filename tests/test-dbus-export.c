@@ -531,6 +531,83 @@ test_properties (Fixture       *fixture,
   g_assert_true (g_variant_dict_lookup (properties, "Version", "&s", &string));
 }
 
+/* A program that set no prgname: ProcessName is the name its snapshots
+ * carry, the library's one derivation (the base name of argv[0], which
+ * the kernel's 15-byte comm would cut: "test-dbus-expor"). */
+static void
+test_process_name_without_prgname (Fixture       *fixture,
+                                   gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) name = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autofree char *prgname = g_strdup (g_get_prgname ());
+
+  g_set_prgname (NULL);
+  g_assert_true (perfmon_monitor_export_full (fixture->monitor, NULL, fixture->server,
+                                              PERFMON_EXPORT_FLAGS_NO_REGISTER, &error));
+  g_assert_no_error (error);
+  snapshot = perfmon_monitor_snapshot (fixture->monitor);
+  g_set_prgname (prgname);
+
+  name = get_property (fixture->client, fixture->name, "ProcessName", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (g_variant_get_string (name, NULL), ==, perfmon_snapshot_get_process_name (snapshot));
+  g_assert_cmpstr (g_variant_get_string (name, NULL), ==, "test-dbus-export");
+}
+
+static gboolean
+bus_name_has_owner (GDBusConnection *connection,
+                    const char      *name)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                           "org.freedesktop.DBus", "NameHasOwner",
+                                                           g_variant_new ("(s)", name), G_VARIANT_TYPE ("(b)"),
+                                                           G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
+  gboolean owned;
+
+  g_assert_no_error (error);
+  g_variant_get (reply, "(b)", &owned);
+  return owned;
+}
+
+/* Subscribers that leave the bus before their Subscribe is served are
+ * forgotten too: they do not fill the export's 16 places. Each is a caller
+ * the uid gate knows, whose Subscribe is queued with the export when the
+ * bus says it left (the NameOwnerChanged of its departure is then already
+ * read, before the export could subscribe to it). */
+static void
+test_subscribers_gone_before_served (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  for (guint i = 0; i < 17; i++)
+    {
+      g_autoptr(GDBusConnection) ghost = new_bus_connection ();
+      g_autofree char *name = g_strdup (g_dbus_connection_get_unique_name (ghost));
+      g_autoptr(GVariant) pid = get_property (ghost, fixture->name, "Pid", &error);
+
+      g_assert_no_error (error);
+      g_dbus_connection_call (ghost, fixture->name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
+                              "Subscribe", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL, NULL);
+      g_dbus_connection_flush_sync (ghost, NULL, &error);
+      g_assert_no_error (error);
+      g_dbus_connection_close_sync (ghost, NULL, &error);
+      g_assert_no_error (error);
+      /* Asked on the export's connection: its departure is read there
+       * before the answer. */
+      while (bus_name_has_owner (fixture->server, name))
+        g_usleep (1000);
+    }
+  iterate_for (200);
+
+  reply = call_full (fixture->client, fixture->name, PERFMON_MONITOR_INTERFACE, "Subscribe", NULL, &error);
+  g_assert_no_error (error);
+}
+
 /* The interface as Introspect shows it carries its documentation. */
 static void
 test_introspect_documented (Fixture       *fixture,
@@ -1519,6 +1596,8 @@ main (int   argc,
   ADD ("get-snapshot", test_get_snapshot, EXPORTED);
   ADD ("get-snapshot-json", test_get_snapshot_json, EXPORTED);
   ADD ("properties", test_properties, EXPORTED);
+  ADD ("process-name-without-prgname", test_process_name_without_prgname, NOT_EXPORTED);
+  ADD ("subscribers-gone-before-served", test_subscribers_gone_before_served, EXPORTED);
   ADD ("introspect-documented", test_introspect_documented, EXPORTED);
   ADD ("alert", test_alert, EXPORTED);
   ADD ("hang", test_hang, EXPORTED);

@@ -956,6 +956,30 @@ test_variant_roundtrip (void)
   assert_snapshots_equal (snapshot, from_bytes);
 }
 
+/* The one table of kind names: the public function says what the JSON
+ * form writes, for each kind; nothing for a value that is no kind. */
+static void
+test_kind_names (void)
+{
+  const guint64 durations[N_DURATIONS] = { 0, };
+
+  for (PerfmonGroupKind kind = PERFMON_GROUP_KIND_THREAD; kind <= PERFMON_GROUP_KIND_COMPARTMENT; kind++)
+    {
+      g_autoptr(PerfmonSnapshot) snapshot =
+        make_snapshot (1, 0, 2, "p", 0, 0, make_group (3, kind, "g", 0, NULL, 0, 0, 0, durations), NULL);
+      g_autofree char *json = perfmon_snapshot_to_json (snapshot);
+      g_autoptr(JsonNode) root = json_from_string (json, NULL);
+      JsonArray *groups = json_object_get_array_member (json_node_get_object (root), "groups");
+      JsonObject *group = json_array_get_object_element (groups, 0);
+
+      g_assert_nonnull (perfmon_group_kind_to_string (kind));
+      g_assert_cmpstr (perfmon_group_kind_to_string (kind), ==, json_object_get_string_member (group, "kind"));
+    }
+  g_assert_cmpstr (perfmon_group_kind_to_string (PERFMON_GROUP_KIND_ADDON), ==, "addon");
+  g_assert_null (perfmon_group_kind_to_string ((PerfmonGroupKind) (PERFMON_GROUP_KIND_COMPARTMENT + 1)));
+  g_assert_null (perfmon_group_kind_to_string ((PerfmonGroupKind) -1));
+}
+
 static void
 test_variant_values (void)
 {
@@ -1290,6 +1314,7 @@ main (int    argc,
   g_test_add_func ("/group-stats/getters", test_group_stats);
   g_test_add_func ("/group-stats/no-addon", test_group_stats_no_addon);
   g_test_add_func ("/snapshot/getters", test_getters);
+  g_test_add_func ("/snapshot/kind-names", test_kind_names);
   g_test_add_func ("/snapshot/null-process-name", test_null_process_name);
   g_test_add_func ("/snapshot/invalid-private-data", test_invalid_private_data);
   g_test_add_func ("/snapshot/lookup", test_lookup);

@@ -90,5 +90,28 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(library, set(LIBRARY_MAY_USE))
 
 
+# The D-Bus names of perfmond and of the per-process export: spelled once,
+# in the public header; every program and the library take them from there.
+DBUS_NAMES = ('"org.perfmon.Daemon1"', '"/org/perfmon/Daemon1"',
+              '"org.perfmon.Monitor1"', '"/org/perfmon/Monitor1"')
+DBUS_NAMES_HOME = os.path.join('dbus', 'perfmon-export.h')
+
+
+class OneNameTest(unittest.TestCase):
+    def test_dbus_names_are_spelled_once(self):
+        wrong = []
+        src = os.path.join(SOURCEDIR, 'src')
+        for directory, _, names in os.walk(src):
+            for name in sorted(names):
+                path = os.path.join(directory, name)
+                relative = os.path.relpath(path, src)
+                if not name.endswith(('.c', '.h')) or relative == DBUS_NAMES_HOME:
+                    continue
+                with open(path, encoding='utf-8') as f:
+                    text = f.read()
+                wrong += [f'src/{relative} spells {literal}' for literal in DBUS_NAMES if literal in text]
+        self.assertEqual(wrong, [])
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -4,11 +4,14 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Usage: uninstrumented-dbus-call connection|message|proxy NAME PATH
- *          INTERFACE METHOD
+ * Usage: uninstrumented-dbus-call MODE NAME PATH INTERFACE METHOD
  * calls METHOD (no arguments) on the session bus with
- * g_dbus_connection_call_sync(), ..._send_message_with_reply_sync() or
- * g_dbus_proxy_call_sync(), from an idle, and exits 0 if it got a reply.
+ * g_dbus_connection_call_sync() (MODE connection),
+ * g_dbus_connection_call_with_unix_fd_list_sync() (connection-fds),
+ * g_dbus_connection_send_message_with_reply_sync() (message),
+ * g_dbus_proxy_call_sync() (proxy) or
+ * g_dbus_proxy_call_with_unix_fd_list_sync() (proxy-fds), from an idle,
+ * and exits 0 if it got a reply.
  */
 #include <string.h>
 
@@ -34,6 +37,13 @@ call (gpointer data)
                                                                G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
       replied = reply != NULL;
     }
+  else if (strcmp (mode, "connection-fds") == 0)
+    {
+      g_autoptr(GVariant) reply =
+        g_dbus_connection_call_with_unix_fd_list_sync (bus, name, path, interface, method, NULL, NULL,
+                                                       G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL, NULL, &error);
+      replied = reply != NULL;
+    }
   else if (strcmp (mode, "message") == 0)
     {
       g_autoptr(GDBusMessage) message = g_dbus_message_new_method_call (name, path, interface, method);
@@ -49,9 +59,13 @@ call (gpointer data)
                                     G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS |
                                     G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START,
                                NULL, name, path, interface, NULL, &error);
-      g_autoptr(GVariant) reply = proxy != NULL
-        ? g_dbus_proxy_call_sync (proxy, method, NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error)
-        : NULL;
+      g_autoptr(GVariant) reply = NULL;
+
+      if (proxy != NULL && strcmp (mode, "proxy-fds") == 0)
+        reply = g_dbus_proxy_call_with_unix_fd_list_sync (proxy, method, NULL, G_DBUS_CALL_FLAGS_NONE, -1,
+                                                          NULL, NULL, NULL, &error);
+      else if (proxy != NULL)
+        reply = g_dbus_proxy_call_sync (proxy, method, NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, &error);
 
       replied = reply != NULL;
     }
@@ -69,7 +83,8 @@ main (int   argc,
 
   if (argc != 6)
     {
-      g_printerr ("usage: %s connection|message|proxy NAME PATH INTERFACE METHOD\n", argv[0]);
+      g_printerr ("usage: %s connection|connection-fds|message|proxy|proxy-fds NAME PATH INTERFACE METHOD\n",
+                  argv[0]);
       return 2;
     }
   call_args = argv + 1;

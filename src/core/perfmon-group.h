@@ -34,6 +34,9 @@ typedef enum
   PERFMON_GROUP_KIND_COMPARTMENT,
 } PerfmonGroupKind;
 
+PERFMON_AVAILABLE_IN_ALL
+const char       *perfmon_group_kind_to_string (PerfmonGroupKind kind);
+
 #define PERFMON_TYPE_GROUP (perfmon_group_get_type ())
 
 PERFMON_AVAILABLE_IN_ALL

@@ -153,7 +153,8 @@ static void
 write_group (Writer                  *writer,
              const PerfmonGroupStats *stats)
 {
-  const char *kind = _perfmon_snapshot_kind_name (stats->kind);
+  /* Valid snapshots only hold valid kinds; see validate_group(). */
+  const char *kind = perfmon_group_kind_to_string (stats->kind);
   /* The member names and punctuation, then the values. */
   gsize size = 160 + (7 + PERFMON_N_DURATIONS) * MAX_U64_SIZE +
                max_string_size (kind) + max_string_size (stats->name) +

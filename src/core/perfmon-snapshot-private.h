@@ -94,9 +94,8 @@ gboolean _perfmon_snapshot_set_field_error (GError     **error,
 gboolean _perfmon_snapshot_check_version (guint64   version,
                                           GError  **error);
 
-/* The names of the kinds in the JSON form ("thread", ...): part of the
- * format. */
-const char *_perfmon_snapshot_kind_name      (PerfmonGroupKind  kind);
+/* The kind named @name in the JSON form: perfmon_group_kind_to_string()
+ * backwards. */
 gboolean    _perfmon_snapshot_kind_from_name (const char       *name,
                                               PerfmonGroupKind *kind);
 

@@ -82,8 +82,9 @@
 
 /* --- Kind names ---------------------------------------------------------- */
 
-/* The JSON names of the group kinds, part of the format: they must not
- * follow renames of the enumeration. */
+/* The names of the group kinds, the one table: part of the JSON format
+ * (and of perfmond's metrics), they must not follow renames of the
+ * enumeration. */
 static const char * const kind_names[] = {
   [PERFMON_GROUP_KIND_THREAD] = "thread",
   [PERFMON_GROUP_KIND_WINDOW] = "window",
@@ -95,11 +96,21 @@ static const char * const kind_names[] = {
 
 G_STATIC_ASSERT (N_KINDS == PERFMON_GROUP_KIND_COMPARTMENT + 1);
 
+/**
+ * perfmon_group_kind_to_string:
+ * @kind: a group kind
+ *
+ * The name of @kind in a snapshot's JSON form (the `kind` of each group):
+ * `"thread"`, `"window"`, `"addon"` or `"compartment"`.
+ *
+ * Returns: (nullable): the name, or %NULL if @kind is no #PerfmonGroupKind
+ *
+ * Since: 0.2
+ */
 const char *
-_perfmon_snapshot_kind_name (PerfmonGroupKind kind)
+perfmon_group_kind_to_string (PerfmonGroupKind kind)
 {
-  /* Valid snapshots only hold valid kinds; see validate_group(). */
-  return (guint) kind < N_KINDS ? kind_names[kind] : "invalid kind";
+  return (guint) kind < N_KINDS ? kind_names[kind] : NULL;
 }
 
 gboolean
@@ -934,8 +945,8 @@ perfmon_snapshot_subtract (PerfmonSnapshot  *self,
               g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_SNAPSHOT_MISMATCH,
                            "group %" G_GUINT64_FORMAT " is a %s in the older snapshot "
                            "but a %s in the newer one",
-                           newer->id, _perfmon_snapshot_kind_name (before->kind),
-                           _perfmon_snapshot_kind_name (newer->kind));
+                           newer->id, perfmon_group_kind_to_string (before->kind),
+                           perfmon_group_kind_to_string (newer->kind));
               return NULL;
             }
 

@@ -28,11 +28,6 @@
 #include "perfmon-uid-gate-private.h"
 #include "perfmon-utf8-private.h"
 
-#define DAEMON_PATH "/org/perfmon/Daemon1"
-#define DAEMON_IFACE "org.perfmon.Daemon1"
-#define MONITOR_PATH "/org/perfmon/Monitor1"
-#define MONITOR_IFACE "org.perfmon.Monitor1"
-
 /* A hang report of the library is a few KiB (at most a few hundred frames
  * and modules); anything much bigger is not one. */
 #define MAX_HANG_REPORT_BYTES (256 * 1024)
@@ -254,7 +249,7 @@ filter_message (GDBusConnection *connection,
   size = body != NULL ? g_variant_get_size (body) : 0;
 
   if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
-      g_strcmp0 (g_dbus_message_get_interface (message), MONITOR_IFACE) == 0)
+      g_strcmp0 (g_dbus_message_get_interface (message), PERFMON_MONITOR_INTERFACE) == 0)
     {
       const char *sender = g_dbus_message_get_sender (message);
       SignalBudget *budget;
@@ -312,7 +307,7 @@ filter_message (GDBusConnection *connection,
     }
 
   if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && size > MAX_CALL_BODY_BYTES &&
-      g_strcmp0 (g_dbus_message_get_path (message), DAEMON_PATH) == 0)
+      g_strcmp0 (g_dbus_message_get_path (message), PERFMON_DAEMON_OBJECT_PATH) == 0)
     {
       g_autoptr(GDBusMessage) reply = NULL;
 
@@ -374,8 +369,9 @@ emit_signal (PerfmondDaemon *self,
       g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
 
       for (guint i = 0; i < subscribers->len; i++)
-        if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (subscribers, i), DAEMON_PATH,
-                                            DAEMON_IFACE, name, parameters, &error))
+        if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (subscribers, i),
+                                            PERFMON_DAEMON_OBJECT_PATH, PERFMON_DAEMON_INTERFACE, name,
+                                            parameters, &error))
           {
             g_debug ("could not emit %s: %s", name, error->message);
             g_clear_error (&error);
@@ -667,8 +663,8 @@ poll_process (PerfmondDaemon *self,
     return;
 
   process->poll_pending = TRUE;
-  g_dbus_connection_call (self->connection, process->bus_name, MONITOR_PATH, MONITOR_IFACE,
-                          "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
+  g_dbus_connection_call (self->connection, process->bus_name, PERFMON_MONITOR_OBJECT_PATH,
+                          PERFMON_MONITOR_INTERFACE, "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
                           process->cancellable, poll_done, process_ref (process));
@@ -737,13 +733,6 @@ append_label_value (GString    *out,
         g_string_append_c (out, *p);
     }
 }
-
-static const char * const metric_kinds[] = {
-  [PERFMON_GROUP_KIND_THREAD] = "thread",
-  [PERFMON_GROUP_KIND_WINDOW] = "window",
-  [PERFMON_GROUP_KIND_ADDON] = "addon",
-  [PERFMON_GROUP_KIND_COMPARTMENT] = "compartment",
-};
 
 typedef struct
 {
@@ -824,7 +813,7 @@ perfmond_daemon_write_metrics (PerfmondDaemon *self,
 
               group.id = perfmon_group_stats_get_id (s);
               group.name = perfmon_group_stats_get_name (s);
-              group.kind = metric_kinds[perfmon_group_stats_get_kind (s)];
+              group.kind = perfmon_group_kind_to_string (perfmon_group_stats_get_kind (s));
               group.cpu_time = perfmon_group_stats_get_cpu_time (s);
               group.blocked_time = perfmon_group_stats_get_blocked_time (s);
               group.ticks = perfmon_group_stats_get_ticks (s);
@@ -1203,7 +1192,8 @@ add_process (PerfmondDaemon *self,
   /* Subscribed before GetHangReports, so that no hang falls in between;
    * add_hang() drops the ones seen twice. */
   process->signal_id = g_dbus_connection_signal_subscribe (self->connection, bus_name,
-                                                           MONITOR_IFACE, NULL, MONITOR_PATH, NULL,
+                                                           PERFMON_MONITOR_INTERFACE, NULL,
+                                                           PERFMON_MONITOR_OBJECT_PATH, NULL,
                                                            G_DBUS_SIGNAL_FLAGS_NONE,
                                                            on_monitor_signal, process_ref (process),
                                                            (GDestroyNotify) process_unref);
@@ -1213,12 +1203,12 @@ add_process (PerfmondDaemon *self,
                                                       process_ref (process),
                                                       (GDestroyNotify) process_unref);
 
-  g_dbus_connection_call (self->connection, bus_name, MONITOR_PATH, "org.freedesktop.DBus.Properties",
-                          "GetAll", g_variant_new ("(s)", MONITOR_IFACE), G_VARIANT_TYPE ("(a{sv})"),
+  g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, "org.freedesktop.DBus.Properties",
+                          "GetAll", g_variant_new ("(s)", PERFMON_MONITOR_INTERFACE), G_VARIANT_TYPE ("(a{sv})"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
                           process->cancellable, get_properties_done, process_ref (process));
   if (self->config.max_hangs > 0)
-    g_dbus_connection_call (self->connection, bus_name, MONITOR_PATH, MONITOR_IFACE,
+    g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
                             "GetHangReports",
                             g_variant_new ("(u)", MIN (self->config.max_hangs, MAX_INITIAL_HANGS)),
                             G_VARIANT_TYPE ("(as)"),
@@ -1707,7 +1697,7 @@ serve_gated (GDBusMethodInvocation *invocation,
 
   if (g_strcmp0 (interface, "org.freedesktop.DBus.Properties") != 0)
     {
-      vtable->method_call (self->connection, sender, DAEMON_PATH, interface, method,
+      vtable->method_call (self->connection, sender, PERFMON_DAEMON_OBJECT_PATH, interface, method,
                            g_dbus_method_invocation_get_parameters (invocation), invocation, skeleton);
       return;
     }
@@ -1715,8 +1705,9 @@ serve_gated (GDBusMethodInvocation *invocation,
   if (g_str_equal (method, "Get"))
     {
       const GDBusPropertyInfo *info = g_dbus_method_invocation_get_property_info (invocation);
-      g_autoptr(GVariant) value = info != NULL ? vtable->get_property (self->connection, sender, DAEMON_PATH,
-                                                                       DAEMON_IFACE, info->name, &error,
+      g_autoptr(GVariant) value = info != NULL ? vtable->get_property (self->connection, sender,
+                                                                       PERFMON_DAEMON_OBJECT_PATH,
+                                                                       PERFMON_DAEMON_INTERFACE, info->name, &error,
                                                                        skeleton) : NULL;
 
       if (value == NULL)
@@ -1731,7 +1722,7 @@ serve_gated (GDBusMethodInvocation *invocation,
                                                           g_dbus_interface_skeleton_get_properties (skeleton)));
   else
     g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.InvalidArgs",
-                                                "the properties of " DAEMON_IFACE " are read-only");
+                                                "the properties of " PERFMON_DAEMON_INTERFACE " are read-only");
 }
 
 /* Every call, properties included (get_property is NULL, so GDBus hands
@@ -1790,7 +1781,7 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   g_signal_connect (skeleton, "handle-unsubscribe", G_CALLBACK (handle_unsubscribe), self);
 
   self->registration_id =
-    g_dbus_connection_register_object (connection, DAEMON_PATH,
+    g_dbus_connection_register_object (connection, PERFMON_DAEMON_OBJECT_PATH,
                                        g_dbus_interface_skeleton_get_info (G_DBUS_INTERFACE_SKELETON (skeleton)),
                                        &daemon_vtable, self, NULL, error);
   if (self->registration_id == 0)
@@ -1798,7 +1789,7 @@ perfmond_daemon_export (PerfmondDaemon   *self,
 
   self->connection = g_object_ref (connection);
   self->skeleton = g_steal_pointer (&skeleton);
-  self->gate = _perfmon_uid_gate_new (connection, geteuid (), DAEMON_IFACE, serve_gated, self);
+  self->gate = _perfmon_uid_gate_new (connection, geteuid (), PERFMON_DAEMON_INTERFACE, serve_gated, self);
   self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
   /* The filter may still run a moment after its removal (another
    * thread): it holds a reference until GDBus says it is done. */

@@ -22,10 +22,9 @@
 #include <unistd.h>
 
 #include <libsoup/soup.h>
+#include <perfmon.h>
 
 #include "perfmond-daemon.h"
-
-#define DAEMON_NAME "org.perfmon.Daemon1"
 
 enum
 {
@@ -355,7 +354,7 @@ main (int    argc,
   daemon = perfmond_daemon_new (&config);
   if (!perfmond_daemon_export (daemon, connection, &error))
     {
-      g_printerr ("perfmond: cannot export /org/perfmon/Daemon1: %s\n", error->message);
+      g_printerr ("perfmond: cannot export " PERFMON_DAEMON_OBJECT_PATH ": %s\n", error->message);
       return EXIT_FAILED;
     }
 
@@ -379,7 +378,7 @@ main (int    argc,
 
   /* Not queued and not replaceable: one daemon per bus, and one that
    * loses its name has nothing left to do. */
-  owner_id = g_bus_own_name_on_connection (connection, DAEMON_NAME,
+  owner_id = g_bus_own_name_on_connection (connection, PERFMON_DAEMON_BUS_NAME,
                                            G_BUS_NAME_OWNER_FLAGS_DO_NOT_QUEUE,
                                            on_name_acquired, on_name_lost, &state, NULL);
   g_unix_signal_add (SIGTERM, on_unix_signal, &state);

@@ -11,6 +11,7 @@
 #include "perfmon-error.h"
 #include "perfmon-group.h"
 #include "perfmon-dbus-resources.h"
+#include "perfmon-process-private.h"
 #include "perfmon-uid-gate-private.h"
 #include "perfmon-utf8-private.h"
 
@@ -826,17 +827,6 @@ on_connection_closed (GDBusConnection *connection,
                               export_ref (self), export_unref);
 }
 
-static char *
-find_process_name (void)
-{
-  char *name = g_strdup (g_get_prgname ());
-
-  /* As perfmon_monitor_snapshot() names the process. */
-  if (name == NULL && g_file_get_contents ("/proc/self/comm", &name, NULL, NULL))
-    g_strstrip (name);
-  return name != NULL ? name : g_strdup ("unknown");
-}
-
 /**
  * perfmon_monitor_export_full:
  * @monitor: a monitor
@@ -926,7 +916,8 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   self->context = g_steal_pointer (&context);
   self->flags = flags;
   self->own_uid = geteuid ();
-  self->process_name = find_process_name ();
+  /* As perfmon_monitor_snapshot() names the process. */
+  self->process_name = g_strdup (_perfmon_process_name ());
   self->cancellable = g_cancellable_new ();
   self->peer_to_peer = g_dbus_connection_get_unique_name (connection) == NULL;
   self->gate = _perfmon_uid_gate_new (connection, self->own_uid, PERFMON_MONITOR_INTERFACE, serve_gated, self);

@@ -7,10 +7,12 @@
  * On a message bus the caller's uid is asked of the bus
  * (GetConnectionUnixUser) once per unique name, asynchronously; calls that
  * arrive meanwhile wait for the answer. A unique name is never reused on a
- * bus, so its uid cannot change; it is forgotten when NameOwnerChanged says
- * the name left (subscribed before asking, so that a caller that leaves
- * between the two is reported gone either by the bus's answer or by the
- * signal).
+ * bus, so its uid cannot change; it is forgotten when the name leaves the
+ * bus, as g_bus_watch_name() tells (watched before asking, so that a
+ * caller that leaves between the two is reported gone either by the bus's
+ * answer or by the watch). g_bus_watch_name() is how perfmon and perfmond
+ * follow every unique name: callers here, subscribers (PerfmonNameSet
+ * below) and perfmond's registered processes.
  *
  * Everything runs in the thread-default main context of the thread that
  * created the gate, which must be where GDBus calls the object.
@@ -49,9 +51,9 @@ G_END_DECLS
 G_BEGIN_DECLS
 
 /* A bounded set of unique bus names that forgets each name when it leaves
- * the bus: the subscribers of a signal-sending object. Any thread may use
- * it; NameOwnerChanged comes in the thread-default context of the thread
- * that created it. */
+ * the bus (or had left before it was added): the subscribers of a
+ * signal-sending object. Any thread may use it; a departure is seen in the
+ * thread-default context of the thread that added the name. */
 typedef struct _PerfmonNameSet PerfmonNameSet;
 
 PerfmonNameSet *_perfmon_name_set_new       (GDBusConnection *connection,

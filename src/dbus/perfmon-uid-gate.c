@@ -12,7 +12,7 @@ typedef struct
   char           *name;         /* unique bus name */
   gboolean        known;
   uid_t           uid;
-  guint           subscription; /* NameOwnerChanged for this name */
+  guint           watch;        /* g_bus_watch_name() of this name */
   GPtrArray      *waiting;      /* invocations waiting for the uid */
 } Caller;
 
@@ -21,7 +21,7 @@ struct _PerfmonUidGate
   gatomicrefcount      ref_count;
   GDBusConnection     *connection;
   uid_t                uid;
-  char                *what;     /* "org.perfmon.Monitor1", for messages */
+  char                *what;     /* the interface served, for messages */
   PerfmonUidGateServe  serve;
   gpointer             user_data;
   GHashTable          *callers;  /* unique name → Caller; NULL once closed */
@@ -95,28 +95,20 @@ caller_free (gpointer data)
         g_dbus_method_invocation_return_dbus_error (invocation, gate->closed_error, gate->closed_why);
     }
   g_ptr_array_unref (caller->waiting);
-  if (caller->subscription != 0)
-    g_dbus_connection_signal_unsubscribe (gate->connection, caller->subscription);
+  if (caller->watch != 0)
+    g_bus_unwatch_name (caller->watch);
   g_free (caller->name);
   g_free (caller);
 }
 
 static void
-on_name_owner_changed (GDBusConnection *connection,
-                       const char      *sender_name,
-                       const char      *object_path,
-                       const char      *interface_name,
-                       const char      *signal_name,
-                       GVariant        *parameters,
-                       gpointer         user_data)
+on_caller_vanished (GDBusConnection *connection,
+                    const char      *name,
+                    gpointer         user_data)
 {
   PerfmonUidGate *gate = user_data;
-  const char *name, *old_owner, *new_owner;
 
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
-    return;
-  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
-  if (new_owner[0] == '\0' && gate->callers != NULL)
+  if (gate->callers != NULL)
     g_hash_table_remove (gate->callers, name);
 }
 
@@ -241,11 +233,8 @@ _perfmon_uid_gate_check (PerfmonUidGate        *gate,
   caller->name = g_strdup (sender);
   caller->waiting = g_ptr_array_new ();
   g_ptr_array_add (caller->waiting, invocation);
-  caller->subscription =
-    g_dbus_connection_signal_subscribe (gate->connection, "org.freedesktop.DBus", "org.freedesktop.DBus",
-                                        "NameOwnerChanged", "/org/freedesktop/DBus", sender,
-                                        G_DBUS_SIGNAL_FLAGS_NONE, on_name_owner_changed,
-                                        gate_ref (gate), gate_unref);
+  caller->watch = g_bus_watch_name_on_connection (gate->connection, sender, G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                                  NULL, on_caller_vanished, gate_ref (gate), gate_unref);
   g_hash_table_insert (gate->callers, caller->name, caller);
 
   lookup = g_new0 (UidLookup, 1);
@@ -271,30 +260,43 @@ _perfmon_uid_gate_close (PerfmonUidGate *gate,
 
 /* --- a set of unique names -------------------------------------------- */
 
+/* Each watch holds a reference: GLib may call a watch's vanished handler
+ * from an idle in the set's context after the set is freed (a connection
+ * that closes in another thread), and the handler then finds no names. */
 struct _PerfmonNameSet
 {
+  gatomicrefcount  ref_count;
   GDBusConnection *connection;
   guint            max_names;
   GMutex           lock;
-  GHashTable      *names;        /* unique name → NameOwnerChanged subscription */
+  GHashTable      *names;        /* unique name → its g_bus_watch_name(); NULL once freed */
 };
 
-static void
-on_member_name_owner_changed (GDBusConnection *connection,
-                              const char      *sender_name,
-                              const char      *object_path,
-                              const char      *interface_name,
-                              const char      *signal_name,
-                              GVariant        *parameters,
-                              gpointer         user_data)
+static PerfmonNameSet *
+name_set_ref (PerfmonNameSet *set)
 {
-  const char *name, *old_owner, *new_owner;
+  g_atomic_ref_count_inc (&set->ref_count);
+  return set;
+}
 
-  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(sss)")))
+static void
+name_set_unref (gpointer data)
+{
+  PerfmonNameSet *set = data;
+
+  if (!g_atomic_ref_count_dec (&set->ref_count))
     return;
-  g_variant_get (parameters, "(&s&s&s)", &name, &old_owner, &new_owner);
-  if (new_owner[0] == '\0')
-    _perfmon_name_set_remove (user_data, name);
+  g_mutex_clear (&set->lock);
+  g_object_unref (set->connection);
+  g_free (set);
+}
+
+static void
+on_member_vanished (GDBusConnection *connection,
+                    const char      *name,
+                    gpointer         user_data)
+{
+  _perfmon_name_set_remove (user_data, name);
 }
 
 PerfmonNameSet *
@@ -303,6 +305,7 @@ _perfmon_name_set_new (GDBusConnection *connection,
 {
   PerfmonNameSet *set = g_new0 (PerfmonNameSet, 1);
 
+  g_atomic_ref_count_init (&set->ref_count);
   set->connection = g_object_ref (connection);
   set->max_names = max_names;
   g_mutex_init (&set->lock);
@@ -310,14 +313,14 @@ _perfmon_name_set_new (GDBusConnection *connection,
   return set;
 }
 
-/* Adds @name (subscribing to its departure first, so that a name that
- * leaves meanwhile is forgotten); FALSE when the set is full. Adding a
- * name twice is not an error. */
+/* Adds @name, watched (g_bus_watch_name(), as the uid gate and perfmond
+ * watch theirs), so that a name that has left or leaves is forgotten;
+ * FALSE when the set is full. Adding a name twice is not an error. */
 gboolean
 _perfmon_name_set_add (PerfmonNameSet *set,
                        const char     *name)
 {
-  guint subscription;
+  guint watch;
   gboolean added = FALSE, present;
 
   g_mutex_lock (&set->lock);
@@ -326,20 +329,18 @@ _perfmon_name_set_add (PerfmonNameSet *set,
   if (present)
     return TRUE;
 
-  subscription = g_dbus_connection_signal_subscribe (set->connection, "org.freedesktop.DBus",
-                                                     "org.freedesktop.DBus", "NameOwnerChanged",
-                                                     "/org/freedesktop/DBus", name, G_DBUS_SIGNAL_FLAGS_NONE,
-                                                     on_member_name_owner_changed, set, NULL);
+  watch = g_bus_watch_name_on_connection (set->connection, name, G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                          NULL, on_member_vanished, name_set_ref (set), name_set_unref);
   g_mutex_lock (&set->lock);
   present = g_hash_table_contains (set->names, name);
   if (!present && g_hash_table_size (set->names) < set->max_names)
     {
-      g_hash_table_insert (set->names, g_strdup (name), GUINT_TO_POINTER (subscription));
+      g_hash_table_insert (set->names, g_strdup (name), GUINT_TO_POINTER (watch));
       added = TRUE;
     }
   g_mutex_unlock (&set->lock);
   if (!added)
-    g_dbus_connection_signal_unsubscribe (set->connection, subscription);
+    g_bus_unwatch_name (watch);
   return added || present;
 }
 
@@ -351,12 +352,12 @@ _perfmon_name_set_remove (PerfmonNameSet *set,
   gboolean found;
 
   g_mutex_lock (&set->lock);
-  found = g_hash_table_lookup_extended (set->names, name, NULL, &value);
+  found = set->names != NULL && g_hash_table_lookup_extended (set->names, name, NULL, &value);
   if (found)
     g_hash_table_remove (set->names, name);
   g_mutex_unlock (&set->lock);
   if (found)
-    g_dbus_connection_signal_unsubscribe (set->connection, GPOINTER_TO_UINT (value));
+    g_bus_unwatch_name (GPOINTER_TO_UINT (value));
 }
 
 /* Returns: (transfer full): a copy of the names, for sending to each. */
@@ -378,16 +379,17 @@ _perfmon_name_set_dup_names (PerfmonNameSet *set)
 void
 _perfmon_name_set_free (PerfmonNameSet *set)
 {
+  g_autoptr(GHashTable) names = NULL;
   GHashTableIter iter;
   gpointer value;
 
   if (set == NULL)
     return;
-  g_hash_table_iter_init (&iter, set->names);
+  g_mutex_lock (&set->lock);
+  names = g_steal_pointer (&set->names);
+  g_mutex_unlock (&set->lock);
+  g_hash_table_iter_init (&iter, names);
   while (g_hash_table_iter_next (&iter, NULL, &value))
-    g_dbus_connection_signal_unsubscribe (set->connection, GPOINTER_TO_UINT (value));
-  g_hash_table_unref (set->names);
-  g_mutex_clear (&set->lock);
-  g_object_unref (set->connection);
-  g_free (set);
+    g_bus_unwatch_name (GPOINTER_TO_UINT (value));
+  name_set_unref (set);
 }

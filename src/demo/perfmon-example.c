@@ -147,6 +147,8 @@ compare_cpu (gconstpointer a,
   return ca < cb ? 1 : ca > cb ? -1 : 0;
 }
 
+/* A label for people ("add-on" as they write it); a program reads
+ * perfmon_group_kind_to_string()'s names. */
 static const char *
 kind_label (PerfmonGroupKind kind)
 {

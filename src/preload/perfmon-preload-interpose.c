@@ -68,6 +68,17 @@ blocked_end (gboolean began)
     perfmon_monitor_blocked_end (perfmon_monitor_get_default ());
 }
 
+/* The body of every interposer of a synchronous call: the real @name
+ * with @... as blocked time, returning what it returns. */
+#define CALL_BLOCKED(name, ...)                                             \
+  ({                                                                        \
+    REAL (name);                                                            \
+    gboolean began_ = blocked_begin ();                                     \
+    __typeof__ (real (__VA_ARGS__)) result_ = real (__VA_ARGS__);           \
+    blocked_end (began_);                                                   \
+    result_;                                                                \
+  })
+
 GVariant *
 g_dbus_connection_call_sync (GDBusConnection    *connection,
                              const gchar        *bus_name,
@@ -81,13 +92,8 @@ g_dbus_connection_call_sync (GDBusConnection    *connection,
                              GCancellable       *cancellable,
                              GError            **error)
 {
-  REAL (g_dbus_connection_call_sync);
-  gboolean began = blocked_begin ();
-  GVariant *reply = real (connection, bus_name, object_path, interface_name, method_name, parameters,
-                          reply_type, flags, timeout_msec, cancellable, error);
-
-  blocked_end (began);
-  return reply;
+  return CALL_BLOCKED (g_dbus_connection_call_sync, connection, bus_name, object_path, interface_name,
+                       method_name, parameters, reply_type, flags, timeout_msec, cancellable, error);
 }
 
 GVariant *
@@ -105,13 +111,9 @@ g_dbus_connection_call_with_unix_fd_list_sync (GDBusConnection    *connection,
                                                GCancellable       *cancellable,
                                                GError            **error)
 {
-  REAL (g_dbus_connection_call_with_unix_fd_list_sync);
-  gboolean began = blocked_begin ();
-  GVariant *reply = real (connection, bus_name, object_path, interface_name, method_name, parameters,
-                          reply_type, flags, timeout_msec, fd_list, out_fd_list, cancellable, error);
-
-  blocked_end (began);
-  return reply;
+  return CALL_BLOCKED (g_dbus_connection_call_with_unix_fd_list_sync, connection, bus_name, object_path,
+                       interface_name, method_name, parameters, reply_type, flags, timeout_msec, fd_list,
+                       out_fd_list, cancellable, error);
 }
 
 GDBusMessage *
@@ -123,12 +125,8 @@ g_dbus_connection_send_message_with_reply_sync (GDBusConnection        *connecti
                                                 GCancellable           *cancellable,
                                                 GError                **error)
 {
-  REAL (g_dbus_connection_send_message_with_reply_sync);
-  gboolean began = blocked_begin ();
-  GDBusMessage *reply = real (connection, message, flags, timeout_msec, out_serial, cancellable, error);
-
-  blocked_end (began);
-  return reply;
+  return CALL_BLOCKED (g_dbus_connection_send_message_with_reply_sync, connection, message, flags,
+                       timeout_msec, out_serial, cancellable, error);
 }
 
 GVariant *
@@ -140,12 +138,8 @@ g_dbus_proxy_call_sync (GDBusProxy      *proxy,
                         GCancellable    *cancellable,
                         GError         **error)
 {
-  REAL (g_dbus_proxy_call_sync);
-  gboolean began = blocked_begin ();
-  GVariant *reply = real (proxy, method_name, parameters, flags, timeout_msec, cancellable, error);
-
-  blocked_end (began);
-  return reply;
+  return CALL_BLOCKED (g_dbus_proxy_call_sync, proxy, method_name, parameters, flags, timeout_msec,
+                       cancellable, error);
 }
 
 GVariant *
@@ -159,13 +153,8 @@ g_dbus_proxy_call_with_unix_fd_list_sync (GDBusProxy      *proxy,
                                           GCancellable    *cancellable,
                                           GError         **error)
 {
-  REAL (g_dbus_proxy_call_with_unix_fd_list_sync);
-  gboolean began = blocked_begin ();
-  GVariant *reply = real (proxy, method_name, parameters, flags, timeout_msec, fd_list, out_fd_list,
-                          cancellable, error);
-
-  blocked_end (began);
-  return reply;
+  return CALL_BLOCKED (g_dbus_proxy_call_with_unix_fd_list_sync, proxy, method_name, parameters, flags,
+                       timeout_msec, fd_list, out_fd_list, cancellable, error);
 }
 
 GThreadPool *

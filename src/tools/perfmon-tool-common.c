@@ -114,13 +114,38 @@ perfmon_tool_session_bus (GError **error)
   return bus;
 }
 
-/* Turns the errors a client meets most into advice. */
-static void
-explain_daemon_error (GError **error)
+/* A new proxy for each call, made without a call of its own but the
+ * bus's GetNameOwner: the tool iterates no main loop, so a proxy kept
+ * between calls would not see a perfmond that restarted meanwhile. The
+ * first call starts perfmond if it is not running (D-Bus activation). */
+PerfmonDBusDaemon1 *
+perfmon_tool_daemon_proxy (GDBusConnection *bus,
+                           GError         **error)
+{
+  PerfmonDBusDaemon1 *proxy;
+
+  proxy = perfmon_dbus_daemon1_proxy_new_sync (bus,
+                                               G_DBUS_PROXY_FLAGS_DO_NOT_LOAD_PROPERTIES |
+                                               G_DBUS_PROXY_FLAGS_DO_NOT_CONNECT_SIGNALS |
+                                               G_DBUS_PROXY_FLAGS_DO_NOT_AUTO_START_AT_CONSTRUCTION |
+                                               G_DBUS_PROXY_FLAGS_NO_MATCH_RULE,
+                                               PERFMON_DAEMON_BUS_NAME, PERFMON_DAEMON_OBJECT_PATH,
+                                               NULL, error);
+  if (proxy == NULL)
+    {
+      perfmon_tool_explain_daemon_error (error);
+      return NULL;
+    }
+  g_dbus_proxy_set_default_timeout (G_DBUS_PROXY (proxy), PERFMON_TOOL_CALL_TIMEOUT_MS);
+  return proxy;
+}
+
+void
+perfmon_tool_explain_daemon_error (GError **error)
 {
   g_autofree char *remote = NULL;
 
-  if (*error == NULL || !g_dbus_error_is_remote_error (*error))
+  if (error == NULL || *error == NULL || !g_dbus_error_is_remote_error (*error))
     return;
 
   remote = g_dbus_error_get_remote_error (*error);
@@ -129,7 +154,7 @@ explain_daemon_error (GError **error)
     {
       g_clear_error (error);
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
-                           "the perfmond daemon (" PERFMON_TOOL_DAEMON_NAME
+                           "the perfmond daemon (" PERFMON_DAEMON_BUS_NAME
                            ") is not running on the session bus, and cannot be activated: "
                            "start perfmond, or use 'perfmon demo'");
       return;
@@ -138,45 +163,15 @@ explain_daemon_error (GError **error)
   g_dbus_error_strip_remote_error (*error);
 }
 
-GVariant *
-perfmon_tool_call_daemon (GDBusConnection    *bus,
-                          const char         *method,
-                          GVariant           *parameters,
-                          const GVariantType *reply_type,
-                          GError            **error)
-{
-  GVariant *reply;
-
-  reply = g_dbus_connection_call_sync (bus, PERFMON_TOOL_DAEMON_NAME, PERFMON_TOOL_DAEMON_PATH,
-                                       PERFMON_TOOL_DAEMON_INTERFACE, method, parameters, reply_type,
-                                       G_DBUS_CALL_FLAGS_NONE, PERFMON_TOOL_CALL_TIMEOUT_MS,
-                                       NULL, error);
-  if (reply == NULL)
-    explain_daemon_error (error);
-  return reply;
-}
-
 PerfmonSnapshot *
-perfmon_tool_snapshot_from_reply (GVariant   *reply,
-                                  const char *sender,
-                                  GError    **error)
+perfmon_tool_snapshot_from_variant (GVariant   *boxed,
+                                    const char *sender,
+                                    GError    **error)
 {
-  g_autoptr(GVariant) boxed = g_variant_get_child_value (reply, 0);
   g_autoptr(GVariant) inner = g_variant_get_variant (boxed);
   g_autoptr(GError) local_error = NULL;
   PerfmonSnapshot *snapshot;
 
-  /* The first value of the reply: GetAggregate adds a count after it. */
-  /* The snapshot variant may hold a maybe type, which D-Bus cannot carry:
-   * perfmond sends its serialized data as a byte array. */
-  if (g_variant_is_of_type (inner, G_VARIANT_TYPE_BYTESTRING))
-    {
-      g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (inner);
-
-      g_clear_pointer (&inner, g_variant_unref);
-      inner = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
-                                                            bytes, FALSE));
-    }
   snapshot = perfmon_snapshot_new_from_variant (inner, &local_error);
   if (snapshot == NULL)
     g_set_error (error, local_error->domain, local_error->code,
@@ -189,16 +184,47 @@ perfmon_tool_fetch_snapshot (GDBusConnection *bus,
                              guint            pid,
                              GError         **error)
 {
-  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(PerfmonDBusDaemon1) daemon = perfmon_tool_daemon_proxy (bus, error);
+  g_autoptr(GVariant) boxed = NULL;
+  gboolean ok;
 
-  if (pid == 0)
-    reply = perfmon_tool_call_daemon (bus, "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"), error);
-  else
-    reply = perfmon_tool_call_daemon (bus, "GetSnapshot", g_variant_new ("(u)", pid),
-                                      G_VARIANT_TYPE ("(v)"), error);
-  if (reply == NULL)
+  if (daemon == NULL)
     return NULL;
-  return perfmon_tool_snapshot_from_reply (reply, "perfmond", error);
+  if (pid == 0)
+    ok = perfmon_dbus_daemon1_call_get_aggregate_sync (daemon, &boxed, NULL, NULL, error);
+  else
+    ok = perfmon_dbus_daemon1_call_get_snapshot_sync (daemon, pid, &boxed, NULL, error);
+  if (!ok)
+    {
+      perfmon_tool_explain_daemon_error (error);
+      return NULL;
+    }
+  return perfmon_tool_snapshot_from_variant (boxed, "perfmond", error);
+}
+
+GVariant *
+perfmon_tool_list_hangs (GDBusConnection *bus,
+                         GError         **error)
+{
+  g_autoptr(PerfmonDBusDaemon1) daemon = perfmon_tool_daemon_proxy (bus, error);
+  GVariant *hangs = NULL;
+
+  if (daemon != NULL && !perfmon_dbus_daemon1_call_list_hangs_sync (daemon, &hangs, NULL, error))
+    perfmon_tool_explain_daemon_error (error);
+  return hangs;
+}
+
+char *
+perfmon_tool_get_hang (GDBusConnection *bus,
+                       const char      *id,
+                       GError         **error)
+{
+  g_autoptr(PerfmonDBusDaemon1) daemon = perfmon_tool_daemon_proxy (bus, error);
+  char *report = NULL;
+
+  if (daemon != NULL && !perfmon_dbus_daemon1_call_get_hang_sync (daemon, id, &report, NULL, error))
+    perfmon_tool_explain_daemon_error (error);
+  return report;
 }
 
 PerfmonSnapshot *
@@ -238,6 +264,9 @@ perfmon_tool_write_output (const char *path,
   return g_file_set_contents (path, with_newline, -1, error);
 }
 
+/* Labels for people, not names: the table's KIND column is 6 wide, and
+ * people write "add-on". The names a program reads (JSON, metrics) are
+ * perfmon_group_kind_to_string()'s, which --json prints. */
 const char *
 perfmon_tool_kind_label (PerfmonGroupKind kind)
 {

@@ -3,9 +3,9 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Option parsing with the tool's exit codes, error messages, talking to
- * perfmond and to monitored processes over D-Bus (plain GDBus calls on the
- * interfaces of data/org.perfmon.*.xml: the tool needs no generated code),
- * and the snapshot table that top, snapshot and diff print.
+ * perfmond (through the proxy generated from data/org.perfmon.Daemon1.xml)
+ * and to monitored processes (plain GDBus calls on org.perfmon.Monitor1)
+ * over D-Bus, and the snapshot table that top, snapshot and diff print.
  *
  * Threads: the tool is single-threaded; all of this runs on its main thread.
  */
@@ -15,14 +15,9 @@
 #include <json-glib/json-glib.h>
 
 #include "perfmon.h"
+#include "perfmon-dbus-daemon.h"
 
 G_BEGIN_DECLS
-
-#define PERFMON_TOOL_DAEMON_NAME   "org.perfmon.Daemon1"
-#define PERFMON_TOOL_DAEMON_PATH       "/org/perfmon/Daemon1"
-#define PERFMON_TOOL_DAEMON_INTERFACE  "org.perfmon.Daemon1"
-#define PERFMON_TOOL_MONITOR_PATH      "/org/perfmon/Monitor1"
-#define PERFMON_TOOL_MONITOR_INTERFACE "org.perfmon.Monitor1"
 
 /* How long the tool waits for one D-Bus reply: a hung daemon must not hang
  * the tool for D-Bus's default 25 s. */
@@ -56,20 +51,32 @@ gboolean         perfmon_tool_running_uninstalled (void);
 
 GDBusConnection *perfmon_tool_session_bus    (GError **error);
 
-/* The snapshot of a "(v)" reply of perfmond or of a monitored process. */
-PerfmonSnapshot *perfmon_tool_snapshot_from_reply (GVariant   *reply,
-                                                   const char *sender,
-                                                   GError    **error);
+/* The snapshot in the "v" of a reply of perfmond or of a monitored
+ * process. */
+PerfmonSnapshot *perfmon_tool_snapshot_from_variant (GVariant   *boxed,
+                                                     const char *sender,
+                                                     GError    **error);
 /* pid 0: the daemon's aggregate of every process. */
 PerfmonSnapshot *perfmon_tool_fetch_snapshot (GDBusConnection *bus,
                                               guint            pid,
                                               GError         **error);
-/* A call on the daemon, with an error that says when it is not running. */
-GVariant        *perfmon_tool_call_daemon    (GDBusConnection    *bus,
-                                              const char         *method,
-                                              GVariant           *parameters,
-                                              const GVariantType *reply_type,
-                                              GError            **error);
+/* perfmond, through the proxy gdbus-codegen generates from
+ * data/org.perfmon.Daemon1.xml: a new one for each call (see the .c),
+ * whose calls time out after PERFMON_TOOL_CALL_TIMEOUT_MS. After a call
+ * on it fails, perfmon_tool_explain_daemon_error() turns the error into
+ * one that says when perfmond is not running. */
+PerfmonDBusDaemon1 *perfmon_tool_daemon_proxy (GDBusConnection *bus,
+                                               GError         **error);
+void             perfmon_tool_explain_daemon_error (GError **error);
+/* perfmond's ListHangs: its "a(susds)" (id, pid, process name, duration in
+ * ms, runnable name), newest first. */
+GVariant        *perfmon_tool_list_hangs     (GDBusConnection *bus,
+                                              GError         **error);
+/* perfmond's GetHang: the report of hang @id as JSON, as the process sent
+ * it. */
+char            *perfmon_tool_get_hang       (GDBusConnection *bus,
+                                              const char      *id,
+                                              GError         **error);
 
 PerfmonSnapshot *perfmon_tool_load_snapshot  (const char *path,
                                               GError    **error);

@@ -239,7 +239,7 @@ daemon_is_up (Demo    *demo,
 
   reply = g_dbus_connection_call_sync (demo->bus, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                                        "org.freedesktop.DBus", "NameHasOwner",
-                                       g_variant_new ("(s)", PERFMON_TOOL_DAEMON_NAME),
+                                       g_variant_new ("(s)", PERFMON_DAEMON_BUS_NAME),
                                        G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
                                        PERFMON_TOOL_CALL_TIMEOUT_MS, NULL, error);
   if (reply == NULL)
@@ -295,7 +295,7 @@ start_daemon (Demo    *demo,
       if (g_get_monotonic_time () > give_up)
         {
           g_set_error (error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
-                       "perfmond did not take the name " PERFMON_TOOL_DAEMON_NAME " within %d s",
+                       "perfmond did not take the name " PERFMON_DAEMON_BUS_NAME " within %d s",
                        (int) (START_TIMEOUT_US / G_USEC_PER_SEC));
           return FALSE;
         }
@@ -308,15 +308,18 @@ static gboolean
 program_is_registered (Demo    *demo,
                        GError **error)
 {
-  g_autoptr(GVariant) reply = NULL;
-  g_autoptr(GVariantIter) iter = NULL;
+  g_autoptr(PerfmonDBusDaemon1) daemon = perfmon_tool_daemon_proxy (demo->bus, error);
+  g_autoptr(GVariant) processes = NULL;
+  GVariantIter iter;
   guint pid;
 
-  reply = perfmon_tool_call_daemon (demo->bus, "ListProcesses", NULL, G_VARIANT_TYPE ("(a(usssx))"), error);
-  if (reply == NULL)
-    return FALSE;
-  g_variant_get (reply, "(a(usssx))", &iter);
-  while (g_variant_iter_next (iter, "(u&s&s&sx)", &pid, NULL, NULL, NULL, NULL))
+  if (daemon == NULL || !perfmon_dbus_daemon1_call_list_processes_sync (daemon, &processes, NULL, error))
+    {
+      perfmon_tool_explain_daemon_error (error);
+      return FALSE;
+    }
+  g_variant_iter_init (&iter, processes);
+  while (g_variant_iter_next (&iter, "(u&s&s&sx)", &pid, NULL, NULL, NULL, NULL))
     if (pid == demo->program_pid)
       return TRUE;
   return FALSE;
@@ -390,19 +393,19 @@ wait_for_hang (Demo    *demo,
 
   for (;;)
     {
-      g_autoptr(GVariant) reply = NULL;
-      g_autoptr(GVariantIter) iter = NULL;
+      g_autoptr(GVariant) hangs = NULL;
+      GVariantIter iter;
       g_autofree char *longest = NULL;
       double longest_ms = -1;
       const char *id;
       double duration_ms;
       guint pid;
 
-      reply = perfmon_tool_call_daemon (demo->bus, "ListHangs", NULL, G_VARIANT_TYPE ("(a(susds))"), error);
-      if (reply == NULL)
+      hangs = perfmon_tool_list_hangs (demo->bus, error);
+      if (hangs == NULL)
         return NULL;
-      g_variant_get (reply, "(a(susds))", &iter);
-      while (g_variant_iter_next (iter, "(&su&sd&s)", &id, &pid, NULL, &duration_ms, NULL))
+      g_variant_iter_init (&iter, hangs);
+      while (g_variant_iter_next (&iter, "(&su&sd&s)", &id, &pid, NULL, &duration_ms, NULL))
         if (pid == demo->program_pid && duration_ms > longest_ms)
           {
             g_free (longest);
@@ -429,18 +432,14 @@ static char *
 guilty_addon (Demo       *demo,
               const char *hang_id)
 {
-  g_autoptr(GVariant) reply = NULL;
+  g_autofree char *text = perfmon_tool_get_hang (demo->bus, hang_id, NULL);
   g_autoptr(JsonNode) root = NULL;
   JsonObject *report;
   JsonNode *annotations;
   JsonNode *labels;
-  const char *text;
 
-  reply = perfmon_tool_call_daemon (demo->bus, "GetHang", g_variant_new ("(s)", hang_id),
-                                    G_VARIANT_TYPE ("(s)"), NULL);
-  if (reply == NULL)
+  if (text == NULL)
     return NULL;
-  g_variant_get (reply, "(&s)", &text);
   root = json_from_string (text, NULL);
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     return NULL;

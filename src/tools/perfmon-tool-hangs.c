@@ -179,14 +179,10 @@ get_report (GDBusConnection *bus,
             const char      *id,
             GError         **error)
 {
-  g_autoptr(GVariant) reply = NULL;
-  const char *text;
+  g_autofree char *text = perfmon_tool_get_hang (bus, id, error);
 
-  reply = perfmon_tool_call_daemon (bus, "GetHang", g_variant_new ("(s)", id),
-                                    G_VARIANT_TYPE ("(s)"), error);
-  if (reply == NULL)
+  if (text == NULL)
     return NULL;
-  g_variant_get (reply, "(&s)", &text);
   return parse_report (text, id, error);
 }
 
@@ -288,7 +284,7 @@ list_hangs (GDBusConnection *bus,
   double duration;
   guint n = 0;
 
-  reply = perfmon_tool_call_daemon (bus, "ListHangs", NULL, G_VARIANT_TYPE ("(a(susds))"), &error);
+  reply = perfmon_tool_list_hangs (bus, &error);
   if (reply == NULL)
     {
       perfmon_tool_error ("%s", error->message);
@@ -302,7 +298,7 @@ list_hangs (GDBusConnection *bus,
       g_autofree char *text = NULL;
 
       json_builder_begin_array (builder);
-      g_variant_get (reply, "(a(susds))", &iter);
+      g_variant_get (reply, "a(susds)", &iter);
       while (g_variant_iter_next (iter, "(&su&sd&s)", &id, &pid, &name, &duration, &runnable))
         {
           json_builder_begin_object (builder);
@@ -325,7 +321,7 @@ list_hangs (GDBusConnection *bus,
       return PERFMON_TOOL_EXIT_OK;
     }
 
-  g_variant_get (reply, "(a(susds))", &iter);
+  g_variant_get (reply, "a(susds)", &iter);
   while (g_variant_iter_next (iter, "(&su&sd&s)", &id, &pid, &name, &duration, &runnable))
     {
       if (n++ == 0)
@@ -443,13 +439,13 @@ show_hang (GDBusConnection *bus,
 
   /* The tree merges every hang of the same process in the same runnable:
    * ListHangs tells which those are. */
-  list = perfmon_tool_call_daemon (bus, "ListHangs", NULL, G_VARIANT_TYPE ("(a(susds))"), &error);
+  list = perfmon_tool_list_hangs (bus, &error);
   if (list == NULL)
     {
       perfmon_tool_error ("%s", error->message);
       return PERFMON_TOOL_EXIT_FAILED;
     }
-  g_variant_get (list, "(a(susds))", &iter);
+  g_variant_get (list, "a(susds)", &iter);
   while (g_variant_iter_next (iter, "(&su&sd&s)", &other_id, &pid, &name, &duration, &runnable))
     if (g_str_equal (other_id, id))
       {
@@ -466,7 +462,7 @@ show_hang (GDBusConnection *bus,
 
   root = node_new ("");
   g_clear_pointer (&iter, g_variant_iter_free);
-  g_variant_get (list, "(a(susds))", &iter);
+  g_variant_get (list, "a(susds)", &iter);
   while (merged < MAX_MERGED_REPORTS &&
          g_variant_iter_next (iter, "(&su&sd&s)", &other_id, &pid, &name, &duration, &runnable))
     {

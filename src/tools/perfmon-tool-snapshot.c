@@ -14,9 +14,10 @@ fetch_from_process (GDBusConnection *bus,
                     GError         **error)
 {
   g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) boxed = NULL;
   g_autoptr(GError) local_error = NULL;
 
-  reply = g_dbus_connection_call_sync (bus, bus_name, PERFMON_TOOL_MONITOR_PATH, PERFMON_TOOL_MONITOR_INTERFACE,
+  reply = g_dbus_connection_call_sync (bus, bus_name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
                                        "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, PERFMON_TOOL_CALL_TIMEOUT_MS,
                                        NULL, &local_error);
@@ -28,7 +29,8 @@ fetch_from_process (GDBusConnection *bus,
       return NULL;
     }
 
-  return perfmon_tool_snapshot_from_reply (reply, bus_name, error);
+  boxed = g_variant_get_child_value (reply, 0);
+  return perfmon_tool_snapshot_from_variant (boxed, bus_name, error);
 }
 
 int

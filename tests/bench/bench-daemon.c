@@ -60,7 +60,7 @@ name_owned (GDBusConnection *connection)
 {
   g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus",
                                                            "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                                           "NameHasOwner", g_variant_new ("(s)", "org.perfmon.Daemon1"),
+                                                           "NameHasOwner", g_variant_new ("(s)", PERFMON_DAEMON_BUS_NAME),
                                                            G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE,
                                                            -1, NULL, NULL);
   gboolean owned = FALSE;
@@ -73,8 +73,8 @@ name_owned (GDBusConnection *connection)
 static guint
 count_registered (GDBusConnection *connection)
 {
-  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.perfmon.Daemon1",
-                                                           "/org/perfmon/Daemon1", "org.perfmon.Daemon1",
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, PERFMON_DAEMON_BUS_NAME,
+                                                           PERFMON_DAEMON_OBJECT_PATH, PERFMON_DAEMON_INTERFACE,
                                                            "ListProcesses", NULL, G_VARIANT_TYPE ("(a(usssx))"),
                                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, 10000, NULL, NULL);
   g_autoptr(GVariant) processes = NULL;
@@ -90,8 +90,8 @@ count_history (GDBusConnection *connection,
                guint            pid,
                guint           *n_groups)
 {
-  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, "org.perfmon.Daemon1",
-                                                           "/org/perfmon/Daemon1", "org.perfmon.Daemon1",
+  g_autoptr(GVariant) reply = g_dbus_connection_call_sync (connection, PERFMON_DAEMON_BUS_NAME,
+                                                           PERFMON_DAEMON_OBJECT_PATH, PERFMON_DAEMON_INTERFACE,
                                                            "GetHistory", g_variant_new ("(ux)", pid, (gint64) 0),
                                                            G_VARIANT_TYPE ("(av)"),
                                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, 10000, NULL, NULL);
@@ -390,8 +390,9 @@ run_flood (Flood flood)
           if (flood == FLOOD_AGGREGATE)
             {
               GVariant *reply =
-                g_dbus_connection_call_sync (bench.connection, "org.perfmon.Daemon1", "/org/perfmon/Daemon1",
-                                             "org.perfmon.Daemon1", "GetAggregate", NULL, NULL,
+                g_dbus_connection_call_sync (bench.connection, PERFMON_DAEMON_BUS_NAME,
+                                             PERFMON_DAEMON_OBJECT_PATH, PERFMON_DAEMON_INTERFACE,
+                                             "GetAggregate", NULL, NULL,
                                              G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, NULL);
 
               g_clear_pointer (&reply, g_variant_unref);
@@ -407,8 +408,9 @@ run_flood (Flood flood)
         for (guint i = 0; i < 10; i++)
           {
             GVariant *reply =
-              g_dbus_connection_call_sync (bench.connection, "org.perfmon.Daemon1", "/org/perfmon/Daemon1",
-                                           "org.perfmon.Daemon1", "GetHang", g_variant_new ("(s)", id), NULL,
+              g_dbus_connection_call_sync (bench.connection, PERFMON_DAEMON_BUS_NAME,
+                                           PERFMON_DAEMON_OBJECT_PATH, PERFMON_DAEMON_INTERFACE,
+                                           "GetHang", g_variant_new ("(s)", id), NULL,
                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, NULL);
 
             g_clear_pointer (&reply, g_variant_unref);

@@ -230,13 +230,20 @@ class DaemonCliTest(BusTestCase):
         result = self.perfmon('snapshot', '--pid', '999999999')
         self.assertExit(result, 1)
         self.assertTrue(result.stderr.startswith('perfmon: '), result.stderr)
+        # perfmond's message, without the D-Bus error name programs use.
+        self.assertIn('999999999', result.stderr)
+        self.assertNotIn('GDBus.Error', result.stderr)
 
     def test_no_daemon(self):
-        for args in (['snapshot'], ['top', '--once'], ['hangs']):
+        # Every call the tool makes of perfmond says the same when there is
+        # none to call and none to start.
+        for args in (['snapshot'], ['snapshot', '--pid', '1'], ['top', '--once'], ['hangs'],
+                     ['hangs', 'show', '1-1']):
             with self.subTest(args=args):
                 result = self.perfmon(*args)
                 self.assertExit(result, 1)
-                self.assertIn('perfmond', result.stderr)
+                self.assertIn('the perfmond daemon (org.perfmon.Daemon1) is not running '
+                              'on the session bus, and cannot be activated', result.stderr)
 
     def test_no_bus(self):
         env = dict(self.env)

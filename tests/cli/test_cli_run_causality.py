@@ -67,12 +67,20 @@ class BlockedTimeTest(BusTestCase):
         blocked = self.run_blocked(DBUS_CALL, 'connection', NAME, PATH, INTERFACE, 'Slow')
         self.assertGreaterEqual(blocked, DELAY_MS * 1000)
 
+    def test_connection_call_with_unix_fd_list_sync(self):
+        blocked = self.run_blocked(DBUS_CALL, 'connection-fds', NAME, PATH, INTERFACE, 'Slow')
+        self.assertGreaterEqual(blocked, DELAY_MS * 1000)
+
     def test_send_message_with_reply_sync(self):
         blocked = self.run_blocked(DBUS_CALL, 'message', NAME, PATH, INTERFACE, 'Slow')
         self.assertGreaterEqual(blocked, DELAY_MS * 1000)
 
     def test_proxy_call_sync(self):
         blocked = self.run_blocked(DBUS_CALL, 'proxy', NAME, PATH, INTERFACE, 'Slow')
+        self.assertGreaterEqual(blocked, DELAY_MS * 1000)
+
+    def test_proxy_call_with_unix_fd_list_sync(self):
+        blocked = self.run_blocked(DBUS_CALL, 'proxy-fds', NAME, PATH, INTERFACE, 'Slow')
         self.assertGreaterEqual(blocked, DELAY_MS * 1000)
 
     @unittest.skipUnless(shutil.which('gdbus'), 'gdbus missing')
