@@ -6,6 +6,8 @@
 
 #include <json-glib/json-glib.h>
 
+#include "perfmon-hang-report.h"
+
 G_BEGIN_DECLS
 
 /* Layout of a pings directory:
@@ -49,17 +51,8 @@ const char       *_perfmon_ping_store_get_dir         (PerfmonPingStore *store);
 /* This store's pending/<instance>/ directory. */
 const char       *_perfmon_ping_store_get_pending_dir (PerfmonPingStore *store);
 
-/* Checks that @hang is a hang record: "duration" (number >= 0), "thread",
- * "runnableName", "process" (strings), "remoteType" (string or null),
- * "annotations" (array of [string, string]); and, if present, "pseudoStack"
- * (array of strings), "modules" (array of [debug name, breakpad id]) and
- * "stack" (array of label strings and native frames [module index,
- * "hex offset"], the index -1 or into "modules"). Other members are
- * allowed. The PERFMON_ERROR_INVALID_DATA message names the field. */
-gboolean          _perfmon_ping_store_check_hang (JsonObject  *hang,
-                                                  GError     **error);
-
-/* Persists @hang (checked as above) atomically and durably, and returns its
+/* Persists @report atomically and durably, as the record that
+ * perfmon_hang_report_new_from_json() reads back, and returns its
  * id, which the caller keeps to replace it. With @id non-NULL the record of
  * that id is replaced (a permahang that ended: its provisional record with
  * Unrecovered=true is rewritten with the final duration); if a ping has
@@ -67,9 +60,10 @@ gboolean          _perfmon_ping_store_check_hang (JsonObject  *hang,
  * record is sent too. Thread-safe. */
 char             *_perfmon_ping_store_save_hang      (PerfmonPingStore  *store,
                                                       const char        *id,
-                                                      JsonObject        *hang,
+                                                      PerfmonHangReport *report,
                                                       GError           **error);
-/* The same, with the record as JSON text. */
+/* The same, with the record as JSON text, read with
+ * perfmon_hang_report_new_from_json(). */
 char             *_perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
                                                       const char        *id,
                                                       const char        *json,

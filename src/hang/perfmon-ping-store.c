@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 
 #include "perfmon-error.h"
+#include "perfmon-hang-report-private.h"
 #include "perfmon-log-dir-private.h"
 #include "perfmon-ping-store-private.h"
 
@@ -45,8 +46,6 @@
  * one sending its pings fills neither the disk nor the directory. */
 #define PENDING_MAX_BYTES ((guint64) 4 * 1024 * 1024)
 #define PINGS_MAX_BYTES   ((guint64) 16 * 1024 * 1024)
-/* A hang record is a few kB; anything much larger is not one of ours. */
-#define MAX_RECORD_BYTES  (1024 * 1024)
 
 struct _PerfmonPingStore
 {
@@ -507,225 +506,6 @@ _perfmon_ping_store_get_pending_dir (PerfmonPingStore *store)
   return store->pending_dir;
 }
 
-/* Checking hang records. */
-
-static gboolean
-invalid (GError     **error,
-         const char  *format,
-         ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError     **error,
-         const char  *format,
-         ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-  g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA, "hang record: %s", message);
-  return FALSE;
-}
-
-static gboolean
-node_is_string (JsonNode *node)
-{
-  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING;
-}
-
-static gboolean
-node_is_int (JsonNode *node)
-{
-  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64;
-}
-
-static gboolean
-check_string (JsonObject  *hang,
-              const char  *field,
-              gboolean     nullable,
-              GError     **error)
-{
-  JsonNode *node = json_object_get_member (hang, field);
-
-  if (node == NULL)
-    return invalid (error, "“%s” is missing", field);
-  if (node_is_string (node) || (nullable && JSON_NODE_HOLDS_NULL (node)))
-    return TRUE;
-  return invalid (error, "“%s” must be a string%s", field, nullable ? " or null" : "");
-}
-
-/* An array of [string, string]; its length into @n_out (may be NULL). */
-static gboolean
-check_pairs (JsonObject  *hang,
-             const char  *field,
-             gboolean     required,
-             guint       *n_out,
-             GError     **error)
-{
-  JsonNode *node = json_object_get_member (hang, field);
-  JsonArray *array;
-
-  if (n_out != NULL)
-    *n_out = 0;
-  if (node == NULL)
-    return required ? invalid (error, "“%s” is missing", field) : TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY (node))
-    return invalid (error, "“%s” must be an array of [string, string]", field);
-
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    {
-      JsonNode *element = json_array_get_element (array, i);
-      JsonArray *pair;
-
-      if (!JSON_NODE_HOLDS_ARRAY (element) ||
-          json_array_get_length (pair = json_node_get_array (element)) != 2 ||
-          !node_is_string (json_array_get_element (pair, 0)) ||
-          !node_is_string (json_array_get_element (pair, 1)))
-        return invalid (error, "“%s”[%u] must be [string, string]", field, i);
-    }
-  if (n_out != NULL)
-    *n_out = json_array_get_length (array);
-  return TRUE;
-}
-
-/* Whether every string in @node (member names too) is valid UTF-8, at most
- * @depth levels down. json-glib's scanner takes C escapes such as "\\345"
- * inside strings, so a record parsed from a file can hold bytes that no
- * JSON reader of the ping would accept. */
-static gboolean
-node_text_is_utf8 (JsonNode *node,
-                   guint     depth)
-{
-  if (depth == 0)
-    return FALSE;
-  if (JSON_NODE_HOLDS_VALUE (node))
-    return json_node_get_value_type (node) != G_TYPE_STRING ||
-           g_utf8_validate (json_node_get_string (node), -1, NULL);
-  if (JSON_NODE_HOLDS_ARRAY (node))
-    {
-      JsonArray *array = json_node_get_array (node);
-
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        if (!node_text_is_utf8 (json_array_get_element (array, i), depth - 1))
-          return FALSE;
-    }
-  else if (JSON_NODE_HOLDS_OBJECT (node))
-    {
-      JsonObjectIter iter;
-      const char *name;
-      JsonNode *member;
-
-      json_object_iter_init (&iter, json_node_get_object (node));
-      while (json_object_iter_next (&iter, &name, &member))
-        if (!g_utf8_validate (name, -1, NULL) || !node_text_is_utf8 (member, depth - 1))
-          return FALSE;
-    }
-  return TRUE;
-}
-
-static gboolean
-is_hex (const char *text)
-{
-  if (*text == '\0')
-    return FALSE;
-  for (; *text != '\0'; text++)
-    if (!g_ascii_isxdigit (*text))
-      return FALSE;
-  return TRUE;
-}
-
-gboolean
-_perfmon_ping_store_check_hang (JsonObject  *hang,
-                                GError     **error)
-{
-  JsonNode *node;
-  guint n_modules;
-
-  g_return_val_if_fail (hang != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  {
-    g_autoptr(JsonNode) whole = json_node_init_object (json_node_alloc (), hang);
-
-    if (!node_text_is_utf8 (whole, 32))
-      return invalid (error, "a string or member name is not valid UTF-8, or the record nests "
-                      "more than 32 levels");
-  }
-
-  node = json_object_get_member (hang, "duration");
-  if (node == NULL)
-    return invalid (error, "“duration” is missing");
-  if (!JSON_NODE_HOLDS_VALUE (node) ||
-      (json_node_get_value_type (node) != G_TYPE_DOUBLE &&
-       json_node_get_value_type (node) != G_TYPE_INT64))
-    return invalid (error, "“duration” must be a number");
-  {
-    double duration = json_node_get_double (node);
-
-    /* NaN fails both tests; JSON has no infinity either. */
-    if (!(duration >= 0) || isinf (duration))
-      return invalid (error, "“duration” must be a finite number >= 0, got %g", duration);
-  }
-
-  if (!check_string (hang, "thread", FALSE, error) ||
-      !check_string (hang, "runnableName", FALSE, error) ||
-      !check_string (hang, "process", FALSE, error) ||
-      !check_string (hang, "remoteType", TRUE, error) ||
-      !check_pairs (hang, "annotations", TRUE, NULL, error) ||
-      !check_pairs (hang, "modules", FALSE, &n_modules, error))
-    return FALSE;
-
-  node = json_object_get_member (hang, "pseudoStack");
-  if (node != NULL)
-    {
-      JsonArray *array;
-
-      if (!JSON_NODE_HOLDS_ARRAY (node))
-        return invalid (error, "“pseudoStack” must be an array of strings");
-      array = json_node_get_array (node);
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        if (!node_is_string (json_array_get_element (array, i)))
-          return invalid (error, "“pseudoStack”[%u] must be a string", i);
-    }
-
-  node = json_object_get_member (hang, "stack");
-  if (node != NULL)
-    {
-      JsonArray *array;
-
-      if (!JSON_NODE_HOLDS_ARRAY (node))
-        return invalid (error, "“stack” must be an array");
-      array = json_node_get_array (node);
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        {
-          JsonNode *frame = json_array_get_element (array, i);
-          JsonArray *native;
-          gint64 index;
-
-          if (node_is_string (frame))
-            continue;
-          if (!JSON_NODE_HOLDS_ARRAY (frame) ||
-              json_array_get_length (native = json_node_get_array (frame)) != 2 ||
-              !node_is_int (json_array_get_element (native, 0)) ||
-              !node_is_string (json_array_get_element (native, 1)) ||
-              !is_hex (json_array_get_string_element (native, 1)))
-            return invalid (error, "“stack”[%u] must be a label string or "
-                            "[module index, \"hex offset\"]", i);
-
-          index = json_array_get_int_element (native, 0);
-          if (index < -1 || index >= (gint64) n_modules)
-            return invalid (error, "“stack”[%u]: module index %" G_GINT64_FORMAT
-                            " is not -1 nor an index into “modules” (%u entries)",
-                            i, index, n_modules);
-        }
-    }
-
-  return TRUE;
-}
-
 /* Saving. */
 
 static char *
@@ -779,19 +559,20 @@ _perfmon_ping_store_set_limits (PerfmonPingStore *store,
 }
 
 char *
-_perfmon_ping_store_save_hang (PerfmonPingStore  *store,
-                               const char        *id,
-                               JsonObject        *hang,
-                               GError           **error)
+_perfmon_ping_store_save_hang (PerfmonPingStore   *store,
+                               const char         *id,
+                               PerfmonHangReport  *report,
+                               GError            **error)
 {
   g_autofree char *new_id = NULL;
   g_autofree char *name = NULL;
   g_autofree char *json = NULL;
+  g_autoptr(JsonObject) hang = NULL;
   gsize length;
   gboolean ok;
 
   g_return_val_if_fail (store != NULL, NULL);
-  g_return_val_if_fail (hang != NULL, NULL);
+  g_return_val_if_fail (report != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   if (id != NULL && !is_valid_id (id))
@@ -800,10 +581,17 @@ _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
                    "id: “%s” is not a hang record id", id);
       return NULL;
     }
-  if (!_perfmon_ping_store_check_hang (hang, error))
-    return NULL;
 
+  hang = _perfmon_hang_report_to_json_object (report);
   json = object_to_json (hang, &length);
+  /* The one thing of a report that its builder does not bound. */
+  if (length > PERFMON_HANG_REPORT_MAX_JSON_BYTES)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "(root): the record takes %" G_GSIZE_FORMAT " bytes, more than the %d "
+                   "a hang record may take", length, PERFMON_HANG_REPORT_MAX_JSON_BYTES);
+      return NULL;
+    }
 
   g_mutex_lock (&store->mutex);
   if (id == NULL)
@@ -830,23 +618,16 @@ _perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
                                     const char        *json,
                                     GError           **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonNode *root;
+  g_autoptr(PerfmonHangReport) report = NULL;
 
   g_return_val_if_fail (store != NULL, NULL);
   g_return_val_if_fail (json != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!json_parser_load_from_data (parser, json, -1, error))
+  report = perfmon_hang_report_new_from_json (json, -1, error);
+  if (report == NULL)
     return NULL;
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "hang record: must be a JSON object");
-      return NULL;
-    }
-  return _perfmon_ping_store_save_hang (store, id, json_node_get_object (root), error);
+  return _perfmon_ping_store_save_hang (store, id, report, error);
 }
 
 guint
@@ -1018,8 +799,7 @@ build_application (const PerfmonPingInfo  *info,
 typedef struct
 {
   char       *name;     /* file name in the pending directory */
-  JsonParser *parser;   /* owns the record */
-  JsonObject *hang;
+  JsonObject *hang;     /* the record, as the reader read it */
 } Pending;
 
 static void
@@ -1028,7 +808,7 @@ pending_clear (gpointer data)
   Pending *pending = data;
 
   g_free (pending->name);
-  g_clear_object (&pending->parser);
+  g_clear_pointer (&pending->hang, json_object_unref);
 }
 
 static int
@@ -1040,7 +820,7 @@ compare_names (gconstpointer a,
 
 /* Reads the hang record at @path, never through a symbolic link (a file
  * planted in a pending directory must not make us send what it points to)
- * and never more than MAX_RECORD_BYTES. PERFMON_ERROR_INVALID_DATA: not a
+ * and never more than a record may take. PERFMON_ERROR_INVALID_DATA: not a
  * regular file, or too large. */
 static gboolean
 read_record (const char  *path,
@@ -1064,10 +844,10 @@ read_record (const char  *path,
         }
       return set_errno_error (error, errno, "Could not open", path);
     }
-  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > MAX_RECORD_BYTES)
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > PERFMON_HANG_REPORT_MAX_JSON_BYTES)
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "not a regular file of at most %d bytes", MAX_RECORD_BYTES);
+                   "not a regular file of at most %d bytes", PERFMON_HANG_REPORT_MAX_JSON_BYTES);
       close (fd);
       return FALSE;
     }
@@ -1115,9 +895,8 @@ load_pending (PerfmonPingStore  *store,
       const char *name = g_ptr_array_index (names, i);
       g_autofree char *path = g_build_filename (store->pending_dir, name, NULL);
       g_autofree char *contents = NULL;
-      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(PerfmonHangReport) report = NULL;
       g_autoptr(GError) local_error = NULL;
-      JsonNode *root;
       gsize length;
       Pending pending;
 
@@ -1132,26 +911,15 @@ load_pending (PerfmonPingStore  *store,
           continue;
         }
 
-      if (!json_parser_load_from_data (parser, contents, (gssize) length, &local_error))
-        {
-          move_to_corrupt (store, store->pending_dir, name, local_error->message);
-          continue;
-        }
-      root = json_parser_get_root (parser);
-      if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-        {
-          move_to_corrupt (store, store->pending_dir, name, "not a JSON object");
-          continue;
-        }
-      if (!_perfmon_ping_store_check_hang (json_node_get_object (root), &local_error))
+      report = perfmon_hang_report_new_from_json (contents, (gssize) length, &local_error);
+      if (report == NULL)
         {
           move_to_corrupt (store, store->pending_dir, name, local_error->message);
           continue;
         }
 
       pending.name = g_strdup (name);
-      pending.hang = json_node_get_object (root);
-      pending.parser = g_steal_pointer (&parser);
+      pending.hang = _perfmon_hang_report_to_json_object (report);
       g_array_append_val (pendings, pending);
     }
 
