@@ -121,36 +121,28 @@ read_duration (JsonNode    *node,
   return TRUE;
 }
 
-/* The array @field of @object (NULL and no error if it is absent and not
- * @required), of at most @max elements. */
-static JsonArray *
+/* The array @field of @object, of at most @max elements, into @array
+ * (NULL if it is absent and not @required). */
+static gboolean
 read_array_member (JsonObject  *object,
                    const char  *field,
                    gboolean     required,
                    guint        max,
+                   JsonArray  **array,
                    GError     **error)
 {
   JsonNode *node = json_object_get_member (object, field);
-  JsonArray *array;
 
+  *array = NULL;
   if (node == NULL)
-    {
-      if (required)
-        invalid (error, "%s: missing required member", field);
-      return NULL;
-    }
+    return required ? invalid (error, "%s: missing required member", field) : TRUE;
   if (!JSON_NODE_HOLDS_ARRAY (node))
-    {
-      invalid (error, "%s: expected an array, got %s", field, _perfmon_json_describe_node (node));
-      return NULL;
-    }
-  array = json_node_get_array (node);
-  if (json_array_get_length (array) > max)
-    {
-      invalid (error, "%s: expected at most %u elements, got %u", field, max, json_array_get_length (array));
-      return NULL;
-    }
-  return array;
+    return invalid (error, "%s: expected an array, got %s", field, _perfmon_json_describe_node (node));
+  if (json_array_get_length (json_node_get_array (node)) > max)
+    return invalid (error, "%s: expected at most %u elements, got %u", field, max,
+                    json_array_get_length (json_node_get_array (node)));
+  *array = json_node_get_array (node);
+  return TRUE;
 }
 
 /* Element @index of @array as [string, string]. */
@@ -206,10 +198,10 @@ read_annotations (JsonObject         *object,
                   PerfmonHangReport  *report,
                   GError            **error)
 {
-  JsonArray *annotations = read_array_member (object, "annotations", TRUE,
-                                              PERFMON_HANG_REPORT_MAX_ANNOTATIONS, error);
+  JsonArray *annotations;
 
-  if (annotations == NULL)
+  if (!read_array_member (object, "annotations", TRUE, PERFMON_HANG_REPORT_MAX_ANNOTATIONS,
+                          &annotations, error))
     return FALSE;
   for (guint i = 0; i < json_array_get_length (annotations); i++)
     {
@@ -230,15 +222,10 @@ read_pseudo_stack (JsonObject         *object,
                    PerfmonHangReport  *report,
                    GError            **error)
 {
-  g_autoptr(GError) local_error = NULL;
-  JsonArray *labels = read_array_member (object, "pseudoStack", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES,
-                                         &local_error);
+  JsonArray *labels;
 
-  if (local_error != NULL)
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return FALSE;
-    }
+  if (!read_array_member (object, "pseudoStack", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &labels, error))
+    return FALSE;
   for (guint i = 0; labels != NULL && i < json_array_get_length (labels); i++)
     {
       const char *label = read_string (json_array_get_element (labels, i), "pseudoStack", (gint) i, error);
@@ -257,20 +244,15 @@ read_stack (JsonObject         *object,
             PerfmonHangReport  *report,
             GError            **error)
 {
-  g_autoptr(GError) local_error = NULL;
-  JsonArray *stack = read_array_member (object, "stack", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &local_error);
-  JsonArray *symbols = local_error != NULL ? NULL
-    : read_array_member (object, "symbols", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &local_error);
-  JsonArray *modules = local_error != NULL ? NULL
-    : read_array_member (object, "modules", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &local_error);
-  guint n_frames = stack != NULL ? json_array_get_length (stack) : 0;
-  guint n_modules = modules != NULL ? json_array_get_length (modules) : 0;
+  JsonArray *stack, *symbols, *modules;
+  guint n_frames, n_modules;
 
-  if (local_error != NULL)
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return FALSE;
-    }
+  if (!read_array_member (object, "stack", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &stack, error) ||
+      !read_array_member (object, "symbols", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &symbols, error) ||
+      !read_array_member (object, "modules", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &modules, error))
+    return FALSE;
+  n_frames = stack != NULL ? json_array_get_length (stack) : 0;
+  n_modules = modules != NULL ? json_array_get_length (modules) : 0;
   if (symbols != NULL && json_array_get_length (symbols) != n_frames)
     return invalid (error, "symbols: expected one entry per frame of stack (%u), got %u",
                     n_frames, json_array_get_length (symbols));
@@ -351,15 +333,10 @@ read_dispatches (JsonObject         *object,
                  const char         *runnable_name,
                  GError            **error)
 {
-  g_autoptr(GError) local_error = NULL;
-  JsonArray *dispatches = read_array_member (object, "dispatches", FALSE, PERFMON_HANG_REPORT_MAX_DISPATCHES,
-                                             &local_error);
+  JsonArray *dispatches;
 
-  if (local_error != NULL)
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return FALSE;
-    }
+  if (!read_array_member (object, "dispatches", FALSE, PERFMON_HANG_REPORT_MAX_DISPATCHES, &dispatches, error))
+    return FALSE;
   for (guint i = 0; dispatches != NULL && i < json_array_get_length (dispatches); i++)
     {
       JsonNode *node = json_array_get_element (dispatches, i);
