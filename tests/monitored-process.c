@@ -19,12 +19,16 @@
  *   hang-flood answers GetSnapshot with its real snapshot and sends
  *              --flood-count Hang signals of --hang-bytes each, as fast as
  *              the bus takes them
+ *   hang-reports answers GetSnapshot with its real snapshot and
+ *              GetHangReports with the "report" of each case of --reports
+ *              (tests/hang-reports/cases.json), valid or not
  *
  * It prints "READY <pid>" on stdout once its monitor is on the bus (in
  * normal mode, registration may still be on its way), and runs until
  * killed or for --seconds.
  */
 #include <gio/gio.h>
+#include <json-glib/json-glib.h>
 #include <perfmon.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -71,6 +75,7 @@ static int big_groups = 9999;
 static int name_bytes = 1024;
 static int hang_bytes = 250 * 1024;
 static int flood_count = 2000;
+static char *reports_path;
 static GVariant *big_variant;      /* the big mode's snapshot, built once */
 
 static GDBusConnection *connection;
@@ -187,10 +192,13 @@ flood_hangs (gpointer data)
 
   /* Each one different (at its end), as distinct hangs would be. */
   if (pad == NULL)
-    pad = g_strnfill ((gsize) MAX (hang_bytes - 80, 1), 'x');
+    pad = g_strnfill ((gsize) MAX (hang_bytes - 160, 1), 'x');
   for (int i = 0; i < 10 && sent < flood_count; i++, sent++)
     {
-      g_autofree char *json = g_strdup_printf ("{\"duration\":200,\"runnableName\":\"flood\","
+      /* Valid reports (perfmond keeps them), padded in a member readers
+       * ignore. */
+      g_autofree char *json = g_strdup_printf ("{\"duration\":200,\"thread\":\"main\",\"runnableName\":\"flood\","
+                                               "\"process\":\"default\",\"remoteType\":null,\"annotations\":[],"
                                                "\"pad\":\"%s\",\"n\":%d}", pad, sent);
 
       g_dbus_connection_emit_signal (connection, NULL, PERFMON_MONITOR_OBJECT_PATH,
@@ -233,7 +241,7 @@ on_method_call (GDBusConnection       *conn,
             big_variant = g_variant_ref_sink (make_big_snapshot ());
           snapshot = big_variant;
         }
-      else if (g_str_equal (mode, "hang-flood"))
+      else if (g_str_equal (mode, "hang-flood") || g_str_equal (mode, "hang-reports"))
         {
           g_autoptr(PerfmonSnapshot) own = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
 
@@ -349,6 +357,7 @@ main (int    argc,
     { "name-bytes", 0, 0, G_OPTION_ARG_INT, &name_bytes, "Name length of the big mode (1024)", "N" },
     { "hang-bytes", 0, 0, G_OPTION_ARG_INT, &hang_bytes, "Size of a flood Hang signal (250 KiB)", "N" },
     { "flood-count", 0, 0, G_OPTION_ARG_INT, &flood_count, "Hang signals of the flood (2000)", "N" },
+    { "reports", 0, 0, G_OPTION_ARG_FILENAME, &reports_path, "The cases of the hang-reports mode", "FILE" },
     { NULL }
   };
 
@@ -404,6 +413,22 @@ main (int    argc,
           g_printerr ("monitored-process: %s\n", error->message);
           return 1;
         }
+    }
+
+  if (g_str_equal (mode, "hang-reports"))
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      JsonArray *cases;
+
+      if (reports_path == NULL || !json_parser_load_from_file (parser, reports_path, &error))
+        {
+          g_printerr ("monitored-process: --reports: %s\n", error != NULL ? error->message : "missing");
+          return 2;
+        }
+      cases = json_node_get_array (json_parser_get_root (parser));
+      for (guint i = 0; i < json_array_get_length (cases); i++)
+        g_ptr_array_add (hang_reports, g_strdup (json_object_get_string_member (
+                                         json_array_get_object_element (cases, i), "report")));
     }
 
   connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);

@@ -16,6 +16,7 @@
 #include "perfmon.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-ping-store-private.h"
+#include "perfmon-hang-report-cases.h"
 
 #define DIR_ENV "PERFMON_TEST_PINGS_DIR"
 
@@ -73,6 +74,19 @@ parse_object (const char *json)
   g_assert_no_error (error);
   g_assert_true (JSON_NODE_HOLDS_OBJECT (node));
   return json_object_ref (json_node_get_object (node));
+}
+
+/* @hang as the store takes it. */
+static PerfmonHangReport *
+report_from_object (JsonObject *hang)
+{
+  g_autoptr(JsonNode) node = json_node_init_object (json_node_alloc (), hang);
+  g_autofree char *json = json_to_string (node, FALSE);
+  g_autoptr(GError) error = NULL;
+  PerfmonHangReport *report = perfmon_hang_report_new_from_json (json, -1, &error);
+
+  g_assert_no_error (error);
+  return report;
 }
 
 static JsonObject *
@@ -171,11 +185,14 @@ test_save_count (Fixture       *fixture,
   g_autofree char *file = NULL;
   g_autoptr(JsonObject) saved = NULL;
   g_autoptr(JsonObject) hang = parse_object (hang_a);
+  g_autoptr(PerfmonHangReport) report = report_from_object (hang);
+  g_autofree char *written = perfmon_hang_report_to_json (report);
+  g_autoptr(JsonObject) expected = parse_object (written);
 
   g_assert_no_error (error);
   g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 0);
 
-  id1 = _perfmon_ping_store_save_hang (store, NULL, hang, &error);
+  id1 = _perfmon_ping_store_save_hang (store, NULL, report, &error);
   g_assert_no_error (error);
   id2 = save (store, NULL, hang_b);
   g_assert_cmpstr (id1, !=, id2);
@@ -189,9 +206,9 @@ test_save_count (Fixture       *fixture,
   path = g_build_filename (_perfmon_ping_store_get_pending_dir (store), file, NULL);
   assert_mode (path, 0600);
 
-  /* The record as given, modules and all. */
+  /* The record as the report writes it, modules and all. */
   saved = load_object (path);
-  g_assert_true (json_object_equal (saved, hang));
+  g_assert_true (json_object_equal (saved, expected));
 }
 
 static void
@@ -205,6 +222,7 @@ test_replace (Fixture       *fixture,
   g_autofree char *ping_path = NULL;
   g_autofree char *path = NULL;
   g_autoptr(JsonObject) final = parse_object (hang_a);
+  g_autoptr(PerfmonHangReport) final_report = NULL;
   g_autoptr(JsonObject) saved = NULL;
 
   g_assert_no_error (error);
@@ -213,7 +231,8 @@ test_replace (Fixture       *fixture,
   /* The permahang ended: the provisional record becomes the final one. */
   json_object_set_double_member (final, "duration", 5000.25);
   json_object_set_array_member (final, "annotations", json_array_new ());
-  again = _perfmon_ping_store_save_hang (store, id, final, &error);
+  final_report = report_from_object (final);
+  again = _perfmon_ping_store_save_hang (store, id, final_report, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (again, ==, id);
   g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 1);
@@ -228,7 +247,7 @@ test_replace (Fixture       *fixture,
   g_assert_nonnull (ping_path);
   g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 0);
   g_free (again);
-  again = _perfmon_ping_store_save_hang (store, id, final, &error);
+  again = _perfmon_ping_store_save_hang (store, id, final_report, &error);
   g_assert_no_error (error);
   g_assert_cmpstr (again, ==, id);
   g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 1);
@@ -750,7 +769,7 @@ assert_rejected (PerfmonPingStore *store,
 
   g_assert_null (id);
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
-  if (strstr (error->message, field) == NULL)
+  if (!hang_report_error_names (error->message, field))
     g_error ("“%s” does not name “%s”", error->message, field);
 }
 
@@ -765,46 +784,46 @@ test_invalid_record (Fixture       *fixture,
   g_assert_no_error (error);
 
   assert_rejected (store, "{\"thread\": \"main\", \"runnableName\": \"\", \"process\": \"default\","
-                   " \"remoteType\": null, \"annotations\": []}", "“duration”");
+                   " \"remoteType\": null, \"annotations\": []}", "duration");
   assert_rejected (store, "{\"duration\": 1, \"runnableName\": \"\", \"process\": \"default\","
-                   " \"remoteType\": null, \"annotations\": []}", "“thread”");
+                   " \"remoteType\": null, \"annotations\": []}", "thread");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"process\": \"default\","
-                   " \"remoteType\": null, \"annotations\": []}", "“runnableName”");
+                   " \"remoteType\": null, \"annotations\": []}", "runnableName");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"remoteType\": null, \"annotations\": []}", "“process”");
+                   " \"remoteType\": null, \"annotations\": []}", "process");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"process\": \"default\", \"annotations\": []}", "“remoteType”");
+                   " \"process\": \"default\", \"annotations\": []}", "remoteType");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"process\": \"default\", \"remoteType\": null}", "“annotations”");
+                   " \"process\": \"default\", \"remoteType\": null}", "annotations");
 
   /* Present, but wrong. */
   assert_rejected (store, "{\"duration\": -1, \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "“duration”");
+                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "duration");
   assert_rejected (store, "{\"duration\": \"1\", \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "“duration”");
+                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "duration");
   assert_rejected (store, "{\"duration\": 1, \"thread\": 7, \"runnableName\": \"\","
-                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "“thread”");
+                   " \"process\": \"default\", \"remoteType\": null, \"annotations\": []}", "thread");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
-                   " \"process\": \"default\", \"remoteType\": 3, \"annotations\": []}", "“remoteType”");
+                   " \"process\": \"default\", \"remoteType\": 3, \"annotations\": []}", "remoteType");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [[\"a\"]]}",
-                   "“annotations”[0]");
+                   "annotations[0]");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [],"
-                   " \"pseudoStack\": [1]}", "“pseudoStack”[0]");
+                   " \"pseudoStack\": [1]}", "pseudoStack[0]");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [],"
-                   " \"modules\": [[\"a\", \"b\"]], \"stack\": [\"x\", [1, \"ff\"]]}", "“stack”[1]");
+                   " \"modules\": [[\"a\", \"b\"]], \"stack\": [\"x\", [1, \"ff\"]]}", "stack[1]");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [],"
-                   " \"stack\": [[0, \"ff\"]]}", "“stack”[0]");
+                   " \"stack\": [[0, \"ff\"]]}", "stack[0]");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [],"
-                   " \"stack\": [[-1, \"xyz\"]]}", "“stack”[0]");
+                   " \"stack\": [[-1, \"xyz\"]]}", "stack[0]");
   assert_rejected (store, "{\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"\","
                    " \"process\": \"default\", \"remoteType\": null, \"annotations\": [],"
-                   " \"modules\": [[\"a\", 2]]}", "“modules”[0]");
-  assert_rejected (store, "[1, 2]", "object");
+                   " \"modules\": [[\"a\", 2]]}", "modules[0]");
+  assert_rejected (store, "[1, 2]", "(root)");
 
   /* An id that could name a file elsewhere. */
   id = _perfmon_ping_store_save_hang_json (store, "../escape", hang_a, &error);
@@ -812,6 +831,67 @@ test_invalid_record (Fixture       *fixture,
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
 
   g_assert_cmpuint (_perfmon_ping_store_count_pending (store), ==, 0);
+}
+
+/* The reports every reader judges alike: saved, or read back from a
+ * pending file, as tests/hang-reports/cases.json says. */
+static void
+test_cases (Fixture       *fixture,
+            gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonPingStore) store = _perfmon_ping_store_open (fixture->dir, &error);
+  g_autoptr(JsonArray) cases = hang_report_cases_load ();
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < json_array_get_length (cases); i++)
+    {
+      JsonObject *entry = json_array_get_object_element (cases, i);
+      const char *report = json_object_get_string_member (entry, "report");
+      const char *field = hang_report_case_field (cases, i);
+      g_autofree char *id = NULL;
+      g_autofree char *pending = g_build_filename (_perfmon_ping_store_get_pending_dir (store),
+                                                   "0000000000000001-case.json", NULL);
+      g_autofree char *ping = NULL;
+
+      g_test_message ("case %s", json_object_get_string_member (entry, "name"));
+      id = _perfmon_ping_store_save_hang_json (store, NULL, report, &error);
+      if (field == NULL)
+        {
+          g_assert_no_error (error);
+          g_assert_nonnull (id);
+        }
+      else
+        {
+          g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+          if (!hang_report_error_names (error->message, field))
+            g_error ("“%s” does not name “%s”", error->message, field);
+          g_clear_error (&error);
+        }
+
+      /* The same report found in a pending file: sent, or set aside. */
+      g_file_set_contents (pending, report, -1, &error);
+      g_assert_no_error (error);
+      if (field != NULL)
+        g_test_expect_message ("Perfmon", G_LOG_LEVEL_WARNING, "*0000000000000001-case.json*unusable*");
+      ping = write_ping (store);
+      g_test_assert_expected_messages ();
+      if (field != NULL)
+        {
+          g_assert_null (ping);
+          continue;
+        }
+      g_assert_nonnull (ping);
+      {
+        g_autoptr(JsonObject) sent = load_object (ping);
+        JsonArray *hangs = json_object_get_array_member (json_object_get_object_member (sent, "payload"),
+                                                         "hangs");
+
+        /* The saved one and the pending file. */
+        g_assert_cmpuint (json_array_get_length (hangs), ==, 2);
+      }
+      g_unlink (ping);
+    }
 }
 
 static void
@@ -1198,6 +1278,7 @@ main (int    argc,
   ADD ("open/stale-temporaries", test_stale_temporaries);
   g_test_add_func ("/ping-store/adopt/crash-recovery", test_crash_recovery);
   g_test_add_func ("/ping-store/map-version", test_map_version);
+  ADD ("save/cases", test_cases);
   g_test_add_func ("/ping-store/open-error", test_open_error);
 
   return g_test_run ();

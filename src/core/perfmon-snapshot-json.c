@@ -13,9 +13,10 @@
 #include <json-glib/json-glib.h>
 
 #include "perfmon-error.h"
+#include "perfmon-json-private.h"
 #include "perfmon-snapshot-private.h"
 
-/* A snapshot nests four levels deep; see json_prescan(). */
+/* A snapshot nests four levels deep; see _perfmon_json_prescan(). */
 #define MAX_JSON_DEPTH 128
 
 /* --- Writer -------------------------------------------------------------- */
@@ -268,102 +269,6 @@ perfmon_snapshot_to_json (PerfmonSnapshot *self)
 
 /* --- Reader: untrusted input, checked in full ---------------------------- */
 
-/* json-glib 1.6 parses and frees nested arrays and objects recursively with
- * no limit: a few hundred thousand '[' overflow the stack. It also accepts
- * comments and single-quoted strings, which could hide brackets from a
- * simple count. So, before json-glib sees @json: refuse a '/' or a '\''
- * outside a string (neither is JSON) and count the nesting outside
- * double-quoted strings, whose rules are simple and the same everywhere. */
-static gboolean
-json_prescan (const char  *json,
-              GError     **error)
-{
-  guint depth = 0;
-
-  for (const char *p = json; *p != '\0'; p++)
-    {
-      switch (*p)
-        {
-        case '[':
-        case '{':
-          if (++depth > MAX_JSON_DEPTH)
-            return _perfmon_snapshot_set_field_error (error, NULL, "(root)",
-                                    "arrays and objects nested deeper than %d levels",
-                                    MAX_JSON_DEPTH);
-          break;
-
-        case ']':
-        case '}':
-          if (depth > 0)
-            depth--;
-          break;
-
-        case '"':
-          /* A backslash escapes at least the next byte. An unterminated
-           * string is json-glib's error to report. */
-          for (p++; *p != '"'; p++)
-            {
-              if (*p == '\\')
-                p++;
-              if (*p == '\0')
-                return TRUE;
-            }
-          break;
-
-        case '/':
-        case '\'':
-          return _perfmon_snapshot_set_field_error (error, NULL, "(root)",
-                                  "not valid JSON: comments and single-quoted strings are not allowed");
-
-        default:
-          break;
-        }
-    }
-
-  return TRUE;
-}
-
-static const char *
-describe_node (JsonNode *node)
-{
-  switch (JSON_NODE_TYPE (node))
-    {
-    case JSON_NODE_OBJECT:
-      return "an object";
-
-    case JSON_NODE_ARRAY:
-      return "an array";
-
-    case JSON_NODE_NULL:
-      return "null";
-
-    case JSON_NODE_VALUE:
-      switch (json_node_get_value_type (node))
-        {
-        case G_TYPE_INT64:
-          return "an integer";
-
-        case G_TYPE_DOUBLE:
-          return "a number with a fraction or an exponent";
-
-        case G_TYPE_BOOLEAN:
-          return "a boolean";
-
-        case G_TYPE_STRING:
-          return "a string";
-
-        default:
-          break;
-        }
-      break;
-
-    default:
-      break;
-    }
-
-  return "an unknown value";
-}
-
 static JsonNode *
 get_member (JsonObject  *object,
             const char  *prefix,
@@ -421,7 +326,7 @@ read_u64 (JsonNode    *node,
 
   return _perfmon_snapshot_set_field_error (error, prefix, member,
                           "expected a non-negative integer, got %s",
-                          describe_node (node));
+                          _perfmon_json_describe_node (node));
 }
 
 static gboolean
@@ -450,7 +355,7 @@ read_i64_member (JsonObject  *object,
 
   if (!json_node_holds_type (node, G_TYPE_INT64))
     return _perfmon_snapshot_set_field_error (error, prefix, member, "expected an integer, got %s",
-                            describe_node (node));
+                            _perfmon_json_describe_node (node));
 
   *value = json_node_get_int (node);
 
@@ -478,7 +383,7 @@ read_string_member (JsonObject  *object,
 
   if (!json_node_holds_type (node, G_TYPE_STRING))
     return _perfmon_snapshot_set_field_error (error, prefix, member, "expected a string%s, got %s",
-                            nullable ? " or null" : "", describe_node (node));
+                            nullable ? " or null" : "", _perfmon_json_describe_node (node));
 
   *value = json_node_dup_string (node);
 
@@ -522,7 +427,7 @@ group_from_json (JsonNode  *node,
 
   if (!JSON_NODE_HOLDS_OBJECT (node))
     {
-      _perfmon_snapshot_set_field_error (error, NULL, prefix, "expected an object, got %s", describe_node (node));
+      _perfmon_snapshot_set_field_error (error, NULL, prefix, "expected an object, got %s", _perfmon_json_describe_node (node));
       return NULL;
     }
 
@@ -549,7 +454,7 @@ group_from_json (JsonNode  *node,
     {
       _perfmon_snapshot_set_field_error (error, prefix, "durations",
                        "expected an array of %d non-negative integers, got %s",
-                       PERFMON_N_DURATIONS, describe_node (durations_node));
+                       PERFMON_N_DURATIONS, _perfmon_json_describe_node (durations_node));
       return NULL;
     }
 
@@ -615,7 +520,7 @@ perfmon_snapshot_new_from_json (const char  *json,
   g_return_val_if_fail (json != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!json_prescan (json, error))
+  if (!_perfmon_json_prescan (json, -1, MAX_JSON_DEPTH, error))
     return NULL;
 
   parser = json_parser_new_immutable ();
@@ -629,7 +534,7 @@ perfmon_snapshot_new_from_json (const char  *json,
   if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
     {
       _perfmon_snapshot_set_field_error (error, NULL, "(root)", "expected an object, got %s",
-                       root != NULL ? describe_node (root) : "an empty document");
+                       root != NULL ? _perfmon_json_describe_node (root) : "an empty document");
       return NULL;
     }
 
@@ -656,7 +561,7 @@ perfmon_snapshot_new_from_json (const char  *json,
   if (!JSON_NODE_HOLDS_ARRAY (groups_node))
     {
       _perfmon_snapshot_set_field_error (error, NULL, "groups", "expected an array, got %s",
-                       describe_node (groups_node));
+                       _perfmon_json_describe_node (groups_node));
       return NULL;
     }
 

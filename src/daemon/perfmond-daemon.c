@@ -904,16 +904,15 @@ perfmond_daemon_write_metrics (PerfmondDaemon *self,
 }
 
 /* Takes a hang report (JSON, from a signal or GetHangReports) of @process:
- * checks it, keeps it under a new id and says so with the Hang signal. */
+ * reads it with the library's one reader, keeps it under a new id and says
+ * so with the Hang signal. */
 static void
 add_hang (PerfmondDaemon *self,
           Process        *process,
           const char     *json)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(PerfmonHangReport) report = NULL;
   g_autoptr(GError) error = NULL;
-  JsonObject *object;
-  JsonNode *root, *duration;
   Hang *hang;
   gsize length = strlen (json);
 
@@ -925,26 +924,10 @@ add_hang (PerfmondDaemon *self,
       return;
     }
 
-  if (!json_parser_load_from_data (parser, json, (gssize) length, &error))
+  report = perfmon_hang_report_new_from_json (json, (gssize) length, &error);
+  if (report == NULL)
     {
       process_reject (process, "a hang report", error->message);
-      return;
-    }
-
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-    {
-      process_reject (process, "a hang report", "expected a JSON object");
-      return;
-    }
-  object = json_node_get_object (root);
-  duration = json_object_get_member (object, "duration");
-  if (duration == NULL || !JSON_NODE_HOLDS_VALUE (duration) ||
-      (json_node_get_value_type (duration) != G_TYPE_DOUBLE &&
-       json_node_get_value_type (duration) != G_TYPE_INT64) ||
-      json_node_get_double (duration) < 0)
-    {
-      process_reject (process, "a hang report", "duration: expected a non-negative number of ms");
       return;
     }
 
@@ -971,11 +954,8 @@ add_hang (PerfmondDaemon *self,
   hang->id = g_strdup_printf ("%u-%u", process->pid, ++process->n_hangs);
   hang->pid = process->pid;
   hang->process_name = g_strdup (process->process_name);
-  hang->duration_ms = json_node_get_double (duration);
-  hang->runnable_name = g_strdup (json_object_has_member (object, "runnableName") &&
-                                  JSON_NODE_HOLDS_VALUE (json_object_get_member (object, "runnableName")) &&
-                                  json_node_get_value_type (json_object_get_member (object, "runnableName")) == G_TYPE_STRING
-                                  ? json_object_get_string_member (object, "runnableName") : "");
+  hang->duration_ms = perfmon_hang_report_get_duration (report);
+  hang->runnable_name = g_strdup (perfmon_hang_report_get_runnable_name (report));
   hang->json = g_strdup (json);
 
   count_hang (self, hang->process_name, hang->runnable_name);

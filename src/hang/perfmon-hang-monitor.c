@@ -664,15 +664,13 @@ save_report_locked (PerfmonHangMonitor *self,
                     char              **record_id)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) record = NULL;
   char *id;
 
   if (self->store == NULL)
     return;
 
   _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_NOT_SAVED, NULL);
-  record = _perfmon_hang_report_to_json_object (report);
-  id = _perfmon_ping_store_save_hang (self->store, *record_id, record, &error);
+  id = _perfmon_ping_store_save_hang (self->store, *record_id, report, &error);
   if (id == NULL)
     {
       g_warning ("Could not save a hang report in %s: %s", self->pings_dir, error->message);

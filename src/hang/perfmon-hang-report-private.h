@@ -16,6 +16,18 @@ G_BEGIN_DECLS
  * too many pending hangs): why. It then reaches no ping. */
 #define PERFMON_ANNOTATION_NOT_SAVED "NotSaved"
 
+/* The limits of a report: perfmon_hang_report_new_from_json() refuses
+ * anything larger, and the builder below keeps within them (a longer
+ * string is cut at a UTF-8 character, and made valid UTF-8; frames,
+ * annotations and dispatches past the limit are dropped), so that every
+ * report the watchdog makes reads back. A report is a few KiB. */
+#define PERFMON_HANG_REPORT_MAX_JSON_BYTES   (1024 * 1024)
+#define PERFMON_HANG_REPORT_MAX_STRING_BYTES (16 * 1024)
+/* Of "stack" (and "symbols", "modules") and of "pseudoStack". */
+#define PERFMON_HANG_REPORT_MAX_FRAMES       1024
+#define PERFMON_HANG_REPORT_MAX_ANNOTATIONS  256
+#define PERFMON_HANG_REPORT_MAX_DISPATCHES   64
+
 /* A report is built by one thread (the watchdog), then frozen: once it is
  * handed out (signal, ping) only the getters are called, from any thread. */
 PerfmonHangReport *_perfmon_hang_report_new (const char *thread,

@@ -5,8 +5,11 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "perfmon-hang-report-private.h"
 #include "perfmon-symbolizer.h"
+#include "perfmon-utf8-private.h"
 
 /**
  * PerfmonHangReport:
@@ -54,6 +57,34 @@ struct _PerfmonHangReport
 G_DEFINE_BOXED_TYPE (PerfmonHangReport, perfmon_hang_report,
                      perfmon_hang_report_ref, perfmon_hang_report_unref)
 
+/* The longest symbol: its "symbols" entry, "symbol+0x" and 16 hex digits,
+ * stays within PERFMON_HANG_REPORT_MAX_STRING_BYTES. */
+#define MAX_SYMBOL_BYTES (PERFMON_HANG_REPORT_MAX_STRING_BYTES - 19)
+
+/* @text as the reader takes it: valid UTF-8 of at most @max bytes. */
+static char *
+bounded_dup (const char *text,
+             gsize       max)
+{
+  g_autofree char *valid = NULL;
+  gsize len;
+
+  if (text == NULL)
+    return NULL;
+  len = perfmon_utf8_cut (text, strnlen (text, max + 1), max);
+  if (g_utf8_validate_len (text, len, NULL))
+    return g_strndup (text, len);
+  /* Each bad byte becomes U+FFFD, three bytes: cut again. */
+  valid = g_utf8_make_valid (text, (gssize) len);
+  return g_strndup (valid, perfmon_utf8_cut (valid, strlen (valid), max));
+}
+
+static char *
+string_dup (const char *text)
+{
+  return bounded_dup (text, PERFMON_HANG_REPORT_MAX_STRING_BYTES);
+}
+
 static void
 stack_entry_clear (gpointer data)
 {
@@ -72,10 +103,10 @@ _perfmon_hang_report_new (const char *thread,
   PerfmonHangReport *self = g_new0 (PerfmonHangReport, 1);
 
   g_atomic_ref_count_init (&self->ref_count);
-  self->thread = g_strdup (thread != NULL ? thread : "");
-  self->runnable_name = g_strdup (runnable_name);
-  self->process_type = g_strdup (process_type != NULL ? process_type : "default");
-  self->remote_type = g_strdup (remote_type);
+  self->thread = string_dup (thread != NULL ? thread : "");
+  self->runnable_name = string_dup (runnable_name);
+  self->process_type = string_dup (process_type != NULL ? process_type : "default");
+  self->remote_type = string_dup (remote_type);
   self->annotation_keys = g_ptr_array_new_with_free_func (g_free);
   self->annotations = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   self->pseudo_stack = g_ptr_array_new_with_free_func (g_free);
@@ -153,8 +184,11 @@ _perfmon_hang_report_annotate (PerfmonHangReport *self,
                                const char        *key,
                                const char        *value)
 {
+  g_autofree char *bounded_key = NULL;
+
   g_return_if_fail (key != NULL);
 
+  key = bounded_key = string_dup (key);
   if (value == NULL)
     {
       if (g_hash_table_remove (self->annotations, key))
@@ -168,7 +202,11 @@ _perfmon_hang_report_annotate (PerfmonHangReport *self,
     }
 
   if (!g_hash_table_contains (self->annotations, key))
-    g_ptr_array_add (self->annotation_keys, g_strdup (key));
+    {
+      if (self->annotation_keys->len >= PERFMON_HANG_REPORT_MAX_ANNOTATIONS)
+        return;
+      g_ptr_array_add (self->annotation_keys, g_strdup (key));
+    }
   /* The table's keys are the strings of annotation_keys. */
   for (guint i = 0; i < self->annotation_keys->len; i++)
     {
@@ -176,7 +214,7 @@ _perfmon_hang_report_annotate (PerfmonHangReport *self,
 
       if (g_str_equal (stored, key))
         {
-          g_hash_table_insert (self->annotations, (gpointer) stored, g_strdup (value));
+          g_hash_table_insert (self->annotations, (gpointer) stored, string_dup (value));
           break;
         }
     }
@@ -186,8 +224,10 @@ void
 _perfmon_hang_report_add_pseudo_frame (PerfmonHangReport *self,
                                        const char        *label)
 {
+  if (self->pseudo_stack->len > PERFMON_HANG_REPORT_MAX_FRAMES)
+    return;
   /* Keep the array NULL-terminated for get_pseudo_stack(). */
-  self->pseudo_stack->pdata[self->pseudo_stack->len - 1] = g_strdup (label);
+  self->pseudo_stack->pdata[self->pseudo_stack->len - 1] = string_dup (label);
   g_ptr_array_add (self->pseudo_stack, NULL);
 }
 
@@ -195,8 +235,11 @@ void
 _perfmon_hang_report_add_label_frame (PerfmonHangReport *self,
                                       const char        *label)
 {
-  StackEntry entry = { g_strdup (label), -1, 0, NULL, 0 };
+  StackEntry entry = { NULL, -1, 0, NULL, 0 };
 
+  if (self->stack->len >= PERFMON_HANG_REPORT_MAX_FRAMES)
+    return;
+  entry.label = string_dup (label);
   g_array_append_val (self->stack, entry);
 }
 
@@ -212,8 +255,8 @@ module_index (PerfmonHangReport *self,
         g_str_equal (g_ptr_array_index (self->module_names, 2 * i + 1), breakpad_id))
       return (int) i;
 
-  g_ptr_array_add (self->module_names, g_strdup (debug_name));
-  g_ptr_array_add (self->module_names, g_strdup (breakpad_id));
+  g_ptr_array_add (self->module_names, string_dup (debug_name));
+  g_ptr_array_add (self->module_names, string_dup (breakpad_id));
   return (int) n;
 }
 
@@ -225,8 +268,11 @@ _perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
                                        const char        *symbol,
                                        guint64            symbol_offset)
 {
-  StackEntry entry = { NULL, -1, offset, g_strdup (symbol), symbol_offset };
+  StackEntry entry = { NULL, -1, offset, NULL, symbol_offset };
 
+  if (self->stack->len >= PERFMON_HANG_REPORT_MAX_FRAMES)
+    return;
+  entry.symbol = bounded_dup (symbol, MAX_SYMBOL_BYTES);
   if (debug_name != NULL)
     entry.module = module_index (self, debug_name, breakpad_id != NULL ? breakpad_id : "");
   g_array_append_val (self->stack, entry);
@@ -237,7 +283,7 @@ _perfmon_hang_report_set_stack_unavailable (PerfmonHangReport *self,
                                             const char        *reason)
 {
   g_free (self->stack_unavailable);
-  self->stack_unavailable = g_strdup (reason);
+  self->stack_unavailable = string_dup (reason);
 }
 
 void
@@ -245,7 +291,7 @@ _perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
                                                    const char        *reason)
 {
   g_free (self->script_stack_unavailable);
-  self->script_stack_unavailable = g_strdup (reason);
+  self->script_stack_unavailable = string_dup (reason);
 }
 
 /**
@@ -316,12 +362,14 @@ _perfmon_hang_report_add_dispatch (PerfmonHangReport *self,
                                    const char        *name,
                                    double             duration_ms)
 {
+  if (self->dispatch_durations->len >= PERFMON_HANG_REPORT_MAX_DISPATCHES)
+    return;
   if (self->dispatch_durations->len == 0)
     {
       g_free (self->runnable_name);
-      self->runnable_name = g_strdup (name);
+      self->runnable_name = string_dup (name);
     }
-  g_ptr_array_insert (self->dispatch_names, (gint) self->dispatch_names->len - 1, g_strdup (name));
+  g_ptr_array_insert (self->dispatch_names, (gint) self->dispatch_names->len - 1, string_dup (name));
   g_array_append_val (self->dispatch_durations, duration_ms);
 }
 

@@ -21,6 +21,10 @@ typedef struct _PerfmonHangReport PerfmonHangReport;
 PERFMON_AVAILABLE_IN_ALL
 GType               perfmon_hang_report_get_type         (void) G_GNUC_CONST;
 PERFMON_AVAILABLE_IN_ALL
+PerfmonHangReport  *perfmon_hang_report_new_from_json    (const char        *json,
+                                                          gssize             length,
+                                                          GError           **error);
+PERFMON_AVAILABLE_IN_ALL
 PerfmonHangReport  *perfmon_hang_report_ref              (PerfmonHangReport *self);
 PERFMON_AVAILABLE_IN_ALL
 void                perfmon_hang_report_unref            (PerfmonHangReport *self);

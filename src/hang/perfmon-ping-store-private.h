@@ -1,10 +1,13 @@
-/* perfmon-ping-store-private.h: hang records that survive the process, and the pings that batch them
+/* perfmon-ping-store-private.h: hang records that survive the process, until a ping sends them
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #pragma once
 
 #include <json-glib/json-glib.h>
+
+#include "perfmon-bhr-ping-private.h"
+#include "perfmon-hang-report.h"
 
 G_BEGIN_DECLS
 
@@ -24,11 +27,6 @@ G_BEGIN_DECLS
 #define PERFMON_PING_STORE_LOCK_FILE     "lock"
 #define PERFMON_PING_STORE_CLIENT_ID     "client-id"
 
-/* Mozilla's ingestion only accepts this ping as docType "bhr", version 4
- * (the seed's "backgroundhangmonitor" name is no longer accepted). */
-#define PERFMON_PING_TYPE    "bhr"
-#define PERFMON_PING_VERSION 4
-
 typedef struct _PerfmonPingStore PerfmonPingStore;
 
 /* Opens (creating, mode 0700) @pings_dir and a pending directory of this
@@ -45,21 +43,11 @@ void              _perfmon_ping_store_close (PerfmonPingStore  *store);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonPingStore, _perfmon_ping_store_close)
 
-const char       *_perfmon_ping_store_get_dir         (PerfmonPingStore *store);
 /* This store's pending/<instance>/ directory. */
 const char       *_perfmon_ping_store_get_pending_dir (PerfmonPingStore *store);
 
-/* Checks that @hang is a hang record: "duration" (number >= 0), "thread",
- * "runnableName", "process" (strings), "remoteType" (string or null),
- * "annotations" (array of [string, string]); and, if present, "pseudoStack"
- * (array of strings), "modules" (array of [debug name, breakpad id]) and
- * "stack" (array of label strings and native frames [module index,
- * "hex offset"], the index -1 or into "modules"). Other members are
- * allowed. The PERFMON_ERROR_INVALID_DATA message names the field. */
-gboolean          _perfmon_ping_store_check_hang (JsonObject  *hang,
-                                                  GError     **error);
-
-/* Persists @hang (checked as above) atomically and durably, and returns its
+/* Persists @report atomically and durably, as the record that
+ * perfmon_hang_report_new_from_json() reads back, and returns its
  * id, which the caller keeps to replace it. With @id non-NULL the record of
  * that id is replaced (a permahang that ended: its provisional record with
  * Unrecovered=true is rewritten with the final duration); if a ping has
@@ -67,9 +55,10 @@ gboolean          _perfmon_ping_store_check_hang (JsonObject  *hang,
  * record is sent too. Thread-safe. */
 char             *_perfmon_ping_store_save_hang      (PerfmonPingStore  *store,
                                                       const char        *id,
-                                                      JsonObject        *hang,
+                                                      PerfmonHangReport *report,
                                                       GError           **error);
-/* The same, with the record as JSON text. */
+/* The same, with the record as JSON text, read with
+ * perfmon_hang_report_new_from_json(). */
 char             *_perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
                                                       const char        *id,
                                                       const char        *json,
@@ -84,16 +73,6 @@ void              _perfmon_ping_store_set_limits     (PerfmonPingStore  *store,
 
 /* Hang files in our pending directory. */
 guint             _perfmon_ping_store_count_pending  (PerfmonPingStore  *store);
-
-typedef struct
-{
-  const char *app_name;         /* NULL: g_get_prgname (), else "unknown" */
-  const char *app_version;      /* free-form, may be NULL */
-  const char *build_id;         /* 14 digits YYYYmmddHHMMSS, or NULL: the main
-                                 * executable's mtime (UTC) */
-  const char *channel;          /* NULL: "default" */
-  gint64      time_since_last_ping_ms;
-} PerfmonPingInfo;
 
 /* Builds a "bhr" ping of all pending hangs, oldest first (after adopting
  * those of stores that died meanwhile), writes it atomically as
@@ -110,13 +89,5 @@ typedef struct
 char             *_perfmon_ping_store_write_ping     (PerfmonPingStore       *store,
                                                       const PerfmonPingInfo  *info,
                                                       GError                **error);
-
-/* The version as the ping's application.version and platformVersion want
- * it, "^[0-9]{2,3}\\.": @version unchanged if it already starts so, else
- * "00." and @version with every character outside [A-Za-z0-9.+~-]
- * replaced by '_' ("1.2" → "00.1.2", "0.1.0" → "00.0.1.0"); a NULL or
- * empty @version is "00.0". No product version starts with "00.", so a
- * mapped one is told apart from a real one. */
-char             *_perfmon_ping_map_version (const char *version);
 
 G_END_DECLS

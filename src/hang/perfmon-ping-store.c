@@ -1,4 +1,4 @@
-/* perfmon-ping-store.c: hang records that survive the process, and the pings that batch them
+/* perfmon-ping-store.c: hang records that survive the process, until a ping sends them
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -18,7 +17,9 @@
 
 #include <glib/gstdio.h>
 
+#include "perfmon-bhr-ping-private.h"
 #include "perfmon-error.h"
+#include "perfmon-hang-report-private.h"
 #include "perfmon-log-dir-private.h"
 #include "perfmon-ping-store-private.h"
 
@@ -45,8 +46,6 @@
  * one sending its pings fills neither the disk nor the directory. */
 #define PENDING_MAX_BYTES ((guint64) 4 * 1024 * 1024)
 #define PINGS_MAX_BYTES   ((guint64) 16 * 1024 * 1024)
-/* A hang record is a few kB; anything much larger is not one of ours. */
-#define MAX_RECORD_BYTES  (1024 * 1024)
 
 struct _PerfmonPingStore
 {
@@ -494,236 +493,10 @@ _perfmon_ping_store_close (PerfmonPingStore *store)
 }
 
 const char *
-_perfmon_ping_store_get_dir (PerfmonPingStore *store)
-{
-  g_return_val_if_fail (store != NULL, NULL);
-  return store->dir;
-}
-
-const char *
 _perfmon_ping_store_get_pending_dir (PerfmonPingStore *store)
 {
   g_return_val_if_fail (store != NULL, NULL);
   return store->pending_dir;
-}
-
-/* Checking hang records. */
-
-static gboolean
-invalid (GError     **error,
-         const char  *format,
-         ...) G_GNUC_PRINTF (2, 3);
-
-static gboolean
-invalid (GError     **error,
-         const char  *format,
-         ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-  g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA, "hang record: %s", message);
-  return FALSE;
-}
-
-static gboolean
-node_is_string (JsonNode *node)
-{
-  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_STRING;
-}
-
-static gboolean
-node_is_int (JsonNode *node)
-{
-  return JSON_NODE_HOLDS_VALUE (node) && json_node_get_value_type (node) == G_TYPE_INT64;
-}
-
-static gboolean
-check_string (JsonObject  *hang,
-              const char  *field,
-              gboolean     nullable,
-              GError     **error)
-{
-  JsonNode *node = json_object_get_member (hang, field);
-
-  if (node == NULL)
-    return invalid (error, "“%s” is missing", field);
-  if (node_is_string (node) || (nullable && JSON_NODE_HOLDS_NULL (node)))
-    return TRUE;
-  return invalid (error, "“%s” must be a string%s", field, nullable ? " or null" : "");
-}
-
-/* An array of [string, string]; its length into @n_out (may be NULL). */
-static gboolean
-check_pairs (JsonObject  *hang,
-             const char  *field,
-             gboolean     required,
-             guint       *n_out,
-             GError     **error)
-{
-  JsonNode *node = json_object_get_member (hang, field);
-  JsonArray *array;
-
-  if (n_out != NULL)
-    *n_out = 0;
-  if (node == NULL)
-    return required ? invalid (error, "“%s” is missing", field) : TRUE;
-  if (!JSON_NODE_HOLDS_ARRAY (node))
-    return invalid (error, "“%s” must be an array of [string, string]", field);
-
-  array = json_node_get_array (node);
-  for (guint i = 0; i < json_array_get_length (array); i++)
-    {
-      JsonNode *element = json_array_get_element (array, i);
-      JsonArray *pair;
-
-      if (!JSON_NODE_HOLDS_ARRAY (element) ||
-          json_array_get_length (pair = json_node_get_array (element)) != 2 ||
-          !node_is_string (json_array_get_element (pair, 0)) ||
-          !node_is_string (json_array_get_element (pair, 1)))
-        return invalid (error, "“%s”[%u] must be [string, string]", field, i);
-    }
-  if (n_out != NULL)
-    *n_out = json_array_get_length (array);
-  return TRUE;
-}
-
-/* Whether every string in @node (member names too) is valid UTF-8, at most
- * @depth levels down. json-glib's scanner takes C escapes such as "\\345"
- * inside strings, so a record parsed from a file can hold bytes that no
- * JSON reader of the ping would accept. */
-static gboolean
-node_text_is_utf8 (JsonNode *node,
-                   guint     depth)
-{
-  if (depth == 0)
-    return FALSE;
-  if (JSON_NODE_HOLDS_VALUE (node))
-    return json_node_get_value_type (node) != G_TYPE_STRING ||
-           g_utf8_validate (json_node_get_string (node), -1, NULL);
-  if (JSON_NODE_HOLDS_ARRAY (node))
-    {
-      JsonArray *array = json_node_get_array (node);
-
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        if (!node_text_is_utf8 (json_array_get_element (array, i), depth - 1))
-          return FALSE;
-    }
-  else if (JSON_NODE_HOLDS_OBJECT (node))
-    {
-      JsonObjectIter iter;
-      const char *name;
-      JsonNode *member;
-
-      json_object_iter_init (&iter, json_node_get_object (node));
-      while (json_object_iter_next (&iter, &name, &member))
-        if (!g_utf8_validate (name, -1, NULL) || !node_text_is_utf8 (member, depth - 1))
-          return FALSE;
-    }
-  return TRUE;
-}
-
-static gboolean
-is_hex (const char *text)
-{
-  if (*text == '\0')
-    return FALSE;
-  for (; *text != '\0'; text++)
-    if (!g_ascii_isxdigit (*text))
-      return FALSE;
-  return TRUE;
-}
-
-gboolean
-_perfmon_ping_store_check_hang (JsonObject  *hang,
-                                GError     **error)
-{
-  JsonNode *node;
-  guint n_modules;
-
-  g_return_val_if_fail (hang != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  {
-    g_autoptr(JsonNode) whole = json_node_init_object (json_node_alloc (), hang);
-
-    if (!node_text_is_utf8 (whole, 32))
-      return invalid (error, "a string or member name is not valid UTF-8, or the record nests "
-                      "more than 32 levels");
-  }
-
-  node = json_object_get_member (hang, "duration");
-  if (node == NULL)
-    return invalid (error, "“duration” is missing");
-  if (!JSON_NODE_HOLDS_VALUE (node) ||
-      (json_node_get_value_type (node) != G_TYPE_DOUBLE &&
-       json_node_get_value_type (node) != G_TYPE_INT64))
-    return invalid (error, "“duration” must be a number");
-  {
-    double duration = json_node_get_double (node);
-
-    /* NaN fails both tests; JSON has no infinity either. */
-    if (!(duration >= 0) || isinf (duration))
-      return invalid (error, "“duration” must be a finite number >= 0, got %g", duration);
-  }
-
-  if (!check_string (hang, "thread", FALSE, error) ||
-      !check_string (hang, "runnableName", FALSE, error) ||
-      !check_string (hang, "process", FALSE, error) ||
-      !check_string (hang, "remoteType", TRUE, error) ||
-      !check_pairs (hang, "annotations", TRUE, NULL, error) ||
-      !check_pairs (hang, "modules", FALSE, &n_modules, error))
-    return FALSE;
-
-  node = json_object_get_member (hang, "pseudoStack");
-  if (node != NULL)
-    {
-      JsonArray *array;
-
-      if (!JSON_NODE_HOLDS_ARRAY (node))
-        return invalid (error, "“pseudoStack” must be an array of strings");
-      array = json_node_get_array (node);
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        if (!node_is_string (json_array_get_element (array, i)))
-          return invalid (error, "“pseudoStack”[%u] must be a string", i);
-    }
-
-  node = json_object_get_member (hang, "stack");
-  if (node != NULL)
-    {
-      JsonArray *array;
-
-      if (!JSON_NODE_HOLDS_ARRAY (node))
-        return invalid (error, "“stack” must be an array");
-      array = json_node_get_array (node);
-      for (guint i = 0; i < json_array_get_length (array); i++)
-        {
-          JsonNode *frame = json_array_get_element (array, i);
-          JsonArray *native;
-          gint64 index;
-
-          if (node_is_string (frame))
-            continue;
-          if (!JSON_NODE_HOLDS_ARRAY (frame) ||
-              json_array_get_length (native = json_node_get_array (frame)) != 2 ||
-              !node_is_int (json_array_get_element (native, 0)) ||
-              !node_is_string (json_array_get_element (native, 1)) ||
-              !is_hex (json_array_get_string_element (native, 1)))
-            return invalid (error, "“stack”[%u] must be a label string or "
-                            "[module index, \"hex offset\"]", i);
-
-          index = json_array_get_int_element (native, 0);
-          if (index < -1 || index >= (gint64) n_modules)
-            return invalid (error, "“stack”[%u]: module index %" G_GINT64_FORMAT
-                            " is not -1 nor an index into “modules” (%u entries)",
-                            i, index, n_modules);
-        }
-    }
-
-  return TRUE;
 }
 
 /* Saving. */
@@ -779,19 +552,20 @@ _perfmon_ping_store_set_limits (PerfmonPingStore *store,
 }
 
 char *
-_perfmon_ping_store_save_hang (PerfmonPingStore  *store,
-                               const char        *id,
-                               JsonObject        *hang,
-                               GError           **error)
+_perfmon_ping_store_save_hang (PerfmonPingStore   *store,
+                               const char         *id,
+                               PerfmonHangReport  *report,
+                               GError            **error)
 {
   g_autofree char *new_id = NULL;
   g_autofree char *name = NULL;
   g_autofree char *json = NULL;
+  g_autoptr(JsonObject) hang = NULL;
   gsize length;
   gboolean ok;
 
   g_return_val_if_fail (store != NULL, NULL);
-  g_return_val_if_fail (hang != NULL, NULL);
+  g_return_val_if_fail (report != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   if (id != NULL && !is_valid_id (id))
@@ -800,10 +574,17 @@ _perfmon_ping_store_save_hang (PerfmonPingStore  *store,
                    "id: “%s” is not a hang record id", id);
       return NULL;
     }
-  if (!_perfmon_ping_store_check_hang (hang, error))
-    return NULL;
 
+  hang = _perfmon_hang_report_to_json_object (report);
   json = object_to_json (hang, &length);
+  /* The one thing of a report that its builder does not bound. */
+  if (length > PERFMON_HANG_REPORT_MAX_JSON_BYTES)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                   "(root): the record takes %" G_GSIZE_FORMAT " bytes, more than the %d "
+                   "a hang record may take", length, PERFMON_HANG_REPORT_MAX_JSON_BYTES);
+      return NULL;
+    }
 
   g_mutex_lock (&store->mutex);
   if (id == NULL)
@@ -830,23 +611,16 @@ _perfmon_ping_store_save_hang_json (PerfmonPingStore  *store,
                                     const char        *json,
                                     GError           **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
-  JsonNode *root;
+  g_autoptr(PerfmonHangReport) report = NULL;
 
   g_return_val_if_fail (store != NULL, NULL);
   g_return_val_if_fail (json != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!json_parser_load_from_data (parser, json, -1, error))
+  report = perfmon_hang_report_new_from_json (json, -1, error);
+  if (report == NULL)
     return NULL;
-  root = json_parser_get_root (parser);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "hang record: must be a JSON object");
-      return NULL;
-    }
-  return _perfmon_ping_store_save_hang (store, id, json_node_get_object (root), error);
+  return _perfmon_ping_store_save_hang (store, id, report, error);
 }
 
 guint
@@ -860,71 +634,6 @@ _perfmon_ping_store_count_pending (PerfmonPingStore *store)
   names = list_hang_files (store, NULL);
   g_mutex_unlock (&store->mutex);
   return names != NULL ? names->len : 0;
-}
-
-/* The envelope. */
-
-char *
-_perfmon_ping_map_version (const char *version)
-{
-  GString *mapped;
-
-  if (version == NULL || *version == '\0')
-    return g_strdup ("00.0");
-
-  if (g_ascii_isdigit (version[0]) && g_ascii_isdigit (version[1]) &&
-      (version[2] == '.' || (g_ascii_isdigit (version[2]) && version[3] == '.')))
-    return g_strdup (version);
-
-  mapped = g_string_new ("00.");
-  for (const char *c = version; *c != '\0'; c++)
-    g_string_append_c (mapped, (g_ascii_isalnum (*c) || strchr (".+~-", *c) != NULL) ? *c : '_');
-  return g_string_free (mapped, FALSE);
-}
-
-/* Firefox's names for the target, which the pipeline groups by. */
-#if defined(__x86_64__)
-# define PING_ARCHITECTURE "x86-64"
-# define PING_XPCOM_ABI    "x86_64-gcc3"
-#elif defined(__aarch64__)
-# define PING_ARCHITECTURE "aarch64"
-# define PING_XPCOM_ABI    "aarch64-gcc3"
-#elif defined(__i386__)
-# define PING_ARCHITECTURE "x86"
-# define PING_XPCOM_ABI    "x86-gcc3"
-#elif defined(__arm__)
-# define PING_ARCHITECTURE "arm"
-# define PING_XPCOM_ABI    "arm-eabi-gcc3"
-#else
-# define PING_ARCHITECTURE "unknown"
-# define PING_XPCOM_ABI    "unknown-gcc3"
-#endif
-
-static gboolean
-is_build_id (const char *text)
-{
-  gsize i;
-
-  for (i = 0; text[i] != '\0'; i++)
-    if (!g_ascii_isdigit (text[i]))
-      return FALSE;
-  return i == 14;
-}
-
-/* What a build id is for (telling builds apart, and their age) is what
- * the executable's mtime gives a program that has none. */
-static char *
-executable_build_id (void)
-{
-  g_autoptr(GDateTime) time = NULL;
-  GStatBuf st;
-
-  if (g_stat ("/proc/self/exe", &st) == 0)
-    time = g_date_time_new_from_unix_utc (st.st_mtime);
-  /* Unknown: zeros, which still match the pipeline's "^[0-9]{10}". */
-  if (time == NULL)
-    return g_strdup ("00000000000000");
-  return g_date_time_format (time, "%Y%m%d%H%M%S");
 }
 
 /* This installation's client id, from @store->dir/client-id, made there if
@@ -967,59 +676,10 @@ ensure_client_id (PerfmonPingStore *store)
   return store->client_id = g_steal_pointer (&fresh);
 }
 
-static char *
-creation_date (void)
-{
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
-  g_autofree char *seconds = g_date_time_format (now, "%Y-%m-%dT%H:%M:%S");
-
-  return g_strdup_printf ("%s.%03dZ", seconds, g_date_time_get_microsecond (now) / 1000);
-}
-
-static JsonObject *
-build_application (const PerfmonPingInfo  *info,
-                   GError                **error)
-{
-  g_autoptr(JsonObject) application = json_object_new ();
-  g_autofree char *build_id = NULL;
-  g_autofree char *version = _perfmon_ping_map_version (info->app_version);
-  g_autofree char *platform_version = _perfmon_ping_map_version (PACKAGE_VERSION);
-  const char *name = info->app_name;
-
-  if (info->build_id != NULL)
-    {
-      if (!is_build_id (info->build_id))
-        {
-          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
-                       "build_id: must be 14 digits (YYYYmmddHHMMSS), got “%s”",
-                       info->build_id);
-          return NULL;
-        }
-      build_id = g_strdup (info->build_id);
-    }
-  else
-    build_id = executable_build_id ();
-
-  if (name == NULL)
-    name = g_get_prgname ();
-
-  json_object_set_string_member (application, "architecture", PING_ARCHITECTURE);
-  json_object_set_string_member (application, "buildId", build_id);
-  json_object_set_string_member (application, "channel",
-                                 info->channel != NULL ? info->channel : "default");
-  json_object_set_string_member (application, "name", name != NULL ? name : "unknown");
-  json_object_set_string_member (application, "platformVersion", platform_version);
-  json_object_set_string_member (application, "vendor", "perfmon");
-  json_object_set_string_member (application, "version", version);
-  json_object_set_string_member (application, "xpcomAbi", PING_XPCOM_ABI);
-  return g_steal_pointer (&application);
-}
-
 typedef struct
 {
   char       *name;     /* file name in the pending directory */
-  JsonParser *parser;   /* owns the record */
-  JsonObject *hang;
+  JsonObject *hang;     /* the record, as the reader read it */
 } Pending;
 
 static void
@@ -1028,7 +688,7 @@ pending_clear (gpointer data)
   Pending *pending = data;
 
   g_free (pending->name);
-  g_clear_object (&pending->parser);
+  g_clear_pointer (&pending->hang, json_object_unref);
 }
 
 static int
@@ -1040,7 +700,7 @@ compare_names (gconstpointer a,
 
 /* Reads the hang record at @path, never through a symbolic link (a file
  * planted in a pending directory must not make us send what it points to)
- * and never more than MAX_RECORD_BYTES. PERFMON_ERROR_INVALID_DATA: not a
+ * and never more than a record may take. PERFMON_ERROR_INVALID_DATA: not a
  * regular file, or too large. */
 static gboolean
 read_record (const char  *path,
@@ -1064,10 +724,10 @@ read_record (const char  *path,
         }
       return set_errno_error (error, errno, "Could not open", path);
     }
-  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > MAX_RECORD_BYTES)
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size > PERFMON_HANG_REPORT_MAX_JSON_BYTES)
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "not a regular file of at most %d bytes", MAX_RECORD_BYTES);
+                   "not a regular file of at most %d bytes", PERFMON_HANG_REPORT_MAX_JSON_BYTES);
       close (fd);
       return FALSE;
     }
@@ -1115,9 +775,8 @@ load_pending (PerfmonPingStore  *store,
       const char *name = g_ptr_array_index (names, i);
       g_autofree char *path = g_build_filename (store->pending_dir, name, NULL);
       g_autofree char *contents = NULL;
-      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(PerfmonHangReport) report = NULL;
       g_autoptr(GError) local_error = NULL;
-      JsonNode *root;
       gsize length;
       Pending pending;
 
@@ -1132,172 +791,19 @@ load_pending (PerfmonPingStore  *store,
           continue;
         }
 
-      if (!json_parser_load_from_data (parser, contents, (gssize) length, &local_error))
-        {
-          move_to_corrupt (store, store->pending_dir, name, local_error->message);
-          continue;
-        }
-      root = json_parser_get_root (parser);
-      if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
-        {
-          move_to_corrupt (store, store->pending_dir, name, "not a JSON object");
-          continue;
-        }
-      if (!_perfmon_ping_store_check_hang (json_node_get_object (root), &local_error))
+      report = perfmon_hang_report_new_from_json (contents, (gssize) length, &local_error);
+      if (report == NULL)
         {
           move_to_corrupt (store, store->pending_dir, name, local_error->message);
           continue;
         }
 
       pending.name = g_strdup (name);
-      pending.hang = json_node_get_object (root);
-      pending.parser = g_steal_pointer (&parser);
+      pending.hang = _perfmon_hang_report_to_json_object (report);
       g_array_append_val (pendings, pending);
     }
 
   return TRUE;
-}
-
-/* In a ping, hangs share one "modules" list: merges each record's modules
- * into @modules (the same [debug name, breakpad id] once) and returns the
- * hang as the ping carries it, native frames re-indexed and without
- * "modules". Every other member is kept as it is. */
-static JsonObject *
-hang_for_ping (JsonObject *hang,
-               const char *file_name,
-               JsonArray  *modules,
-               GHashTable *module_indices)
-{
-  JsonObject *out = json_object_new ();
-  g_autofree char *hang_id = g_strndup (file_name, strlen (file_name) - strlen (HANG_SUFFIX));
-  g_autoptr(GArray) remap = g_array_new (FALSE, FALSE, sizeof (gint64));
-  JsonArray *own_modules = NULL;
-  g_autoptr(GList) members = NULL;
-
-  if (json_object_has_member (hang, "modules"))
-    own_modules = json_object_get_array_member (hang, "modules");
-
-  for (guint i = 0; own_modules != NULL && i < json_array_get_length (own_modules); i++)
-    {
-      JsonArray *pair = json_array_get_array_element (own_modules, i);
-      const char *debug_name = json_array_get_string_element (pair, 0);
-      const char *breakpad_id = json_array_get_string_element (pair, 1);
-      /* Length-prefixed, so that no name can make two pairs one key. */
-      g_autofree char *key = g_strdup_printf ("%zu:%s%s", strlen (debug_name),
-                                              debug_name, breakpad_id);
-      gpointer value;
-      gint64 index;
-
-      if (g_hash_table_lookup_extended (module_indices, key, NULL, &value))
-        index = GPOINTER_TO_UINT (value);
-      else
-        {
-          index = json_array_get_length (modules);
-          json_array_add_element (modules, json_node_copy (json_array_get_element (own_modules, i)));
-          g_hash_table_insert (module_indices, g_steal_pointer (&key),
-                               GUINT_TO_POINTER ((guint) index));
-        }
-      g_array_append_val (remap, index);
-    }
-
-  members = json_object_get_members (hang);
-  for (GList *l = members; l != NULL; l = l->next)
-    {
-      const char *member = l->data;
-
-      if (g_str_equal (member, "modules"))
-        continue;
-
-      if (g_str_equal (member, "stack"))
-        {
-          JsonArray *stack = json_object_get_array_member (hang, "stack");
-          JsonArray *new_stack = json_array_sized_new (json_array_get_length (stack));
-
-          for (guint i = 0; i < json_array_get_length (stack); i++)
-            {
-              JsonNode *frame = json_array_get_element (stack, i);
-              JsonArray *native;
-              JsonArray *new_native;
-              gint64 index;
-
-              if (!JSON_NODE_HOLDS_ARRAY (frame))
-                {
-                  json_array_add_element (new_stack, json_node_copy (frame));
-                  continue;
-                }
-              native = json_node_get_array (frame);
-              index = json_array_get_int_element (native, 0);
-              /* -1, outside every module, means the same in the ping. */
-              if (index >= 0)
-                index = g_array_index (remap, gint64, index);
-              new_native = json_array_sized_new (2);
-              json_array_add_int_element (new_native, index);
-              json_array_add_string_element (new_native, json_array_get_string_element (native, 1));
-              json_array_add_array_element (new_stack, new_native);
-            }
-          json_object_set_array_member (out, "stack", new_stack);
-          continue;
-        }
-
-      if (!g_str_equal (member, "hangId"))
-        json_object_set_member (out, member, json_node_copy (json_object_get_member (hang, member)));
-    }
-  /* Delivery is at least once (see _perfmon_ping_store_write_ping()):
-   * the record's id, the same in every ping that carries it, lets a
-   * receiver drop a hang it already has. */
-  json_object_set_string_member (out, "hangId", hang_id);
-
-  return out;
-}
-
-static JsonObject *
-build_ping (PerfmonPingStore       *store,
-            const PerfmonPingInfo  *info,
-            GArray                 *pendings,
-            const char             *ping_id,
-            GError                **error)
-{
-  g_autoptr(JsonObject) ping = json_object_new ();
-  g_autoptr(GHashTable) module_indices = g_hash_table_new_full (g_str_hash, g_str_equal,
-                                                                g_free, NULL);
-  g_autofree char *date = creation_date ();
-  JsonObject *application;
-  JsonObject *payload;
-  JsonArray *modules;
-  JsonArray *hangs;
-  const char *client_id;
-
-  application = build_application (info, error);
-  if (application == NULL)
-    return NULL;
-  client_id = ensure_client_id (store);
-
-  modules = json_array_new ();
-  hangs = json_array_new ();
-  for (guint i = 0; i < pendings->len; i++)
-    json_array_add_object_element (hangs,
-                                   hang_for_ping (g_array_index (pendings, Pending, i).hang,
-                                                  g_array_index (pendings, Pending, i).name,
-                                                  modules, module_indices));
-
-  payload = json_object_new ();
-  json_object_set_int_member (payload, "timeSinceLastPing", info->time_since_last_ping_ms);
-  json_object_set_array_member (payload, "modules", modules);
-  json_object_set_array_member (payload, "hangs", hangs);
-
-  /* The common ping envelope as the pipeline's "bhr" v4 schema wants it.
-   * "environment" is optional there, but once present it requires build,
-   * partner, settings and system sections full of browser facts we do not
-   * have: it is left out rather than filled with inventions. */
-  json_object_set_string_member (ping, "type", PERFMON_PING_TYPE);
-  json_object_set_string_member (ping, "id", ping_id);
-  json_object_set_string_member (ping, "creationDate", date);
-  json_object_set_int_member (ping, "version", PERFMON_PING_VERSION);
-  json_object_set_object_member (ping, "application", application);
-  json_object_set_string_member (ping, "clientId", client_id);
-  json_object_set_object_member (ping, "payload", payload);
-
-  return g_steal_pointer (&ping);
 }
 
 /* Finished pings wait in store->dir until something sends (and deletes)
@@ -1339,7 +845,7 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
                                 const PerfmonPingInfo  *info,
                                 GError                **error)
 {
-  static const PerfmonPingInfo default_info = { 0 };
+  g_autoptr(PerfmonBhrPing) bhr = NULL;
   g_autoptr(GArray) pendings = g_array_new (FALSE, FALSE, sizeof (Pending));
   g_autoptr(JsonObject) ping = NULL;
   g_autofree char *ping_id = NULL;
@@ -1351,8 +857,6 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
   g_return_val_if_fail (store != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (info == NULL)
-    info = &default_info;
   g_array_set_clear_func (pendings, pending_clear);
 
   g_mutex_lock (&store->mutex);
@@ -1364,10 +868,18 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
   if (!load_pending (store, pendings, error) || pendings->len == 0)
     goto out;
 
-  ping_id = g_uuid_string_random ();
-  ping = build_ping (store, info, pendings, ping_id, error);
-  if (ping == NULL)
+  bhr = _perfmon_bhr_ping_new (info, error);
+  if (bhr == NULL)
     goto out;
+  for (guint i = 0; i < pendings->len; i++)
+    {
+      const Pending *pending = &g_array_index (pendings, Pending, i);
+      g_autofree char *hang_id = g_strndup (pending->name, strlen (pending->name) - strlen (HANG_SUFFIX));
+
+      _perfmon_bhr_ping_add_hang (bhr, pending->hang, hang_id);
+    }
+  ping_id = g_uuid_string_random ();
+  ping = _perfmon_bhr_ping_end (g_steal_pointer (&bhr), ping_id, ensure_client_id (store));
 
   json = object_to_json (ping, &length);
   name = g_strconcat (ping_id, ".json", NULL);

@@ -117,11 +117,8 @@ void             perfmon_tool_remove_tree    (const char *path);
 JsonArray       *perfmon_tool_json_get_array (JsonObject *object,
                                               const char *member);
 
-/* A hang report's frame @index ("stack" order) as a person reads it, and
- * the one name shown for a hang without a runnable name
+/* The one name shown for a hang without a runnable name
  * (perfmon-tool-hangs.c). */
-char            *perfmon_tool_hang_frame_text (JsonObject *report,
-                                               guint       index);
 const char      *perfmon_tool_runnable_name   (const char *runnable);
 
 G_END_DECLS

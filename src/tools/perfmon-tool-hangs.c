@@ -15,107 +15,6 @@
 
 /* --- reading a report --------------------------------------------------- */
 
-static const char *
-json_string_or (JsonObject *object,
-                const char *member,
-                const char *fallback)
-{
-  JsonNode *node = json_object_get_member (object, member);
-
-  if (node == NULL || JSON_NODE_TYPE (node) != JSON_NODE_VALUE ||
-      json_node_get_value_type (node) != G_TYPE_STRING)
-    return fallback;
-  return json_node_get_string (node);
-}
-
-/* The report's array @member, or NULL: reports come from other processes
- * and may lack any field. */
-static JsonArray *
-get_array (JsonObject *object,
-           const char *member)
-{
-  JsonNode *node = json_object_get_member (object, member);
-
-  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
-}
-
-static guint
-array_length (JsonArray *array)
-{
-  return array != NULL ? json_array_get_length (array) : 0;
-}
-
-/* Element @index of @array as a string, or NULL if it is none. */
-static const char *
-element_string (JsonArray *array,
-                guint      index)
-{
-  JsonNode *node = index < array_length (array) ? json_array_get_element (array, index) : NULL;
-
-  if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string (node);
-}
-
-/* Element @index of @array as a pair (a 2-element array), or NULL. */
-static JsonArray *
-element_pair (JsonArray *array,
-              guint      index)
-{
-  JsonNode *node = index < array_length (array) ? json_array_get_element (array, index) : NULL;
-
-  if (node == NULL || !JSON_NODE_HOLDS_ARRAY (node) || json_array_get_length (json_node_get_array (node)) != 2)
-    return NULL;
-  return json_node_get_array (node);
-}
-
-/* A frame of the report's "stack" as a person reads it, in the one frame
- * format (see perfmon_format_native_frame()): a label as its text, a
- * native frame as its module and offset, with the function if known. */
-static char *
-frame_text (JsonObject *report,
-            guint       index)
-{
-  JsonArray *stack = get_array (report, "stack");
-  JsonArray *symbols = get_array (report, "symbols");
-  JsonArray *modules = get_array (report, "modules");
-  const char *symbol = element_string (symbols, index);
-  const char *module = NULL;
-  guint64 offset = 0;
-  g_autofree char *function = NULL;
-  guint64 function_offset = 0;
-
-  if (element_string (stack, index) != NULL)
-    return g_strdup (element_string (stack, index));
-
-  if (element_pair (stack, index) != NULL)
-    {
-      JsonArray *pair = element_pair (stack, index);
-      JsonNode *index_node = json_array_get_element (pair, 0);
-
-      if (JSON_NODE_HOLDS_VALUE (index_node) && json_node_get_value_type (index_node) == G_TYPE_INT64)
-        {
-          gint64 module_index = json_node_get_int (index_node);
-          JsonArray *entry = module_index >= 0 && module_index < array_length (modules)
-            ? element_pair (modules, (guint) module_index) : NULL;
-
-          module = entry != NULL && element_string (entry, 0) != NULL ? element_string (entry, 0) : "?";
-        }
-      if (element_string (pair, 1) != NULL)
-        offset = g_ascii_strtoull (element_string (pair, 1), NULL, 16);
-    }
-
-  /* "function+0xN" */
-  if (symbol != NULL)
-    {
-      const char *plus = strrchr (symbol, '+');
-
-      function = plus != NULL ? g_strndup (symbol, plus - symbol) : g_strdup (symbol);
-      function_offset = plus != NULL ? g_ascii_strtoull (plus + 1, NULL, 0) : 0;
-    }
-  return perfmon_format_native_frame (module, offset, function, function_offset);
-}
-
 /* GSources without a name have an empty runnable name. */
 static const char *
 runnable_or_unknown (const char *runnable)
@@ -127,14 +26,9 @@ JsonArray *
 perfmon_tool_json_get_array (JsonObject *object,
                              const char *member)
 {
-  return get_array (object, member);
-}
+  JsonNode *node = json_object_get_member (object, member);
 
-char *
-perfmon_tool_hang_frame_text (JsonObject *report,
-                              guint       index)
-{
-  return frame_text (report, index);
+  return node != NULL && JSON_NODE_HOLDS_ARRAY (node) ? json_node_get_array (node) : NULL;
 }
 
 const char *
@@ -155,26 +49,25 @@ get_symbolizer (void)
   return symbolizer;
 }
 
-static JsonObject *
+/* The report @text of hang @id, read as every reader reads it, then with
+ * the names this machine can give its frames. */
+static PerfmonHangReport *
 parse_report (const char *text,
               const char *id,
               GError    **error)
 {
-  g_autofree char *named = perfmon_symbolizer_symbolize (get_symbolizer (), text, -1, TRUE, NULL);
-  g_autoptr(JsonNode) root = json_from_string (named != NULL ? named : text, error);
+  g_autoptr(PerfmonHangReport) report = perfmon_hang_report_new_from_json (text, -1, error);
+  g_autofree char *named = NULL;
+  PerfmonHangReport *named_report;
 
-  if (root == NULL)
+  if (report == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (root))
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "the daemon's report of hang %s is not a JSON object", id);
-      return NULL;
-    }
-  return json_object_ref (json_node_get_object (root));
+  named = perfmon_symbolizer_symbolize (get_symbolizer (), text, -1, TRUE, NULL);
+  named_report = named != NULL ? perfmon_hang_report_new_from_json (named, -1, NULL) : NULL;
+  return named_report != NULL ? named_report : g_steal_pointer (&report);
 }
 
-static JsonObject *
+static PerfmonHangReport *
 get_report (GDBusConnection *bus,
             const char      *id,
             GError         **error)
@@ -215,16 +108,16 @@ node_new (const char *frame)
 }
 
 static void
-tree_add (Node       *root,
-          JsonObject *report)
+tree_add (Node              *root,
+          PerfmonHangReport *report)
 {
-  guint n = array_length (get_array (report, "stack"));
+  g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
   Node *node = root;
 
   root->count++;
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; stack[i] != NULL; i++)
     {
-      g_autofree char *text = frame_text (report, i);
+      const char *text = stack[i];
       Node *child = NULL;
 
       for (guint c = 0; c < node->children->len && child == NULL; c++)
@@ -334,73 +227,48 @@ list_hangs (GDBusConnection *bus,
 }
 
 static void
-print_report (const char *id,
-              JsonObject *report)
+print_report (const char        *id,
+              PerfmonHangReport *report)
 {
-  JsonArray *annotations = get_array (report, "annotations");
-  JsonArray *pseudo_stack = get_array (report, "pseudoStack");
-  guint n_frames = array_length (get_array (report, "stack"));
-  JsonNode *duration = json_object_get_member (report, "duration");
+  g_auto(GStrv) keys = perfmon_hang_report_dup_annotation_keys (report);
+  const char * const *labels = perfmon_hang_report_get_pseudo_stack (report);
+  const char * const *dispatches = perfmon_hang_report_get_dispatch_names (report);
+  g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
+  guint n_frames = g_strv_length (stack);
+  const char *reason;
 
-  g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id,
-           duration != NULL && JSON_NODE_HOLDS_VALUE (duration) ? json_node_get_double (duration) : 0.0,
-           json_string_or (report, "thread", "?"), runnable_or_unknown (json_string_or (report, "runnableName", NULL)));
-  g_print ("Process type: %s", json_string_or (report, "process", "?"));
-  if (json_string_or (report, "remoteType", NULL) != NULL)
-    g_print (" (%s)", json_string_or (report, "remoteType", NULL));
+  g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id, perfmon_hang_report_get_duration (report),
+           perfmon_hang_report_get_thread (report),
+           runnable_or_unknown (perfmon_hang_report_get_runnable_name (report)));
+  g_print ("Process type: %s", perfmon_hang_report_get_process_type (report));
+  if (perfmon_hang_report_get_remote_type (report) != NULL)
+    g_print (" (%s)", perfmon_hang_report_get_remote_type (report));
   g_print ("\n");
 
-  if (array_length (annotations) > 0)
-    {
-      g_print ("\nAnnotations:\n");
-      for (guint i = 0; i < array_length (annotations); i++)
-        {
-          JsonArray *pair = element_pair (annotations, i);
+  if (keys[0] != NULL)
+    g_print ("\nAnnotations:\n");
+  for (guint i = 0; keys[i] != NULL; i++)
+    g_print ("  %s = %s\n", keys[i], perfmon_hang_report_get_annotation (report, keys[i]));
 
-          if (pair != NULL && element_string (pair, 0) != NULL && element_string (pair, 1) != NULL)
-            g_print ("  %s = %s\n", element_string (pair, 0), element_string (pair, 1));
-        }
-    }
-
-  if (array_length (pseudo_stack) > 0)
-    {
-      g_print ("\nLabels (outermost first):\n");
-      for (guint i = 0; i < array_length (pseudo_stack); i++)
-        {
-          if (element_string (pseudo_stack, i) != NULL)
-            g_print ("  %s\n", element_string (pseudo_stack, i));
-        }
-    }
+  if (labels[0] != NULL)
+    g_print ("\nLabels (outermost first):\n");
+  for (guint i = 0; labels[i] != NULL; i++)
+    g_print ("  %s\n", labels[i]);
 
   /* Automatic groups: the busy stretch's longest dispatches. */
-  {
-    JsonArray *dispatches = get_array (report, "dispatches");
-
-    if (array_length (dispatches) > 0)
-      g_print ("\nDispatches (longest first):\n");
-    for (guint i = 0; i < array_length (dispatches); i++)
-      {
-        JsonNode *node = json_array_get_element (dispatches, i);
-        JsonObject *dispatch = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-        JsonNode *ms = dispatch != NULL ? json_object_get_member (dispatch, "duration") : NULL;
-
-        if (dispatch != NULL && json_string_or (dispatch, "name", NULL) != NULL)
-          g_print ("  %7.0f ms  %s\n", ms != NULL && JSON_NODE_HOLDS_VALUE (ms) ? json_node_get_double (ms) : 0.0,
-                   json_string_or (dispatch, "name", NULL));
-      }
-  }
+  if (dispatches[0] != NULL)
+    g_print ("\nDispatches (longest first):\n");
+  for (guint i = 0; dispatches[i] != NULL; i++)
+    g_print ("  %7.0f ms  %s\n", perfmon_hang_report_get_dispatch_duration (report, i), dispatches[i]);
 
   g_print ("\nStack (innermost first):\n");
+  reason = perfmon_hang_report_get_stack_unavailable_reason (report);
   if (n_frames == 0)
-    g_print ("  unavailable: %s\n", json_string_or (report, "stackUnavailable", "no frames"));
-  if (json_string_or (report, "scriptStackUnavailable", NULL) != NULL)
-    g_print ("  (no Python or JavaScript frames: %s)\n", json_string_or (report, "scriptStackUnavailable", NULL));
+    g_print ("  unavailable: %s\n", reason != NULL ? reason : "no frames");
+  if ((reason = perfmon_hang_report_get_script_stack_unavailable_reason (report)) != NULL)
+    g_print ("  (no Python or JavaScript frames: %s)\n", reason);
   for (guint i = n_frames; i > 0; i--)
-    {
-      g_autofree char *text = frame_text (report, i - 1);
-
-      g_print ("  #%-3u %s\n", n_frames - i, text);
-    }
+    g_print ("  #%-3u %s\n", n_frames - i, stack[i - 1]);
 }
 
 static int
@@ -409,7 +277,7 @@ show_hang (GDBusConnection *bus,
            gboolean         json)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(JsonObject) report = NULL;
+  g_autoptr(PerfmonHangReport) report = NULL;
   g_autoptr(GVariant) list = NULL;
   g_autoptr(GVariantIter) iter = NULL;
   const char *other_id, *name, *runnable;
@@ -428,7 +296,8 @@ show_hang (GDBusConnection *bus,
     }
   if (json)
     {
-      g_autoptr(JsonNode) node = json_node_init_object (json_node_alloc (), report);
+      g_autofree char *compact = perfmon_hang_report_to_json (report);
+      g_autoptr(JsonNode) node = json_from_string (compact, NULL);
       g_autofree char *text = json_to_string (node, TRUE);
 
       g_print ("%s\n", text);
@@ -466,12 +335,12 @@ show_hang (GDBusConnection *bus,
   while (merged < MAX_MERGED_REPORTS &&
          g_variant_iter_next (iter, "(&su&sd&s)", &other_id, &pid, &name, &duration, &runnable))
     {
-      g_autoptr(JsonObject) other = NULL;
+      g_autoptr(PerfmonHangReport) other = NULL;
       g_autoptr(GError) other_error = NULL;
 
       if (pid != my_pid || !g_str_equal (runnable, my_runnable))
         continue;
-      other = g_str_equal (other_id, id) ? json_object_ref (report) : get_report (bus, other_id, &other_error);
+      other = g_str_equal (other_id, id) ? perfmon_hang_report_ref (report) : get_report (bus, other_id, &other_error);
       /* A hang can age out of the daemon between the two calls. */
       if (other == NULL)
         continue;

@@ -264,45 +264,32 @@ print_process (JsonObject *process,
 
   for (guint i = 0; hangs != NULL && i < json_array_get_length (hangs); i++)
     {
-      JsonNode *node = json_array_get_element (hangs, i);
-      JsonObject *report = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
-      JsonArray *labels, *stack;
-      JsonNode *duration;
+      g_autofree char *text = json_to_string (json_array_get_element (hangs, i), FALSE);
+      g_autoptr(PerfmonHangReport) report = perfmon_hang_report_new_from_json (text, -1, NULL);
+      const char * const *labels;
+      g_auto(GStrv) stack = NULL;
       guint n_frames;
 
       if (report == NULL)
         continue;
-      labels = perfmon_tool_json_get_array (report, "pseudoStack");
-      stack = perfmon_tool_json_get_array (report, "stack");
-      duration = json_object_get_member (report, "duration");
-      n_frames = stack != NULL ? json_array_get_length (stack) : 0;
-      g_printerr ("  - %.0f ms (wall) in %s\n",
-                  duration != NULL && JSON_NODE_HOLDS_VALUE (duration) ? json_node_get_double (duration) : 0.0,
-                  perfmon_tool_runnable_name (json_object_get_string_member_with_default (report, "runnableName", NULL)));
-      if (labels != NULL && json_array_get_length (labels) > 0)
+      labels = perfmon_hang_report_get_pseudo_stack (report);
+      stack = perfmon_hang_report_dup_stack (report);
+      n_frames = g_strv_length (stack);
+      g_printerr ("  - %.0f ms (wall) in %s\n", perfmon_hang_report_get_duration (report),
+                  perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report)));
+      if (labels[0] != NULL)
         {
-          g_autoptr(GString) joined = g_string_new (NULL);
+          g_autofree char *joined = g_strjoinv (" > ", (char **) labels);
 
-          for (guint l = 0; l < json_array_get_length (labels); l++)
-            {
-              JsonNode *label = json_array_get_element (labels, l);
-
-              if (JSON_NODE_HOLDS_VALUE (label) && json_node_get_value_type (label) == G_TYPE_STRING)
-                g_string_append_printf (joined, "%s%s", joined->len > 0 ? " > " : "",
-                                        json_node_get_string (label));
-            }
-          g_printerr ("      labels: %s\n", joined->str);
+          g_printerr ("      labels: %s\n", joined);
         }
       if (n_frames == 0)
         g_printerr ("      no stack: %s\n",
-                    json_object_get_string_member_with_default (report, "stackUnavailable", "unknown reason"));
+                    perfmon_hang_report_get_stack_unavailable_reason (report) != NULL
+                      ? perfmon_hang_report_get_stack_unavailable_reason (report) : "unknown reason");
       /* Innermost first, as a backtrace reads. */
       for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
-        {
-          g_autofree char *text = perfmon_tool_hang_frame_text (report, n_frames - 1 - f);
-
-          g_printerr ("      #%-2u %s\n", f, text);
-        }
+        g_printerr ("      #%-2u %s\n", f, stack[n_frames - 1 - f]);
       if (n_frames > MAX_PRINTED_FRAMES)
         g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
     }

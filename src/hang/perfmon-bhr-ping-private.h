@@ -1,0 +1,55 @@
+/* perfmon-bhr-ping-private.h: Mozilla's "bhr" ping, the envelope of a batch of hang records
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#pragma once
+
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+/* Mozilla's ingestion only accepts this ping as docType "bhr", version 4
+ * (the seed's "backgroundhangmonitor" name is no longer accepted). */
+#define PERFMON_PING_TYPE    "bhr"
+#define PERFMON_PING_VERSION 4
+
+typedef struct
+{
+  const char *app_name;         /* NULL: g_get_prgname (), else "unknown" */
+  const char *app_version;      /* free-form, may be NULL */
+  const char *build_id;         /* 14 digits YYYYmmddHHMMSS, or NULL: the main
+                                 * executable's mtime (UTC) */
+  const char *channel;          /* NULL: "default" */
+  gint64      time_since_last_ping_ms;
+} PerfmonPingInfo;
+
+/* A ping being built: the envelope of @info (PERFMON_ERROR_INVALID_ARGUMENT
+ * for a build_id that is not 14 digits; @info may be NULL: all defaults),
+ * then the hangs, then the whole. */
+typedef struct _PerfmonBhrPing PerfmonBhrPing;
+
+PerfmonBhrPing *_perfmon_bhr_ping_new      (const PerfmonPingInfo  *info,
+                                            GError                **error);
+/* Adds @hang, a record as _perfmon_hang_report_to_json_object() writes
+ * it, under @hang_id: in the ping, hangs share one "modules" list (their
+ * native frames re-indexed into it) and carry "hangId". */
+void            _perfmon_bhr_ping_add_hang (PerfmonBhrPing         *ping,
+                                            JsonObject             *hang,
+                                            const char             *hang_id);
+/* The ping @ping_id of the installation @client_id; frees @ping. */
+JsonObject     *_perfmon_bhr_ping_end      (PerfmonBhrPing         *ping,
+                                            const char             *ping_id,
+                                            const char             *client_id);
+void            _perfmon_bhr_ping_free     (PerfmonBhrPing         *ping);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonBhrPing, _perfmon_bhr_ping_free)
+
+/* The version as the ping's application.version and platformVersion want
+ * it, "^[0-9]{2,3}\\.": @version unchanged if it already starts so, else
+ * "00." and @version with every character outside [A-Za-z0-9.+~-]
+ * replaced by '_' ("1.2" → "00.1.2", "0.1.0" → "00.0.1.0"); a NULL or
+ * empty @version is "00.0". No product version starts with "00.", so a
+ * mapped one is told apart from a real one. */
+char             *_perfmon_ping_map_version (const char *version);
+
+G_END_DECLS
