@@ -285,6 +285,33 @@ test_report_times_once (void)
   assert_config (&config, 2, 150, 10, 10, 2);
 }
 
+/* A bad value is quoted, but never more than a short prefix of it. */
+static void
+test_long_value_not_echoed (void)
+{
+  const char *names[] = { "log_type", "sample_interval" };
+
+  for (gsize i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(GHashTable) params = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      g_autoptr(GError) error = NULL;
+      PerfmonJankConfig config;
+      char *value = g_strnfill (100000, 'x');
+
+      g_hash_table_insert (params, g_strdup ("log_type"), g_strdup ("1"));
+      g_hash_table_insert (params, g_strdup ("sample_interval"), g_strdup ("150"));
+      g_hash_table_insert (params, g_strdup ("ignore_startup_time"), g_strdup ("10"));
+      g_hash_table_insert (params, g_strdup ("sample_count"), g_strdup ("10"));
+      g_hash_table_insert (params, g_strdup ("report_times_per_app"), g_strdup ("1"));
+      g_hash_table_insert (params, g_strdup (names[i]), value);
+      _perfmon_jank_config_init (&config);
+      g_assert_false (_perfmon_jank_config_apply (&config, "MAIN_THREAD_JANK", params, &error));
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+      g_assert_nonnull (strstr (error->message, names[i]));
+      g_assert_cmpuint (strlen (error->message), <, 200);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -294,6 +321,7 @@ main (int    argc,
   g_test_add_func ("/jank-config/defaults", test_defaults);
   g_test_add_func ("/jank-config/max-sample-count", test_max_sample_count);
   g_test_add_func ("/jank-config/report-times-once", test_report_times_once);
+  g_test_add_func ("/jank-config/long-value-not-echoed", test_long_value_not_echoed);
   for (gsize i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       g_autofree char *path = g_strdup_printf ("/jank-config/case/%02" G_GSIZE_FORMAT "-%s",

@@ -17,7 +17,6 @@
  */
 #include "perfmond-daemon.h"
 
-#include <json-glib/json-glib.h>
 #include <limits.h>
 #include <perfmon.h>
 #include <unistd.h>

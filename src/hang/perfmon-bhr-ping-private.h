@@ -15,7 +15,7 @@ G_BEGIN_DECLS
 
 typedef struct
 {
-  const char *app_name;         /* NULL: g_get_prgname (), else "unknown" */
+  const char *app_name;         /* NULL: _perfmon_process_name () */
   const char *app_version;      /* free-form, may be NULL */
   const char *build_id;         /* 14 digits YYYYmmddHHMMSS, or NULL: the main
                                  * executable's mtime (UTC) */

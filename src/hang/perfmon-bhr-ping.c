@@ -17,6 +17,7 @@
 
 #include "perfmon-bhr-ping-private.h"
 #include "perfmon-error.h"
+#include "perfmon-process-private.h"
 
 struct _PerfmonBhrPing
 {
@@ -115,8 +116,8 @@ build_application (const PerfmonPingInfo  *info,
       if (!is_build_id (info->build_id))
         {
           g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
-                       "build_id: must be 14 digits (YYYYmmddHHMMSS), got “%s”",
-                       info->build_id);
+                       "build_id: must be 14 digits (YYYYmmddHHMMSS), got %zu bytes",
+                       strlen (info->build_id));
           return NULL;
         }
       build_id = g_strdup (info->build_id);
@@ -125,7 +126,7 @@ build_application (const PerfmonPingInfo  *info,
     build_id = executable_build_id ();
 
   if (name == NULL)
-    name = g_get_prgname ();
+    name = _perfmon_process_name ();
 
   json_object_set_string_member (application, "architecture", PING_ARCHITECTURE);
   json_object_set_string_member (application, "buildId", build_id);

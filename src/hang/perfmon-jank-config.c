@@ -9,6 +9,10 @@
 
 #include "perfmon-error.h"
 #include "perfmon-jank-config-private.h"
+#include "perfmon-utf8-private.h"
+
+/* An error quotes at most this much of a bad value. */
+#define QUOTED_PREFIX_BYTES 32
 
 /* What setEventConfig ("MAIN_THREAD_JANK", params) means here (the jank
  * seed, "Customizing Stack Sampling Parameters"):
@@ -125,8 +129,10 @@ get_param (GHashTable  *params,
   if (!parse_decimal (text, &parsed))
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
-                   "%s: must be a decimal integer in [%u, %u]%s, got “%s”",
-                   name, min, max, range_suffix, text != NULL ? text : "");
+                   "%s: must be a decimal integer in [%u, %u]%s, got “%.*s”",
+                   name, min, max, range_suffix,
+                   text != NULL ? (int) perfmon_utf8_cut (text, strlen (text), QUOTED_PREFIX_BYTES) : 0,
+                   text != NULL ? text : "");
       return FALSE;
     }
 
@@ -291,7 +297,9 @@ _perfmon_jank_config_apply (PerfmonJankConfig  *config,
                      "log_type: required, must be 0, 1 or 2");
       else
         g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
-                     "log_type: must be 0, 1 or 2, got “%s”", log_type_text);
+                     "log_type: must be 0, 1 or 2, got “%.*s”",
+                     (int) perfmon_utf8_cut (log_type_text, strlen (log_type_text), QUOTED_PREFIX_BYTES),
+                     log_type_text);
       return FALSE;
     }
 
