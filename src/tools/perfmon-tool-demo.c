@@ -433,38 +433,24 @@ guilty_addon (Demo       *demo,
               const char *hang_id)
 {
   g_autofree char *text = perfmon_tool_get_hang (demo->bus, hang_id, NULL);
-  g_autoptr(JsonNode) root = NULL;
-  JsonObject *report;
-  JsonNode *annotations;
-  JsonNode *labels;
+  g_autoptr(PerfmonHangReport) report = NULL;
+  const char *addon;
+  const char * const *labels;
 
   if (text == NULL)
     return NULL;
-  root = json_from_string (text, NULL);
-  if (root == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+  report = perfmon_hang_report_new_from_json (text, -1, NULL);
+  if (report == NULL)
     return NULL;
-  report = json_node_get_object (root);
 
-  annotations = json_object_get_member (report, "annotations");
-  for (guint i = 0; annotations != NULL && JSON_NODE_HOLDS_ARRAY (annotations) &&
-                    i < json_array_get_length (json_node_get_array (annotations)); i++)
-    {
-      JsonNode *pair = json_array_get_element (json_node_get_array (annotations), i);
+  addon = perfmon_hang_report_get_annotation (report, "StallingAddon");
+  if (addon != NULL)
+    return g_strdup (addon);
 
-      if (JSON_NODE_HOLDS_ARRAY (pair) && json_array_get_length (json_node_get_array (pair)) == 2 &&
-          g_strcmp0 (json_array_get_string_element (json_node_get_array (pair), 0), "StallingAddon") == 0)
-        return g_strdup (json_array_get_string_element (json_node_get_array (pair), 1));
-    }
-
-  labels = json_object_get_member (report, "pseudoStack");
-  for (guint i = 0; labels != NULL && JSON_NODE_HOLDS_ARRAY (labels) &&
-                    i < json_array_get_length (json_node_get_array (labels)); i++)
-    {
-      const char *label = json_array_get_string_element (json_node_get_array (labels), i);
-
-      if (label != NULL && g_str_has_prefix (label, "add-on "))
-        return g_strdup (label + strlen ("add-on "));
-    }
+  labels = perfmon_hang_report_get_pseudo_stack (report);
+  for (gsize i = 0; labels != NULL && labels[i] != NULL; i++)
+    if (g_str_has_prefix (labels[i], "add-on "))
+      return g_strdup (labels[i] + strlen ("add-on "));
   return NULL;
 }
 
