@@ -7,6 +7,7 @@
 #include "perfmon-dispatch.h"
 #include "perfmon-dispatch-private.h"
 #include "perfmon-tracer-private.h"
+#include "perfmon-tsan-private.h"
 
 /* perfmon_idle_add(), perfmon_timeout_add(), perfmon_main_context_invoke(),
  * perfmon_thread_pool_push() and perfmon_task_run_in_thread() are the GLib
@@ -359,6 +360,8 @@ pool_trampoline (gpointer item_data,
   PoolItem *item = item_data;
   PerfmonTaskContext saved;
 
+  /* The pusher's release is in g_thread_pool_push() (TSan builds). */
+  _perfmon_tsan_acquire (item);
   _perfmon_task_enter (&item->ids, &saved);
   item->func (item->data, item->user_data);
   _perfmon_task_leave (&saved);
