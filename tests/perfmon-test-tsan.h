@@ -19,3 +19,16 @@
 #ifndef UNDER_TSAN
 # define UNDER_TSAN 0
 #endif
+
+#include <glib.h>
+
+/* In a ThreadSanitizer build, skips the test case with @reason and
+ * returns TRUE; elsewhere returns FALSE. */
+static inline gboolean
+test_skip_under_tsan (const char *reason)
+{
+  if (!UNDER_TSAN)
+    return FALSE;
+  g_test_skip (reason);
+  return TRUE;
+}
