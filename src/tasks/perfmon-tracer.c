@@ -440,29 +440,41 @@ buffer_reserve (Buffer  *buffer,
 
 /* Stores a record of @size bytes (a multiple of 8) at offset @start,
  * word by word (see "The rule between the owner and readers"), then
- * publishes it: its header's two words, then the rest of @record. */
+ * publishes it: its header's two words, then the rest of @record, which
+ * is @staged (a long record, of a size known only now) or not (a short
+ * one of a fixed size, whose words, once everything is inlined, the
+ * compiler takes straight from registers). */
 static inline void
 buffer_commit (Buffer        *buffer,
                guint64        start,
                guint64        header_word,
                guint64        time,
                const guint8  *record,
+               gboolean       staged,
                guint          size,
                guint64        cycles)
 {
   guint64 *words = buffer_word (buffer, start);
+  guint64 word;
 
   STORE_WORD (words[0], header_word);
   STORE_WORD (words[1], time);
-  /* Unrolled for the fixed-size records, whose words the compiler then
-   * takes straight from registers. */
-#pragma GCC unroll 8
-  for (guint i = 2; i < size / 8; i++)
+  if (staged)
     {
-      guint64 word;
-
-      memcpy (&word, record + i * 8, 8);
-      STORE_WORD (words[i], word);
+      for (guint i = 2; i < size / 8; i++)
+        {
+          memcpy (&word, record + i * 8, 8);
+          STORE_WORD (words[i], word);
+        }
+    }
+  else
+    {
+#pragma GCC unroll 8
+      for (guint i = 2; i < size / 8; i++)
+        {
+          memcpy (&word, record + i * 8, 8);
+          STORE_WORD (words[i], word);
+        }
     }
   __atomic_store_n (&buffer->last_cycles, cycles, __ATOMIC_RELAXED);
   __atomic_store_n (&buffer->head, start + size, __ATOMIC_RELEASE);
@@ -523,7 +535,8 @@ record_close (RecordSlot              *slot,
   first = (guint64) (guint16) type << 48 | (guint64) (guint16) size << 32 | slot->buffer->tid;
 #endif
   buffer_commit (slot->buffer, slot->start, first, slot->time,
-                 (const guint8 *) (slot->staged ? slot->buffer->staging : slot->small), size, slot->cycles);
+                 (const guint8 *) (slot->staged ? slot->buffer->staging : slot->small), slot->staged,
+                 size, slot->cycles);
 }
 
 static inline void
