@@ -195,7 +195,12 @@ test_chain (Fixture       *fixture,
       g_assert_cmpuint (end->tid, ==, chain.tid[i]);
       g_assert_cmpint (dispatch->header.time_ns, <=, begin->time_ns);
       g_assert_cmpint (begin->time_ns, <=, end->time_ns);
-      g_assert_cmpint (dispatch->header.time_ns, >=, file->header.start_time_ns);
+      /* Cycles become nanoseconds with a 2 ms calibration of the cycle
+       * counter, which ThreadSanitizer's slowdown of every clock read makes
+       * too coarse for this (a record tens of µs before the start): not
+       * checked there. */
+      if (!UNDER_TSAN)
+        g_assert_cmpint (dispatch->header.time_ns, >=, file->header.start_time_ns);
       g_assert_true (test_task_file_has_label (file, chain.task[i], label));
       g_assert_true (test_task_file_has_thread (file, chain.tid[i]));
       /* Run once. */

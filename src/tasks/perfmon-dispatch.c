@@ -62,12 +62,30 @@ task_source_dispatch (GSource     *source,
 
   if (again && self->interval_ms > 0)
     g_source_set_ready_time (source, g_source_get_time (source) + (gint64) self->interval_ms * 1000);
+  /* Another thread may drop the last reference: task_source_finalize(). */
+  _perfmon_tsan_release (source);
   return again;
 }
+
+#ifdef PERFMON_TSAN_BUILD
+/* Whichever thread drops a source's last reference frees it: one that
+ * attached it and let go after another thread dispatched it, ordered by
+ * GLib's atomic reference count, which TSan cannot see
+ * (perfmon-tsan-private.h). GLib finalizes the source in that thread,
+ * just before it frees it. */
+static void
+task_source_finalize (GSource *source)
+{
+  _perfmon_tsan_acquire (source);
+}
+#else
+#define task_source_finalize NULL
+#endif
 
 static GSourceFuncs idle_task_funcs = {
   .prepare = _perfmon_task_source_prepare,
   .dispatch = task_source_dispatch,
+  .finalize = task_source_finalize,
 };
 
 /* Timeouts become ready through g_source_set_ready_time(). A prepare of
@@ -84,6 +102,7 @@ _perfmon_timeout_task_source_prepare (GSource *source,
 static GSourceFuncs timeout_task_funcs = {
   .prepare = _perfmon_timeout_task_source_prepare,
   .dispatch = task_source_dispatch,
+  .finalize = task_source_finalize,
 };
 
 static GSource *
