@@ -9,19 +9,8 @@
 #include "perfmon.h"
 #include "perfmon-label-private.h"
 #include "perfmon-no-syscalls.h"
+#include "perfmon-test-tsan.h"
 
-/* A ThreadSanitizer build: gcc defines __SANITIZE_THREAD__, clang has the
- * feature. */
-#if defined(__SANITIZE_THREAD__)
-# define UNDER_TSAN 1
-#elif defined(__has_feature)
-# if __has_feature(thread_sanitizer)
-#  define UNDER_TSAN 1
-# endif
-#endif
-#ifndef UNDER_TSAN
-# define UNDER_TSAN 0
-#endif
 
 /* The frames of @stack joined with "|", outermost first. */
 static char *

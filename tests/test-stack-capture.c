@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmon-test-tsan.h"
 #include "perfmon-error.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-stack-capture-private.h"
@@ -236,6 +237,22 @@ stack_has_function (const PerfmonCapturedStack *stack,
   return FALSE;
 }
 
+/* ThreadSanitizer's runtime does not run an asynchronous signal's handler
+ * where it interrupted the thread: it queues the signal and runs the
+ * handler at its own next safe point (an interceptor), from its own
+ * frames. So the captured innermost frames are TSan's, and a thread that
+ * spins in instrumented code may not run the handler within a capture's
+ * timeout. The test cases that check those frames, or need the capture of
+ * such a thread to succeed every time, skip there (doc/faults.md). */
+static gboolean
+skip_where_signals_are_deferred (void)
+{
+  if (!UNDER_TSAN)
+    return FALSE;
+  g_test_skip ("ThreadSanitizer runs signal handlers at its own safe points, not where the thread was");
+  return TRUE;
+}
+
 static void
 assert_stack_shape (const PerfmonCapturedStack *stack)
 {
@@ -262,9 +279,13 @@ capture_ok (Worker               *worker,
 static void
 test_in_dispatch (void)
 {
-  Worker *worker = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
+  Worker *worker;
   g_autofree PerfmonCapturedStack *stack = g_new0 (PerfmonCapturedStack, 1);
   g_autofree char *innermost = NULL;
+
+  if (skip_where_signals_are_deferred ())
+    return;
+  worker = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
 
   init_capture ();
   capture_ok (worker, stack);
@@ -385,14 +406,18 @@ capture_blocked_worker (gpointer data)
 static void
 test_blocked_signal (void)
 {
-  Worker *blocked = worker_start (WORKER_SLEEP, TRUE);
-  Worker *normal = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
+  Worker *blocked;
+  Worker *normal;
   g_autoptr(GError) error = NULL;
   PerfmonCapturedStack stack;
   GThread *watchdog;
   gint64 start;
   gint64 queued;
 
+  if (skip_where_signals_are_deferred ())
+    return;
+  blocked = worker_start (WORKER_SLEEP, TRUE);
+  normal = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
   blocked->block_signal = TRUE;
   worker_run (blocked);
   init_capture ();
@@ -450,10 +475,13 @@ test_blocked_signal (void)
 static void
 test_truncated (void)
 {
-  Worker *worker = worker_start (WORKER_SPIN_IN_DISPATCH, TRUE);
+  Worker *worker;
   PerfmonCapturedStack stack;
   g_autofree char *innermost = NULL;
 
+  if (skip_where_signals_are_deferred ())
+    return;
+  worker = worker_start (WORKER_SPIN_IN_DISPATCH, TRUE);
   worker->depth = 2 * PERFMON_STACK_CAPTURE_MAX_FRAMES;
   worker_run (worker);
   init_capture ();

@@ -22,6 +22,7 @@
 #include "perfmon-task-file-test.h"
 #include "perfmon-task-private.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-test-tsan.h"
 #include "perfmon-chrome-trace-test.h"
 
 /* Functions whose names the SYMBOL records must carry are not static (the
@@ -194,7 +195,12 @@ test_chain (Fixture       *fixture,
       g_assert_cmpuint (end->tid, ==, chain.tid[i]);
       g_assert_cmpint (dispatch->header.time_ns, <=, begin->time_ns);
       g_assert_cmpint (begin->time_ns, <=, end->time_ns);
-      g_assert_cmpint (dispatch->header.time_ns, >=, file->header.start_time_ns);
+      /* Cycles become nanoseconds with a 2 ms calibration of the cycle
+       * counter, which ThreadSanitizer's slowdown of every clock read makes
+       * too coarse for this (a record tens of µs before the start): not
+       * checked there. */
+      if (!UNDER_TSAN)
+        g_assert_cmpint (dispatch->header.time_ns, >=, file->header.start_time_ns);
       g_assert_true (test_task_file_has_label (file, chain.task[i], label));
       g_assert_true (test_task_file_has_thread (file, chain.tid[i]));
       /* Run once. */
@@ -1021,6 +1027,12 @@ test_dbus_one_process (Fixture       *fixture,
   Client client = { loop, NULL, };
   guint registration;
 
+  /* GDBus's worker thread frees messages and sources that the test's
+   * thread made, handed over under libglib's internal locks: TSan cannot
+   * see them (doc/faults.md). */
+  if (test_skip_under_tsan ("GDBus hands memory to its worker thread under locks TSan cannot see"))
+    return;
+
   g_test_dbus_up (bus);
   server_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
   client_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
@@ -1100,6 +1112,12 @@ test_dbus_two_processes (Fixture       *fixture,
   g_autofree char *server_path = g_build_filename (fixture->dir, "server.log", NULL);
   g_autofree char *line = NULL;
   Client client = { loop, NULL, };
+
+  /* GDBus's worker thread frees messages and sources that the test's
+   * thread made, handed over under libglib's internal locks: TSan cannot
+   * see them (doc/faults.md). */
+  if (test_skip_under_tsan ("GDBus hands memory to its worker thread under locks TSan cannot see"))
+    return;
 
   g_test_dbus_up (bus);
   server = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,

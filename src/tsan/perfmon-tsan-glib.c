@@ -237,3 +237,16 @@ g_async_queue_timeout_pop (GAsyncQueue *queue,
     __tsan_acquire (queue);
   return data;
 }
+
+/* A thread pool hands @data to a worker through its internal queue: what
+ * the pusher did happens before the pool's function runs on @data.
+ * perfmon's pool functions acquire @data (perfmon-tsan-private.h). */
+EXPORT gboolean
+g_thread_pool_push (GThreadPool  *pool,
+                    gpointer      data,
+                    GError      **error)
+{
+  REAL (gboolean, g_thread_pool_push, GThreadPool *, gpointer, GError **);
+  __tsan_release (data);
+  return real_g_thread_pool_push (pool, data, error);
+}
