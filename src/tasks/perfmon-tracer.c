@@ -92,6 +92,11 @@
 #define LABEL_MAX           240u   /* bytes of label text, NUL excluded */
 #define DBUS_NAME_MAX       255u
 #define MAX_FLIGHT_SECONDS  3600u
+#define NAME_SLOTS          128u   /* a power of two */
+/* A flight recorder's thread writes a name's NAME_DEF again once this
+ * fraction of its buffer was written since the last one. */
+#define NAME_REFRESH_FRACTION 8u
+#define AUTO_NAME_MAX       120u   /* bytes of an automatic task's name, NUL excluded */
 /* The flight recorder's promise: its seconds at this many tasks per second
  * on each recording thread (a task: its DISPATCH, BEGIN and END records),
  * with an eighth more for chunk ends and labels. Unless the buffer size was
@@ -101,6 +106,17 @@
   ((sizeof (PerfmonTaskDispatchRecord) + 2 * sizeof (PerfmonTaskIdRecord)) * 9 / 8)
 
 G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 < CHUNK_SIZE);
+
+/* A name of automatic tasks that the thread defined in its buffer: the
+ * pointer it was given, its number, and where its NAME_DEF record is. */
+typedef struct
+{
+  const char *key;
+  guint64     defined_at;   /* the NAME_DEF's offset */
+  guint32     id;           /* 0: the slot is free */
+  guint32     compare_len;  /* bytes of the text to compare: with its NUL unless it was cut */
+  guint       generation;   /* _perfmon_dispatch_names_generation when @key was checked */
+} NameSlot;
 
 typedef struct
 {
@@ -118,6 +134,11 @@ typedef struct
   gboolean alive;           /* atomic */
   guint32  tid;
   char     name[17];
+  /* The owner's only: the names of its automatic tasks (see "Names"). */
+  guint64  name_refresh;    /* a NAME_DEF older than this many bytes is written again */
+  guint64  name_intact;     /* one at most this many bytes old is still in the ring */
+  guint32  last_name_id;
+  NameSlot names[NAME_SLOTS];
 } Buffer;
 
 typedef struct
@@ -351,6 +372,10 @@ buffer_for_session (guint session)
 
   buffer->base = (buffer->head + CHUNK_SIZE - 1) & ~(guint64) (CHUNK_SIZE - 1);
   buffer->overwrite = overwrite;
+  /* A file session keeps every record: one NAME_DEF per name will do. */
+  buffer->name_refresh = overwrite ? capacity / NAME_REFRESH_FRACTION : G_MAXUINT64;
+  buffer->name_intact = overwrite ? capacity - CHUNK_SIZE : G_MAXUINT64;
+  memset (buffer->names, 0, sizeof buffer->names);
   __atomic_store_n (&buffer->dropped, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&buffer->head, buffer->base, __ATOMIC_RELEASE);
   __atomic_store_n (&buffer->session, session, __ATOMIC_RELEASE);
@@ -423,25 +448,36 @@ typedef struct
 /* Room for at most @size bytes, or NULL when tracing is off or the record
  * is dropped. */
 static inline gpointer
-record_open (RecordSlot *slot,
-             guint       size)
+record_open_in (RecordSlot *slot,
+                Buffer     *buffer,
+                guint       size)
 {
   guint8 *record;
 
-  slot->buffer = current_buffer ();
-  if (slot->buffer == NULL)
-    return NULL;
-  record = buffer_reserve (slot->buffer, size, &slot->start);
+  slot->buffer = buffer;
+  record = buffer_reserve (buffer, size, &slot->start);
   if (record == NULL)
     return NULL;
   slot->time = slot->cycles = perfmon_clock_cycles ();
   return record;
 }
 
+static inline gpointer
+record_open (RecordSlot *slot,
+             guint       size)
+{
+  Buffer *buffer = current_buffer ();
+
+  if (buffer == NULL)
+    return NULL;
+  return record_open_in (slot, buffer, size);
+}
+
+/* @type: a PerfmonTaskRecordType, or a ring-only PERFMON_TASK_RING_*. */
 static inline void
 record_close (RecordSlot              *slot,
               PerfmonTaskRecordHeader *header,
-              PerfmonTaskRecordType    type,
+              guint                    type,
               guint                    size)
 {
   header->type = (guint16) type;
@@ -599,9 +635,10 @@ _perfmon_task_dispatch_root (PerfmonTaskIds         *ids,
   record_dispatch (ids->task_id, ids->task_id, ids, callback, 0);
 }
 
-void
-_perfmon_task_enter (const PerfmonTaskIds *ids,
-                     PerfmonTaskContext   *saved)
+/* The thread's task context: saved in @saved, @ids made current. */
+static inline void
+context_enter (const PerfmonTaskIds *ids,
+               PerfmonTaskContext   *saved)
 {
   saved->task_id = tls.task_id;
   saved->task_source_event_id = tls.task_source_event_id;
@@ -611,11 +648,11 @@ _perfmon_task_enter (const PerfmonTaskIds *ids,
   tls.task_id = ids->task_id;
   tls.task_source_event_id = tls.source_event_id = ids->source_event_id;
   tls.task_source_event_type = tls.source_event_type = ids->source_event_type;
-  record_id (PERFMON_TASK_RECORD_BEGIN, ids->task_id);
 }
 
-void
-_perfmon_task_leave (const PerfmonTaskContext *saved)
+/* Records END of the current task and restores @saved. */
+static inline void
+context_leave (const PerfmonTaskContext *saved)
 {
   record_id (PERFMON_TASK_RECORD_END, tls.task_id);
   tls.task_id = saved->task_id;
@@ -623,6 +660,20 @@ _perfmon_task_leave (const PerfmonTaskContext *saved)
   tls.task_source_event_type = saved->task_source_event_type;
   tls.source_event_id = saved->source_event_id;
   tls.source_event_type = saved->source_event_type;
+}
+
+void
+_perfmon_task_enter (const PerfmonTaskIds *ids,
+                     PerfmonTaskContext   *saved)
+{
+  context_enter (ids, saved);
+  record_id (PERFMON_TASK_RECORD_BEGIN, ids->task_id);
+}
+
+void
+_perfmon_task_leave (const PerfmonTaskContext *saved)
+{
+  context_leave (saved);
 }
 
 /**
@@ -815,8 +866,11 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 /* --- automatic tasks: the observer of core/'s per-dispatch hook ------- */
 
 /* With the tracer on, every GSource dispatch on a monitored context is a
- * task (DISPATCH, NAME, BEGIN, END), whose parent is the task that was
- * current on the thread that attached the source, whatever thread that was.
+ * task, whose parent is the task that was current on the thread that
+ * attached the source, whatever thread that was. It costs two records: an
+ * AUTO record where it begins (its ids, parent, source event, when it
+ * became ready and its name's number) and an END; the writer makes the
+ * file's DISPATCH, NAME and BEGIN of the AUTO record.
  *
  * Parents. attached() writes (source, its id, the attaching task, its
  * source event, when the source became ready) into a fixed table of
@@ -849,6 +903,30 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
  * child watches, custom prepare/check) are dated at the dispatch: their
  * queueing time is unknown and shows as 0.
  *
+ * Lookups. A thread keeps its last lookup: a source dispatched again with
+ * no attach anywhere since (attached() moves attach_generation after it
+ * wrote its entry) needs none.
+ *
+ * Names. Each thread numbers the names it is given and writes a NAME_DEF
+ * record (number and text) into its buffer the first time, not one per
+ * task: its buffer keeps a small cache, NAME_SLOTS slots picked by the
+ * name's pointer, of (pointer, number, where its NAME_DEF is). A hit
+ * compares the pointer only, which core allows until it moves
+ * _perfmon_dispatch_names_generation (a name freed); after that the slot's
+ * text (its NAME_DEF, still in the ring) is compared once again. A name
+ * that lost its slot to another gets a new number. What readers need: a
+ * dump or a jank capture copies the last capacity of the ring, less a
+ * chunk or two, and resolves a number by any NAME_DEF of the copy. A file
+ * session never overwrites, so one NAME_DEF per name and session does; the
+ * flight recorder writes a name's NAME_DEF again, under the same number,
+ * once 1/NAME_REFRESH_FRACTION of its buffer was written since the last
+ * one. So every task of the copy but those of its oldest eighth has its
+ * name's NAME_DEF before it in the copy, and of those, every one whose
+ * name was used again later; the writer leaves out the few others (whose
+ * NAME_DEF the ring overwrote). A NAME_DEF that a full file buffer drops
+ * is not cached: its tasks' AUTO records carry number 0 and are left out
+ * too, like the records dropped around them.
+ *
  * Nesting. A dispatch saves the thread's task context on a small
  * per-thread stack (the token is its slot) and its end restores it; more
  * than AUTO_DEPTH nested dispatches (main loops run inside dispatches)
@@ -857,7 +935,6 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 #define PARENT_SLOTS 4096u   /* a power of two; 56 bytes each */
 #define PARENT_PROBE 4u
 #define AUTO_DEPTH   16u
-#define AUTO_NAME_MAX 120u
 
 typedef struct
 {
@@ -880,7 +957,16 @@ static __thread struct
 {
   guint              depth;
   PerfmonTaskContext saved[AUTO_DEPTH];
+  /* The thread's last lookup (see "Lookups"). */
+  GSource           *looked_up;
+  guint              looked_up_id;
+  guint              looked_up_generation;
+  gboolean           found;
+  ParentSlot         entry;
 } auto_stack;
+
+/* Moved by every attached(), after its entry is written. */
+static guint attach_generation;
 
 static inline guint
 parent_slot_index (gconstpointer source)
@@ -934,6 +1020,7 @@ auto_attached (GSource *source)
   __atomic_store_n (&slot->attach_cycles, now, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->ready_cycles, source->source_funcs->prepare == g_idle_funcs.prepare ? now : 0, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->seq, seq + 2, __ATOMIC_RELEASE);
+  __atomic_fetch_add (&attach_generation, 1, __ATOMIC_RELEASE);
 }
 
 /* The entry of @source, copied into @out; FALSE if it has none. The
@@ -977,23 +1064,136 @@ auto_lookup (GSource    *source,
   return FALSE;
 }
 
-static inline void
-record_name (guint64     task_id,
-             const char *name)
+/* auto_lookup(), or the calling thread's last answer for @source if no
+ * source was attached since: its entry, or NULL. */
+static inline const ParentSlot *
+auto_lookup_cached (GSource *source)
 {
-  RecordSlot slot;
-  PerfmonTaskNameRecord *record = record_open (&slot, sizeof *record + AUTO_NAME_MAX + 8);
+  guint generation = __atomic_load_n (&attach_generation, __ATOMIC_ACQUIRE);
+
+  if (G_LIKELY (auto_stack.looked_up == source && auto_stack.looked_up_id == source->source_id &&
+                auto_stack.looked_up_generation == generation))
+    {
+      /* The ready time is the first dispatch's only. */
+      auto_stack.entry.ready_cycles = 0;
+      return auto_stack.found ? &auto_stack.entry : NULL;
+    }
+  auto_stack.found = auto_lookup (source, &auto_stack.entry);
+  auto_stack.looked_up = source;
+  auto_stack.looked_up_id = source->source_id;
+  auto_stack.looked_up_generation = generation;
+  return auto_stack.found ? &auto_stack.entry : NULL;
+}
+
+/* The text of @slot's NAME_DEF, in the owner's buffer. Intact while the
+ * record is less than a capacity behind the head: name_refresh sees to
+ * that. */
+static inline const char *
+name_slot_text (const Buffer   *buffer,
+                const NameSlot *slot)
+{
+  return (const char *) buffer->data + (slot->defined_at & (buffer->capacity - 1)) +
+         sizeof (PerfmonTaskRingNameRecord);
+}
+
+static inline NameSlot *
+name_slot_for (Buffer     *buffer,
+               const char *name)
+{
+  guint64 key = (guint64) (guintptr) name;
+
+  return &buffer->names[((key * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 57) & (NAME_SLOTS - 1)];
+}
+
+/* The number of @name in @buffer when the name cache cannot tell at once:
+ * the slot's, if it holds the same text, else a new one; a NAME_DEF is
+ * written unless the slot's is recent enough. 0 if that record was
+ * dropped. */
+static G_GNUC_NO_INLINE guint32
+name_id_slowly (Buffer     *buffer,
+                NameSlot   *slot,
+                const char *name,
+                guint       generation)
+{
+  RecordSlot record_slot;
+  PerfmonTaskRingNameRecord *record;
+  guint64 age = buffer->head - slot->defined_at;
+  gboolean same = slot->key == name && slot->id != 0 && age < buffer->name_intact &&
+                  strncmp (name, name_slot_text (buffer, slot), slot->compare_len) == 0;
   gsize len;
   guint size;
+  guint32 id;
 
-  if (record == NULL)
-    return;
+  if (same && age < buffer->name_refresh)
+    {
+      slot->generation = generation;
+      return slot->id;
+    }
+
   len = perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
+  record = record_open_in (&record_slot, buffer, size);
+  if (record == NULL)
+    return 0;
+  /* A refresh keeps the number: a reader may find only the later one. */
+  if (same)
+    id = slot->id;
+  else if ((id = ++buffer->last_name_id) == 0)
+    id = ++buffer->last_name_id;
+  record->name_id = id;
+  record->reserved = 0;
   memcpy (record->text, name, len);
   memset (record->text + len, 0, size - sizeof *record - len);
-  record->task_id = task_id;
-  record_close (&slot, &record->header, PERFMON_TASK_RECORD_NAME, size);
+  record_close (&record_slot, &record->header, PERFMON_TASK_RING_NAME_DEF, size);
+
+  slot->key = name;
+  slot->id = id;
+  slot->defined_at = record_slot.start;
+  slot->compare_len = (guint32) (name[len] == '\0' ? len + 1 : len);
+  slot->generation = generation;
+  return id;
+}
+
+/* The number of @name in @buffer, defining it if needed. The common case
+ * compares the pointer only: core says when a pointer may name another
+ * text. */
+static inline guint32
+name_id_for (Buffer     *buffer,
+             const char *name)
+{
+  NameSlot *slot = name_slot_for (buffer, name);
+  guint generation = __atomic_load_n (&_perfmon_dispatch_names_generation, __ATOMIC_ACQUIRE);
+
+  if (G_LIKELY (slot->key == name && slot->generation == generation && slot->id != 0 &&
+                buffer->head - slot->defined_at < buffer->name_refresh))
+    return slot->id;
+  return name_id_slowly (buffer, slot, name, generation);
+}
+
+static inline void
+record_auto (const PerfmonTaskIds *ids,
+             guint64               parent_id,
+             guint64               ready_cycles,
+             const char           *name)
+{
+  Buffer *buffer = current_buffer ();
+  RecordSlot slot;
+  PerfmonTaskRingAutoRecord *record;
+  guint32 name_id;
+
+  if (buffer == NULL)
+    return;
+  name_id = name_id_for (buffer, name);
+  record = record_open_in (&slot, buffer, sizeof *record);
+  if (record == NULL)
+    return;
+  record->task_id = ids->task_id;
+  record->parent_id = parent_id;
+  record->source_event_id = ids->source_event_id;
+  record->source_event_type = ids->source_event_type;
+  record->name_id = name_id;
+  record->ready_time = ready_cycles;
+  record_close (&slot, &record->header, PERFMON_TASK_RING_AUTO, sizeof *record);
 }
 
 static gpointer
@@ -1002,7 +1202,7 @@ auto_dispatch_begin (GSource    *source,
 {
   PerfmonTaskContext *saved;
   PerfmonTaskIds ids;
-  ParentSlot entry;
+  const ParentSlot *entry;
   guint64 parent;
   guint64 ready_cycles = 0;
   gint64 ready_us;
@@ -1017,12 +1217,13 @@ auto_dispatch_begin (GSource    *source,
     return NULL;
 
   ids.task_id = new_id ();
-  if (auto_lookup (source, &entry))
+  entry = auto_lookup_cached (source);
+  if (entry != NULL)
     {
-      parent = entry.parent_id != 0 ? entry.parent_id : ids.task_id;
-      ids.source_event_id = entry.source_event_id;
-      ids.source_event_type = entry.source_event_type;
-      ready_cycles = entry.ready_cycles;
+      parent = entry->parent_id != 0 ? entry->parent_id : ids.task_id;
+      ids.source_event_id = entry->source_event_id;
+      ids.source_event_type = entry->source_event_type;
+      ready_cycles = entry->ready_cycles;
     }
   else
     {
@@ -1041,10 +1242,9 @@ auto_dispatch_begin (GSource    *source,
       ready_cycles = late < now ? now - late : 0;
     }
 
-  record_dispatch_at (ids.task_id, parent, &ids, NULL, ready_cycles, 0);
-  record_name (ids.task_id, name);
+  record_auto (&ids, parent, ready_cycles, name);
   saved = &auto_stack.saved[auto_stack.depth++];
-  _perfmon_task_enter (&ids, saved);
+  context_enter (&ids, saved);
   return saved;
 }
 
@@ -1054,7 +1254,7 @@ auto_dispatch_end (GSource  *source,
 {
   if (token == NULL)
     return;
-  _perfmon_task_leave (token);
+  context_leave (token);
   auto_stack.depth--;
 }
 
@@ -1307,7 +1507,9 @@ perfmon_tracer_start (const char  *path,
  * 2000 tasks per second (its dispatch, begin and end: 117 bytes a task
  * with room for chunk ends, so 234 KB a second, rounded up to a power of
  * two: 8 s take 2 MiB, 30 s 8 MiB
- * per thread, in memory touched only as records arrive). A thread that runs
+ * per thread, in memory touched only as records arrive; an automatic task,
+ * a dispatch seen without a wrapper, takes 80 bytes, its name written only
+ * now and then). A thread that runs
  * more tasks than that keeps fewer seconds: its most recent records that
  * fit. perfmon_tracer_set_buffer_size() sets the size instead.
  *
