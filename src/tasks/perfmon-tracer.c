@@ -951,9 +951,7 @@ typedef struct
 
 static ParentSlot parent_slots[PARENT_SLOTS];
 
-/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
- * this much of the static TLS surplus. */
-static __thread struct
+typedef struct
 {
   guint              depth;
   PerfmonTaskContext saved[AUTO_DEPTH];
@@ -963,7 +961,12 @@ static __thread struct
   guint              looked_up_generation;
   gboolean           found;
   ParentSlot         entry;
-} auto_stack;
+} AutoStack;
+
+/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
+ * this much of the static TLS surplus. Each access may be a call to
+ * __tls_get_addr(): the observer takes its address once. */
+static __thread AutoStack auto_stack;
 
 /* Moved by every attached(), after its entry is written. */
 static guint attach_generation;
@@ -1026,7 +1029,7 @@ auto_attached (GSource *source)
 /* The entry of @source, copied into @out; FALSE if it has none. The
  * entry's ready time is taken: the first lookup (the first dispatch of an
  * idle) gets it, later ones 0. */
-static inline gboolean
+static G_GNUC_NO_INLINE gboolean
 auto_lookup (GSource    *source,
              ParentSlot *out)
 {
@@ -1067,22 +1070,23 @@ auto_lookup (GSource    *source,
 /* auto_lookup(), or the calling thread's last answer for @source if no
  * source was attached since: its entry, or NULL. */
 static inline const ParentSlot *
-auto_lookup_cached (GSource *source)
+auto_lookup_cached (AutoStack *stack,
+                    GSource   *source)
 {
   guint generation = __atomic_load_n (&attach_generation, __ATOMIC_ACQUIRE);
 
-  if (G_LIKELY (auto_stack.looked_up == source && auto_stack.looked_up_id == source->source_id &&
-                auto_stack.looked_up_generation == generation))
+  if (G_LIKELY (stack->looked_up == source && stack->looked_up_id == source->source_id &&
+                stack->looked_up_generation == generation))
     {
       /* The ready time is the first dispatch's only. */
-      auto_stack.entry.ready_cycles = 0;
-      return auto_stack.found ? &auto_stack.entry : NULL;
+      stack->entry.ready_cycles = 0;
+      return stack->found ? &stack->entry : NULL;
     }
-  auto_stack.found = auto_lookup (source, &auto_stack.entry);
-  auto_stack.looked_up = source;
-  auto_stack.looked_up_id = source->source_id;
-  auto_stack.looked_up_generation = generation;
-  return auto_stack.found ? &auto_stack.entry : NULL;
+  stack->found = auto_lookup (source, &stack->entry);
+  stack->looked_up = source;
+  stack->looked_up_id = source->source_id;
+  stack->looked_up_generation = generation;
+  return stack->found ? &stack->entry : NULL;
 }
 
 /* The text of @slot's NAME_DEF, in the owner's buffer. Intact while the
@@ -1196,10 +1200,22 @@ record_auto (const PerfmonTaskIds *ids,
   record_close (&slot, &record->header, PERFMON_TASK_RING_AUTO, sizeof *record);
 }
 
+/* A source's ready time (monotonic µs) as a cycle-counter reading. */
+static G_GNUC_NO_INLINE guint64
+ready_time_to_cycles (gint64 ready_us)
+{
+  gint64 late_us = g_get_monotonic_time () - ready_us;
+  guint64 now = perfmon_clock_cycles ();
+  guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
+
+  return late < now ? now - late : 0;
+}
+
 static gpointer
 auto_dispatch_begin (GSource    *source,
                      const char *name)
 {
+  AutoStack *stack;
   PerfmonTaskContext *saved;
   PerfmonTaskIds ids;
   const ParentSlot *entry;
@@ -1213,11 +1229,15 @@ auto_dispatch_begin (GSource    *source,
    * the hook may replace a source's dispatch, not its prepare.) */
   if (_perfmon_dispatch_is_task_source (source))
     return NULL;
-  if (G_UNLIKELY (auto_stack.depth >= AUTO_DEPTH))
+  stack = &auto_stack;
+  /* Keeps the address in a register: gcc would call __tls_get_addr() again
+   * after every call. */
+  __asm__ ("" : "+r" (stack));
+  if (G_UNLIKELY (stack->depth >= AUTO_DEPTH))
     return NULL;
 
   ids.task_id = new_id ();
-  entry = auto_lookup_cached (source);
+  entry = auto_lookup_cached (stack, source);
   if (entry != NULL)
     {
       parent = entry->parent_id != 0 ? entry->parent_id : ids.task_id;
@@ -1234,16 +1254,10 @@ auto_dispatch_begin (GSource    *source,
 
   ready_us = g_source_get_ready_time (source);
   if (ready_us >= 0)
-    {
-      gint64 late_us = g_get_monotonic_time () - ready_us;
-      guint64 now = perfmon_clock_cycles ();
-      guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
-
-      ready_cycles = late < now ? now - late : 0;
-    }
+    ready_cycles = ready_time_to_cycles (ready_us);
 
   record_auto (&ids, parent, ready_cycles, name);
-  saved = &auto_stack.saved[auto_stack.depth++];
+  saved = &stack->saved[stack->depth++];
   context_enter (&ids, saved);
   return saved;
 }
