@@ -903,10 +903,9 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
  * child watches, custom prepare/check) are dated at the dispatch: their
  * queueing time is unknown and shows as 0.
  *
- * Lookups. A thread keeps its last lookup (and whether the source is a
- * wrapper's): a source dispatched again with no attach anywhere since
- * (attached() moves attach_generation after it wrote its entry) needs
- * none.
+ * Lookups. A thread keeps its last lookup: a source dispatched again with
+ * no attach anywhere since (attached() moves attach_generation after it
+ * wrote its entry) needs none.
  *
  * Names. Each thread numbers the names it is given and writes a NAME_DEF
  * record (number and text) into its buffer the first time, not one per
@@ -960,7 +959,6 @@ typedef struct
   GSource           *looked_up;
   guint              looked_up_id;
   guint              looked_up_generation;
-  gboolean           wrapped;            /* a wrapper's source: not a task */
   gboolean           found;
   ParentSlot         entry;
 } AutoStack;
@@ -1069,13 +1067,11 @@ auto_lookup (GSource    *source,
   return FALSE;
 }
 
-/* Whether a dispatch of @source is an automatic task, and if so, in
- * @entry_out, its entry or NULL: auto_lookup(), or the calling thread's
- * last answer for @source if no source was attached since. */
-static inline gboolean
-auto_lookup_cached (AutoStack         *stack,
-                    GSource           *source,
-                    const ParentSlot **entry_out)
+/* auto_lookup(), or the calling thread's last answer for @source if no
+ * source was attached since: its entry, or NULL. */
+static inline const ParentSlot *
+auto_lookup_cached (AutoStack *stack,
+                    GSource   *source)
 {
   guint generation = __atomic_load_n (&attach_generation, __ATOMIC_ACQUIRE);
 
@@ -1084,20 +1080,13 @@ auto_lookup_cached (AutoStack         *stack,
     {
       /* The ready time is the first dispatch's only. */
       stack->entry.ready_cycles = 0;
+      return stack->found ? &stack->entry : NULL;
     }
-  else
-    {
-      stack->looked_up = source;
-      stack->looked_up_id = source->source_id;
-      stack->looked_up_generation = generation;
-      /* The wrappers' sources are tasks of their own already. (By
-       * prepare: the hook may replace a source's dispatch, not its
-       * prepare.) */
-      stack->wrapped = _perfmon_dispatch_is_task_source (source);
-      stack->found = !stack->wrapped && auto_lookup (source, &stack->entry);
-    }
-  *entry_out = stack->found ? &stack->entry : NULL;
-  return !stack->wrapped;
+  stack->found = auto_lookup (source, &stack->entry);
+  stack->looked_up = source;
+  stack->looked_up_id = source->source_id;
+  stack->looked_up_generation = generation;
+  return stack->found ? &stack->entry : NULL;
 }
 
 /* The text of @slot's NAME_DEF, in the owner's buffer. Intact while the
@@ -1236,14 +1225,19 @@ auto_dispatch_begin (GSource    *source,
 
   if (G_UNLIKELY (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0))
     return NULL;
+  /* The wrappers' sources are tasks of their own already. (By prepare:
+   * the hook may replace a source's dispatch, not its prepare.) */
+  if (_perfmon_dispatch_is_task_source (source))
+    return NULL;
   stack = &auto_stack;
   /* Keeps the address in a register: gcc would call __tls_get_addr() again
    * after every call. */
   __asm__ ("" : "+r" (stack));
-  if (G_UNLIKELY (stack->depth >= AUTO_DEPTH) || !auto_lookup_cached (stack, source, &entry))
+  if (G_UNLIKELY (stack->depth >= AUTO_DEPTH))
     return NULL;
 
   ids.task_id = new_id ();
+  entry = auto_lookup_cached (stack, source);
   if (entry != NULL)
     {
       parent = entry->parent_id != 0 ? entry->parent_id : ids.task_id;
