@@ -155,6 +155,10 @@ typedef struct
   guint32  id_pid;
   guint32  next_low;
   guint32  ids_left;
+  /* How many automatic tasks run nested on the thread (their saved
+   * contexts are in auto_stack): here, so that a dispatch's end needs no
+   * __tls_get_addr(). */
+  guint    auto_depth;
 } ThreadState;
 
 static __thread ThreadState tls __attribute__ ((tls_model ("initial-exec")));
@@ -953,8 +957,7 @@ static ParentSlot parent_slots[PARENT_SLOTS];
 
 typedef struct
 {
-  guint              depth;
-  PerfmonTaskContext saved[AUTO_DEPTH];
+  PerfmonTaskContext saved[AUTO_DEPTH];   /* tls.auto_depth of them used */
   /* The thread's last lookup (see "Lookups"). */
   GSource           *looked_up;
   guint              looked_up_id;
@@ -1233,7 +1236,7 @@ auto_dispatch_begin (GSource    *source,
   /* Keeps the address in a register: gcc would call __tls_get_addr() again
    * after every call. */
   __asm__ ("" : "+r" (stack));
-  if (G_UNLIKELY (stack->depth >= AUTO_DEPTH))
+  if (G_UNLIKELY (tls.auto_depth >= AUTO_DEPTH))
     return NULL;
 
   ids.task_id = new_id ();
@@ -1257,7 +1260,7 @@ auto_dispatch_begin (GSource    *source,
     ready_cycles = ready_time_to_cycles (ready_us);
 
   record_auto (&ids, parent, ready_cycles, name);
-  saved = &stack->saved[stack->depth++];
+  saved = &stack->saved[tls.auto_depth++];
   context_enter (&ids, saved);
   return saved;
 }
@@ -1269,7 +1272,7 @@ auto_dispatch_end (GSource  *source,
   if (token == NULL)
     return;
   context_leave (token);
-  auto_stack.depth--;
+  tls.auto_depth--;
 }
 
 static const PerfmonDispatchObserver auto_task_observer = {
