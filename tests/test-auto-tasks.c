@@ -748,6 +748,169 @@ test_pool_own_not_hooked (Fixture       *fixture,
   perfmon_thread_pool_free (pool, FALSE, TRUE);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Names: a thread records each name once per stretch of its buffer, not
+ * once per task, and every task keeps its name */
+
+#define N_NAMED 10000
+#define SMALL_BUFFER (64 * 1024)
+
+static const char * const cycle_names[] = { "[test] name one", "[test] name two", "[test] name three" };
+
+typedef struct
+{
+  guint    runs;
+  guint    limit;
+  guint64 *tasks;
+  const char * const *names;
+  guint    n_names;
+} Cycle;
+
+/* Each dispatch records its task; the next one runs under the next name. */
+static gboolean
+cycling_callback (gpointer data)
+{
+  Cycle *cycle = data;
+
+  cycle->tasks[cycle->runs++] = perfmon_task_get_current ();
+  hook_name = cycle->names[cycle->runs % cycle->n_names];
+  return cycle->runs < cycle->limit ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+/* Runs @limit dispatches of one idle, cycling through @names. */
+static void
+run_cycle (Cycle              *cycle,
+           const char * const *names,
+           guint               n_names,
+           guint               limit)
+{
+  *cycle = (Cycle) { 0, limit, g_new0 (guint64, limit), names, n_names };
+  hook_name = names[0];
+  hooked_idle_add (cycling_callback, cycle);
+  while (cycle->runs < cycle->limit)
+    g_main_context_iteration (NULL, TRUE);
+  hook_name = "test source";
+}
+
+/* Every task of @log has its name, the one @cycle ran it under; returns
+ * how many of @cycle's tasks @log holds. */
+static guint
+check_cycle_names (PerfmonTaskLog *log,
+                   const Cycle    *cycle)
+{
+  GPtrArray *tasks = perfmon_task_log_get_tasks (log);
+  guint found = 0;
+
+  for (guint i = 0; i < tasks->len; i++)
+    g_assert_nonnull (perfmon_task_get_name (g_ptr_array_index (tasks, i)));
+  for (guint i = 0; i < cycle->limit; i++)
+    {
+      PerfmonTask *task = perfmon_task_log_find_task (log, cycle->tasks[i]);
+
+      if (task == NULL)
+        continue;
+      found++;
+      g_assert_cmpstr (perfmon_task_get_name (task), ==, cycle->names[i % cycle->n_names]);
+    }
+  return found;
+}
+
+static void
+test_names_flight_recorder (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  Cycle cycle;
+  guint found;
+
+  /* A ring that wraps many times over. */
+  g_assert_true (perfmon_tracer_set_buffer_size (SMALL_BUFFER, &error));
+  g_assert_true (perfmon_tracer_start_flight_recorder (60, &error));
+  run_cycle (&cycle, cycle_names, G_N_ELEMENTS (cycle_names), N_NAMED);
+  g_assert_true (perfmon_tracer_dump (fixture->path, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_tracer_stop (&error));
+  g_assert_true (perfmon_tracer_set_buffer_size (2 * 1024 * 1024, &error));
+
+  log = perfmon_task_log_new_from_file (fixture->path, &error);
+  g_assert_no_error (error);
+  found = check_cycle_names (log, &cycle);
+  g_test_message ("%u of %u tasks in the log", found, N_NAMED);
+  /* The most recent tasks are there, each with its name... */
+  g_assert_nonnull (perfmon_task_log_find_task (log, cycle.tasks[N_NAMED - 1]));
+  /* ...and as many as 64 KiB hold at 80 bytes a task and a name now and
+   * then: over 600 (with a NAME record per task, 144 bytes, about 430). */
+  g_assert_cmpuint (found, >=, 600);
+  g_assert_cmpuint (found, <, N_NAMED);
+  g_free (cycle.tasks);
+}
+
+static void
+test_names_file (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  Cycle cycle;
+  guint found;
+
+  /* A file recording that fills its buffer: what does not fit is
+   * dropped. */
+  g_assert_true (perfmon_tracer_set_buffer_size (SMALL_BUFFER, &error));
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  run_cycle (&cycle, cycle_names, G_N_ELEMENTS (cycle_names), N_NAMED);
+  log = stop_and_load (fixture->path);
+  g_assert_true (perfmon_tracer_set_buffer_size (2 * 1024 * 1024, &error));
+
+  found = check_cycle_names (log, &cycle);
+  g_test_message ("%u of %u tasks in the log", found, N_NAMED);
+  g_assert_cmpuint (perfmon_task_log_get_dropped_records (log), >, 0);
+  /* The first tasks, each with its name: 64 KiB hold over 700 of them
+   * (with a NAME record per task, about 450). */
+  g_assert_nonnull (perfmon_task_log_find_task (log, cycle.tasks[0]));
+  g_assert_cmpuint (found, >=, 700);
+  g_free (cycle.tasks);
+}
+
+/* More names than the thread's name cache holds, and a name whose text
+ * changes at the same address (after core says so). */
+static void
+test_names_many_and_changed (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  static char changing[32];
+  const char *changing_names[1] = { changing };
+  Cycle many, before, after;
+
+  for (guint i = 0; i < 300; i++)
+    g_ptr_array_add (names, g_strdup_printf ("[test] source %u", i));
+
+  g_assert_true (perfmon_tracer_start (fixture->path, &error));
+  run_cycle (&many, (const char * const *) names->pdata, names->len, 2 * names->len);
+  g_strlcpy (changing, "[test] before", sizeof changing);
+  run_cycle (&before, changing_names, 1, 2);
+  g_strlcpy (changing, "[test] after", sizeof changing);
+  _perfmon_dispatch_names_changed ();
+  run_cycle (&after, changing_names, 1, 2);
+  log = stop_and_load (fixture->path);
+
+  g_assert_cmpuint (check_cycle_names (log, &many), ==, 2 * names->len);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_assert_cmpstr (perfmon_task_get_name (perfmon_task_log_find_task (log, before.tasks[i])), ==,
+                       "[test] before");
+      g_assert_cmpstr (perfmon_task_get_name (perfmon_task_log_find_task (log, after.tasks[i])), ==,
+                       "[test] after");
+    }
+  g_free (many.tasks);
+  g_free (before.tasks);
+  g_free (after.tasks);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -771,6 +934,9 @@ main (int   argc,
   ADD ("/auto-tasks/wrappers-untraced", test_wrappers_untraced);
   ADD ("/auto-tasks/pool/items", test_pool_items);
   ADD ("/auto-tasks/pool/own-not-hooked", test_pool_own_not_hooked);
+  ADD ("/auto-tasks/names/flight-recorder", test_names_flight_recorder);
+  ADD ("/auto-tasks/names/file", test_names_file);
+  ADD ("/auto-tasks/names/many-and-changed", test_names_many_and_changed);
 
   return g_test_run ();
 }

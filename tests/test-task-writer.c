@@ -203,6 +203,102 @@ test_writer_round_trip (void)
   g_assert_cmpint (perfmon_task_get_dispatch_time (x), <, perfmon_task_get_dispatch_time (y));
 }
 
+/* The recorder's compact records of automatic tasks: AUTO and NAME_DEF. */
+static gsize
+put_name_def (guint8     *at,
+              guint64     cycles,
+              guint32     name_id,
+              const char *text)
+{
+  gsize size = (sizeof (PerfmonTaskRingNameRecord) + strlen (text) + 1 + 7) & ~(gsize) 7;
+
+  memset (at, 0, size);
+  memcpy (at + G_STRUCT_OFFSET (PerfmonTaskRingNameRecord, name_id), &name_id, sizeof name_id);
+  memcpy (at + sizeof (PerfmonTaskRingNameRecord), text, strlen (text));
+  put_header (at, (PerfmonTaskRecordType) PERFMON_TASK_RING_NAME_DEF, size, 101, cycles);
+  return size;
+}
+
+static gsize
+put_auto (guint8  *at,
+          guint64  cycles,
+          guint64  task_id,
+          guint64  parent_id,
+          guint32  name_id,
+          guint64  ready)
+{
+  PerfmonTaskRingAutoRecord record = { { 0 }, task_id, parent_id, 0, 0, name_id, ready };
+
+  memcpy (at, &record, sizeof record);
+  put_header (at, (PerfmonTaskRecordType) PERFMON_TASK_RING_AUTO, sizeof record, 101, cycles);
+  return sizeof record;
+}
+
+#define TASK_W ((G_GUINT64_CONSTANT (7) << 32) | 4)
+
+static void
+test_writer_automatic_tasks (void)
+{
+  guint64 now = perfmon_clock_cycles ();
+  guint64 us = (guint64) perfmon_clock_cycles_per_us ();
+  g_autofree guint8 *alpha = g_malloc0 (PERFMON_TASK_CHUNK_SIZE);
+  gsize at = 0;
+  PerfmonTaskWriterSession session = { .start_ns = 1, .since_cycles = now - 5000 * us };
+  PerfmonTaskWriterThread thread = { 101, "alpha", alpha, 0 };
+  const char *name = "written";
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(PerfmonTaskLog) log = NULL;
+  g_autoptr(GError) error = NULL;
+  PerfmonTask *x, *y;
+  gint64 begin_us, end_us;
+
+  /* W began before since_cycles: left out, with its END. */
+  at += put_name_def (alpha + at, now - 9000 * us, 1, "first name");
+  at += put_auto (alpha + at, now - 6000 * us, TASK_W, TASK_W, 1, 0);
+  at += put_id (alpha + at, PERFMON_TASK_RECORD_END, 101, now - 4500 * us, TASK_W);
+  /* X: ready 1000 µs before it began. */
+  at += put_auto (alpha + at, now - 3000 * us, TASK_X, TASK_X, 1, now - 4000 * us);
+  at += put_id (alpha + at, PERFMON_TASK_RECORD_END, 101, now - 2800 * us, TASK_X);
+  /* Y, a child of X, named by a NAME_DEF written after it (a refresh: the
+   * first one fell out of the ring). */
+  at += put_auto (alpha + at, now - 2000 * us, TASK_Y, TASK_X, 2, 0);
+  at += put_id (alpha + at, PERFMON_TASK_RECORD_END, 101, now - 1900 * us, TASK_Y);
+  at += put_name_def (alpha + at, now - 1500 * us, 2, "later name");
+  /* Z: a name no NAME_DEF of the copy has. Left out, with its label and
+   * END. */
+  at += put_auto (alpha + at, now - 1000 * us, TASK_Z, TASK_X, 3, 0);
+  at += put_text (alpha + at, PERFMON_TASK_RECORD_LABEL, 101, now - 900 * us, TASK_Z, "lost");
+  at += put_id (alpha + at, PERFMON_TASK_RECORD_END, 101, now - 800 * us, TASK_Z);
+  thread.length = at;
+
+  bytes = _perfmon_task_writer_write (&session, &thread, 1);
+  log = _perfmon_task_log_new_from_bytes (&bytes, &name, 1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_task_log_get_tasks (log)->len, ==, 2);
+  g_assert_cmpuint (perfmon_task_log_get_unmatched_records (log), ==, 0);
+  g_assert_null (perfmon_task_log_find_task (log, TASK_W));
+  g_assert_null (perfmon_task_log_find_task (log, TASK_Z));
+
+  x = perfmon_task_log_find_task (log, TASK_X);
+  g_assert_nonnull (x);
+  g_assert_cmpstr (perfmon_task_get_name (x), ==, "first name");
+  g_assert_true (perfmon_task_is_root (x));
+  g_assert_cmpuint (perfmon_task_get_n_runs (x), ==, 1);
+  g_assert_true (perfmon_task_get_run (x, 0, &begin_us, &end_us));
+  g_assert_cmpint (end_us - begin_us, >=, 190);
+  g_assert_cmpint (end_us - begin_us, <=, 210);
+  /* Queued from when it became ready. */
+  g_assert_cmpint (perfmon_task_get_queueing_time (x), >=, 990);
+  g_assert_cmpint (perfmon_task_get_queueing_time (x), <=, 1010);
+
+  y = perfmon_task_log_find_task (log, TASK_Y);
+  g_assert_nonnull (y);
+  g_assert_cmpstr (perfmon_task_get_name (y), ==, "later name");
+  g_assert_cmpuint (perfmon_task_get_parent_id (y), ==, TASK_X);
+  g_assert_cmpuint (perfmon_task_get_n_runs (y), ==, 1);
+  g_assert_cmpint (perfmon_task_get_queueing_time (y), ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -210,6 +306,7 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/task-writer/round-trip", test_writer_round_trip);
+  g_test_add_func ("/task-writer/automatic-tasks", test_writer_automatic_tasks);
 
   return g_test_run ();
 }

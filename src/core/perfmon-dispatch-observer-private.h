@@ -41,8 +41,10 @@ typedef struct
   /* The source was attached to a context; @source is alive. May be NULL. */
   void     (*attached)       (GSource    *source);
   /* A dispatch of @source begins; @name is its best available name (never
-   * NULL, bounded, valid for the duration of the call only). Returns a
-   * token handed back to @dispatch_end. */
+   * NULL, bounded). The same pointer names the same text until
+   * _perfmon_dispatch_names_generation moves: core moves it whenever it
+   * frees or changes a name it may have given. Returns a token handed back
+   * to @dispatch_end. */
   gpointer (*dispatch_begin) (GSource    *source,
                               const char *name);
   /* The dispatch that returned @token ended. */
@@ -54,6 +56,17 @@ typedef struct
  * is replaced), or removes it with NULL. At most one observer. */
 void                           _perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer);
 const PerfmonDispatchObserver *_perfmon_dispatch_get_observer (void);
+
+/* Moved (atomically) by core whenever a name it may have given
+ * @dispatch_begin is freed or changed: an observer that keeps something by
+ * the name's pointer checks the text again when it moved. */
+extern guint _perfmon_dispatch_names_generation;
+
+static inline void
+_perfmon_dispatch_names_changed (void)
+{
+  __atomic_fetch_add (&_perfmon_dispatch_names_generation, 1, __ATOMIC_RELEASE);
+}
 
 /* The same, inline, for the hook's hot path. */
 extern const PerfmonDispatchObserver *_perfmon_dispatch_observer;

@@ -7,6 +7,7 @@
 #include "perfmon-dispatch-observer-private.h"
 
 const PerfmonDispatchObserver *_perfmon_dispatch_observer;
+guint _perfmon_dispatch_names_generation;
 
 void
 _perfmon_dispatch_set_observer (const PerfmonDispatchObserver *observer)

@@ -273,6 +273,9 @@ record_new_locked (PerfmonMonitor   *self,
 static void
 record_free (PerfmonGroupRecord *record)
 {
+  /* Its name may have been given to the dispatch observer. */
+  if (record->kind == PERFMON_GROUP_KIND_COMPARTMENT)
+    _perfmon_dispatch_names_changed ();
   if (record->kind != PERFMON_GROUP_KIND_COMPARTMENT)
     g_weak_ref_clear (&record->group.object);
   if (record->kind == PERFMON_GROUP_KIND_ADDON)

@@ -16,6 +16,48 @@ G_BEGIN_DECLS
  * fewer than 16 bytes are left) before it. */
 #define PERFMON_TASK_CHUNK_SIZE 4096u
 
+/* Records only the recorder's buffers hold, never a file: the writer turns
+ * them into the file's records. An automatic task (a GSource dispatch the
+ * tracer saw through core/'s hook) is one AUTO record where it begins, and
+ * an END; its name is a number, defined by a NAME_DEF record of the same
+ * buffer. The recorder writes a NAME_DEF the first time a thread uses a
+ * name and again once the ring has moved on far enough that the previous
+ * one may fall out of what a reader copies (see perfmon-tracer.c), always
+ * with the same number while the thread keeps the name in its cache: a
+ * reader resolves an AUTO record by a NAME_DEF anywhere in its copy. An
+ * AUTO record whose name is in no NAME_DEF of the copy (the oldest records
+ * of a ring that wrapped) is left out, with what refers to its task.
+ * Numbers are per buffer, never 0, and never name two texts in one ring.
+ *
+ * In the file an AUTO record becomes DISPATCH (dated when the task became
+ * ready, callback 0), NAME and BEGIN: the file format does not change. */
+enum
+{
+  PERFMON_TASK_RING_NAME_DEF = 0x100,  /* PerfmonTaskRingNameRecord */
+  PERFMON_TASK_RING_AUTO     = 0x101,  /* PerfmonTaskRingAutoRecord */
+};
+
+typedef struct
+{
+  PerfmonTaskRecordHeader header;      /* time_ns: when it was written */
+  guint32 name_id;
+  guint32 reserved;
+  char    text[];                      /* NUL-terminated UTF-8, padded */
+} PerfmonTaskRingNameRecord;
+
+typedef struct
+{
+  PerfmonTaskRecordHeader header;      /* time_ns: when the task began */
+  guint64 task_id;
+  guint64 parent_id;
+  guint64 source_event_id;             /* 0: none */
+  guint32 source_event_type;           /* PerfmonSourceEventType */
+  guint32 name_id;                     /* a NAME_DEF's */
+  guint64 ready_time;                  /* when it became ready; 0: at its begin */
+} PerfmonTaskRingAutoRecord;
+
+G_STATIC_ASSERT (sizeof (PerfmonTaskRingAutoRecord) == 56);
+
 /* One thread's records as the recorder copied them: @length bytes that
  * start at a chunk boundary, their times cycle-counter readings. */
 typedef struct

@@ -6,8 +6,11 @@
  * (perfmon-tracer.c) copies each thread's buffer under its control lock and
  * hands the copies here, where they become one file of the format of
  * perfmon-task-format-private.h. This is where records are put in time
- * order, where cycle-counter readings become CLOCK_MONOTONIC nanoseconds and
- * where callback addresses become SYMBOL records: never on the hot path.
+ * order, where cycle-counter readings become CLOCK_MONOTONIC nanoseconds,
+ * where callback addresses become SYMBOL records and where an automatic
+ * task's compact ring records (AUTO with a name number, see
+ * perfmon-task-writer-private.h) become the file's DISPATCH, NAME and
+ * BEGIN: never on the hot path.
  */
 #define _GNU_SOURCE 1
 #include "config.h"
@@ -22,11 +25,23 @@
 #include "perfmon-task-writer-private.h"
 #include "perfmon-utf8-private.h"
 
+/* What an entry writes: its record as it is, or one of the three records
+ * an automatic task's AUTO record becomes. */
+typedef enum
+{
+  ENTRY_COPY,
+  ENTRY_AUTO_DISPATCH,
+  ENTRY_AUTO_NAME,
+  ENTRY_AUTO_BEGIN,
+} EntryKind;
+
 typedef struct
 {
   guint64       cycles;
   guint         order;
+  EntryKind     kind;
   const guint8 *record;
+  const char   *name;       /* ENTRY_AUTO_NAME: the text, in the copy */
 } Entry;
 
 static int
@@ -40,8 +55,92 @@ entry_compare (gconstpointer a,
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
+static void
+add_entry (GArray       *entries,
+           guint64       cycles,
+           EntryKind     kind,
+           const guint8 *record,
+           const char   *name)
+{
+  Entry entry = { cycles, entries->len, kind, record, name };
+
+  g_array_append_val (entries, entry);
+}
+
+/* The record of @copy (@length bytes starting at a chunk boundary) at
+ * *@at or after it, skipping pads and what is not a whole record of a
+ * type the recorder writes; NULL at the end. *@at moves past it. */
+static const guint8 *
+next_record (const guint8            *copy,
+             gsize                    length,
+             gsize                   *at,
+             PerfmonTaskRecordHeader *header)
+{
+  while (*at < length)
+    {
+      gsize room = PERFMON_TASK_CHUNK_SIZE - (*at & (PERFMON_TASK_CHUNK_SIZE - 1));
+      const guint8 *record = copy + *at;
+      gsize min_size;
+
+      if (room < sizeof *header || length - *at < sizeof *header)
+        {
+          *at += room;
+          continue;
+        }
+      memcpy (header, record, sizeof *header);
+      switch (header->type)
+        {
+        case PERFMON_TASK_RING_AUTO:
+          min_size = sizeof (PerfmonTaskRingAutoRecord);
+          break;
+        case PERFMON_TASK_RING_NAME_DEF:
+          min_size = sizeof (PerfmonTaskRingNameRecord) + 1;
+          break;
+        default:
+          min_size = header->type >= 1 && header->type <= PERFMON_TASK_RECORD_NAME ? sizeof *header : G_MAXSIZE;
+          break;
+        }
+      if (header->size < min_size || header->size % 8 != 0 || header->size > room ||
+          header->size > length - *at)
+        {
+          /* A pad, or the end of what was published. */
+          *at += room;
+          continue;
+        }
+      *at += header->size;
+      return record;
+    }
+  return NULL;
+}
+
+/* The NAME_DEF records of @copy: name id → text (in the copy). */
+static GHashTable *
+read_name_defs (const guint8 *copy,
+                gsize         length)
+{
+  GHashTable *names = g_hash_table_new (NULL, NULL);
+  PerfmonTaskRecordHeader header;
+  const guint8 *record;
+  gsize at = 0;
+
+  while ((record = next_record (copy, length, &at, &header)) != NULL)
+    if (header.type == PERFMON_TASK_RING_NAME_DEF)
+      {
+        const char *text = (const char *) record + sizeof (PerfmonTaskRingNameRecord);
+        guint32 name_id;
+
+        memcpy (&name_id, record + G_STRUCT_OFFSET (PerfmonTaskRingNameRecord, name_id), sizeof name_id);
+        if (name_id != 0 && memchr (text, '\0', header.size - sizeof (PerfmonTaskRingNameRecord)) != NULL)
+          g_hash_table_insert (names, GUINT_TO_POINTER (name_id), (gpointer) text);
+      }
+  return names;
+}
+
 /* Appends the records of @copy (@length bytes starting at a chunk
- * boundary) to @entries, those of type DISPATCH also to @callbacks. */
+ * boundary) from @since_cycles on to @entries, and the callbacks of its
+ * DISPATCH records to @callbacks. An automatic task is left out, with its
+ * END and labels, when its name cannot be resolved or it began before
+ * @since_cycles. */
 static void
 parse_copy (const guint8 *copy,
             gsize         length,
@@ -49,57 +148,80 @@ parse_copy (const guint8 *copy,
             GArray       *entries,
             GHashTable   *callbacks)
 {
+  g_autoptr(GHashTable) names = read_name_defs (copy, length);
+  g_autoptr(GHashTable) left_out = g_hash_table_new (g_int64_hash, g_int64_equal);
+  PerfmonTaskRecordHeader header;
+  const guint8 *record;
   gsize at = 0;
 
-  while (at < length)
+  while ((record = next_record (copy, length, &at, &header)) != NULL)
     {
-      gsize room = PERFMON_TASK_CHUNK_SIZE - (at & (PERFMON_TASK_CHUNK_SIZE - 1));
-      PerfmonTaskRecordHeader header;
+      guint64 cycles = (guint64) header.time_ns;
 
-      if (room < sizeof header || length - at < sizeof header)
+      switch (header.type)
         {
-          at += room;
-          continue;
-        }
-      memcpy (&header, copy + at, sizeof header);
-      if (header.type == 0 || header.type > PERFMON_TASK_RECORD_NAME ||
-          header.size < sizeof header || header.size % 8 != 0 || header.size > room ||
-          header.size > length - at)
-        {
-          /* A pad, or the end of what was published. */
-          at += room;
-          continue;
-        }
-      if ((guint64) header.time_ns >= since_cycles)
-        {
-          Entry entry = { (guint64) header.time_ns, entries->len, copy + at };
+        case PERFMON_TASK_RING_NAME_DEF:
+          break;
+        case PERFMON_TASK_RING_AUTO:
+          {
+            PerfmonTaskRingAutoRecord r;
+            const char *name;
 
-          g_array_append_val (entries, entry);
-          if (header.type == PERFMON_TASK_RECORD_DISPATCH)
+            memcpy (&r, record, sizeof r);
+            name = g_hash_table_lookup (names, GUINT_TO_POINTER (r.name_id));
+            if (name == NULL || cycles < since_cycles)
+              {
+                /* Points into the copy, which outlives the table. */
+                g_hash_table_add (left_out, (gpointer) (record + G_STRUCT_OFFSET (PerfmonTaskRingAutoRecord, task_id)));
+                break;
+              }
+            /* Queued when it became ready, if that is known and earlier. */
+            add_entry (entries, r.ready_time != 0 && r.ready_time < cycles ? r.ready_time : cycles,
+                       ENTRY_AUTO_DISPATCH, record, NULL);
+            add_entry (entries, g_array_index (entries, Entry, entries->len - 1).cycles, ENTRY_AUTO_NAME,
+                       record, name);
+            add_entry (entries, cycles, ENTRY_AUTO_BEGIN, record, NULL);
+          }
+          break;
+        case PERFMON_TASK_RECORD_END:
+        case PERFMON_TASK_RECORD_LABEL:
+          if (cycles >= since_cycles &&
+              (g_hash_table_size (left_out) == 0 ||
+               !g_hash_table_contains (left_out, record + G_STRUCT_OFFSET (PerfmonTaskIdRecord, task_id))))
+            add_entry (entries, cycles, ENTRY_COPY, record, NULL);
+          break;
+        case PERFMON_TASK_RECORD_DISPATCH:
+          if (cycles >= since_cycles)
             {
-              const PerfmonTaskDispatchRecord *dispatch = (const PerfmonTaskDispatchRecord *) (copy + at);
               guint64 callback;
 
-              memcpy (&callback, &dispatch->callback, sizeof callback);
+              add_entry (entries, cycles, ENTRY_COPY, record, NULL);
+              memcpy (&callback, record + G_STRUCT_OFFSET (PerfmonTaskDispatchRecord, callback), sizeof callback);
               /* 0: an automatic task, named by its NAME record. */
               if (callback != 0)
                 g_hash_table_add (callbacks, GSIZE_TO_POINTER ((gsize) callback));
             }
+          break;
+        default:
+          if (cycles >= since_cycles)
+            add_entry (entries, cycles, ENTRY_COPY, record, NULL);
+          break;
         }
-      at += header.size;
     }
 }
 
+/* A record of @type whose payload is @id (a SYMBOL's callback, a NAME's
+ * task id; NULL: none) and @text. */
 static void
 append_string_record (GByteArray           *out,
                       PerfmonTaskRecordType type,
                       guint32               tid,
                       gint64                time_ns,
-                      const guint64        *callback,
+                      const guint64        *id,
                       const char           *text)
 {
   static const guint8 zeros[8];
-  gsize prefix = sizeof (PerfmonTaskRecordHeader) + (callback != NULL ? sizeof (guint64) : 0);
+  gsize prefix = sizeof (PerfmonTaskRecordHeader) + (id != NULL ? sizeof (guint64) : 0);
   gsize len = perfmon_utf8_cut (text, strlen (text), PERFMON_TASK_CHUNK_SIZE - prefix - 8);
   gsize size = (prefix + len + 1 + 7) & ~(gsize) 7;
   PerfmonTaskRecordHeader header = {
@@ -110,8 +232,8 @@ append_string_record (GByteArray           *out,
   };
 
   g_byte_array_append (out, (const guint8 *) &header, sizeof header);
-  if (callback != NULL)
-    g_byte_array_append (out, (const guint8 *) callback, sizeof *callback);
+  if (id != NULL)
+    g_byte_array_append (out, (const guint8 *) id, sizeof *id);
   g_byte_array_append (out, (const guint8 *) text, len);
   /* The NUL and the padding. */
   g_byte_array_append (out, zeros, size - prefix - len);
@@ -187,7 +309,8 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
         break;
       }
 
-  out = g_byte_array_sized_new (sizeof header + total_bytes + n_threads * 64 +
+  /* An automatic task's records take about twice the room in the file. */
+  out = g_byte_array_sized_new (sizeof header + 2 * total_bytes + n_threads * 64 +
                                  g_hash_table_size (callbacks) * 128);
   ref_cycles = perfmon_clock_cycles ();
   ref_ns = perfmon_clock_monotonic_ns ();
@@ -218,6 +341,7 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
     {
       const Entry *entry = &g_array_index (entries, Entry, i);
       PerfmonTaskRecordHeader record_header;
+      PerfmonTaskRingAutoRecord automatic;
       gint64 time_ns;
       guint offset = out->len;
 
@@ -227,8 +351,40 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
       time_ns = entry->cycles >= ref_cycles
         ? ref_ns
         : ref_ns - (gint64) ((double) (ref_cycles - entry->cycles) / per_ns);
-      g_byte_array_append (out, entry->record, record_header.size);
-      memcpy (out->data + offset + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns), &time_ns, sizeof time_ns);
+      if (entry->kind != ENTRY_COPY)
+        memcpy (&automatic, entry->record, sizeof automatic);
+      switch (entry->kind)
+        {
+        case ENTRY_COPY:
+          g_byte_array_append (out, entry->record, record_header.size);
+          memcpy (out->data + offset + G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns), &time_ns,
+                  sizeof time_ns);
+          break;
+        case ENTRY_AUTO_DISPATCH:
+          {
+            PerfmonTaskDispatchRecord dispatch = {
+              { PERFMON_TASK_RECORD_DISPATCH, sizeof dispatch, record_header.tid, time_ns },
+              automatic.task_id, automatic.parent_id, automatic.source_event_id,
+              automatic.source_event_type, 0, 0,
+            };
+
+            g_byte_array_append (out, (const guint8 *) &dispatch, sizeof dispatch);
+          }
+          break;
+        case ENTRY_AUTO_NAME:
+          append_string_record (out, PERFMON_TASK_RECORD_NAME, record_header.tid, time_ns, &automatic.task_id,
+                                entry->name);
+          break;
+        case ENTRY_AUTO_BEGIN:
+          {
+            PerfmonTaskIdRecord begin = {
+              { PERFMON_TASK_RECORD_BEGIN, sizeof begin, record_header.tid, time_ns }, automatic.task_id,
+            };
+
+            g_byte_array_append (out, (const guint8 *) &begin, sizeof begin);
+          }
+          break;
+        }
     }
 
   describe_deadline_us = g_get_monotonic_time () + DESCRIBE_CALLBACKS_BUDGET_US;

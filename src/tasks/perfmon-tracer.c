@@ -114,6 +114,11 @@
 #define LABEL_MAX           240u   /* bytes of label text, NUL excluded */
 #define DBUS_NAME_MAX       255u
 #define MAX_FLIGHT_SECONDS  3600u
+#define NAME_SLOTS          128u   /* a power of two */
+/* A flight recorder's thread writes a name's NAME_DEF again once this
+ * fraction of its buffer was written since the last one. */
+#define NAME_REFRESH_FRACTION 8u
+#define AUTO_NAME_MAX       120u   /* bytes of an automatic task's name, NUL excluded */
 /* The flight recorder's promise: its seconds at this many tasks per second
  * on each recording thread (a task: its DISPATCH, BEGIN and END records),
  * with an eighth more for chunk ends and labels. Unless the buffer size was
@@ -126,6 +131,17 @@ G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 < CHUNK_SIZE);
 
 /* The largest record: a D-Bus record with the longest name. */
 #define RECORD_MAX ((sizeof (PerfmonTaskDBusRecord) + DBUS_NAME_MAX + 1 + 7) & ~(gsize) 7)
+
+/* A name of automatic tasks that the thread defined in its buffer: the
+ * pointer it was given, its number, and where its NAME_DEF record is. */
+typedef struct
+{
+  const char *key;
+  guint64     defined_at;   /* the NAME_DEF's offset */
+  guint32     id;           /* 0: the slot is free */
+  guint32     compare_len;  /* bytes of the text to compare: with its NUL unless it was cut */
+  guint       generation;   /* _perfmon_dispatch_names_generation when @key was checked */
+} NameSlot;
 
 typedef struct
 {
@@ -145,6 +161,11 @@ typedef struct
   char     name[17];
   /* Owner only: where a record larger than a RecordSlot's is built. */
   guint64  staging[RECORD_MAX / 8];
+  /* The owner's only: the names of its automatic tasks (see "Names"). */
+  guint64  name_refresh;    /* a NAME_DEF older than this many bytes is written again */
+  guint64  name_intact;     /* one at most this many bytes old is still in the ring */
+  guint32  last_name_id;
+  NameSlot names[NAME_SLOTS];
 } Buffer;
 
 typedef struct
@@ -161,6 +182,10 @@ typedef struct
   guint32  id_pid;
   guint32  next_low;
   guint32  ids_left;
+  /* How many automatic tasks run nested on the thread (their saved
+   * contexts are in auto_stack): here, so that a dispatch's end needs no
+   * __tls_get_addr(). */
+  guint    auto_depth;
 } ThreadState;
 
 static __thread ThreadState tls __attribute__ ((tls_model ("initial-exec")));
@@ -378,6 +403,10 @@ buffer_for_session (guint session)
 
   buffer->base = (buffer->head + CHUNK_SIZE - 1) & ~(guint64) (CHUNK_SIZE - 1);
   buffer->overwrite = overwrite;
+  /* A file session keeps every record: one NAME_DEF per name will do. */
+  buffer->name_refresh = overwrite ? capacity / NAME_REFRESH_FRACTION : G_MAXUINT64;
+  buffer->name_intact = overwrite ? capacity - CHUNK_SIZE : G_MAXUINT64;
+  memset (buffer->names, 0, sizeof buffer->names);
   __atomic_store_n (&buffer->dropped, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&buffer->head, buffer->base, __ATOMIC_RELEASE);
   __atomic_store_n (&buffer->session, session, __ATOMIC_RELEASE);
@@ -500,17 +529,17 @@ typedef struct
 } RecordSlot;
 
 G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 <= RECORD_MAX);
+G_STATIC_ASSERT (sizeof (PerfmonTaskRingNameRecord) + AUTO_NAME_MAX + 1 + 7 <= RECORD_MAX);
 
 /* Room for at most @size bytes (at most RECORD_MAX), or NULL when tracing
  * is off or the record is dropped. */
 static inline gpointer
-record_open (RecordSlot *slot,
-             guint       size)
+record_open_in (RecordSlot *slot,
+                Buffer     *buffer,
+                guint       size)
 {
-  slot->buffer = current_buffer ();
-  if (slot->buffer == NULL)
-    return NULL;
-  if (!buffer_reserve (slot->buffer, size, &slot->start))
+  slot->buffer = buffer;
+  if (!buffer_reserve (buffer, size, &slot->start))
     return NULL;
   slot->time = slot->cycles = perfmon_clock_cycles ();
   /* A flag, not a pointer into the slot: the slot stays in registers. */
@@ -518,10 +547,22 @@ record_open (RecordSlot *slot,
   return slot->staged ? slot->buffer->staging : slot->small;
 }
 
+static inline gpointer
+record_open (RecordSlot *slot,
+             guint       size)
+{
+  Buffer *buffer = current_buffer ();
+
+  if (buffer == NULL)
+    return NULL;
+  return record_open_in (slot, buffer, size);
+}
+
+/* @type: a PerfmonTaskRecordType, or a ring-only PERFMON_TASK_RING_*. */
 static inline void
 record_close (RecordSlot              *slot,
               PerfmonTaskRecordHeader *header,
-              PerfmonTaskRecordType    type,
+              guint                    type,
               guint                    size)
 {
   /* The header (at @header, the start of the slot's record) is stored
@@ -688,9 +729,10 @@ _perfmon_task_dispatch_root (PerfmonTaskIds         *ids,
   record_dispatch (ids->task_id, ids->task_id, ids, callback, 0);
 }
 
-void
-_perfmon_task_enter (const PerfmonTaskIds *ids,
-                     PerfmonTaskContext   *saved)
+/* The thread's task context: saved in @saved, @ids made current. */
+static inline void
+context_enter (const PerfmonTaskIds *ids,
+               PerfmonTaskContext   *saved)
 {
   saved->task_id = tls.task_id;
   saved->task_source_event_id = tls.task_source_event_id;
@@ -700,11 +742,11 @@ _perfmon_task_enter (const PerfmonTaskIds *ids,
   tls.task_id = ids->task_id;
   tls.task_source_event_id = tls.source_event_id = ids->source_event_id;
   tls.task_source_event_type = tls.source_event_type = ids->source_event_type;
-  record_id (PERFMON_TASK_RECORD_BEGIN, ids->task_id);
 }
 
-void
-_perfmon_task_leave (const PerfmonTaskContext *saved)
+/* Records END of the current task and restores @saved. */
+static inline void
+context_leave (const PerfmonTaskContext *saved)
 {
   record_id (PERFMON_TASK_RECORD_END, tls.task_id);
   tls.task_id = saved->task_id;
@@ -712,6 +754,20 @@ _perfmon_task_leave (const PerfmonTaskContext *saved)
   tls.task_source_event_type = saved->task_source_event_type;
   tls.source_event_id = saved->source_event_id;
   tls.source_event_type = saved->source_event_type;
+}
+
+void
+_perfmon_task_enter (const PerfmonTaskIds *ids,
+                     PerfmonTaskContext   *saved)
+{
+  context_enter (ids, saved);
+  record_id (PERFMON_TASK_RECORD_BEGIN, ids->task_id);
+}
+
+void
+_perfmon_task_leave (const PerfmonTaskContext *saved)
+{
+  context_leave (saved);
 }
 
 /**
@@ -904,8 +960,11 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 /* --- automatic tasks: the observer of core/'s per-dispatch hook ------- */
 
 /* With the tracer on, every GSource dispatch on a monitored context is a
- * task (DISPATCH, NAME, BEGIN, END), whose parent is the task that was
- * current on the thread that attached the source, whatever thread that was.
+ * task, whose parent is the task that was current on the thread that
+ * attached the source, whatever thread that was. It costs two records: an
+ * AUTO record where it begins (its ids, parent, source event, when it
+ * became ready and its name's number) and an END; the writer makes the
+ * file's DISPATCH, NAME and BEGIN of the AUTO record.
  *
  * Parents. attached() writes (source, its id, the attaching task, its
  * source event, when the source became ready) into a fixed table of
@@ -938,6 +997,30 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
  * child watches, custom prepare/check) are dated at the dispatch: their
  * queueing time is unknown and shows as 0.
  *
+ * Lookups. A thread keeps its last lookup: a source dispatched again with
+ * no attach anywhere since (attached() moves attach_generation after it
+ * wrote its entry) needs none.
+ *
+ * Names. Each thread numbers the names it is given and writes a NAME_DEF
+ * record (number and text) into its buffer the first time, not one per
+ * task: its buffer keeps a small cache, NAME_SLOTS slots picked by the
+ * name's pointer, of (pointer, number, where its NAME_DEF is). A hit
+ * compares the pointer only, which core allows until it moves
+ * _perfmon_dispatch_names_generation (a name freed); after that the slot's
+ * text (its NAME_DEF, still in the ring) is compared once again. A name
+ * that lost its slot to another gets a new number. What readers need: a
+ * dump or a jank capture copies the last capacity of the ring, less a
+ * chunk or two, and resolves a number by any NAME_DEF of the copy. A file
+ * session never overwrites, so one NAME_DEF per name and session does; the
+ * flight recorder writes a name's NAME_DEF again, under the same number,
+ * once 1/NAME_REFRESH_FRACTION of its buffer was written since the last
+ * one. So every task of the copy but those of its oldest eighth has its
+ * name's NAME_DEF before it in the copy, and of those, every one whose
+ * name was used again later; the writer leaves out the few others (whose
+ * NAME_DEF the ring overwrote). A NAME_DEF that a full file buffer drops
+ * is not cached: its tasks' AUTO records carry number 0 and are left out
+ * too, like the records dropped around them.
+ *
  * Nesting. A dispatch saves the thread's task context on a small
  * per-thread stack (the token is its slot) and its end restores it; more
  * than AUTO_DEPTH nested dispatches (main loops run inside dispatches)
@@ -946,7 +1029,6 @@ _perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 #define PARENT_SLOTS 4096u   /* a power of two; 56 bytes each */
 #define PARENT_PROBE 4u
 #define AUTO_DEPTH   16u
-#define AUTO_NAME_MAX 120u
 
 typedef struct
 {
@@ -963,13 +1045,24 @@ typedef struct
 
 static ParentSlot parent_slots[PARENT_SLOTS];
 
-/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
- * this much of the static TLS surplus. */
-static __thread struct
+typedef struct
 {
-  guint              depth;
-  PerfmonTaskContext saved[AUTO_DEPTH];
-} auto_stack;
+  PerfmonTaskContext saved[AUTO_DEPTH];   /* tls.auto_depth of them used */
+  /* The thread's last lookup (see "Lookups"). */
+  GSource           *looked_up;
+  guint              looked_up_id;
+  guint              looked_up_generation;
+  gboolean           found;
+  ParentSlot         entry;
+} AutoStack;
+
+/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
+ * this much of the static TLS surplus. Each access may be a call to
+ * __tls_get_addr(): the observer takes its address once. */
+static __thread AutoStack auto_stack;
+
+/* Moved by every attached(), after its entry is written. */
+static guint attach_generation;
 
 static inline guint
 parent_slot_index (gconstpointer source)
@@ -1023,12 +1116,13 @@ auto_attached (GSource *source)
   __atomic_store_n (&slot->attach_cycles, now, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->ready_cycles, source->source_funcs->prepare == g_idle_funcs.prepare ? now : 0, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->seq, seq + 2, __ATOMIC_RELEASE);
+  __atomic_fetch_add (&attach_generation, 1, __ATOMIC_RELEASE);
 }
 
 /* The entry of @source, copied into @out; FALSE if it has none. The
  * entry's ready time is taken: the first lookup (the first dispatch of an
  * idle) gets it, later ones 0. */
-static inline gboolean
+static G_GNUC_NO_INLINE gboolean
 auto_lookup (GSource    *source,
              ParentSlot *out)
 {
@@ -1066,32 +1160,158 @@ auto_lookup (GSource    *source,
   return FALSE;
 }
 
-static inline void
-record_name (guint64     task_id,
-             const char *name)
+/* auto_lookup(), or the calling thread's last answer for @source if no
+ * source was attached since: its entry, or NULL. */
+static inline const ParentSlot *
+auto_lookup_cached (AutoStack *stack,
+                    GSource   *source)
 {
-  RecordSlot slot;
-  PerfmonTaskNameRecord *record = record_open (&slot, sizeof *record + AUTO_NAME_MAX + 8);
+  guint generation = __atomic_load_n (&attach_generation, __ATOMIC_ACQUIRE);
+
+  if (G_LIKELY (stack->looked_up == source && stack->looked_up_id == source->source_id &&
+                stack->looked_up_generation == generation))
+    {
+      /* The ready time is the first dispatch's only. */
+      stack->entry.ready_cycles = 0;
+      return stack->found ? &stack->entry : NULL;
+    }
+  stack->found = auto_lookup (source, &stack->entry);
+  stack->looked_up = source;
+  stack->looked_up_id = source->source_id;
+  stack->looked_up_generation = generation;
+  return stack->found ? &stack->entry : NULL;
+}
+
+/* The text of @slot's NAME_DEF, in the owner's buffer. Intact while the
+ * record is less than a capacity behind the head: name_refresh sees to
+ * that. */
+static inline const char *
+name_slot_text (const Buffer   *buffer,
+                const NameSlot *slot)
+{
+  return (const char *) buffer->data + (slot->defined_at & (buffer->capacity - 1)) +
+         sizeof (PerfmonTaskRingNameRecord);
+}
+
+static inline NameSlot *
+name_slot_for (Buffer     *buffer,
+               const char *name)
+{
+  guint64 key = (guint64) (guintptr) name;
+
+  return &buffer->names[((key * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 57) & (NAME_SLOTS - 1)];
+}
+
+/* The number of @name in @buffer when the name cache cannot tell at once:
+ * the slot's, if it holds the same text, else a new one; a NAME_DEF is
+ * written unless the slot's is recent enough. 0 if that record was
+ * dropped. */
+static G_GNUC_NO_INLINE guint32
+name_id_slowly (Buffer     *buffer,
+                NameSlot   *slot,
+                const char *name,
+                guint       generation)
+{
+  RecordSlot record_slot;
+  PerfmonTaskRingNameRecord *record;
+  guint64 age = buffer->head - slot->defined_at;
+  gboolean same = slot->key == name && slot->id != 0 && age < buffer->name_intact &&
+                  strncmp (name, name_slot_text (buffer, slot), slot->compare_len) == 0;
   gsize len;
   guint size;
+  guint32 id;
 
-  if (record == NULL)
-    return;
+  if (same && age < buffer->name_refresh)
+    {
+      slot->generation = generation;
+      return slot->id;
+    }
+
   len = perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
+  record = record_open_in (&record_slot, buffer, size);
+  if (record == NULL)
+    return 0;
+  /* A refresh keeps the number: a reader may find only the later one. */
+  if (same)
+    id = slot->id;
+  else if ((id = ++buffer->last_name_id) == 0)
+    id = ++buffer->last_name_id;
+  record->name_id = id;
+  record->reserved = 0;
   memcpy (record->text, name, len);
   memset (record->text + len, 0, size - sizeof *record - len);
-  record->task_id = task_id;
-  record_close (&slot, &record->header, PERFMON_TASK_RECORD_NAME, size);
+  record_close (&record_slot, &record->header, PERFMON_TASK_RING_NAME_DEF, size);
+
+  slot->key = name;
+  slot->id = id;
+  slot->defined_at = record_slot.start;
+  slot->compare_len = (guint32) (name[len] == '\0' ? len + 1 : len);
+  slot->generation = generation;
+  return id;
+}
+
+/* The number of @name in @buffer, defining it if needed. The common case
+ * compares the pointer only: core says when a pointer may name another
+ * text. */
+static inline guint32
+name_id_for (Buffer     *buffer,
+             const char *name)
+{
+  NameSlot *slot = name_slot_for (buffer, name);
+  guint generation = __atomic_load_n (&_perfmon_dispatch_names_generation, __ATOMIC_ACQUIRE);
+
+  if (G_LIKELY (slot->key == name && slot->generation == generation && slot->id != 0 &&
+                buffer->head - slot->defined_at < buffer->name_refresh))
+    return slot->id;
+  return name_id_slowly (buffer, slot, name, generation);
+}
+
+static inline void
+record_auto (const PerfmonTaskIds *ids,
+             guint64               parent_id,
+             guint64               ready_cycles,
+             const char           *name)
+{
+  Buffer *buffer = current_buffer ();
+  RecordSlot slot;
+  PerfmonTaskRingAutoRecord *record;
+  guint32 name_id;
+
+  if (buffer == NULL)
+    return;
+  name_id = name_id_for (buffer, name);
+  record = record_open_in (&slot, buffer, sizeof *record);
+  if (record == NULL)
+    return;
+  record->task_id = ids->task_id;
+  record->parent_id = parent_id;
+  record->source_event_id = ids->source_event_id;
+  record->source_event_type = ids->source_event_type;
+  record->name_id = name_id;
+  record->ready_time = ready_cycles;
+  record_close (&slot, &record->header, PERFMON_TASK_RING_AUTO, sizeof *record);
+}
+
+/* A source's ready time (monotonic µs) as a cycle-counter reading. */
+static G_GNUC_NO_INLINE guint64
+ready_time_to_cycles (gint64 ready_us)
+{
+  gint64 late_us = g_get_monotonic_time () - ready_us;
+  guint64 now = perfmon_clock_cycles ();
+  guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
+
+  return late < now ? now - late : 0;
 }
 
 static gpointer
 auto_dispatch_begin (GSource    *source,
                      const char *name)
 {
+  AutoStack *stack;
   PerfmonTaskContext *saved;
   PerfmonTaskIds ids;
-  ParentSlot entry;
+  const ParentSlot *entry;
   guint64 parent;
   guint64 ready_cycles = 0;
   gint64 ready_us;
@@ -1102,16 +1322,21 @@ auto_dispatch_begin (GSource    *source,
    * the hook may replace a source's dispatch, not its prepare.) */
   if (_perfmon_dispatch_is_task_source (source))
     return NULL;
-  if (G_UNLIKELY (auto_stack.depth >= AUTO_DEPTH))
+  stack = &auto_stack;
+  /* Keeps the address in a register: gcc would call __tls_get_addr() again
+   * after every call. */
+  __asm__ ("" : "+r" (stack));
+  if (G_UNLIKELY (tls.auto_depth >= AUTO_DEPTH))
     return NULL;
 
   ids.task_id = new_id ();
-  if (auto_lookup (source, &entry))
+  entry = auto_lookup_cached (stack, source);
+  if (entry != NULL)
     {
-      parent = entry.parent_id != 0 ? entry.parent_id : ids.task_id;
-      ids.source_event_id = entry.source_event_id;
-      ids.source_event_type = entry.source_event_type;
-      ready_cycles = entry.ready_cycles;
+      parent = entry->parent_id != 0 ? entry->parent_id : ids.task_id;
+      ids.source_event_id = entry->source_event_id;
+      ids.source_event_type = entry->source_event_type;
+      ready_cycles = entry->ready_cycles;
     }
   else
     {
@@ -1122,18 +1347,11 @@ auto_dispatch_begin (GSource    *source,
 
   ready_us = g_source_get_ready_time (source);
   if (ready_us >= 0)
-    {
-      gint64 late_us = g_get_monotonic_time () - ready_us;
-      guint64 now = perfmon_clock_cycles ();
-      guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
+    ready_cycles = ready_time_to_cycles (ready_us);
 
-      ready_cycles = late < now ? now - late : 0;
-    }
-
-  record_dispatch_at (ids.task_id, parent, &ids, NULL, ready_cycles, 0);
-  record_name (ids.task_id, name);
-  saved = &auto_stack.saved[auto_stack.depth++];
-  _perfmon_task_enter (&ids, saved);
+  record_auto (&ids, parent, ready_cycles, name);
+  saved = &stack->saved[tls.auto_depth++];
+  context_enter (&ids, saved);
   return saved;
 }
 
@@ -1143,8 +1361,8 @@ auto_dispatch_end (GSource  *source,
 {
   if (token == NULL)
     return;
-  _perfmon_task_leave (token);
-  auto_stack.depth--;
+  context_leave (token);
+  tls.auto_depth--;
 }
 
 static const PerfmonDispatchObserver auto_task_observer = {
@@ -1390,7 +1608,9 @@ perfmon_tracer_start (const char  *path,
  * 2000 tasks per second (its dispatch, begin and end: 117 bytes a task
  * with room for chunk ends, so 234 KB a second, rounded up to a power of
  * two: 8 s take 2 MiB, 30 s 8 MiB
- * per thread, in memory touched only as records arrive). A thread that runs
+ * per thread, in memory touched only as records arrive; an automatic task,
+ * a dispatch seen without a wrapper, takes 80 bytes, its name written only
+ * now and then). A thread that runs
  * more tasks than that keeps fewer seconds: its most recent records that
  * fit. perfmon_tracer_set_buffer_size() sets the size instead.
  *

@@ -6,7 +6,7 @@
  *     against the same idle dispatched through a hook that calls the
  *     dispatch observer around it, as core/'s per-dispatch hook does, with
  *     the tracer's observer installed (flight recorder on: each dispatch is
- *     an automatic task, DISPATCH + NAME + BEGIN + END recorded); paired,
+ *     an automatic task: AUTO + END recorded, the name once in a while); paired,
  *     interleaved rounds, medians, the ratio (issue target <= 1.15x);
  *  2. under valgrind --tool=callgrind (when valgrind is installed),
  *     instructions per dispatch, deterministic on a loaded machine:
