@@ -590,7 +590,9 @@ test_subscribers_gone_before_served (Fixture       *fixture,
       g_autofree char *name = g_strdup (g_dbus_connection_get_unique_name (ghost));
       g_autoptr(GVariant) pid = get_property (ghost, fixture->name, "Pid", &error);
 
+      /* A round trip first: the export has seen this caller. */
       g_assert_no_error (error);
+      g_assert_nonnull (pid);
       g_dbus_connection_call (ghost, fixture->name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
                               "Subscribe", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL, NULL);
       g_dbus_connection_flush_sync (ghost, NULL, &error);
