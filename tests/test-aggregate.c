@@ -220,6 +220,42 @@ test_empty (void)
   g_assert_cmpuint (perfmon_snapshot_get_groups (merged)->len, ==, 0);
 }
 
+/* perfmond takes a reply of the current type, and of the type libperfmon
+ * before 0.2 sends (without the wall time, the last member); not others. */
+static void
+test_reply_types (void)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = make_snapshot (10, 100, 1, 1, 0);
+  g_autoptr(GVariant) current = g_variant_ref_sink (perfmon_snapshot_to_variant (snapshot));
+  gsize n = g_variant_n_children (current);
+  g_autofree GVariant **children = g_new0 (GVariant *, n);
+  g_autoptr(GVariant) old = NULL;
+  g_autoptr(GVariant) wrong = g_variant_ref_sink (g_variant_new ("(s)", "no"));
+  g_autoptr(PerfmonSnapshot) from_current = NULL;
+  g_autoptr(PerfmonSnapshot) from_old = NULL;
+  g_autoptr(PerfmonSnapshot) from_wrong = NULL;
+  g_autoptr(GError) error = NULL;
+
+  for (gsize i = 0; i < n; i++)
+    children[i] = g_variant_get_child_value (current, i);
+  old = g_variant_ref_sink (g_variant_new_tuple (children, n - 1));
+  for (gsize i = 0; i < n; i++)
+    g_variant_unref (children[i]);
+
+  from_current = perfmond_snapshot_from_reply (current, 100, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (from_current);
+
+  from_old = perfmond_snapshot_from_reply (old, 100, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (from_old);
+  g_assert_cmpuint (perfmon_snapshot_get_groups (from_old)->len, ==, 4);
+
+  from_wrong = perfmond_snapshot_from_reply (wrong, 100, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_null (from_wrong);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -231,6 +267,7 @@ main (int    argc,
   g_test_add_func ("/aggregate/saturation", test_saturation);
   g_test_add_func ("/aggregate/empty", test_empty);
   g_test_add_func ("/aggregate/bounded", test_bounded);
+  g_test_add_func ("/aggregate/reply-types", test_reply_types);
 
   return g_test_run ();
 }

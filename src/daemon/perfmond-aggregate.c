@@ -16,6 +16,8 @@
  * "a:ADDON", "t:PID:ID"); a key that a merge no longer sees is forgotten,
  * which keeps the map as small as the last merge.
  */
+#include <string.h>
+
 #include "perfmond-aggregate.h"
 
 struct _PerfmondAggregator
@@ -274,6 +276,24 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   return perfmon_snapshot_to_variant (snapshot);
 }
 
+/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the form that libperfmon before 0.2
+ * sends: the same without the wall time, its last member. Both are read by
+ * perfmon_snapshot_new_from_variant(), so that perfmond takes the
+ * snapshots of older processes on the bus. */
+static gboolean
+is_snapshot_type (GVariant *variant)
+{
+  const char *type = g_variant_get_type_string (variant);
+  const char *current = PERFMON_SNAPSHOT_VARIANT_TYPE;
+  gsize length = strlen (current);
+
+  if (g_str_equal (type, current))
+    return TRUE;
+  /* "(…x)" without its "x". */
+  return strlen (type) == length - 1 && strncmp (type, current, length - 2) == 0 &&
+         type[length - 2] == ')';
+}
+
 PerfmonSnapshot *
 perfmond_snapshot_from_reply (GVariant  *variant,
                               guint      max_groups,
@@ -284,11 +304,13 @@ perfmond_snapshot_from_reply (GVariant  *variant,
   g_return_val_if_fail (variant != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (!g_variant_is_of_type (variant, G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
+  if (!is_snapshot_type (variant))
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                   "expected a snapshot of type %s, got %s",
-                   PERFMON_SNAPSHOT_VARIANT_TYPE, g_variant_get_type_string (variant));
+                   "expected a snapshot of type %s, got %.*s",
+                   PERFMON_SNAPSHOT_VARIANT_TYPE,
+                   (int) MIN (strlen (g_variant_get_type_string (variant)), 64),
+                   g_variant_get_type_string (variant));
       return NULL;
     }
 

@@ -8,8 +8,8 @@
  * perfmond_snapshot_from_reply() must refuse it with a PERFMON_ERROR or
  * give a snapshot; a snapshot must merge (with itself, as two processes)
  * into an aggregate that perfmon_snapshot_new_from_variant() reads, and
- * merging again must give the same group ids. A crash, a sanitizer report,
- * a g_critical() or a g_warning() is a finding.
+ * merging again must give the same aggregate, but for its wall time. A
+ * crash, a sanitizer report, a g_critical() or a g_warning() is a finding.
  */
 #include "config.h"
 
@@ -20,6 +20,27 @@
 #include "fuzz-common.h"
 
 #define MAX_GROUPS 1000
+
+/* Two aggregates of the same snapshots: equal but for their wall time,
+ * the last member, which each merge reads from the clock. */
+static gboolean
+same_but_wall_time (GVariant *a,
+                    GVariant *b)
+{
+  gsize n = g_variant_n_children (a);
+
+  if (n == 0 || g_variant_n_children (b) != n)
+    return FALSE;
+  for (gsize i = 0; i + 1 < n; i++)
+    {
+      g_autoptr(GVariant) x = g_variant_get_child_value (a, i);
+      g_autoptr(GVariant) y = g_variant_get_child_value (b, i);
+
+      if (!g_variant_equal (x, y))
+        return FALSE;
+    }
+  return TRUE;
+}
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data,
@@ -64,7 +85,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
 
   /* The same processes again: the same ids, so the same aggregate. */
   again = perfmond_aggregator_merge (aggregator, two, pids, 2, 1, 1000, G_MAXSIZE, &omitted);
-  if (again == NULL || !g_variant_equal (merged, again))
+  if (again == NULL || !same_but_wall_time (merged, again))
     abort ();
 
   return 0;
