@@ -27,6 +27,11 @@ G_BEGIN_DECLS
 #define PERFMON_HANG_REPORT_MAX_FRAMES       1024
 #define PERFMON_HANG_REPORT_MAX_ANNOTATIONS  256
 #define PERFMON_HANG_REPORT_MAX_DISPATCHES   64
+/* Of "duration" and a dispatch's, in ms (31.7 years): json-glib 1.6 writes
+ * a double of 1e17 or more as text no JSON reader takes ("2e+65.0"), so a
+ * report read back must not hold one (the ping-pending fuzz target found
+ * it). */
+#define PERFMON_HANG_REPORT_MAX_DURATION_MS  1e12
 
 /* A report is built by one thread (the watchdog), then frozen: once it is
  * handed out (signal, ping) only the getters are called, from any thread. */

@@ -103,7 +103,8 @@ read_string_member (JsonObject  *object,
   return read_string (node, field, -1, error);
 }
 
-/* A finite number >= 0: an integer or not. */
+/* A number of ms in [0, PERFMON_HANG_REPORT_MAX_DURATION_MS]: an integer
+ * or not. */
 static gboolean
 read_duration (JsonNode    *node,
                const char  *field,
@@ -115,9 +116,10 @@ read_duration (JsonNode    *node,
   if (!holds_type (node, G_TYPE_DOUBLE) && !holds_type (node, G_TYPE_INT64))
     return invalid (error, "%s: expected a number of ms >= 0, got %s", field, _perfmon_json_describe_node (node));
   *value = json_node_get_double (node);
-  /* NaN fails both tests; json-glib reads 1e400 as infinity. */
-  if (!(*value >= 0) || isinf (*value))
-    return invalid (error, "%s: expected a finite number of ms >= 0", field);
+  /* NaN fails both tests (json-glib reads 1e400 as infinity). */
+  if (!(*value >= 0) || !(*value <= PERFMON_HANG_REPORT_MAX_DURATION_MS))
+    return invalid (error, "%s: expected a number of ms in [0, %.0f]", field,
+                    PERFMON_HANG_REPORT_MAX_DURATION_MS);
   return TRUE;
 }
 
@@ -395,7 +397,7 @@ read_optional_reason (JsonObject         *object,
  * record saved for a ping. Reading what to_json() wrote gives a report
  * whose to_json() is the same text.
  *
- * The input is checked, strictly: "duration" (a finite number >= 0),
+ * The input is checked, strictly: "duration" (a number of ms in [0, 1e12]),
  * "thread", "runnableName", "process" (strings), "remoteType" (a string or
  * null) and "annotations" (an array of `[key, value]` strings, each key
  * once) are required; "pseudoStack" (strings), "stack" (label strings and

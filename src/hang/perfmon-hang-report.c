@@ -176,7 +176,7 @@ void
 _perfmon_hang_report_set_duration (PerfmonHangReport *self,
                                    double             duration_ms)
 {
-  self->duration_ms = MAX (duration_ms, 0.0);
+  self->duration_ms = CLAMP (duration_ms, 0.0, PERFMON_HANG_REPORT_MAX_DURATION_MS);
 }
 
 void
@@ -370,6 +370,7 @@ _perfmon_hang_report_add_dispatch (PerfmonHangReport *self,
       self->runnable_name = string_dup (name);
     }
   g_ptr_array_insert (self->dispatch_names, (gint) self->dispatch_names->len - 1, string_dup (name));
+  duration_ms = CLAMP (duration_ms, 0.0, PERFMON_HANG_REPORT_MAX_DURATION_MS);
   g_array_append_val (self->dispatch_durations, duration_ms);
 }
 
