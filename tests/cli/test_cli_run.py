@@ -10,6 +10,7 @@
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,8 +35,12 @@ class RunTest(CliTestCase):
         self.assertEqual(data['process_name'], 'uninstrumented-loop')
         self.assertGreater(data['iterations'], 5)
         self.assertEqual(data['hang_threshold'], 100)
-        self.assertEqual(data['hang_count'], 1)
-        hang = data['hangs'][0]
+        # The program blocks once for 300 ms. On a loaded machine another
+        # stretch can also last a threshold in wall time, and is a hang too:
+        # the product promises the block, not that it is alone.
+        self.assertGreaterEqual(data['hang_count'], 1)
+        self.assertEqual(data['hang_count'], len(data['hangs']))
+        hang = max(data['hangs'], key=lambda h: h['duration'])
         self.assertGreaterEqual(hang['duration'], 100)
         self.assertIn('GIdleSource', hang['runnableName'])
         # The stack of a preloaded program: native frames or a reason.
@@ -64,7 +69,10 @@ class RunTest(CliTestCase):
         result = self.perfmon('run', '--', UNINSTRUMENTED, env=self.foreign_env(own=True))
         self.assertExit(result, 3)
         self.assertIn('perfmon: summary of uninstrumented-loop', result.stderr)
-        self.assertIn('hangs: 1 (threshold 128 ms)', result.stderr)
+        # At least the 300 ms block (see above).
+        match = re.search(r'hangs: (\d+) \(threshold 128 ms\)', result.stderr)
+        self.assertIsNotNone(match, result.stderr)
+        self.assertGreaterEqual(int(match.group(1)), 1)
         self.assertRegex(result.stderr, r'- \d+ ms \(wall\) in GIdleSource')
 
     def test_high_threshold_no_hang(self):
