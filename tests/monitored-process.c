@@ -293,6 +293,9 @@ on_hang (PerfmonHangMonitor *hang_monitor,
                                  g_variant_new ("(s)", json), NULL);
 }
 
+/* Register() waits as long as test-daemon's deadlines (DEADLINE_S): under
+ * ThreadSanitizer a perfmond busy with /daemon/aggregate-bounded's big
+ * snapshots took more than the former 10 s to answer. */
 static gboolean
 register_now (void)
 {
@@ -301,7 +304,7 @@ register_now (void)
                                                            PERFMON_DAEMON_OBJECT_PATH,
                                                            PERFMON_DAEMON_INTERFACE, "Register",
                                                            NULL, NULL, G_DBUS_CALL_FLAGS_NONE,
-                                                           10000, NULL, &error);
+                                                           30000, NULL, &error);
 
   if (reply == NULL)
     {

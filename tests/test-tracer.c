@@ -1027,12 +1027,6 @@ test_dbus_one_process (Fixture       *fixture,
   Client client = { loop, NULL, };
   guint registration;
 
-  /* GDBus's worker thread frees messages and sources that the test's
-   * thread made, handed over under libglib's internal locks: TSan cannot
-   * see them (doc/faults.md). */
-  if (test_skip_under_tsan ("GDBus hands memory to its worker thread under locks TSan cannot see"))
-    return;
-
   g_test_dbus_up (bus);
   server_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
   client_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
@@ -1112,12 +1106,6 @@ test_dbus_two_processes (Fixture       *fixture,
   g_autofree char *server_path = g_build_filename (fixture->dir, "server.log", NULL);
   g_autofree char *line = NULL;
   Client client = { loop, NULL, };
-
-  /* GDBus's worker thread frees messages and sources that the test's
-   * thread made, handed over under libglib's internal locks: TSan cannot
-   * see them (doc/faults.md). */
-  if (test_skip_under_tsan ("GDBus hands memory to its worker thread under locks TSan cannot see"))
-    return;
 
   g_test_dbus_up (bus);
   server = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,

@@ -7,7 +7,6 @@
 #include "perfmon-dispatch.h"
 #include "perfmon-dispatch-private.h"
 #include "perfmon-tracer-private.h"
-#include "perfmon-tsan-private.h"
 
 /* perfmon_idle_add(), perfmon_timeout_add(), perfmon_main_context_invoke(),
  * perfmon_thread_pool_push() and perfmon_task_run_in_thread() are the GLib
@@ -62,30 +61,12 @@ task_source_dispatch (GSource     *source,
 
   if (again && self->interval_ms > 0)
     g_source_set_ready_time (source, g_source_get_time (source) + (gint64) self->interval_ms * 1000);
-  /* Another thread may drop the last reference: task_source_finalize(). */
-  _perfmon_tsan_release (source);
   return again;
 }
-
-#ifdef PERFMON_TSAN_BUILD
-/* Whichever thread drops a source's last reference frees it: one that
- * attached it and let go after another thread dispatched it, ordered by
- * GLib's atomic reference count, which TSan cannot see
- * (perfmon-tsan-private.h). GLib finalizes the source in that thread,
- * just before it frees it. */
-static void
-task_source_finalize (GSource *source)
-{
-  _perfmon_tsan_acquire (source);
-}
-#else
-#define task_source_finalize NULL
-#endif
 
 static GSourceFuncs idle_task_funcs = {
   .prepare = _perfmon_task_source_prepare,
   .dispatch = task_source_dispatch,
-  .finalize = task_source_finalize,
 };
 
 /* Timeouts become ready through g_source_set_ready_time(). A prepare of
@@ -102,7 +83,6 @@ _perfmon_timeout_task_source_prepare (GSource *source,
 static GSourceFuncs timeout_task_funcs = {
   .prepare = _perfmon_timeout_task_source_prepare,
   .dispatch = task_source_dispatch,
-  .finalize = task_source_finalize,
 };
 
 static GSource *
@@ -379,8 +359,6 @@ pool_trampoline (gpointer item_data,
   PoolItem *item = item_data;
   PerfmonTaskContext saved;
 
-  /* The pusher's release is in g_thread_pool_push() (TSan builds). */
-  _perfmon_tsan_acquire (item);
   _perfmon_task_enter (&item->ids, &saved);
   item->func (item->data, item->user_data);
   _perfmon_task_leave (&saved);
@@ -459,11 +437,7 @@ perfmon_thread_pool_push (GThreadPool *pool,
   PoolItem *item;
 
   g_return_val_if_fail (pool != NULL, FALSE);
-  /* The pool's last worker frees it, after g_thread_pool_free() hands
-   * it over under GLib's internal lock (perfmon-tsan-private.h). */
-  _perfmon_tsan_ignore_begin ();
   pool_func = pool->func == pool_trampoline ? pool->user_data : NULL;
-  _perfmon_tsan_ignore_end ();
   g_return_val_if_fail (pool_func != NULL, FALSE);
 
   item = g_new (PoolItem, 1);
@@ -493,10 +467,7 @@ perfmon_thread_pool_free (GThreadPool *pool,
   PoolFunc *pool_func;
 
   g_return_if_fail (pool != NULL);
-  /* See perfmon_thread_pool_push(). */
-  _perfmon_tsan_ignore_begin ();
   pool_func = pool->func == pool_trampoline ? pool->user_data : NULL;
-  _perfmon_tsan_ignore_end ();
   g_return_if_fail (pool_func != NULL);
 
   g_thread_pool_free (pool, immediate, wait_);

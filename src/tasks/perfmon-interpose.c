@@ -34,7 +34,6 @@
 #include "perfmon-interpose-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
-#include "perfmon-tsan-private.h"
 
 #define MAX_PENDING 65536u
 
@@ -56,8 +55,6 @@ hooked_pool_run (gpointer item,
   PoolHook *hook = data;
   PerfmonTaskIds *ids = NULL;
 
-  /* The pusher's release is in g_thread_pool_push() (TSan builds). */
-  _perfmon_tsan_acquire (item);
   if (g_atomic_int_get (&n_pending) > 0)
     {
       g_mutex_lock (&pending_lock);
