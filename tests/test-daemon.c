@@ -1458,7 +1458,13 @@ test_hang_flood (Fixture       *fixture,
 
 /* --max-history-mib bounds the bytes of everything kept, the newest
  * snapshots included: 10 processes of 9,999 groups with 1 KiB names
- * (10 MiB a snapshot) under 1 MiB are refused, and perfmond stays small. */
+ * (10 MiB a snapshot) under 1 MiB are refused, and perfmond stays small.
+ *
+ * Under ThreadSanitizer, 3 of them: perfmond, slowed down ten times and
+ * more, reads the 100 MiB of 10 replies more slowly than they come, and
+ * the test bus's dbus-daemon refuses to queue more for it ("full message
+ * queue"), so the polls fail for a reason that is not the one tested.
+ * Each snapshot alone is over the budget: 3 test the same path. */
 static void
 test_history_bytes (Fixture       *fixture,
                     gconstpointer  data)
@@ -1468,12 +1474,13 @@ test_history_bytes (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
   guint pids[10];
+  guint n_pids = UNDER_TSAN ? 3 : G_N_ELEMENTS (pids);
   guint64 peak_kib;
 
   start_daemon (fixture, options);
-  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+  for (guint i = 0; i < n_pids; i++)
     pids[i] = start_child (fixture, big_options);
-  for (guint i = 0; i < G_N_ELEMENTS (pids); i++)
+  for (guint i = 0; i < n_pids; i++)
     {
       wait_until (fixture, is_registered, GUINT_TO_POINTER (pids[i]), "a big child to register");
       reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", pids[i]), &error);
