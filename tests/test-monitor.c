@@ -174,6 +174,70 @@ test_burn_30ms (Fixture       *f,
   g_assert_cmpuint (perfmon_group_stats_get_durations (stats, NULL)[4], ==, 1);
 }
 
+typedef struct
+{
+  Fixture         *fixture;
+  PerfmonGroup    *compartment;
+  PerfmonSnapshot *during;
+} MidIteration;
+
+/* Burns 3 ms in the compartment, then takes a snapshot in the same
+ * iteration, as a D-Bus snapshot call handled after it would. */
+static gboolean
+burn_then_snapshot (gpointer data)
+{
+  MidIteration *m = data;
+
+  perfmon_group_enter (m->compartment);
+  burn_cpu_ms (3);
+  perfmon_group_leave (m->compartment);
+  m->during = perfmon_monitor_snapshot (m->fixture->monitor);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* A snapshot taken in the middle of an iteration counts finished
+ * iterations, for every group alike: the histograms count an iteration
+ * when it ends, so the ticks and CPU time of a group that ran earlier in
+ * the iteration must wait for its end too. Otherwise the difference to a
+ * later snapshot has the iteration in its histogram and not in its ticks
+ * (durations[0] > ticks: `perfmon diff` refused two snapshots of one
+ * process), and a renormalisation at the iteration's end could make the
+ * CPU time go backwards. */
+static void
+test_snapshot_mid_iteration (Fixture       *f,
+                             gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "burner", 0, NULL);
+  g_autoptr(PerfmonSnapshot) during = NULL;
+  g_autoptr(PerfmonSnapshot) after = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(GError) error = NULL;
+  MidIteration m = { f, compartment, NULL };
+  PerfmonGroupStats *stats;
+
+  perfmon_group_set_active (compartment, TRUE);
+  run_in_one_iteration (f, burn_then_snapshot, &m);
+  during = g_steal_pointer (&m.during);
+  after = perfmon_monitor_snapshot (f->monitor);
+
+  stats = stats_of (during, compartment);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_durations (stats, NULL)[0], ==, 0);
+
+  stats = stats_of (after, compartment);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats), >=, 2000);
+  g_assert_cmpuint (perfmon_group_stats_get_durations (stats, NULL)[0], ==, 1);
+
+  delta = perfmon_snapshot_subtract (after, during, &error);
+  g_assert_no_error (error);
+  stats = stats_of (delta, compartment);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats), ==, 1);
+  g_assert_cmpuint (perfmon_group_stats_get_durations (stats, NULL)[0], ==, 1);
+}
+
 static void
 test_sleep_is_not_cpu (Fixture       *f,
                        gconstpointer  data)
@@ -1321,6 +1385,7 @@ main (int   argc,
   g_test_add (path, Fixture, NULL, fixture_setup, func, fixture_teardown)
 
   ADD_FIXTURE_TEST ("/monitor/burn-30ms", test_burn_30ms);
+  ADD_FIXTURE_TEST ("/monitor/snapshot-mid-iteration", test_snapshot_mid_iteration);
   ADD_FIXTURE_TEST ("/monitor/sleep-is-not-cpu", test_sleep_is_not_cpu);
   ADD_FIXTURE_TEST ("/monitor/two-addons-one-window", test_two_addons_one_window);
   ADD_FIXTURE_TEST ("/monitor/sleeper-and-burner-share-an-iteration", test_sleeper_and_burner_share_an_iteration);

@@ -2172,9 +2172,11 @@ perfmon_monitor_work_end (PerfmonMonitor *self)
  * @self: a monitor
  *
  * Takes a snapshot of every live group's counters, with the process's
- * identity and CPU times. Groups include the measures that ended in the
- * current iteration; the thread group and the histograms count finished
- * iterations. Call it on the monitor's thread.
+ * identity and CPU times. Every counter counts finished iterations: what
+ * a group did in the current iteration (taken from a dispatch, the
+ * snapshot is in the middle of one) is in the next snapshot, its ticks,
+ * CPU time and histogram together, so that the difference of two
+ * snapshots is consistent. Call it on the monitor's thread.
  *
  * Returns: (transfer full): a new snapshot
  *
@@ -2201,6 +2203,8 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
       PerfmonGroupStats *stats;
       guint64 window_id = 0;
       const char *addon_id = NULL;
+      guint64 cpu_time_cycles;
+      guint64 ticks;
 
       if (_perfmon_group_record_is_dead (record))
         continue;
@@ -2219,9 +2223,20 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
         }
 
       stats = _perfmon_group_stats_new (record->id, record->kind, record->name, window_id, addon_id);
-      stats->cpu_time = (guint64) ((double) record->cpu_time_cycles * self->us_per_cycle);
+      cpu_time_cycles = record->cpu_time_cycles;
+      ticks = record->ticks;
+      /* Finished iterations only, like the histograms (counted at the
+       * commit) and the thread group (charged then): a group that ran in
+       * the current iteration was charged at its leave, and a commit may
+       * still scale that down. The thread group's stamp is never set. */
+      if (record->kind != PERFMON_GROUP_KIND_THREAD && record->stamp == self->iteration && ticks > 0)
+        {
+          cpu_time_cycles -= MIN (record->recent_cycles, cpu_time_cycles);
+          ticks--;
+        }
+      stats->cpu_time = (guint64) ((double) cpu_time_cycles * self->us_per_cycle);
       stats->blocked_time = record->blocked_time_us;
-      stats->ticks = record->ticks;
+      stats->ticks = ticks;
       for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
         stats->durations[d] = record->durations[d];
       g_ptr_array_add (groups, stats);

@@ -282,6 +282,11 @@ write_checkpoint (gboolean final)
   if (preload.summary_path == NULL)
     return;
   seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
+  /* A snapshot counts finished iterations; at exit the loop's last one
+   * (a program quits its loop from a dispatch, and never polls again) is
+   * finished too. */
+  if (final)
+    perfmon_monitor_iteration_done (preload.monitor);
   snapshot = perfmon_monitor_snapshot (preload.monitor);
   thread = thread_stats (snapshot);
   /* Processes without a main loop (the commands of a shell script) are
