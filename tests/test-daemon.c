@@ -1474,7 +1474,9 @@ static void
 test_history_bytes (Fixture       *fixture,
                     gconstpointer  data)
 {
-  const char * const options[] = { "--max-history-mib=1", NULL };
+  /* A 10 MiB snapshot takes a loaded machine seconds to build and send:
+   * the default 5 s call timeout would fail the poll for another reason. */
+  const char * const options[] = { "--max-history-mib=1", "--call-timeout=60000", NULL };
   const char * const big_options[] = { "--mode=big", NULL };
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
@@ -1488,9 +1490,14 @@ test_history_bytes (Fixture       *fixture,
   for (guint i = 0; i < n_pids; i++)
     {
       wait_until (fixture, is_registered, GUINT_TO_POINTER (pids[i]), "a big child to register");
-      reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", pids[i]), &error);
+      /* It waits for perfmond's poll of the process (up to the call
+       * timeout above). */
+      reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE,
+                                           "GetSnapshot", g_variant_new ("(u)", pids[i]), NULL,
+                                           G_DBUS_CALL_FLAGS_NO_AUTO_START, 90000, NULL, &error);
       g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
-      g_assert_nonnull (strstr (error->message, "--max-history-mib"));
+      if (strstr (error->message, "--max-history-mib") == NULL)
+        g_error ("GetSnapshot of a big process failed for another reason: %s", error->message);
       g_clear_error (&error);
     }
   /* A few more polls of all of them. */
