@@ -64,7 +64,7 @@ typedef enum
   PERFMON_ERROR_TRACING_STATE,
 } PerfmonError;
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GQuark perfmon_error_quark (void);
 
 G_END_DECLS

@@ -29,30 +29,30 @@ G_BEGIN_DECLS
 
 typedef struct _PerfmonGroupStats PerfmonGroupStats;
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GType              perfmon_group_stats_get_type         (void) G_GNUC_CONST;
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonGroupStats *perfmon_group_stats_ref              (PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void               perfmon_group_stats_unref            (PerfmonGroupStats *self);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_id           (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonGroupKind   perfmon_group_stats_get_kind         (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const char        *perfmon_group_stats_get_name         (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_window_id    (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const char        *perfmon_group_stats_get_addon_id     (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_cpu_time     (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_ticks        (const PerfmonGroupStats *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const guint64     *perfmon_group_stats_get_durations    (const PerfmonGroupStats *self,
                                                          gsize                   *n_durations);
 

@@ -34,33 +34,33 @@ typedef enum
   PERFMON_GROUP_KIND_COMPARTMENT,
 } PerfmonGroupKind;
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 const char       *perfmon_group_kind_to_string (PerfmonGroupKind kind);
 
 #define PERFMON_TYPE_GROUP (perfmon_group_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 G_DECLARE_FINAL_TYPE (PerfmonGroup, perfmon_group, PERFMON, GROUP, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64           perfmon_group_get_id        (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonGroupKind  perfmon_group_get_kind      (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const char       *perfmon_group_get_name      (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64           perfmon_group_get_window_id (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const char       *perfmon_group_get_addon_id  (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean          perfmon_group_get_active    (PerfmonGroup *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void              perfmon_group_set_active    (PerfmonGroup *self,
                                                gboolean      active);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void              perfmon_group_enter         (PerfmonGroup *compartment);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void              perfmon_group_leave         (PerfmonGroup *compartment);
 
 /* Scope guard: PERFMON_AUTO_ENTER (compartment); enters now and leaves when

@@ -18,23 +18,23 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_SNAPSHOT_BUILDER (perfmon_snapshot_builder_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 G_DECLARE_FINAL_TYPE (PerfmonSnapshotBuilder, perfmon_snapshot_builder, PERFMON, SNAPSHOT_BUILDER, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonSnapshotBuilder *perfmon_snapshot_builder_new         (void);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 void                    perfmon_snapshot_builder_set_times   (PerfmonSnapshotBuilder *self,
                                                               gint64                  timestamp,
                                                               gint64                  wall_time,
                                                               gint64                  interval);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 void                    perfmon_snapshot_builder_set_process (PerfmonSnapshotBuilder *self,
                                                               guint                   pid,
                                                               const char             *process_name,
                                                               guint64                 user_time,
                                                               guint64                 system_time);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 void                    perfmon_snapshot_builder_add_group   (PerfmonSnapshotBuilder *self,
                                                               guint64                 id,
                                                               PerfmonGroupKind        kind,
@@ -46,7 +46,7 @@ void                    perfmon_snapshot_builder_add_group   (PerfmonSnapshotBui
                                                               guint64                 ticks,
                                                               const guint64          *durations,
                                                               gsize                   n_durations);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonSnapshot        *perfmon_snapshot_builder_end         (PerfmonSnapshotBuilder *self,
                                                               GError                **error);
 

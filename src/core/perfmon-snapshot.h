@@ -42,42 +42,42 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 G_DECLARE_FINAL_TYPE (PerfmonSnapshot, perfmon_snapshot, PERFMON, SNAPSHOT, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonSnapshot   *perfmon_snapshot_new_from_json    (const char       *json,
                                                       GError          **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonSnapshot   *perfmon_snapshot_new_from_variant (GVariant         *variant,
                                                       GError          **error);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gint64             perfmon_snapshot_get_timestamp    (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gint64             perfmon_snapshot_get_wall_time    (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gint64             perfmon_snapshot_get_interval     (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint              perfmon_snapshot_get_pid          (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 const char        *perfmon_snapshot_get_process_name (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_snapshot_get_user_time    (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_snapshot_get_system_time  (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GPtrArray         *perfmon_snapshot_get_groups       (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonGroupStats *perfmon_snapshot_lookup           (PerfmonSnapshot  *self,
                                                       guint64           id);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonSnapshot   *perfmon_snapshot_subtract         (PerfmonSnapshot  *self,
                                                       PerfmonSnapshot  *older,
                                                       GError          **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 char              *perfmon_snapshot_to_json          (PerfmonSnapshot  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GVariant          *perfmon_snapshot_to_variant       (PerfmonSnapshot  *self);
 
 G_END_DECLS

@@ -80,17 +80,17 @@ typedef enum /*< flags >*/
   PERFMON_EXPORT_FLAGS_NO_REGISTER = 1 << 0,
 } PerfmonExportFlags;
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean perfmon_monitor_export      (PerfmonMonitor     *monitor,
                                       GDBusConnection    *connection,
                                       GError            **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean perfmon_monitor_export_full (PerfmonMonitor     *monitor,
                                       PerfmonHangMonitor *hang_monitor,
                                       GDBusConnection    *connection,
                                       PerfmonExportFlags  flags,
                                       GError            **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean perfmon_monitor_unexport    (PerfmonMonitor     *monitor,
                                       GDBusConnection    *connection);
 

@@ -1792,7 +1792,7 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * which falls back on g_get_prgname(), else the process's name. Under
    * `perfmon run`, the environment variable `PERFMON_APP_NAME`.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_APP_NAME] =
     g_param_spec_string ("app-name", NULL, NULL, NULL, flags);
@@ -1805,7 +1805,7 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * events (`bundle_version`); %NULL when unknown. Under `perfmon run`,
    * `PERFMON_APP_VERSION`.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_APP_VERSION] =
     g_param_spec_string ("app-version", NULL, NULL, NULL, flags);
@@ -1816,7 +1816,7 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * The update channel in pings (`application.channel`); %NULL for
    * "default". Under `perfmon run`, `PERFMON_APP_CHANNEL`.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_APP_CHANNEL] =
     g_param_spec_string ("app-channel", NULL, NULL, NULL, flags);
@@ -1828,7 +1828,7 @@ perfmon_hang_monitor_class_init (PerfmonHangMonitorClass *klass)
    * YYYYmmddHHMMSS; %NULL for the executable's modification time. Under
    * `perfmon run`, `PERFMON_APP_BUILD_ID`.
    *
-   * Since: 1.0
+   * Since: 0.2
    */
   properties[PROP_APP_BUILD_ID] =
     g_param_spec_string ("app-build-id", NULL, NULL, NULL, flags);

@@ -44,49 +44,49 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_HANG_MONITOR (perfmon_hang_monitor_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 G_DECLARE_FINAL_TYPE (PerfmonHangMonitor, perfmon_hang_monitor, PERFMON, HANG_MONITOR, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonHangMonitor *perfmon_hang_monitor_new              (PerfmonMonitor     *monitor);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean            perfmon_hang_monitor_start            (PerfmonHangMonitor *self,
                                                            GError            **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_hang_monitor_stop             (PerfmonHangMonitor *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean            perfmon_hang_monitor_is_running       (PerfmonHangMonitor *self);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonMonitor     *perfmon_hang_monitor_get_monitor      (PerfmonHangMonitor *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint               perfmon_hang_monitor_get_threshold    (PerfmonHangMonitor *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_hang_monitor_set_threshold    (PerfmonHangMonitor *self,
                                                            guint               threshold_ms);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint               perfmon_hang_monitor_get_permahang_threshold (PerfmonHangMonitor *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_hang_monitor_set_permahang_threshold (PerfmonHangMonitor *self,
                                                                   guint               threshold_ms);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean            perfmon_hang_monitor_set_event_config (PerfmonHangMonitor *self,
                                                            const char         *name,
                                                            GHashTable         *params,
                                                            GError            **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 char               *perfmon_hang_monitor_flush_ping       (PerfmonHangMonitor *self,
                                                            GError            **error);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_annotate                      (const char         *key,
                                                            const char         *value);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_deliberate_wait_begin         (void);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                perfmon_deliberate_wait_end           (void);
 
 #ifndef __GI_SCANNER__

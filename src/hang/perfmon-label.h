@@ -14,13 +14,13 @@
 
 G_BEGIN_DECLS
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void  perfmon_label_push          (const char *label,
                                    const char *dynamic);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void  perfmon_label_push_interned (const char *label,
                                    const char *dynamic);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void  perfmon_label_pop           (void);
 
 /* Scope guards: PERFMON_AUTO_LABEL (label); pushes now and pops when the

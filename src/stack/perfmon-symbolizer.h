@@ -16,25 +16,25 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_SYMBOLIZER (perfmon_symbolizer_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 G_DECLARE_FINAL_TYPE (PerfmonSymbolizer, perfmon_symbolizer, PERFMON, SYMBOLIZER, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonSymbolizer  *perfmon_symbolizer_new             (void);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 void                perfmon_symbolizer_set_debug_dirs  (PerfmonSymbolizer  *self,
                                                         const char * const *debug_dirs);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 const char * const *perfmon_symbolizer_get_debug_dirs  (PerfmonSymbolizer  *self);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 void                perfmon_symbolizer_set_time_budget (PerfmonSymbolizer  *self,
                                                         guint               milliseconds);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 guint               perfmon_symbolizer_get_time_budget (PerfmonSymbolizer  *self);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 char               *perfmon_symbolizer_lookup          (PerfmonSymbolizer  *self,
                                                         const char         *module,
                                                         const char         *id,
@@ -42,22 +42,22 @@ char               *perfmon_symbolizer_lookup          (PerfmonSymbolizer  *self
                                                         gboolean            is_return_address,
                                                         guint64            *function_offset);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 char               *perfmon_symbolizer_symbolize       (PerfmonSymbolizer  *self,
                                                         const char         *contents,
                                                         gssize              length,
                                                         gboolean            json,
                                                         GError            **error);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 guint               perfmon_symbolizer_get_n_cached_modules (PerfmonSymbolizer *self);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 char               *perfmon_format_native_frame        (const char         *module,
                                                         guint64             offset,
                                                         const char         *function,
                                                         guint64             function_offset);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 char               *perfmon_format_script_frame        (const char         *function,
                                                         const char         *file,
                                                         guint               line);

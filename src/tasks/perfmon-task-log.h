@@ -17,57 +17,57 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_TASK_LOG (perfmon_task_log_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 G_DECLARE_FINAL_TYPE (PerfmonTaskLog, perfmon_task_log, PERFMON, TASK_LOG, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonTaskLog *perfmon_task_log_new_from_file           (const char          *path,
                                                           GError             **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonTaskLog *perfmon_task_log_new_from_files          (const char * const  *paths,
                                                           GError             **error);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GPtrArray      *perfmon_task_log_get_tasks               (PerfmonTaskLog      *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonTask    *perfmon_task_log_find_task               (PerfmonTaskLog      *self,
                                                           guint64              id);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonTask    *perfmon_task_log_find_task_by_id_string  (PerfmonTaskLog      *self,
                                                           const char          *id);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonTask    *perfmon_task_log_find_task_by_serial     (PerfmonTaskLog      *self,
                                                           guint                process,
                                                           guint                serial);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 PerfmonTask    *perfmon_task_log_get_parent              (PerfmonTaskLog      *self,
                                                           PerfmonTask         *task);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 GPtrArray      *perfmon_task_log_get_ancestor_tasks      (PerfmonTaskLog      *self,
                                                           PerfmonTask         *task);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 GPtrArray      *perfmon_task_log_get_follower_tasks      (PerfmonTaskLog      *self,
                                                           PerfmonTask         *task);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_2
 GPtrArray      *perfmon_task_log_get_blocker_tasks       (PerfmonTaskLog      *self,
                                                           PerfmonTask         *task);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64        *perfmon_task_log_find_ancestors          (PerfmonTaskLog      *self,
                                                           guint64              id,
                                                           gsize               *n_ids);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64        *perfmon_task_log_find_followers          (PerfmonTaskLog      *self,
                                                           guint64              id,
                                                           gsize               *n_ids);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64        *perfmon_task_log_find_blockers           (PerfmonTaskLog      *self,
                                                           guint64              id,
                                                           gsize               *n_ids);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64         perfmon_task_log_get_dropped_records     (PerfmonTaskLog      *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64         perfmon_task_log_get_unmatched_records   (PerfmonTaskLog      *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 char           *perfmon_task_log_to_chrome_trace         (PerfmonTaskLog      *self);
 
 G_END_DECLS

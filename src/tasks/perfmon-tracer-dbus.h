@@ -14,7 +14,7 @@
 
 G_BEGIN_DECLS
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_dbus_connection_call                 (GDBusConnection       *connection,
                                                         const char            *bus_name,
                                                         const char            *object_path,
@@ -27,19 +27,19 @@ void      perfmon_dbus_connection_call                 (GDBusConnection       *c
                                                         GCancellable          *cancellable,
                                                         GAsyncReadyCallback    callback,
                                                         gpointer               user_data);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 GVariant *perfmon_dbus_connection_call_finish          (GDBusConnection       *connection,
                                                         GAsyncResult          *res,
                                                         GError               **error);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_dbus_method_invocation_begin         (GDBusMethodInvocation *invocation);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_dbus_method_invocation_end           (void);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_dbus_method_invocation_return_value  (GDBusMethodInvocation *invocation,
                                                         GVariant              *parameters);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_dbus_method_invocation_return_gerror (GDBusMethodInvocation *invocation,
                                                         const GError          *error);
 

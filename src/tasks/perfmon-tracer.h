@@ -16,40 +16,40 @@
 G_BEGIN_DECLS
 
 /* Turning tracing on and off: any thread; the calls are serialised. */
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_start                 (const char  *path,
                                                 GError     **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_start_flight_recorder (guint        seconds,
                                                 GError     **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_dump                  (const char  *path,
                                                 GError     **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_stop                  (GError     **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_is_active             (void);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_tracer_set_buffer_size       (gsize        bytes,
                                                 GError     **error);
 
 /* The calling thread's state: any thread, about itself. */
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64   perfmon_source_event_begin           (PerfmonSourceEventType type);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_source_event_end             (void);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64   perfmon_source_event_get_current     (PerfmonSourceEventType *type);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint64   perfmon_task_get_current             (void);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_task_add_label               (const char  *format,
                                                 ...) G_GNUC_PRINTF (1, 2);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_task_add_label_valist        (const char  *format,
                                                 va_list      args) G_GNUC_PRINTF (1, 0);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_task_add_label_literal       (const char  *text);
 
 /* Scope guard: PERFMON_AUTO_TASK_LABEL ("Event [%s]", name); adds the label

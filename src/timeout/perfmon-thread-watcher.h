@@ -41,20 +41,20 @@ G_BEGIN_DECLS
 
 #define PERFMON_TYPE_THREAD_WATCHER (perfmon_thread_watcher_get_type ())
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 G_DECLARE_FINAL_TYPE (PerfmonThreadWatcher, perfmon_thread_watcher, PERFMON, THREAD_WATCHER, GObject)
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 PerfmonThreadWatcher *perfmon_thread_watcher_new        (void);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean              perfmon_thread_watcher_register   (PerfmonThreadWatcher  *self,
                                                          const char            *name,
                                                          guint                  period_ms,
                                                          GError               **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                  perfmon_thread_watcher_unregister (PerfmonThreadWatcher  *self);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void                  perfmon_thread_watcher_report     (void);
 
 G_END_DECLS

@@ -67,7 +67,7 @@ typedef void (*PerfmonTimerCallback) (guint       id,
                                       const char *name,
                                       gpointer    user_data);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 guint     perfmon_timer_set           (const char           *name,
                                        guint                 timeout_ms,
                                        PerfmonTimerFlags     flags,
@@ -75,12 +75,12 @@ guint     perfmon_timer_set           (const char           *name,
                                        gpointer              user_data,
                                        GDestroyNotify        destroy,
                                        GError              **error);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 gboolean  perfmon_timer_cancel        (guint                 id);
 
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 void      perfmon_timeout_set_log_dir (const char           *dir);
-PERFMON_AVAILABLE_IN_ALL
+PERFMON_AVAILABLE_IN_0_1
 char     *perfmon_timeout_get_log_dir (void);
 
 G_END_DECLS
