@@ -276,6 +276,11 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   return perfmon_snapshot_to_variant (snapshot);
 }
 
+/* The column of group ids in PERFMON_SNAPSHOT_VARIANT_TYPE: after the
+ * format version, timestamp, interval, pid, process name, and user and
+ * system CPU time. It has one entry per group. */
+#define SNAPSHOT_VARIANT_GROUP_IDS 7
+
 /* PERFMON_SNAPSHOT_VARIANT_TYPE, or the form that libperfmon before 0.2
  * sends: the same without the wall time, its last member. Both are read by
  * perfmon_snapshot_new_from_variant(), so that perfmond takes the
@@ -316,7 +321,7 @@ perfmond_snapshot_from_reply (GVariant  *variant,
 
   /* Counted before decoding: decoding a flood of groups is the cost to
    * avoid. */
-  groups = g_variant_get_child_value (variant, 7);
+  groups = g_variant_get_child_value (variant, SNAPSHOT_VARIANT_GROUP_IDS);
   if (g_variant_n_children (groups) > max_groups)
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
