@@ -16,13 +16,19 @@ SOURCEDIR = sys.argv.pop(1)
 # Which directories of the library a directory may include headers of,
 # besides its own. Keep in step with doc/design.md, "House rules".
 LIBRARY_MAY_USE = {
-    'core': set(),
-    'stack': {'core'},
-    'tasks': {'core', 'stack'},
-    'hang': {'core', 'stack', 'tasks'},   # tasks/: the jank flight recorder
-    'timeout': {'core', 'stack'},
-    'dbus': {'core', 'stack', 'hang', 'tasks', 'timeout'},
+    'support': set(),   # libperfmon-support.a: below everything
+    'core': {'support'},
+    'stack': {'support', 'core'},
+    'tasks': {'support', 'core', 'stack'},
+    'hang': {'support', 'core', 'stack', 'tasks'},   # tasks/: the jank flight recorder
+    'timeout': {'support', 'core', 'stack'},
+    'dbus': {'support', 'core', 'stack', 'hang', 'tasks', 'timeout'},
 }
+# Named internal libraries built for the programs beside the library (as
+# sysprof builds libsysprof-capture): the programs may use their headers,
+# which are those libraries' API. Each is a static library of its own
+# (src/meson.build), never the library's sources compiled again.
+INTERNAL_LIBRARIES = ('support',)
 # Programs built on the library: its public headers only.
 PUBLIC_ONLY = ('tools', 'daemon', 'demo')
 # Built beside the library to interpose GLib (LD_PRELOAD, TSan builds):
@@ -42,16 +48,6 @@ def sources(directory):
 def includes(path):
     with open(path, encoding='utf-8') as f:
         return INCLUDE.findall(f.read())
-
-
-# Private headers whose code a program compiles into itself (a source of
-# the library built again into the program, or inline code), not symbols
-# of libperfmon: perfmond checks callers' uids with the same gate as the
-# per-process export (one mechanism, src/dbus/perfmon-uid-gate.c), and cuts
-# UTF-8 with the library's inline helper.
-COMPILED_IN = {
-    'daemon': ('perfmon-uid-gate-private.h', 'perfmon-utf8-private.h'),
-}
 
 
 class LayeringTest(unittest.TestCase):
@@ -75,12 +71,28 @@ class LayeringTest(unittest.TestCase):
         self.assertEqual(wrong, [])
 
     def test_programs_include_no_private_header(self):
+        home = self.home_of_headers()
         wrong = []
         for directory in PUBLIC_ONLY:
             for name, path in sources(directory):
                 wrong += [f'src/{directory}/{name} includes {header}'
                           for header in includes(path) if header.endswith('-private.h')
-                          and header not in COMPILED_IN.get(directory, ())]
+                          and home.get(os.path.basename(header)) not in INTERNAL_LIBRARIES]
+        self.assertEqual(wrong, [])
+
+    def test_programs_compile_no_library_source(self):
+        # A program links the library or a named internal library; it never
+        # lists one of their sources among its own.
+        library_dirs = set(LIBRARY_MAY_USE)
+        wrong = []
+        for directory in PUBLIC_ONLY:
+            build = os.path.join(SOURCEDIR, 'src', directory, 'meson.build')
+            if not os.path.exists(build):
+                continue
+            with open(build, encoding='utf-8') as f:
+                for source in re.findall(r"'\.\./(\w+)/[^']+\.c'", f.read()):
+                    if source in library_dirs:
+                        wrong.append(f'src/{directory}/meson.build compiles a source of src/{source}/')
         self.assertEqual(wrong, [])
 
     def test_every_library_directory_has_a_rule(self):

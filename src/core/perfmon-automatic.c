@@ -64,7 +64,7 @@
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
 #include "perfmon-error.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 typedef PerfmonDispatchFunc DispatchFunc;
 

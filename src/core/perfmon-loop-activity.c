@@ -16,7 +16,7 @@
 
 #include "perfmon-clock-private.h"
 #include "perfmon-loop-activity-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 void
 _perfmon_loop_activity_init (PerfmonLoopActivity *activity)

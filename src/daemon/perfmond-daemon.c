@@ -24,8 +24,8 @@
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
 #include "perfmond-upload.h"
-#include "perfmon-uid-gate-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-uid-gate.h"
+#include "perfmon-utf8.h"
 
 /* A hang report of the library is a few KiB (at most a few hundred frames
  * and modules); anything much bigger is not one. */

@@ -12,8 +12,8 @@
 #include "perfmon-group.h"
 #include "perfmon-dbus-resources.h"
 #include "perfmon-process-private.h"
-#include "perfmon-uid-gate-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-uid-gate.h"
+#include "perfmon-utf8.h"
 
 /* Design notes.
  *

@@ -9,7 +9,7 @@
 
 #include "perfmon-hang-report-private.h"
 #include "perfmon-symbolizer.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 /**
  * PerfmonHangReport:

@@ -9,7 +9,7 @@
 
 #include "perfmon-error.h"
 #include "perfmon-jank-config-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 /* An error quotes at most this much of a bad value. */
 #define QUOTED_PREFIX_BYTES 32

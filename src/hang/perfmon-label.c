@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "perfmon-label-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 /* Design.
  *

@@ -23,7 +23,7 @@
 #include "perfmon-process-private.h"
 #include "perfmon-symbolizer-private.h"
 #include "perfmon-task-writer-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 
 /* What an entry writes: its record as it is, or one of the three records
  * an automatic task's AUTO record becomes. */

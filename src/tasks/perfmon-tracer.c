@@ -17,7 +17,7 @@
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
 #include "perfmon-dispatch-private.h"
-#include "perfmon-utf8-private.h"
+#include "perfmon-utf8.h"
 #include "perfmon-error.h"
 #include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"

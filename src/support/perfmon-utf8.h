@@ -1,4 +1,4 @@
-/* perfmon-utf8-private.h: cutting text to a byte budget
+/* perfmon-utf8.h: cutting text to a byte budget
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */

@@ -1,9 +1,10 @@
-/* perfmon-uid-gate-private.h: serve a D-Bus object only to callers of one uid
+/* perfmon-uid-gate.h: serve a D-Bus object only to callers of one uid
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * The access check of org.perfmon.Monitor1 (perfmon-export.c), also
- * compiled into perfmond for org.perfmon.Daemon1: one mechanism for both.
+ * The access check of org.perfmon.Monitor1 (perfmon-export.c) and of
+ * perfmond's org.perfmon.Daemon1: one mechanism for both, in the internal
+ * library libperfmon-support.a that the library and perfmond link.
  * On a message bus the caller's uid is asked of the bus
  * (GetConnectionUnixUser) once per unique name, asynchronously; calls that
  * arrive meanwhile wait for the answer. A unique name is never reused on a
