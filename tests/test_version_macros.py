@@ -23,7 +23,7 @@ del sys.argv[1:]
 C = '{http://www.gtk.org/introspection/c/1.0}'
 GLIBNS = '{http://www.gtk.org/introspection/glib/1.0}'
 # Helpers of the C-only guard macros: not in the GIR, there since 0.1.
-NOT_IN_GIR = {'_perfmon_task_label_guard_begin', '_perfmon_task_label_guard_end'}
+NOT_IN_GIR = {'perfmon_task_label_guard_begin', 'perfmon_task_label_guard_end'}
 MACRO = re.compile(r'^PERFMON_(AVAILABLE_IN|DEPRECATED_IN)_(\d+)_(\d+)(_FOR\s*\(.*\))?\s*$|'
                    r'^PERFMON_AVAILABLE_IN_ALL\s*$')
 

@@ -928,8 +928,17 @@ perfmon_task_add_label_literal (const char *text)
   add_label (NULL, "%s", text);
 }
 
+/* perfmon_task_label_guard_begin:
+ * @guard: the guard, on the caller's stack
+ * @format: a printf() format
+ *
+ * The first half of PERFMON_AUTO_TASK_LABEL(): formats the text into
+ * @guard (only while tracing) and adds "Begin TEXT" to the current task.
+ * C only (hidden from g-ir-scanner with the macro): called by the macro's
+ * expansion, not by hand. Since: 0.3 (0.1 and 0.2 exported it as
+ * _perfmon_task_label_guard_begin). */
 void
-_perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
+perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
                                  const char            *format,
                                  ...)
 {
@@ -950,8 +959,13 @@ _perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
   add_label ("Begin ", "%s", guard->text);
 }
 
+/* perfmon_task_label_guard_end:
+ * @guard: the guard that perfmon_task_label_guard_begin() filled
+ *
+ * The second half of PERFMON_AUTO_TASK_LABEL(), run by the cleanup
+ * attribute when the scope ends: adds "End TEXT". Since: 0.3. */
 void
-_perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
+perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
 {
   if (guard->text[0] != '\0')
     add_label ("End ", "%s", guard->text);

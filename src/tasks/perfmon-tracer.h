@@ -62,12 +62,14 @@ typedef struct
   char text[248];
 } PerfmonTaskLabelGuard;
 
-PERFMON_AVAILABLE_IN_ALL
-void _perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
-                                      const char            *format,
-                                      ...) G_GNUC_PRINTF (2, 3);
-PERFMON_AVAILABLE_IN_ALL
-void _perfmon_task_label_guard_end   (PerfmonTaskLabelGuard *guard);
+/* The two halves of the guard, for the macro below (C only): see
+ * perfmon-tracer.c. */
+PERFMON_AVAILABLE_IN_0_3
+void perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
+                                     const char            *format,
+                                     ...) G_GNUC_PRINTF (2, 3);
+PERFMON_AVAILABLE_IN_0_3
+void perfmon_task_label_guard_end   (PerfmonTaskLabelGuard *guard);
 
 #define _PERFMON_TASK_LABEL_GUARD_NAME(line) _PERFMON_TASK_LABEL_GUARD_NAME2 (line)
 #define _PERFMON_TASK_LABEL_GUARD_NAME2(line) _perfmon_task_label_guard_##line
@@ -84,9 +86,9 @@ void _perfmon_task_label_guard_end   (PerfmonTaskLabelGuard *guard);
  * Since: 0.1
  */
 #define PERFMON_AUTO_TASK_LABEL(...) \
-  G_GNUC_UNUSED __attribute__ ((cleanup (_perfmon_task_label_guard_end))) \
+  G_GNUC_UNUSED __attribute__ ((cleanup (perfmon_task_label_guard_end))) \
   PerfmonTaskLabelGuard _PERFMON_TASK_LABEL_GUARD_NAME (__LINE__); \
-  _perfmon_task_label_guard_begin (&_PERFMON_TASK_LABEL_GUARD_NAME (__LINE__), __VA_ARGS__)
+  perfmon_task_label_guard_begin (&_PERFMON_TASK_LABEL_GUARD_NAME (__LINE__), __VA_ARGS__)
 #endif /* __GI_SCANNER__ */
 
 G_END_DECLS
