@@ -7,6 +7,7 @@
 #include <gio/gio.h>
 
 #include "perfmon.h"
+#include "perfmon-test-utils.h"
 
 /* Every code of PerfmonError has a D-Bus name, and a GDBus client that
  * receives it gets the same domain and code back. */
@@ -45,12 +46,21 @@ on_method_call (GDBusConnection       *connection,
                                                  PERFMON_ERROR_LIMIT_REACHED, "too many");
 }
 
+typedef struct
+{
+  GAsyncResult *result;
+  gboolean      done;
+} Reply;
+
 static void
 on_reply (GObject      *source,
           GAsyncResult *result,
           gpointer      user_data)
 {
-  *(GAsyncResult **) user_data = g_object_ref (result);
+  Reply *reply = user_data;
+
+  reply->result = g_object_ref (result);
+  reply->done = TRUE;
 }
 
 static void
@@ -59,27 +69,18 @@ test_error_over_a_bus (void)
   static const char xml[] =
     "<node><interface name='org.perfmon.Test'><method name='Fail'/></interface></node>";
   static const GDBusInterfaceVTable vtable = { on_method_call, NULL, NULL, { 0 } };
-  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GTestDBus) bus = test_private_bus_new ();
   g_autoptr(GDBusConnection) server = NULL;
   g_autoptr(GDBusConnection) client = NULL;
   g_autoptr(GDBusNodeInfo) info = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *remote = NULL;
-  g_autoptr(GAsyncResult) result = NULL;
+  Reply answer = { NULL, FALSE };
   guint id;
 
-  g_test_dbus_up (bus);
-  server = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
-                                                   G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                   NULL, NULL, &error);
-  g_assert_no_error (error);
-  client = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
-                                                   G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                   NULL, NULL, &error);
-  g_assert_no_error (error);
+  server = test_bus_connect (bus);
+  client = test_bus_connect (bus);
   info = g_dbus_node_info_new_for_xml (xml, &error);
   g_assert_no_error (error);
   id = g_dbus_connection_register_object (server, "/test", info->interfaces[0], &vtable,
@@ -90,10 +91,10 @@ test_error_over_a_bus (void)
    * asynchronously and iterate it until the reply comes. */
   g_dbus_connection_call (client, g_dbus_connection_get_unique_name (server), "/test",
                           "org.perfmon.Test", "Fail", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, 10000,
-                          NULL, on_reply, &result);
-  while (result == NULL)
-    g_main_context_iteration (NULL, TRUE);
-  reply = g_dbus_connection_call_finish (client, result, &error);
+                          NULL, on_reply, &answer);
+  test_iterate_until (NULL, &answer.done, "the reply to Fail()");
+  reply = g_dbus_connection_call_finish (client, answer.result, &error);
+  g_clear_object (&answer.result);
   g_assert_null (reply);
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_LIMIT_REACHED);
   remote = g_dbus_error_get_remote_error (error);
