@@ -24,6 +24,7 @@
 
 #include "perfmon-error.h"
 #include "perfmon-loop-activity-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
 
 /* Design.
@@ -247,6 +248,38 @@ static int    capture_signal;         /* set before `installed` */
  * allocate the thread's block on first use, which a handler must not. */
 static __thread gboolean dispatch_record_ready __attribute__ ((tls_model ("initial-exec")));
 
+/* The registered threads, for captures through /proc, which run on another
+ * thread and cannot ask pthread_self() or read thread-locals there: each
+ * one's pthread_self() and the address of its _perfmon_current_dispatch_name.
+ * An entry is added at a thread's first _perfmon_stack_capture_register_thread()
+ * and removed when it exits; past MAX_REGISTERED threads the oldest entry
+ * gives way (that thread's /proc captures then have no runnable name and
+ * no Python frames). */
+#define MAX_REGISTERED 64
+typedef struct
+{
+  gint64  tid;
+  guint64 thread_handle;
+  guint64 dispatch_name_address;
+} RegisteredThread;
+static GMutex registry_lock;
+static RegisteredThread registry[MAX_REGISTERED];   /* under registry_lock */
+static guint registry_next;                         /* under registry_lock */
+
+static void
+_perfmon_stack_capture_unregister_thread (gpointer data)
+{
+  gint64 tid = GPOINTER_TO_INT (data);
+
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      memset (&registry[i], 0, sizeof registry[i]);
+  g_mutex_unlock (&registry_lock);
+}
+
+static GPrivate registry_key = G_PRIVATE_INIT (_perfmon_stack_capture_unregister_thread);
+
 /* The signal handler's parts. */
 
 /* No no_sanitize_address needed: the reads of the interrupted stack, which
@@ -351,7 +384,24 @@ _perfmon_stack_capture_handler (int        signo,
   if (__atomic_compare_exchange_n (&slot.word, &expected, SLOT_WORD (self, SLOT_WRITING),
                                    FALSE, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
     {
+      ucontext_t *context = ucontext;
+
       /* The arrays are only read up to n_frames. */
+      slot.stack.method = PERFMON_STACK_METHOD_SIGNAL;
+      slot.stack.interrupted_syscall = FALSE;
+#if defined(__x86_64__)
+      /* A system call this signal ended with EINTR: RAX holds -EINTR and
+       * the instruction before the PC is `syscall` (0f 05), which is
+       * mapped since the thread just ran it. */
+      if (context->uc_mcontext.gregs[REG_RAX] == -EINTR)
+        {
+          const guint8 *code = (const guint8 *) (uintptr_t) context->uc_mcontext.gregs[REG_RIP];
+
+          slot.stack.interrupted_syscall = code[-2] == 0x0f && code[-1] == 0x05;
+        }
+#else
+      (void) context;
+#endif
       slot.stack.n_frames = 0;
       slot.stack.truncated = FALSE;
       slot.stack.has_runnable_name = FALSE;
@@ -399,35 +449,27 @@ _perfmon_stack_capture_init (GError **error)
   if (g_atomic_int_get (&installed))
     return TRUE;
 
+  /* SIGRTMIN + 3, or the first real-time signal above it with no handler:
+   * code in the process that listens to one keeps it. SIG_IGN is taken
+   * over: an ignored disposition survives exec(), so it usually comes from
+   * whatever started the process, not from code in it that listens to this
+   * signal. */
+  for (signo = SIGRTMIN + 3; signo <= SIGRTMAX; signo++)
+    {
+      if (sigaction (signo, NULL, &previous) != 0)
+        continue;
+      if ((previous.sa_flags & SA_SIGINFO)
+            ? previous.sa_sigaction == _perfmon_stack_capture_handler
+            : (previous.sa_handler == SIG_DFL || previous.sa_handler == SIG_IGN))
+        break;
+    }
   if (signo > SIGRTMAX)
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: the system has no real-time signal SIGRTMIN+3 "
-                   "(real-time signals %d to %d)", SIGRTMIN, SIGRTMAX);
-      return FALSE;
-    }
-
-  if (sigaction (signo, NULL, &previous) != 0)
-    {
-      int saved_errno = errno;
-
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: cannot read the action of signal SIGRTMIN+3 (%d): %s",
-                   signo, g_strerror (saved_errno));
-      return FALSE;
-    }
-  /* SIG_IGN is taken over: an ignored disposition survives exec(), so it
-   * usually comes from whatever started the process, not from code in it
-   * that listens to this signal. */
-  if ((previous.sa_flags & SA_SIGINFO)
-        ? previous.sa_sigaction != _perfmon_stack_capture_handler
-        : (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN))
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: signal SIGRTMIN+3 (%d), which perfmon uses to "
-                   "interrupt hung threads, already has a handler installed by other code "
-                   "in this process; perfmon does not take it over",
-                   signo);
+                   "cannot capture stacks of running threads: every real-time signal from "
+                   "SIGRTMIN+3 to SIGRTMAX (%d to %d) already has a handler installed by other "
+                   "code in this process; perfmon does not take one over",
+                   SIGRTMIN + 3, SIGRTMAX);
       return FALSE;
     }
 
@@ -458,8 +500,8 @@ _perfmon_stack_capture_init (GError **error)
       int saved_errno = errno;
 
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: cannot install the handler of signal SIGRTMIN+3 (%d): %s",
-                   signo, g_strerror (saved_errno));
+                   "cannot capture stacks: cannot install the handler of signal SIGRTMIN+%d (%d): %s",
+                   signo - SIGRTMIN, signo, g_strerror (saved_errno));
       return FALSE;
     }
 
@@ -479,6 +521,42 @@ _perfmon_stack_capture_register_thread (void)
    * keeps the flag from being set before the record exists. */
   (void) g_main_current_source ();
   __atomic_store_n (&dispatch_record_ready, TRUE, __ATOMIC_RELEASE);
+
+  /* For captures through /proc: who this thread is, and where its
+   * dispatch name is. */
+  {
+    gint64 tid = (gint64) syscall (SYS_gettid);
+    guint slot_index = MAX_REGISTERED;
+
+    g_mutex_lock (&registry_lock);
+    for (guint i = 0; i < MAX_REGISTERED && slot_index == MAX_REGISTERED; i++)
+      if (registry[i].tid == tid || registry[i].tid == 0)
+        slot_index = i;
+    if (slot_index == MAX_REGISTERED)
+      slot_index = registry_next++ % MAX_REGISTERED;
+    registry[slot_index].tid = tid;
+    registry[slot_index].thread_handle = (guint64) pthread_self ();
+    registry[slot_index].dispatch_name_address = (guint64) (uintptr_t) &_perfmon_current_dispatch_name;
+    g_mutex_unlock (&registry_lock);
+    g_private_set (&registry_key, GINT_TO_POINTER ((gint) tid));
+  }
+}
+
+const char *
+_perfmon_stack_method_to_string (PerfmonStackMethod method)
+{
+  switch (method)
+    {
+    case PERFMON_STACK_METHOD_PROC_SYSCALL: return "proc-syscall";
+    case PERFMON_STACK_METHOD_SIGNAL:       return "signal";
+    default:                                return "none";
+    }
+}
+
+int
+_perfmon_stack_capture_get_signal (void)
+{
+  return g_atomic_int_get (&installed) ? capture_signal : 0;
 }
 
 /* Waits while the slot is in @state or @other_state, until @deadline
@@ -613,10 +691,33 @@ _perfmon_stack_capture_locked (gint64                tid,
                                PerfmonCapturedStack *out,
                                GError              **error)
 {
-  guint64 word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
+  guint64 word;
   gboolean send = TRUE;
   gint64 deadline;
   int unwind_error;
+  RegisteredThread registered = { 0, };
+
+  /* First without a signal: a thread blocked in a system call is read
+   * through /proc and not disturbed at all. */
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      registered = registry[i];
+  g_mutex_unlock (&registry_lock);
+  switch (_perfmon_proc_stack_capture (tid, registered.dispatch_name_address,
+                                       registered.thread_handle, out, error))
+    {
+    case PERFMON_PROC_STACK_TAKEN:
+      return TRUE;
+    case PERFMON_PROC_STACK_FAILED:
+      return FALSE;
+    case PERFMON_PROC_STACK_RUNNING:
+    default:
+      break;
+    }
+
+  /* The thread runs in user space: only a signal stops it there. */
+  word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
 
   /* Under the mutex the slot is IDLE, unless an earlier requester gave up
    * on a handler that is still running. */

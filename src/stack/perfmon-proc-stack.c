@@ -1,0 +1,544 @@
+/* perfmon-proc-stack.c: the stack of a thread blocked in a system call, without a signal
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#define _GNU_SOURCE 1
+
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* The generic (remote-capable) flavour of libunwind: unlike the signal
+ * handler's local unwinder (perfmon-stack-capture.c), this one gets its
+ * registers and memory from accessors we write. */
+#include <libunwind.h>
+
+#include "perfmon-error.h"
+#include "perfmon-proc-stack-private.h"
+
+/* Design.
+ *
+ * A thread blocked in a system call has its user-space registers saved by
+ * the kernel, and Linux shows two of them in /proc/PID/task/TID/syscall:
+ * "NR ARG1 … ARG6 SP PC" ("running" when the thread is not in a system
+ * call). Its user-space stack does not change while it stays there, and it
+ * is in our own address space: from the PC and SP, libunwind can walk it
+ * like a debugger walks another process, with accessors that read our own
+ * memory. Nothing is sent to the thread, so its system call goes on as if
+ * nobody had looked: a poll() or nanosleep() that a signal would have ended
+ * with EINTR runs its full time.
+ *
+ * Memory. A bogus address (a guessed frame pointer, a corrupt stack) must
+ * end the walk, not the process, so memory is read with process_vm_readv()
+ * on our own pid, which fails with EFAULT where a load would fault. The
+ * stack itself is copied once, from SP up to SNAPSHOT_BYTES or the first
+ * unmapped page (one iovec per page, so the copy stops there instead of
+ * failing), and served from the copy; the unwind tables are read where
+ * they are mapped, a word at a time.
+ *
+ * Unwind info: the local address space's find_proc_info (libunwind's
+ * dl_iterate_phdr() lookup of .eh_frame_hdr, the same as in the signal
+ * handler), called with our address space, so that the tables it walks
+ * are read through our accessors too.
+ *
+ * Registers. Only PC and SP are known. With DWARF CFI, the innermost
+ * frames (libc's system-call wrappers, code built without frame pointers)
+ * need nothing else; the other callee-saved registers are found where the
+ * frames that changed them saved them. One register is often asked for
+ * before any frame saved it: RBP, as the frame pointer of a caller built
+ * with frame pointers (-O0, or -fno-omit-frame-pointer), since glibc's
+ * wrappers leave it alone. Its value is then that caller's frame record:
+ * we take the first 8-byte-aligned address R at or above the asking
+ * frame's SP where [R + 8] is a return address (a call instruction ends
+ * just before it) and [R] is 0 or a higher stack address. A wrong guess
+ * can only give a wrong outer frame, or end the walk early; the inner
+ * frames (the blocking call and its caller) never depend on it.
+ *
+ * Consistency. The thread may leave its system call while we read its
+ * stack. Before and after the walk we read /proc/…/syscall and
+ * /proc/…/schedstat (time run, time waited, times scheduled): if either
+ * changed, the thread ran, and the stack is thrown away and read again (a
+ * few times, then given up). A thread that is running is not sampled here
+ * at all: the caller decides (see perfmon-stack-capture.c).
+ */
+
+#define SNAPSHOT_BYTES    (512 * 1024)
+#define PAGE_BYTES        4096
+#define MAX_ATTEMPTS      3
+/* How far above a frame's SP its frame record is looked for. */
+#define FRAME_RECORD_SCAN_BYTES (64 * 1024)
+
+typedef struct
+{
+  guint64  pc;
+  guint64  sp;
+  /* The copy of the stack, [base, base + length). */
+  guint8  *snapshot;
+  guint64  base;
+  gsize    length;
+  /* The SP of the frame being stepped from, for the RBP guess. */
+  guint64  frame_sp;
+  gboolean rbp_known;
+  guint64  rbp;
+} UnwindState;
+
+static guint8 *snapshot_buffer;   /* under the caller's mutex */
+static unw_addr_space_t address_space;
+static unw_accessors_t *local_accessors;
+
+static gboolean
+read_memory (void   *destination,
+             guint64 address,
+             gsize   length)
+{
+  struct iovec local = { destination, length };
+  struct iovec remote = { (void *) (uintptr_t) address, length };
+
+  return process_vm_readv (getpid (), &local, 1, &remote, 1, 0) == (ssize_t) length;
+}
+
+static gboolean
+read_word (UnwindState *state,
+           guint64      address,
+           guint64     *value)
+{
+  if (address >= state->base && address + 8 <= state->base + state->length && address + 8 > address)
+    {
+      memcpy (value, state->snapshot + (address - state->base), 8);
+      return TRUE;
+    }
+  return read_memory (value, address, 8);
+}
+
+/* Whether @address is just after a call instruction: e8 rel32, or ff /2
+ * (an indirect call) of 2, 3, 4, 6 or 7 bytes. */
+static gboolean
+is_return_address (guint64 address)
+{
+  guint8 code[7];
+
+  if (address < sizeof code || !read_memory (code, address - sizeof code, sizeof code))
+    return FALSE;
+  if (code[2] == 0xe8)
+    return TRUE;
+  for (guint length = 2; length <= 7; length++)
+    {
+      guint8 opcode = code[sizeof code - length];
+      guint8 modrm = code[sizeof code - length + 1];
+
+      if (length != 5 && opcode == 0xff && (modrm & 0x38) == 0x10)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static guint64
+guess_frame_pointer (UnwindState *state)
+{
+  guint64 start = (MAX (state->frame_sp, state->sp) + 7) & ~G_GUINT64_CONSTANT (7);
+
+  for (guint64 r = start; r < start + FRAME_RECORD_SCAN_BYTES; r += 8)
+    {
+      guint64 saved_fp;
+      guint64 return_address;
+
+      if (!read_word (state, r, &saved_fp) || !read_word (state, r + 8, &return_address))
+        break;
+      if ((saved_fp == 0 || (saved_fp > r && saved_fp - r < 16 * 1024 * 1024)) &&
+          return_address > 4096 && is_return_address (return_address))
+        return r;
+    }
+  return 0;
+}
+
+static int
+access_mem (unw_addr_space_t  as,
+            unw_word_t        address,
+            unw_word_t       *value,
+            int               write,
+            void             *arg)
+{
+  guint64 word;
+
+  if (write)
+    return -UNW_EREADONLYREG;
+  if (!read_word (arg, address, &word))
+    return -UNW_EINVAL;
+  *value = word;
+  return 0;
+}
+
+static int
+access_reg (unw_addr_space_t  as,
+            unw_regnum_t      reg,
+            unw_word_t       *value,
+            int               write,
+            void             *arg)
+{
+  UnwindState *state = arg;
+
+  if (write)
+    return -UNW_EREADONLYREG;
+  switch (reg)
+    {
+    case UNW_X86_64_RIP:
+      *value = state->pc;
+      return 0;
+    case UNW_X86_64_RSP:
+      *value = state->sp;
+      return 0;
+    case UNW_X86_64_RBP:
+      if (!state->rbp_known)
+        {
+          state->rbp = guess_frame_pointer (state);
+          state->rbp_known = TRUE;
+        }
+      if (state->rbp == 0)
+        return -UNW_EBADREG;
+      *value = state->rbp;
+      return 0;
+    default:
+      return -UNW_EBADREG;
+    }
+}
+
+static int
+access_fpreg (unw_addr_space_t  as,
+              unw_regnum_t      reg,
+              unw_fpreg_t      *value,
+              int               write,
+              void             *arg)
+{
+  return -UNW_EBADREG;
+}
+
+static int
+find_proc_info (unw_addr_space_t  as,
+                unw_word_t        ip,
+                unw_proc_info_t  *info,
+                int               need_unwind_info,
+                void             *arg)
+{
+  return local_accessors->find_proc_info (as, ip, info, need_unwind_info, arg);
+}
+
+static void
+put_unwind_info (unw_addr_space_t  as,
+                 unw_proc_info_t  *info,
+                 void             *arg)
+{
+  local_accessors->put_unwind_info (as, info, arg);
+}
+
+static int
+get_dyn_info_list_addr (unw_addr_space_t  as,
+                        unw_word_t       *address,
+                        void             *arg)
+{
+  return -UNW_ENOINFO;
+}
+
+static int
+resume (unw_addr_space_t  as,
+        unw_cursor_t     *cursor,
+        void             *arg)
+{
+  return -UNW_EINVAL;
+}
+
+static int
+get_proc_name (unw_addr_space_t  as,
+               unw_word_t        address,
+               char             *buffer,
+               size_t            length,
+               unw_word_t       *offset,
+               void             *arg)
+{
+  return -UNW_ENOINFO;
+}
+
+static gboolean
+ensure_address_space (void)
+{
+  static unw_accessors_t accessors = {
+    .find_proc_info = find_proc_info,
+    .put_unwind_info = put_unwind_info,
+    .get_dyn_info_list_addr = get_dyn_info_list_addr,
+    .access_mem = access_mem,
+    .access_reg = access_reg,
+    .access_fpreg = access_fpreg,
+    .resume = resume,
+    .get_proc_name = get_proc_name,
+  };
+
+  if (address_space != NULL)
+    return TRUE;
+  local_accessors = unw_get_accessors (unw_local_addr_space);
+  if (local_accessors == NULL)
+    return FALSE;
+  address_space = unw_create_addr_space (&accessors, 0);
+  if (address_space == NULL)
+    return FALSE;
+  /* No cache: the stacks of threads come and go, and the unwind info of
+   * plugins unloaded since would go stale. */
+  unw_set_caching_policy (address_space, UNW_CACHE_NONE);
+  snapshot_buffer = g_malloc (SNAPSHOT_BYTES);
+  return TRUE;
+}
+
+/* Reads a small /proc file into @buffer (NUL-terminated); FALSE if it
+ * cannot be read. */
+static gboolean
+read_small_file (const char *path,
+                 char       *buffer,
+                 gsize       size)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  ssize_t n;
+
+  if (fd < 0)
+    return FALSE;
+  do
+    n = read (fd, buffer, size - 1);
+  while (n < 0 && errno == EINTR);
+  close (fd);
+  if (n < 0)
+    return FALSE;
+  buffer[n] = '\0';
+  return TRUE;
+}
+
+/* The thread's scheduling counters: they change whenever it runs. */
+static gboolean
+read_run_counters (gint64  tid,
+                   char   *buffer,
+                   gsize   size)
+{
+  char path[64];
+  char status[2048];
+  const char *voluntary;
+
+  g_snprintf (path, sizeof path, "/proc/self/task/%" G_GINT64_FORMAT "/schedstat", tid);
+  if (read_small_file (path, buffer, size))
+    return TRUE;
+  /* Without CONFIG_SCHED_INFO: the context switches, which count too. */
+  g_snprintf (path, sizeof path, "/proc/self/task/%" G_GINT64_FORMAT "/status", tid);
+  if (!read_small_file (path, status, sizeof status))
+    return FALSE;
+  voluntary = strstr (status, "voluntary_ctxt_switches:");
+  g_strlcpy (buffer, voluntary != NULL ? voluntary : "", size);
+  return TRUE;
+}
+
+static void
+snapshot_stack (UnwindState *state)
+{
+  struct iovec local[SNAPSHOT_BYTES / PAGE_BYTES + 1];
+  struct iovec remote[SNAPSHOT_BYTES / PAGE_BYTES + 1];
+  guint64 address = state->sp & ~G_GUINT64_CONSTANT (7);
+  guint n = 0;
+  gsize total = 0;
+  ssize_t got;
+
+  /* One iovec per page: the copy stops at the first unmapped one. */
+  while (total < SNAPSHOT_BYTES - PAGE_BYTES)
+    {
+      gsize chunk = PAGE_BYTES - ((address + total) % PAGE_BYTES);
+
+      local[n].iov_base = snapshot_buffer + total;
+      local[n].iov_len = chunk;
+      remote[n].iov_base = (void *) (uintptr_t) (address + total);
+      remote[n].iov_len = chunk;
+      total += chunk;
+      n++;
+    }
+  got = process_vm_readv (getpid (), local, n, remote, n, 0);
+  state->snapshot = snapshot_buffer;
+  state->base = address;
+  state->length = got > 0 ? (gsize) got : 0;
+}
+
+static int
+unwind (UnwindState          *state,
+        PerfmonCapturedStack *out)
+{
+  unw_cursor_t cursor;
+  int ret;
+
+  out->n_frames = 0;
+  out->truncated = FALSE;
+  ret = unw_init_remote (&cursor, address_space, state);
+  if (ret < 0)
+    return ret;
+
+  for (;;)
+    {
+      unw_word_t pc, sp;
+
+      ret = unw_get_reg (&cursor, UNW_REG_IP, &pc);
+      if (ret == 0)
+        ret = unw_get_reg (&cursor, UNW_REG_SP, &sp);
+      if (ret < 0)
+        return ret;
+      if (pc == 0)
+        return 0;
+      out->pcs[out->n_frames] = pc;
+      out->sps[out->n_frames] = sp;
+      out->n_frames++;
+      state->frame_sp = sp;
+      ret = unw_step (&cursor);
+      if (ret <= 0)
+        return ret;
+      if (out->n_frames == PERFMON_STACK_CAPTURE_MAX_FRAMES)
+        {
+          out->truncated = TRUE;
+          return 0;
+        }
+    }
+}
+
+/* "NR ARG1 … ARG6 SP PC": the last two fields. */
+static gboolean
+parse_syscall_line (const char *line,
+                    guint64    *sp,
+                    guint64    *pc)
+{
+  g_autofree char *copy = g_strstrip (g_strdup (line));
+  g_auto(GStrv) fields = g_strsplit (copy, " ", -1);
+
+  if (g_strv_length (fields) != 9)
+    return FALSE;
+  *sp = g_ascii_strtoull (fields[7], NULL, 16);
+  *pc = g_ascii_strtoull (fields[8], NULL, 16);
+  return *sp != 0 && *pc != 0;
+}
+
+static void
+read_runnable_name (guint64               dispatch_name_address,
+                    PerfmonCapturedStack *out)
+{
+  guint64 name_address = 0;
+  char name[PERFMON_RUNNABLE_NAME_MAX + 1];
+  gsize length = 0;
+
+  out->has_runnable_name = FALSE;
+  out->runnable_name[0] = '\0';
+  if (dispatch_name_address == 0 || !read_memory (&name_address, dispatch_name_address, 8) ||
+      name_address == 0)
+    return;
+  out->has_runnable_name = TRUE;
+  /* A byte at a time up to a page boundary, then a page at a time: the
+   * name may end right before an unmapped page. */
+  while (length < PERFMON_RUNNABLE_NAME_MAX)
+    {
+      gsize chunk = MIN (PERFMON_RUNNABLE_NAME_MAX - length,
+                         PAGE_BYTES - ((name_address + length) % PAGE_BYTES));
+
+      if (!read_memory (name + length, name_address + length, chunk))
+        break;
+      if (memchr (name + length, '\0', chunk) != NULL)
+        {
+          length += strlen (name + length);
+          break;
+        }
+      length += chunk;
+    }
+  memcpy (out->runnable_name, name, length);
+  out->runnable_name[length] = '\0';
+}
+
+PerfmonProcStackResult
+_perfmon_proc_stack_capture (gint64                tid,
+                             guint64               dispatch_name_address,
+                             guint64               thread_handle,
+                             PerfmonCapturedStack *out,
+                             GError              **error)
+{
+  char syscall_path[64];
+  int last_error = 0;
+
+#ifndef __x86_64__
+  /* The registers the accessors know are x86-64's. */
+  return PERFMON_PROC_STACK_RUNNING;
+#endif
+  g_snprintf (syscall_path, sizeof syscall_path, "/proc/self/task/%" G_GINT64_FORMAT "/syscall", tid);
+  if (!ensure_address_space ())
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                           "libunwind could not set up an address space to unwind from /proc");
+      return PERFMON_PROC_STACK_FAILED;
+    }
+
+  for (guint attempt = 0; attempt < MAX_ATTEMPTS; attempt++)
+    {
+      char counters_before[512], counters_after[512];
+      char line_before[256], line_after[256];
+      UnwindState state = { 0, };
+
+      if (!read_run_counters (tid, counters_before, sizeof counters_before) ||
+          !read_small_file (syscall_path, line_before, sizeof line_before))
+        {
+          int saved_errno = errno;
+
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of thread %" G_GINT64_FORMAT ": %s", tid,
+                       saved_errno == ENOENT || saved_errno == ESRCH
+                         ? "the thread has exited"
+                         : "cannot read its /proc/self/task/TID/syscall");
+          return PERFMON_PROC_STACK_FAILED;
+        }
+      /* "running", or "-1 SP PC" while it is stopped outside a call. */
+      if (g_str_has_prefix (line_before, "running") || g_str_has_prefix (line_before, "-1 "))
+        return PERFMON_PROC_STACK_RUNNING;
+      if (!parse_syscall_line (line_before, &state.sp, &state.pc))
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of thread %" G_GINT64_FORMAT ": unexpected /proc/…/syscall line",
+                       tid);
+          return PERFMON_PROC_STACK_FAILED;
+        }
+
+      snapshot_stack (&state);
+      state.frame_sp = state.sp;
+      last_error = unwind (&state, out);
+      read_runnable_name (dispatch_name_address, out);
+
+      if (!read_small_file (syscall_path, line_after, sizeof line_after) ||
+          !read_run_counters (tid, counters_after, sizeof counters_after))
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of thread %" G_GINT64_FORMAT ": the thread has exited", tid);
+          return PERFMON_PROC_STACK_FAILED;
+        }
+      if (strcmp (line_before, line_after) != 0 || strcmp (counters_before, counters_after) != 0)
+        {
+          /* It ran: what we read may be half of two stacks. Once it runs
+           * in user space, the caller takes over. */
+          if (g_str_has_prefix (line_after, "running"))
+            return PERFMON_PROC_STACK_RUNNING;
+          continue;
+        }
+
+      if (out->n_frames == 0)
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of thread %" G_GINT64_FORMAT " (blocked in a system call): "
+                       "libunwind read no frame: %s",
+                       tid, last_error != 0 ? unw_strerror (last_error) : "empty stack");
+          return PERFMON_PROC_STACK_FAILED;
+        }
+      out->thread_handle = thread_handle;
+      out->method = PERFMON_STACK_METHOD_PROC_SYSCALL;
+      out->interrupted_syscall = FALSE;
+      return PERFMON_PROC_STACK_TAKEN;
+    }
+
+  g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+               "no stack of thread %" G_GINT64_FORMAT ": it kept waking up in its system call "
+               "while its stack was read (%u tries); it was not interrupted", tid, MAX_ATTEMPTS);
+  return PERFMON_PROC_STACK_FAILED;
+}
