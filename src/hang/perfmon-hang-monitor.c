@@ -539,6 +539,13 @@ build_report (PerfmonHangMonitor *self,
                                      /* The seed: only a "tab" process has a remote type. */
                                      g_strcmp0 (self->process_type, "tab") == 0 ? self->remote_type : NULL);
   annotate_report (report);
+  /* How the stack was taken: "proc-syscall" (the thread was blocked in a
+   * system call and was not disturbed), "signal" (it was running), or
+   * "none". */
+  _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_STACK_METHOD,
+                                 have_stack ? _perfmon_stack_method_to_string (captured->method) : "none");
+  if (have_stack && captured->interrupted_syscall)
+    _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_INTERRUPTED_SYSCALL, "true");
 
   labels = find_label_stack (tid);
   if (labels != NULL &&
