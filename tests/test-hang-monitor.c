@@ -1144,7 +1144,8 @@ test_jank_once_per_process (Fixture       *fixture,
 }
 
 /* A jank the sampler cannot unwind: the thread blocks the capture signal
- * while it sleeps in the kernel. */
+ * while it runs (a thread blocked in a system call is read through /proc,
+ * signal or not). */
 static gboolean
 hang_blocking_signals (gpointer data)
 {
@@ -1152,7 +1153,7 @@ hang_blocking_signals (gpointer data)
 
   sigfillset (&all);
   pthread_sigmask (SIG_BLOCK, &all, &saved);
-  g_usleep (GPOINTER_TO_UINT (data) * 1000);
+  spin_ms (GPOINTER_TO_UINT (data));
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   return G_SOURCE_REMOVE;
 }

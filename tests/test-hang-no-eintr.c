@@ -39,6 +39,7 @@ typedef struct
   gint64        elapsed_us;
   int           pipe_fds[2];
   GThread      *feeder;
+  GVariant     *jank;
 } Fixture;
 
 /* Exported (-rdynamic) so that dladdr() names them too. */
@@ -234,11 +235,132 @@ run_case (gconstpointer data)
   g_free (fixture.dir);
 }
 
+/* Jank samples: a callback that polls 20 × 100 ms while the jank sampler
+ * takes 6 samples every 50 ms. */
+gboolean jank_in_poll (gpointer data);
+
+G_GNUC_NO_INLINE gboolean
+jank_in_poll (gpointer data)
+{
+  Fixture *fixture = data;
+  gint64 start = g_get_monotonic_time ();
+
+  fixture->result = 0;
+  for (guint i = 0; i < 20; i++)
+    {
+      errno = 0;
+      if (poll (NULL, 0, 100) != 0)
+        {
+          fixture->result = -1;
+          fixture->saved_errno = errno;
+        }
+    }
+  fixture->elapsed_us = g_get_monotonic_time () - start;
+  fixture->callback_done = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_jank (PerfmonHangMonitor *hang_monitor,
+         const char         *name,
+         GVariant           *params,
+         GVariant          **out)
+{
+  if (*out == NULL)
+    *out = g_variant_ref (params);
+}
+
+static gboolean
+quit_when_jank (gpointer data)
+{
+  Fixture *fixture = data;
+
+  if (fixture->callback_done && fixture->jank != NULL)
+    {
+      g_main_loop_quit (fixture->loop);
+      return G_SOURCE_REMOVE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+test_jank_samples (void)
+{
+  Fixture fixture = { 0, };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSource) source = NULL;
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GVariant) logs = NULL;
+  g_autofree char *tree = NULL;
+  g_autofree char *pings_dir = NULL;
+  const char *path;
+
+  if (test_run_in_own_process ())
+    return;
+
+  fixture.dir = test_make_tmp_dir ("perfmon-no-eintr-XXXXXX");
+  fixture.context = g_main_context_new ();
+  g_main_context_push_thread_default (fixture.context);
+  fixture.loop = g_main_loop_new (fixture.context, FALSE);
+  fixture.monitor = perfmon_monitor_new (fixture.context);
+  fixture.hang_monitor = perfmon_hang_monitor_new (fixture.monitor);
+  pings_dir = g_build_filename (fixture.dir, "pings", NULL);
+  g_object_set (fixture.hang_monitor, "threshold", 5000, "log-dir", fixture.dir,
+                "pings-dir", pings_dir, NULL);
+  g_hash_table_insert (params, "log_type", "1");
+  g_hash_table_insert (params, "sample_interval", "50");
+  g_hash_table_insert (params, "ignore_startup_time", "3");
+  g_hash_table_insert (params, "sample_count", "6");
+  g_hash_table_insert (params, "report_times_per_app", "1");
+  g_assert_true (perfmon_hang_monitor_set_event_config (fixture.hang_monitor, "MAIN_THREAD_JANK",
+                                                        params, &error));
+  g_assert_no_error (error);
+  g_signal_connect (fixture.hang_monitor, "jank", G_CALLBACK (on_jank), &fixture.jank);
+  g_assert_true (perfmon_hang_monitor_start (fixture.hang_monitor, &error));
+  g_assert_no_error (error);
+
+  /* After the 3 s start-up window. */
+  source = g_timeout_source_new (3300);
+  g_source_set_name (source, "jank_in_poll");
+  g_source_set_callback (source, jank_in_poll, &fixture, NULL);
+  g_source_attach (source, fixture.context);
+  attach_timeout (fixture.context, g_timeout_source_new (20), quit_when_jank, &fixture);
+  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), fail_on_timeout, NULL);
+  g_main_loop_run (fixture.loop);
+
+  g_test_message ("jank_in_poll: %d (%s) after %" G_GINT64_FORMAT " µs", fixture.result,
+                  g_strerror (fixture.saved_errno), fixture.elapsed_us);
+  g_assert_cmpint (fixture.result, ==, 0);
+  g_assert_cmpint (fixture.elapsed_us, >=, 1999 * 1000);
+
+  /* The samples were taken, through /proc: none failed, and they name the
+   * blocking call and the callback. */
+  logs = g_variant_lookup_value (fixture.jank, "external_log", G_VARIANT_TYPE_STRING_ARRAY);
+  g_assert_nonnull (logs);
+  g_variant_get_child (logs, 0, "&s", &path);
+  g_assert_true (g_file_get_contents (path, &tree, NULL, NULL));
+  g_test_message ("%s", tree);
+  g_assert_null (strstr (tree, "failed"));
+  g_assert_nonnull (strstr (tree, "poll+"));
+  g_assert_nonnull (strstr (tree, "(jank_in_poll+"));
+
+  perfmon_hang_monitor_stop (fixture.hang_monitor);
+  g_variant_unref (fixture.jank);
+  g_object_unref (fixture.hang_monitor);
+  g_object_unref (fixture.monitor);
+  g_main_loop_unref (fixture.loop);
+  g_main_context_pop_thread_default (fixture.context);
+  g_main_context_unref (fixture.context);
+  test_remove_tree (fixture.dir);
+  g_free (fixture.dir);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/hang-no-eintr/jank-samples", test_jank_samples);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       g_autofree char *path = g_strdup_printf ("/hang-no-eintr/%s", cases[i].callback_name + strlen ("block_in_"));

@@ -69,6 +69,10 @@
 #define SNAPSHOT_BYTES    (512 * 1024)
 #define PAGE_BYTES        4096
 #define MAX_ATTEMPTS      3
+/* How many times, and how far apart, a thread must be seen running in
+ * user space before the caller may signal it. */
+#define RUNNING_LOOKS            4
+#define RUNNING_LOOK_INTERVAL_US 500
 /* How far above a frame's SP its frame record is looked for. */
 #define FRAME_RECORD_SCAN_BYTES (64 * 1024)
 
@@ -401,6 +405,12 @@ unwind (UnwindState          *state,
     }
 }
 
+static gboolean
+is_running (const char *line)
+{
+  return g_str_has_prefix (line, "running") || g_str_has_prefix (line, "-1 ");
+}
+
 /* "NR ARG1 … ARG6 SP PC": the last two fields. */
 static gboolean
 parse_syscall_line (const char *line,
@@ -491,8 +501,19 @@ _perfmon_proc_stack_capture (gint64                tid,
                          : "cannot read its /proc/self/task/TID/syscall");
           return PERFMON_PROC_STACK_FAILED;
         }
-      /* "running", or "-1 SP PC" while it is stopped outside a call. */
-      if (g_str_has_prefix (line_before, "running") || g_str_has_prefix (line_before, "-1 "))
+      /* "running", or "-1 SP PC" while it is stopped outside a call.
+       * "running" covers a thread just woken inside its system call, on
+       * its way out, where a signal still makes it fail with EINTR: a
+       * thread that wakes up now and then is seen blocked at one of a few
+       * looks; only one seen running at each is left to the caller. */
+      for (guint look = 1; look < RUNNING_LOOKS && is_running (line_before); look++)
+        {
+          g_usleep (RUNNING_LOOK_INTERVAL_US);
+          if (!read_run_counters (tid, counters_before, sizeof counters_before) ||
+              !read_small_file (syscall_path, line_before, sizeof line_before))
+            break;
+        }
+      if (is_running (line_before))
         return PERFMON_PROC_STACK_RUNNING;
       if (!parse_syscall_line (line_before, &state.sp, &state.pc))
         {
@@ -518,8 +539,6 @@ _perfmon_proc_stack_capture (gint64                tid,
         {
           /* It ran: what we read may be half of two stacks. Once it runs
            * in user space, the caller takes over. */
-          if (g_str_has_prefix (line_after, "running"))
-            return PERFMON_PROC_STACK_RUNNING;
           continue;
         }
 
