@@ -34,11 +34,10 @@
  *
  * Memory. A bogus address (a guessed frame pointer, a corrupt stack) must
  * end the walk, not the process, so memory is read with process_vm_readv()
- * on our own pid, which fails with EFAULT where a load would fault. The
- * stack itself is copied once, from SP up to SNAPSHOT_BYTES or the first
- * unmapped page (one iovec per page, so the copy stops there instead of
- * failing), and served from the copy; the unwind tables are read where
- * they are mapped, a word at a time.
+ * on our own pid, which fails with EFAULT where a load would fault, a
+ * page at a time into a cache that lasts one look at the thread (the
+ * stack's pages and the unwind tables' are read a few times each, a
+ * system call per word was 20 times slower).
  *
  * Unwind info: the local address space's find_proc_info (libunwind's
  * dl_iterate_phdr() lookup of .eh_frame_hdr, the same as in the signal
@@ -66,7 +65,6 @@
  * at all: the caller decides (see perfmon-stack-capture.c).
  */
 
-#define SNAPSHOT_BYTES    (512 * 1024)
 #define PAGE_BYTES        4096
 #define MAX_ATTEMPTS      3
 /* How many times, and how far apart, a thread must be seen running in
@@ -76,21 +74,27 @@
 /* How far above a frame's SP its frame record is looked for. */
 #define FRAME_RECORD_SCAN_BYTES (64 * 1024)
 
+/* Pages read with process_vm_readv(), for the length of one capture:
+ * direct-mapped by page number. */
+#define CACHED_PAGES 256
+typedef struct
+{
+  guint64 page;      /* its address + 1; 0: empty */
+  gboolean readable;
+  guint8  bytes[PAGE_BYTES];
+} CachedPage;
+
 typedef struct
 {
   guint64  pc;
   guint64  sp;
-  /* The copy of the stack, [base, base + length). */
-  guint8  *snapshot;
-  guint64  base;
-  gsize    length;
   /* The SP of the frame being stepped from, for the RBP guess. */
   guint64  frame_sp;
   gboolean rbp_known;
   guint64  rbp;
 } UnwindState;
 
-static guint8 *snapshot_buffer;   /* under the caller's mutex */
+static CachedPage *page_cache;   /* under the caller's mutex */
 static unw_addr_space_t address_space;
 static unw_accessors_t *local_accessors;
 
@@ -106,16 +110,42 @@ read_memory (void   *destination,
 }
 
 static gboolean
+read_cached (guint64  address,
+             void    *destination,
+             gsize    length)
+{
+  guint8 *out = destination;
+
+  while (length > 0)
+    {
+      guint64 page = address & ~(guint64) (PAGE_BYTES - 1);
+      CachedPage *cached = &page_cache[(page / PAGE_BYTES) % CACHED_PAGES];
+      gsize offset = address - page;
+      gsize chunk = MIN (length, PAGE_BYTES - offset);
+
+      if (cached->page != page + 1)
+        {
+          cached->page = page + 1;
+          cached->readable = page != 0 && read_memory (cached->bytes, page, PAGE_BYTES);
+        }
+      if (!cached->readable)
+        return FALSE;
+      memcpy (out, cached->bytes + offset, chunk);
+      out += chunk;
+      address += chunk;
+      length -= chunk;
+    }
+  return TRUE;
+}
+
+static gboolean
 read_word (UnwindState *state,
            guint64      address,
            guint64     *value)
 {
-  if (address >= state->base && address + 8 <= state->base + state->length && address + 8 > address)
-    {
-      memcpy (value, state->snapshot + (address - state->base), 8);
-      return TRUE;
-    }
-  return read_memory (value, address, 8);
+  if (address + 8 < address)
+    return FALSE;
+  return read_cached (address, value, 8);
 }
 
 /* Whether @address is just after a call instruction: e8 rel32, or ff /2
@@ -125,7 +155,7 @@ is_return_address (guint64 address)
 {
   guint8 code[7];
 
-  if (address < sizeof code || !read_memory (code, address - sizeof code, sizeof code))
+  if (address < sizeof code || !read_cached (address - sizeof code, code, sizeof code))
     return FALSE;
   if (code[2] == 0xe8)
     return TRUE;
@@ -290,7 +320,7 @@ ensure_address_space (void)
   /* No cache: the stacks of threads come and go, and the unwind info of
    * plugins unloaded since would go stale. */
   unw_set_caching_policy (address_space, UNW_CACHE_NONE);
-  snapshot_buffer = g_malloc (SNAPSHOT_BYTES);
+  page_cache = g_new0 (CachedPage, CACHED_PAGES);
   return TRUE;
 }
 
@@ -336,34 +366,6 @@ read_run_counters (gint64  tid,
   voluntary = strstr (status, "voluntary_ctxt_switches:");
   g_strlcpy (buffer, voluntary != NULL ? voluntary : "", size);
   return TRUE;
-}
-
-static void
-snapshot_stack (UnwindState *state)
-{
-  struct iovec local[SNAPSHOT_BYTES / PAGE_BYTES + 1];
-  struct iovec remote[SNAPSHOT_BYTES / PAGE_BYTES + 1];
-  guint64 address = state->sp & ~G_GUINT64_CONSTANT (7);
-  guint n = 0;
-  gsize total = 0;
-  ssize_t got;
-
-  /* One iovec per page: the copy stops at the first unmapped one. */
-  while (total < SNAPSHOT_BYTES - PAGE_BYTES)
-    {
-      gsize chunk = PAGE_BYTES - ((address + total) % PAGE_BYTES);
-
-      local[n].iov_base = snapshot_buffer + total;
-      local[n].iov_len = chunk;
-      remote[n].iov_base = (void *) (uintptr_t) (address + total);
-      remote[n].iov_len = chunk;
-      total += chunk;
-      n++;
-    }
-  got = process_vm_readv (getpid (), local, n, remote, n, 0);
-  state->snapshot = snapshot_buffer;
-  state->base = address;
-  state->length = got > 0 ? (gsize) got : 0;
 }
 
 static int
@@ -523,7 +525,10 @@ _perfmon_proc_stack_capture (gint64                tid,
           return PERFMON_PROC_STACK_FAILED;
         }
 
-      snapshot_stack (&state);
+      /* Pages of the stack and of the unwind tables, read afresh for
+       * each look at the thread. */
+      for (guint i = 0; i < CACHED_PAGES; i++)
+        page_cache[i].page = 0;
       state.frame_sp = state.sp;
       last_error = unwind (&state, out);
       read_runnable_name (dispatch_name_address, out);
