@@ -5,8 +5,10 @@
 
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perfmon-clock-private.h"
 #include "perfmon-process-private.h"
@@ -72,6 +74,10 @@
 struct _PerfmonHangMonitor
 {
   GObject              parent_instance;
+
+  /* The process whose watchdog thread `watchdog` is: a child forked
+   * without exec has none (see forked_away()). */
+  pid_t                watchdog_pid;
 
   PerfmonMonitor      *monitor;
   PerfmonLoopActivity *activity;
@@ -242,6 +248,37 @@ static gboolean exit_handler_installed;
 
 static char *write_ping_locked (PerfmonHangMonitor *self, GError **error);
 
+/* Whether the monitor was started in a parent of this process, which was
+ * forked without exec: its watchdog thread did not come along, and its
+ * hangs and ping store are the parent's. */
+static gboolean
+forked_away (PerfmonHangMonitor *self)
+{
+  return self->watchdog != NULL && self->watchdog_pid != getpid ();
+}
+
+/* fork(): the locks a child may need (to stop and restart a monitor)
+ * are taken around it, so that none is copied held by a thread that does
+ * not exist in the child. Order: running_lock, then each running
+ * monitor's state_lock, as flush_pings_at_exit() takes them. */
+static void
+before_fork (void)
+{
+  g_mutex_lock (&running_lock);
+  if (running_monitors != NULL)
+    for (guint i = 0; i < running_monitors->len; i++)
+      g_mutex_lock (&((PerfmonHangMonitor *) g_ptr_array_index (running_monitors, i))->state_lock);
+}
+
+static void
+after_fork (void)
+{
+  if (running_monitors != NULL)
+    for (guint i = running_monitors->len; i-- > 0;)
+      g_mutex_unlock (&((PerfmonHangMonitor *) g_ptr_array_index (running_monitors, i))->state_lock);
+  g_mutex_unlock (&running_lock);
+}
+
 static void
 flush_pings_at_exit (void)
 {
@@ -253,6 +290,9 @@ flush_pings_at_exit (void)
         g_autoptr(GError) error = NULL;
         g_autofree char *path = NULL;
 
+        /* A forked child's monitors hold its parent's hangs. */
+        if (forked_away (self))
+          continue;
         /* No signal now: the program is going away. */
         g_mutex_lock (&self->state_lock);
         path = write_ping_locked (self, &error);
@@ -1152,6 +1192,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
+  self->watchdog_pid = getpid ();
   self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
@@ -1159,7 +1200,10 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
     running_monitors = g_ptr_array_new ();
   g_ptr_array_add (running_monitors, self);
   if (!exit_handler_installed)
-    exit_handler_installed = atexit (flush_pings_at_exit) == 0;
+    {
+      exit_handler_installed = atexit (flush_pings_at_exit) == 0;
+      pthread_atfork (before_fork, after_fork, after_fork);
+    }
   g_mutex_unlock (&running_lock);
 
   if (ping_path != NULL)
@@ -1191,6 +1235,22 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
   g_mutex_lock (&running_lock);
   g_ptr_array_remove_fast (running_monitors, self);
   g_mutex_unlock (&running_lock);
+
+  if (forked_away (self))
+    {
+      /* A child forked without exec: there is no watchdog to join (its
+       * GThread is left, a few bytes, since freeing it would detach a
+       * thread of the parent), and the pending hangs and the ping are the
+       * parent's to send. Then start() may run a watchdog of the child's
+       * own. */
+      self->watchdog = NULL;
+      _perfmon_loop_activity_after_fork (self->activity);
+      _perfmon_loop_activity_unwatch (self->activity);
+      g_mutex_lock (&self->state_lock);
+      g_clear_pointer (&self->store, _perfmon_ping_store_forget);
+      g_mutex_unlock (&self->state_lock);
+      return;
+    }
 
   _perfmon_loop_activity_stop_watcher (self->activity);
   g_thread_join (g_steal_pointer (&self->watchdog));

@@ -280,6 +280,38 @@ _perfmon_stack_capture_unregister_thread (gpointer data)
 
 static GPrivate registry_key = G_PRIVATE_INIT (_perfmon_stack_capture_unregister_thread);
 
+static void _perfmon_stack_capture_add_to_registry (void);
+
+/* fork(): a capture, or a change to the registry, in progress on another
+ * thread would leave its mutex held for ever in the child, where a new
+ * watchdog needs them. */
+static void
+_perfmon_stack_capture_before_fork (void)
+{
+  g_mutex_lock (&capture_mutex);
+  g_mutex_lock (&registry_lock);
+}
+
+static void
+_perfmon_stack_capture_after_fork_in_parent (void)
+{
+  g_mutex_unlock (&registry_lock);
+  g_mutex_unlock (&capture_mutex);
+}
+
+static void
+_perfmon_stack_capture_after_fork_in_child (void)
+{
+  /* The parent's threads are not here; the forking thread is, with a new
+   * tid. */
+  memset (registry, 0, sizeof registry);
+  g_mutex_unlock (&registry_lock);
+  g_mutex_unlock (&capture_mutex);
+  g_clear_pointer (&tids_left_pending, g_hash_table_unref);
+  if (__atomic_load_n (&dispatch_record_ready, __ATOMIC_RELAXED))
+    _perfmon_stack_capture_add_to_registry ();
+}
+
 /* The signal handler's parts. */
 
 /* No no_sanitize_address needed: the reads of the interrupted stack, which
@@ -506,6 +538,8 @@ _perfmon_stack_capture_init (GError **error)
     }
 
   capture_signal = signo;
+  pthread_atfork (_perfmon_stack_capture_before_fork, _perfmon_stack_capture_after_fork_in_parent,
+                  _perfmon_stack_capture_after_fork_in_child);
   g_atomic_int_set (&installed, TRUE);
   return TRUE;
 }
@@ -522,8 +556,14 @@ _perfmon_stack_capture_register_thread (void)
   (void) g_main_current_source ();
   __atomic_store_n (&dispatch_record_ready, TRUE, __ATOMIC_RELEASE);
 
-  /* For captures through /proc: who this thread is, and where its
-   * dispatch name is. */
+  _perfmon_stack_capture_add_to_registry ();
+}
+
+/* For captures through /proc: who the calling thread is, and where its
+ * dispatch name is. */
+static void
+_perfmon_stack_capture_add_to_registry (void)
+{
   {
     gint64 tid = (gint64) syscall (SYS_gettid);
     guint slot_index = MAX_REGISTERED;
