@@ -76,6 +76,30 @@ hang_once (GMainContext       *context,
   return waiter.report;
 }
 
+/* What each thread of the child does, for a failure's message. */
+static void
+print_threads (void)
+{
+  g_autoptr(GDir) dir = g_dir_open ("/proc/self/task", 0, NULL);
+  const char *tid;
+
+  while (dir != NULL && (tid = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *comm = NULL, *wchan = NULL, *call = NULL;
+      g_autofree char *base = g_build_filename ("/proc/self/task", tid, NULL);
+      g_autofree char *comm_path = g_build_filename (base, "comm", NULL);
+      g_autofree char *wchan_path = g_build_filename (base, "wchan", NULL);
+      g_autofree char *call_path = g_build_filename (base, "syscall", NULL);
+
+      g_file_get_contents (comm_path, &comm, NULL, NULL);
+      g_file_get_contents (wchan_path, &wchan, NULL, NULL);
+      g_file_get_contents (call_path, &call, NULL, NULL);
+      g_printerr ("child thread %s: %s, wchan %s, syscall %s", tid,
+                  comm != NULL ? g_strstrip (comm) : "?", wchan != NULL ? wchan : "?",
+                  call != NULL ? call : "?\n");
+    }
+}
+
 static gboolean
 stack_names (PerfmonHangReport *report,
              const char        *function)
@@ -128,7 +152,10 @@ test_forked_child (void)
         _exit (11);
       report = hang_once (context, hang_monitor);
       if (report == NULL)
-        _exit (12);
+        {
+          print_threads ();
+          _exit (12);
+        }
       if (g_strcmp0 (perfmon_hang_report_get_annotation (report, PERFMON_ANNOTATION_STACK_METHOD),
                      "proc-syscall") != 0)
         {

@@ -17,6 +17,7 @@
 #include "perfmon.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-task-file-test.h"
 
 #define PERFMON_LABEL_MAX_TEST_DEPTH 200
@@ -1169,6 +1170,8 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
+  /* Perf sampling would read it without the signal. */
+  _perfmon_perf_stack_set_allowed (FALSE);
   set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);

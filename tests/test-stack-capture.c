@@ -16,6 +16,7 @@
 #include "perfmon-test-tsan.h"
 #include "perfmon-error.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
 
 /* Long enough for a loaded test machine; a capture that works takes
@@ -736,6 +737,43 @@ test_foreign_handler (void)
   g_test_trap_assert_passed ();
 }
 
+/* Where perf sampling is allowed (kernel.perf_event_paranoid <= 2, no
+ * seccomp filter), a running thread's stack is one perf sample: no signal
+ * reaches it, even one it does not block. */
+static void
+test_perf_sample (void)
+{
+  Worker *worker;
+  PerfmonCapturedStack stack;
+  g_autofree char *innermost = NULL;
+  sigset_t pending;
+
+  _perfmon_perf_stack_set_allowed (TRUE);
+  worker = worker_start (WORKER_SPIN, TRUE);
+  worker->depth = 5;
+  worker_run (worker);
+  init_capture ();
+  for (guint i = 0; i < 10; i++)
+    {
+      capture_ok (worker, &stack);
+      if (stack.method != PERFMON_STACK_METHOD_PERF_SAMPLE)
+        {
+          g_assert_cmpint (stack.method, ==, PERFMON_STACK_METHOD_SIGNAL);
+          g_test_skip (_perfmon_perf_stack_unavailable_reason ());
+          break;
+        }
+      assert_stack_shape (&stack);
+      innermost = frame_function (&stack, 0);
+      /* The sample may catch it in the clock it reads. */
+      g_assert_true (stack_has_function (&stack, "spin_in_known_function"));
+      g_clear_pointer (&innermost, g_free);
+    }
+  sigpending (&pending);
+  g_assert_false (sigismember (&pending, CAPTURE_SIGNAL));
+  worker_stop (worker);
+  _perfmon_perf_stack_set_allowed (FALSE);
+}
+
 /* Every real-time signal from SIGRTMIN+3 up has a handler: init fails and
  * says so, and takes none over. */
 static void
@@ -797,7 +835,11 @@ main (int   argc,
       char *argv[])
 {
   g_test_init (&argc, &argv, NULL);
+  /* Most of these tests are of the signal, which a running thread gets
+   * only where perf sampling cannot be used. */
+  _perfmon_perf_stack_set_allowed (FALSE);
 
+  g_test_add_func ("/stack-capture/perf-sample", test_perf_sample);
   g_test_add_func ("/stack-capture/foreign-handler", test_foreign_handler);
   g_test_add_func ("/stack-capture/no-free-signal", test_no_free_signal);
   g_test_add_func ("/stack-capture/not-initialized", test_not_initialized);

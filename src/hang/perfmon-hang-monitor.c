@@ -78,6 +78,10 @@ struct _PerfmonHangMonitor
   /* The process whose watchdog thread `watchdog` is: a child forked
    * without exec has none (see forked_away()). */
   pid_t                watchdog_pid;
+  /* Held by the watchdog while it works, released while it sleeps: a
+   * fork() waits for it (before_fork()), so that the watchdog holds none
+   * of perfmon's locks in the child's copy of memory. */
+  GMutex               work_lock;
 
   PerfmonMonitor      *monitor;
   PerfmonLoopActivity *activity;
@@ -259,15 +263,24 @@ forked_away (PerfmonHangMonitor *self)
 
 /* fork(): the locks a child may need (to stop and restart a monitor)
  * are taken around it, so that none is copied held by a thread that does
- * not exist in the child. Order: running_lock, then each running
- * monitor's state_lock, as flush_pings_at_exit() takes them. */
+ * not exist in the child: each watchdog is let finish what it works on
+ * and taken at its sleep. Order: running_lock, then each running
+ * monitor's work_lock and state_lock (the watchdog takes state_lock, and
+ * process_report_times_lock before it, only while it holds work_lock). */
 static void
 before_fork (void)
 {
   g_mutex_lock (&running_lock);
   if (running_monitors != NULL)
     for (guint i = 0; i < running_monitors->len; i++)
-      g_mutex_lock (&((PerfmonHangMonitor *) g_ptr_array_index (running_monitors, i))->state_lock);
+      {
+        PerfmonHangMonitor *self = g_ptr_array_index (running_monitors, i);
+
+        /* Waits for its watchdog to go to sleep: whatever it works on
+         * (a capture, symbols, a jank log) it finishes first. */
+        g_mutex_lock (&self->work_lock);
+        g_mutex_lock (&self->state_lock);
+      }
 }
 
 static void
@@ -275,7 +288,12 @@ after_fork (void)
 {
   if (running_monitors != NULL)
     for (guint i = running_monitors->len; i-- > 0;)
-      g_mutex_unlock (&((PerfmonHangMonitor *) g_ptr_array_index (running_monitors, i))->state_lock);
+      {
+        PerfmonHangMonitor *self = g_ptr_array_index (running_monitors, i);
+
+        g_mutex_unlock (&self->state_lock);
+        g_mutex_unlock (&self->work_lock);
+      }
   g_mutex_unlock (&running_lock);
 }
 
@@ -875,8 +893,10 @@ sleep_while_idle (Watchdog *watchdog)
 
   stretch_clear (&watchdog->stretch);
   jank_next = tick_jank (watchdog->self, watchdog->sampler, 0);
+  g_mutex_unlock (&watchdog->self->work_lock);
   if (_perfmon_loop_activity_sleep_while_idle (watchdog->activity, jank_next))
     __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
+  g_mutex_lock (&watchdog->self->work_lock);
 }
 
 /* Follows stretch @index, if it is not followed yet. FALSE if the thread
@@ -947,7 +967,9 @@ wait_for_deadline (Watchdog   *watchdog,
   if (*now_us >= deadline_us)
     return TRUE;
 
+  g_mutex_unlock (&watchdog->self->work_lock);
   _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
+  g_mutex_lock (&watchdog->self->work_lock);
   __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
   *now_us = g_get_monotonic_time ();
   if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
@@ -1008,7 +1030,10 @@ static gpointer
 watchdog_main (gpointer data)
 {
   PerfmonHangMonitor *self = data;
-  Watchdog watchdog = {
+  Watchdog watchdog;
+
+  g_mutex_lock (&self->work_lock);
+  watchdog = (Watchdog) {
     .self = self,
     .activity = self->activity,
     .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
@@ -1043,6 +1068,7 @@ watchdog_main (gpointer data)
                  (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
   stretch_clear (&watchdog.stretch);
   _perfmon_jank_sampler_free (watchdog.sampler);
+  g_mutex_unlock (&self->work_lock);
 
   return NULL;
 }
@@ -1534,6 +1560,7 @@ perfmon_hang_monitor_finalize (GObject *object)
   g_free (self->app_channel);
   g_free (self->app_build_id);
   g_mutex_clear (&self->state_lock);
+  g_mutex_clear (&self->work_lock);
   g_mutex_clear (&self->emissions_lock);
 
   G_OBJECT_CLASS (perfmon_hang_monitor_parent_class)->finalize (object);
@@ -1956,6 +1983,7 @@ static void
 perfmon_hang_monitor_init (PerfmonHangMonitor *self)
 {
   g_mutex_init (&self->state_lock);
+  g_mutex_init (&self->work_lock);
   g_mutex_init (&self->emissions_lock);
   g_queue_init (&self->emissions);
   self->threshold_ms = PERFMON_HANG_DEFAULT_THRESHOLD_MS;

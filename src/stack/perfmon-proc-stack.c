@@ -8,9 +8,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
+#include <linux/perf_event.h>
+#if defined(__x86_64__)
+#include <asm/perf_regs.h>
+#endif
 
 /* The generic (remote-capable) flavour of libunwind: unlike the signal
  * handler's local unwinder (perfmon-stack-capture.c), this one gets its
@@ -86,6 +95,13 @@ typedef struct
 
 typedef struct
 {
+  /* From a perf sample: every general register (libunwind's numbering),
+   * and the copy of the stack from SP the kernel took with them. The
+   * thread runs on, so no other stack memory is read. */
+  gboolean has_registers;
+  guint64  registers[17];
+  const guint8 *stack_dump;
+  gsize    stack_dump_length;
   guint64  pc;
   guint64  sp;
   /* The SP of the frame being stepped from, for the RBP guess. */
@@ -145,6 +161,18 @@ read_word (UnwindState *state,
 {
   if (address + 8 < address)
     return FALSE;
+  if (state->stack_dump != NULL)
+    {
+      if (address >= state->sp && address + 8 <= state->sp + state->stack_dump_length)
+        {
+          memcpy (value, state->stack_dump + (address - state->sp), 8);
+          return TRUE;
+        }
+      /* The rest of a running thread's stack changes under us; the code
+       * and unwind tables do not. */
+      if (address >= state->sp && address < state->sp + 16 * 1024 * 1024)
+        return FALSE;
+    }
   return read_cached (address, value, 8);
 }
 
@@ -217,6 +245,13 @@ access_reg (unw_addr_space_t  as,
 
   if (write)
     return -UNW_EREADONLYREG;
+  if (state->has_registers)
+    {
+      if (reg < 0 || reg > UNW_X86_64_RIP)
+        return -UNW_EBADREG;
+      *value = state->registers[reg];
+      return 0;
+    }
   switch (reg)
     {
     case UNW_X86_64_RIP:
@@ -429,28 +464,23 @@ parse_syscall_line (const char *line,
   return *sp != 0 && *pc != 0;
 }
 
+/* Copies the NUL-terminated string at @address, cut at
+ * PERFMON_RUNNABLE_NAME_MAX bytes, into @out. */
 static void
-read_runnable_name (guint64               dispatch_name_address,
-                    PerfmonCapturedStack *out)
+read_string (guint64  address,
+             char    *out)
 {
-  guint64 name_address = 0;
   char name[PERFMON_RUNNABLE_NAME_MAX + 1];
   gsize length = 0;
 
-  out->has_runnable_name = FALSE;
-  out->runnable_name[0] = '\0';
-  if (dispatch_name_address == 0 || !read_memory (&name_address, dispatch_name_address, 8) ||
-      name_address == 0)
-    return;
-  out->has_runnable_name = TRUE;
-  /* A byte at a time up to a page boundary, then a page at a time: the
-   * name may end right before an unmapped page. */
+  /* Up to a page boundary at a time: the string may end right before an
+   * unmapped page. */
   while (length < PERFMON_RUNNABLE_NAME_MAX)
     {
       gsize chunk = MIN (PERFMON_RUNNABLE_NAME_MAX - length,
-                         PAGE_BYTES - ((name_address + length) % PAGE_BYTES));
+                         PAGE_BYTES - ((address + length) % PAGE_BYTES));
 
-      if (!read_memory (name + length, name_address + length, chunk))
+      if (!read_memory (name + length, address + length, chunk))
         break;
       if (memchr (name + length, '\0', chunk) != NULL)
         {
@@ -459,14 +489,42 @@ read_runnable_name (guint64               dispatch_name_address,
         }
       length += chunk;
     }
-  memcpy (out->runnable_name, name, length);
-  out->runnable_name[length] = '\0';
+  memcpy (out, name, length);
+  out[length] = '\0';
+}
+
+/* The runnable name, as the signal handler takes it: perfmon's name of the
+ * dispatch (automatic groups), else the name of the GSource that GLib
+ * dispatches. */
+static void
+read_runnable_name (const PerfmonThreadAddresses *thread,
+                    PerfmonCapturedStack         *out)
+{
+  guint64 name_address = 0;
+  guint64 source_address = 0;
+
+  out->has_runnable_name = FALSE;
+  out->runnable_name[0] = '\0';
+  if (thread->dispatch_name_address != 0 &&
+      read_memory (&name_address, thread->dispatch_name_address, 8) && name_address != 0)
+    {
+      out->has_runnable_name = TRUE;
+      read_string (name_address, out->runnable_name);
+      return;
+    }
+  if (thread->glib_dispatch_address == 0 ||
+      !read_memory (&source_address, thread->glib_dispatch_address + sizeof (gpointer), 8) ||
+      source_address == 0)
+    return;
+  out->has_runnable_name = TRUE;
+  if (read_memory (&name_address, source_address + G_STRUCT_OFFSET (GSource, name), 8) &&
+      name_address != 0)
+    read_string (name_address, out->runnable_name);
 }
 
 PerfmonProcStackResult
 _perfmon_proc_stack_capture (gint64                tid,
-                             guint64               dispatch_name_address,
-                             guint64               thread_handle,
+                             const PerfmonThreadAddresses *thread,
                              PerfmonCapturedStack *out,
                              GError              **error)
 {
@@ -531,7 +589,7 @@ _perfmon_proc_stack_capture (gint64                tid,
         page_cache[i].page = 0;
       state.frame_sp = state.sp;
       last_error = unwind (&state, out);
-      read_runnable_name (dispatch_name_address, out);
+      read_runnable_name (thread, out);
 
       if (!read_small_file (syscall_path, line_after, sizeof line_after) ||
           !read_run_counters (tid, counters_after, sizeof counters_after))
@@ -555,7 +613,7 @@ _perfmon_proc_stack_capture (gint64                tid,
                        tid, last_error != 0 ? unw_strerror (last_error) : "empty stack");
           return PERFMON_PROC_STACK_FAILED;
         }
-      out->thread_handle = thread_handle;
+      out->thread_handle = thread->thread_handle;
       out->method = PERFMON_STACK_METHOD_PROC_SYSCALL;
       out->interrupted_syscall = FALSE;
       return PERFMON_PROC_STACK_TAKEN;
@@ -565,4 +623,242 @@ _perfmon_proc_stack_capture (gint64                tid,
                "no stack of thread %" G_GINT64_FORMAT ": it kept waking up in its system call "
                "while its stack was read (%u tries); it was not interrupted", tid, MAX_ATTEMPTS);
   return PERFMON_PROC_STACK_FAILED;
+}
+
+/* --- a running thread: one perf sample -------------------------------- */
+
+/* The stack copied with the sample, from SP up: deeper stacks lose their
+ * outermost frames (the capture says it is truncated). */
+#define PERF_STACK_BYTES   32768
+/* The ring buffer: a sample of the registers and PERF_STACK_BYTES fits. */
+#define PERF_DATA_PAGES    16
+/* Task-clock time between samples (ns): the first one comes after the
+ * thread has run this long in user space. */
+#define PERF_PERIOD_NS     200000
+
+static gint perf_unavailable;   /* atomic: perf_event_open() refused once */
+static gint perf_disallowed;    /* atomic: for tests of the signal */
+static char *perf_unavailable_reason;
+
+#if defined(__x86_64__)
+/* The kernel's register numbers, in the sample's order (ascending), and
+ * libunwind's for each. */
+static const struct { int perf; int unw; } perf_registers[] = {
+  { PERF_REG_X86_AX, UNW_X86_64_RAX }, { PERF_REG_X86_BX, UNW_X86_64_RBX },
+  { PERF_REG_X86_CX, UNW_X86_64_RCX }, { PERF_REG_X86_DX, UNW_X86_64_RDX },
+  { PERF_REG_X86_SI, UNW_X86_64_RSI }, { PERF_REG_X86_DI, UNW_X86_64_RDI },
+  { PERF_REG_X86_BP, UNW_X86_64_RBP }, { PERF_REG_X86_SP, UNW_X86_64_RSP },
+  { PERF_REG_X86_IP, UNW_X86_64_RIP },
+  { PERF_REG_X86_R8, UNW_X86_64_R8 }, { PERF_REG_X86_R9, UNW_X86_64_R9 },
+  { PERF_REG_X86_R10, UNW_X86_64_R10 }, { PERF_REG_X86_R11, UNW_X86_64_R11 },
+  { PERF_REG_X86_R12, UNW_X86_64_R12 }, { PERF_REG_X86_R13, UNW_X86_64_R13 },
+  { PERF_REG_X86_R14, UNW_X86_64_R14 }, { PERF_REG_X86_R15, UNW_X86_64_R15 },
+};
+
+/* Copies @length bytes at @offset of the ring's data (which wraps). */
+static void
+ring_copy (const guint8 *data,
+           gsize         size,
+           guint64       offset,
+           void         *destination,
+           gsize         length)
+{
+  guint8 *out = destination;
+
+  for (gsize done = 0; done < length;)
+    {
+      gsize at = (offset + done) % size;
+      gsize chunk = MIN (length - done, size - at);
+
+      memcpy (out + done, data + at, chunk);
+      done += chunk;
+    }
+}
+#endif
+
+gboolean
+_perfmon_perf_stack_available (void)
+{
+  return !g_atomic_int_get (&perf_unavailable) && !g_atomic_int_get (&perf_disallowed);
+}
+
+void
+_perfmon_perf_stack_set_allowed (gboolean allowed)
+{
+  g_atomic_int_set (&perf_disallowed, !allowed);
+}
+
+const char *
+_perfmon_perf_stack_unavailable_reason (void)
+{
+  return g_atomic_int_get (&perf_unavailable) ? perf_unavailable_reason : NULL;
+}
+
+PerfmonProcStackResult
+_perfmon_perf_stack_capture (gint64                tid,
+                             guint                 timeout_ms,
+                             const PerfmonThreadAddresses *thread,
+                             PerfmonCapturedStack *out,
+                             GError              **error)
+{
+#if defined(__x86_64__)
+  struct perf_event_attr attr;
+  struct perf_event_mmap_page *meta;
+  gsize page_size = (gsize) sysconf (_SC_PAGESIZE);
+  gsize map_size = page_size * (1 + PERF_DATA_PAGES);
+  const guint8 *data;
+  gsize data_size = page_size * PERF_DATA_PAGES;
+  guint64 head, tail = 0;
+  g_autofree guint8 *sample = NULL;
+  gboolean found = FALSE;
+  gsize sample_size = 0;
+  struct pollfd pfd;
+  void *map;
+  int fd;
+
+  if (!_perfmon_perf_stack_available () || !ensure_address_space ())
+    return PERFMON_PROC_STACK_UNAVAILABLE;
+
+  memset (&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = PERF_PERIOD_NS;
+  attr.sample_type = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  for (guint i = 0; i < G_N_ELEMENTS (perf_registers); i++)
+    attr.sample_regs_user |= G_GUINT64_CONSTANT (1) << perf_registers[i].perf;
+  attr.sample_stack_user = PERF_STACK_BYTES;
+  /* Samples only where the tick finds the thread in user space: its user
+   * registers are then exactly where it runs, and nothing interrupts a
+   * system call. */
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  attr.exclude_callchain_kernel = 1;
+  attr.wakeup_events = 1;
+
+  fd = (int) syscall (SYS_perf_event_open, &attr, (pid_t) tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0)
+    {
+      int saved_errno = errno;
+
+      if (saved_errno == ESRCH)
+        {
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of thread %" G_GINT64_FORMAT ": the thread has exited", tid);
+          return PERFMON_PROC_STACK_FAILED;
+        }
+      /* Not allowed (perf_event_paranoid, a seccomp filter) or not there:
+       * for good. */
+      perf_unavailable_reason = g_strdup_printf ("perf_event_open: %s", g_strerror (saved_errno));
+      g_atomic_int_set (&perf_unavailable, TRUE);
+      return PERFMON_PROC_STACK_UNAVAILABLE;
+    }
+  map = mmap (NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED)
+    {
+      int saved_errno = errno;
+
+      close (fd);
+      if (saved_errno == EPERM || saved_errno == ENOMEM)
+        {
+          /* perf_event_mlock_kb is spent: maybe only for now. */
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                       "no stack of running thread %" G_GINT64_FORMAT ": cannot map a perf "
+                       "buffer: %s", tid, g_strerror (saved_errno));
+          return PERFMON_PROC_STACK_FAILED;
+        }
+      perf_unavailable_reason = g_strdup_printf ("mmap of a perf buffer: %s", g_strerror (saved_errno));
+      g_atomic_int_set (&perf_unavailable, TRUE);
+      return PERFMON_PROC_STACK_UNAVAILABLE;
+    }
+  meta = map;
+  data = (const guint8 *) map + page_size;
+
+  pfd.fd = fd;
+  pfd.events = POLLIN;
+  pfd.revents = 0;
+  while (poll (&pfd, 1, (int) timeout_ms) < 0 && errno == EINTR)
+    ;
+  ioctl (fd, PERF_EVENT_IOC_DISABLE, 0);
+
+  head = __atomic_load_n (&meta->data_head, __ATOMIC_ACQUIRE);
+  while (!found && tail + sizeof (struct perf_event_header) <= head)
+    {
+      struct perf_event_header header;
+
+      ring_copy (data, data_size, tail, &header, sizeof header);
+      if (header.size < sizeof header || tail + header.size > head)
+        break;
+      if (header.type == PERF_RECORD_SAMPLE)
+        {
+          sample_size = header.size - sizeof header;
+          sample = g_malloc (sample_size);
+          ring_copy (data, data_size, tail + sizeof header, sample, sample_size);
+          found = TRUE;
+        }
+      tail += header.size;
+    }
+  munmap (map, map_size);
+  close (fd);
+
+  if (!found)
+    return PERFMON_PROC_STACK_NOT_SAMPLED;
+
+  {
+    UnwindState state = { 0, };
+    gsize at = 0;
+    guint64 abi, dump_size = 0;
+    int ret;
+
+    /* regs_user: abi, then the registers; stack_user: size, bytes,
+     * dyn_size (the part of them that is valid). */
+    if (sample_size < 8)
+      return PERFMON_PROC_STACK_NOT_SAMPLED;
+    memcpy (&abi, sample, 8);
+    at = 8;
+    if (abi == PERF_SAMPLE_REGS_ABI_NONE ||
+        sample_size < at + 8 * G_N_ELEMENTS (perf_registers) + 8)
+      return PERFMON_PROC_STACK_NOT_SAMPLED;   /* a kernel thread, or cut short */
+    for (guint i = 0; i < G_N_ELEMENTS (perf_registers); i++)
+      {
+        memcpy (&state.registers[perf_registers[i].unw], sample + at, 8);
+        at += 8;
+      }
+    memcpy (&dump_size, sample + at, 8);
+    at += 8;
+    if (dump_size > 0 && at + dump_size + 8 <= sample_size)
+      {
+        guint64 dynamic_size;
+
+        memcpy (&dynamic_size, sample + at + dump_size, 8);
+        state.stack_dump = sample + at;
+        state.stack_dump_length = MIN (dump_size, dynamic_size);
+      }
+    state.has_registers = TRUE;
+    state.pc = state.registers[UNW_X86_64_RIP];
+    state.sp = state.registers[UNW_X86_64_RSP];
+    state.frame_sp = state.sp;
+    for (guint i = 0; i < CACHED_PAGES; i++)
+      page_cache[i].page = 0;
+
+    ret = unwind (&state, out);
+    if (out->n_frames == 0)
+      {
+        g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                     "no stack of running thread %" G_GINT64_FORMAT ": libunwind read no frame "
+                     "of its perf sample: %s", tid, ret != 0 ? unw_strerror (ret) : "empty stack");
+        return PERFMON_PROC_STACK_FAILED;
+      }
+    /* Stopped inside the copy, the stack goes on above it. */
+    if (ret < 0 && state.stack_dump_length == PERF_STACK_BYTES)
+      out->truncated = TRUE;
+    read_runnable_name (thread, out);
+    out->thread_handle = thread->thread_handle;
+    out->method = PERFMON_STACK_METHOD_PERF_SAMPLE;
+    out->interrupted_syscall = FALSE;
+    return PERFMON_PROC_STACK_TAKEN;
+  }
+#else
+  return PERFMON_PROC_STACK_UNAVAILABLE;
+#endif
 }

@@ -27,9 +27,13 @@ typedef enum
   /* The thread was running in user space: it was sent the capture signal
    * and unwound itself in the handler. */
   PERFMON_STACK_METHOD_SIGNAL = 2,
+  /* The thread was running in user space: one perf sample of it (its user
+   * registers and stack, copied by the kernel in a timer interrupt),
+   * without a signal (perfmon-proc-stack.c). */
+  PERFMON_STACK_METHOD_PERF_SAMPLE = 3,
 } PerfmonStackMethod;
 
-/* "proc-syscall" or "signal". */
+/* "proc-syscall", "perf-sample" or "signal". */
 const char *_perfmon_stack_method_to_string (PerfmonStackMethod method);
 
 typedef struct

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -258,9 +259,8 @@ static __thread gboolean dispatch_record_ready __attribute__ ((tls_model ("initi
 #define MAX_REGISTERED 64
 typedef struct
 {
-  gint64  tid;
-  guint64 thread_handle;
-  guint64 dispatch_name_address;
+  gint64                 tid;
+  PerfmonThreadAddresses addresses;
 } RegisteredThread;
 static GMutex registry_lock;
 static RegisteredThread registry[MAX_REGISTERED];   /* under registry_lock */
@@ -281,6 +281,67 @@ _perfmon_stack_capture_unregister_thread (gpointer data)
 static GPrivate registry_key = G_PRIVATE_INIT (_perfmon_stack_capture_unregister_thread);
 
 static void _perfmon_stack_capture_add_to_registry (void);
+
+/* The address of GLib's dispatch record of this thread, found by
+ * _perfmon_stack_capture_register_thread(); 0 if not found. */
+static __thread guint64 glib_dispatch_address __attribute__ ((tls_model ("initial-exec")));
+
+/* Finding GLib's dispatch record. GLib keeps, per thread, a small record
+ * of the GSource being dispatched (GMainDispatch: gint depth, GSource
+ * *source), behind a pthread key of its own that it does not export. A
+ * watchdog reading a blocked or sampled thread's runnable name needs its
+ * address. So the thread looks for it once: inside the dispatch of a probe
+ * source on a private context, it reads every pthread key's value for the
+ * thread, and the record is the one value that points at {depth, probe}
+ * (read with process_vm_readv(): other keys' values need not be
+ * pointers). */
+typedef struct
+{
+  guint64 address;
+  guint   n_found;
+} GlibDispatchProbe;
+
+static gboolean
+_perfmon_stack_capture_probe_dispatch (gpointer data)
+{
+  GlibDispatchProbe *probe = data;
+  GSource *current = g_main_current_source ();
+  gint depth = g_main_depth ();
+
+  for (pthread_key_t key = 0; key < PTHREAD_KEYS_MAX; key++)
+    {
+      void *value = pthread_getspecific (key);
+      struct { gint depth; GSource *source; } record;
+      struct iovec local = { &record, sizeof record };
+      struct iovec remote = { value, sizeof record };
+
+      if (value == NULL ||
+          process_vm_readv (getpid (), &local, 1, &remote, 1, 0) != (ssize_t) sizeof record)
+        continue;
+      if (record.depth == depth && record.source == current)
+        {
+          probe->address = (guint64) (uintptr_t) value;
+          probe->n_found++;
+        }
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static guint64
+_perfmon_stack_capture_find_glib_dispatch (void)
+{
+  GlibDispatchProbe probe = { 0, 0 };
+  GMainContext *context = g_main_context_new ();
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_callback (source, _perfmon_stack_capture_probe_dispatch, &probe, NULL);
+  g_source_attach (source, context);
+  g_source_unref (source);
+  while (g_main_context_iteration (context, FALSE))
+    ;
+  g_main_context_unref (context);
+  return probe.n_found == 1 ? probe.address : 0;
+}
 
 /* fork(): a capture, or a change to the registry, in progress on another
  * thread would leave its mutex held for ever in the child, where a new
@@ -554,6 +615,7 @@ _perfmon_stack_capture_register_thread (void)
    * dispatch record, here, where allocating is allowed. The release store
    * keeps the flag from being set before the record exists. */
   (void) g_main_current_source ();
+  glib_dispatch_address = _perfmon_stack_capture_find_glib_dispatch ();
   __atomic_store_n (&dispatch_record_ready, TRUE, __ATOMIC_RELEASE);
 
   _perfmon_stack_capture_add_to_registry ();
@@ -575,8 +637,9 @@ _perfmon_stack_capture_add_to_registry (void)
     if (slot_index == MAX_REGISTERED)
       slot_index = registry_next++ % MAX_REGISTERED;
     registry[slot_index].tid = tid;
-    registry[slot_index].thread_handle = (guint64) pthread_self ();
-    registry[slot_index].dispatch_name_address = (guint64) (uintptr_t) &_perfmon_current_dispatch_name;
+    registry[slot_index].addresses.thread_handle = (guint64) pthread_self ();
+    registry[slot_index].addresses.dispatch_name_address = (guint64) (uintptr_t) &_perfmon_current_dispatch_name;
+    registry[slot_index].addresses.glib_dispatch_address = glib_dispatch_address;
     g_mutex_unlock (&registry_lock);
     g_private_set (&registry_key, GINT_TO_POINTER ((gint) tid));
   }
@@ -589,6 +652,7 @@ _perfmon_stack_method_to_string (PerfmonStackMethod method)
     {
     case PERFMON_STACK_METHOD_PROC_SYSCALL: return "proc-syscall";
     case PERFMON_STACK_METHOD_SIGNAL:       return "signal";
+    case PERFMON_STACK_METHOD_PERF_SAMPLE:  return "perf-sample";
     default:                                return "none";
     }
 }
@@ -744,16 +808,42 @@ _perfmon_stack_capture_locked (gint64                tid,
     if (registry[i].tid == tid)
       registered = registry[i];
   g_mutex_unlock (&registry_lock);
-  switch (_perfmon_proc_stack_capture (tid, registered.dispatch_name_address,
-                                       registered.thread_handle, out, error))
+  /* A thread that is neither seen blocked nor sampled running is looked
+   * at again, a few times. */
+  for (guint attempt = 0; attempt < 3; attempt++)
     {
-    case PERFMON_PROC_STACK_TAKEN:
-      return TRUE;
-    case PERFMON_PROC_STACK_FAILED:
-      return FALSE;
-    case PERFMON_PROC_STACK_RUNNING:
-    default:
+      switch (_perfmon_proc_stack_capture (tid, &registered.addresses, out, error))
+        {
+        case PERFMON_PROC_STACK_TAKEN:
+          return TRUE;
+        case PERFMON_PROC_STACK_FAILED:
+          return FALSE;
+        default:
+          break;
+        }
+      /* It runs in user space: a perf sample takes its stack there without
+       * a signal, where the kernel allows it. */
+      switch (_perfmon_perf_stack_capture (tid, MAX (timeout_ms / 3, 10),
+                                           &registered.addresses, out, error))
+        {
+        case PERFMON_PROC_STACK_TAKEN:
+          return TRUE;
+        case PERFMON_PROC_STACK_FAILED:
+          return FALSE;
+        case PERFMON_PROC_STACK_NOT_SAMPLED:
+          continue;
+        default:
+          break;
+        }
       break;
+    }
+  if (_perfmon_perf_stack_available ())
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                   "no stack of thread %" G_GINT64_FORMAT ": it was neither seen blocked in a "
+                   "system call nor sampled running in user space (3 tries); it was not "
+                   "interrupted", tid);
+      return FALSE;
     }
 
   /* The thread runs in user space: only a signal stops it there. */

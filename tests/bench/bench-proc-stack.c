@@ -5,15 +5,15 @@
  * Prints, asserts nothing:
  * - the time the watchdog spends taking the stack of a thread blocked in
  *   poll() (read through /proc, no signal), and of a thread spinning in
- *   user space (sent the capture signal), 30 frames deep: median and 90th
- *   percentile over interleaved rounds;
+ *   user space (sent the capture signal, or sampled with perf), 30 frames
+ *   deep: median and 90th percentile over interleaved rounds;
  * - what the blocked thread did meanwhile: its schedstat (time run, times
  *   scheduled) and context switches before and after all the captures,
  *   which stay the same if taking its stack costs it nothing;
  * - the race left for running threads: a thread that spins 1, 4 or 16 ms
  *   and then blocks 1 ms in poll(), over and over, captured 1000 times:
  *   how many captures took which way, and how many of its poll() calls
- *   failed with EINTR.
+ *   failed with EINTR, with perf sampling allowed and not.
  *
  *   meson compile -C _build && ./_build/tests/bench/bench-proc-stack
  */
@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
 
 #define DEPTH  30
@@ -148,8 +149,8 @@ main (void)
   PerfmonCapturedStack *stack = g_new0 (PerfmonCapturedStack, 1);
   Target blocked = { MODE_BLOCK, }, spinning = { MODE_SPIN, };
   GThread *blocked_thread, *spinning_thread;
-  double proc_us[ROUNDS], signal_us[ROUNDS];
-  guint proc_frames = 0, signal_frames = 0;
+  double proc_us[ROUNDS], signal_us[ROUNDS], perf_us[ROUNDS];
+  guint proc_frames = 0, signal_frames = 0, perf_frames = 0;
   g_autofree char *before = NULL;
   g_autofree char *after = NULL;
   g_autofree char *uptime = NULL;
@@ -177,11 +178,19 @@ main (void)
       if (stack->method != PERFMON_STACK_METHOD_PROC_SYSCALL)
         g_error ("the blocked thread was not read through /proc");
 
+      _perfmon_perf_stack_set_allowed (FALSE);
       start = g_get_monotonic_time ();
       if (!_perfmon_stack_capture (spinning.tid, 1000, stack, &error))
         g_error ("%s", error->message);
       signal_us[i] = (double) (g_get_monotonic_time () - start);
       signal_frames = stack->n_frames;
+
+      _perfmon_perf_stack_set_allowed (TRUE);
+      start = g_get_monotonic_time ();
+      if (!_perfmon_stack_capture (spinning.tid, 1000, stack, &error))
+        g_error ("%s", error->message);
+      perf_us[i] = (double) (g_get_monotonic_time () - start);
+      perf_frames = stack->method == PERFMON_STACK_METHOD_PERF_SAMPLE ? stack->n_frames : 0;
     }
   after = counters (blocked.tid);
   g_atomic_int_set (&blocked.stop, TRUE);
@@ -193,22 +202,32 @@ main (void)
 
   qsort (proc_us, ROUNDS, sizeof (double), compare_doubles);
   qsort (signal_us, ROUNDS, sizeof (double), compare_doubles);
+  qsort (perf_us, ROUNDS, sizeof (double), compare_doubles);
   printf ("blocked in poll(), via /proc (%u frames): median %.0f µs, p90 %.0f µs (%d rounds)\n",
           proc_frames, proc_us[ROUNDS / 2], proc_us[ROUNDS * 9 / 10], ROUNDS);
   printf ("spinning, via signal (%u frames, incl. 4 looks 0.5 ms apart): median %.0f µs, p90 %.0f µs\n",
           signal_frames, signal_us[ROUNDS / 2], signal_us[ROUNDS * 9 / 10]);
+  if (perf_frames > 0)
+    printf ("spinning, via one perf sample (%u frames, incl. 4 looks 0.5 ms apart): median %.0f µs, p90 %.0f µs\n",
+            perf_frames, perf_us[ROUNDS / 2], perf_us[ROUNDS * 9 / 10]);
+  else
+    printf ("perf sampling not available: %s\n", _perfmon_perf_stack_unavailable_reason ());
   printf ("blocked thread before %d captures: %s\n", ROUNDS + 1, before);
   printf ("blocked thread after:             %s\n", after);
 
-  /* The race: spin, block 1 ms, over and over. */
-  for (gint64 spin = 1000; spin <= 16000; spin *= 4)
+  /* The race: spin, block 1 ms, over and over; with perf sampling where
+   * the kernel allows it, and with the signal. */
+  for (guint round = 0; round < 6; round++)
     {
-      guint by_method[3] = { 0, };
+      gboolean perf_allowed = round < 3;
+      gint64 spin = round % 3 == 0 ? 1000 : round % 3 == 1 ? 4000 : 16000;
+      guint by_method[3] = { 0, };   /* proc-syscall, signal, perf-sample */
       guint interrupted = 0, failed = 0;
       GThread *alternating_thread;
       Target alternating = { MODE_ALTERNATE, };
 
       alternating.spin_us = spin;
+      _perfmon_perf_stack_set_allowed (perf_allowed);
       alternating_thread = target_start (&alternating);
       for (guint i = 0; i < 1000; i++)
         {
@@ -217,16 +236,17 @@ main (void)
             failed++;
           else
             {
-              by_method[stack->method == PERFMON_STACK_METHOD_PROC_SYSCALL ? 1 : 2]++;
+              by_method[stack->method - 1]++;
               interrupted += stack->interrupted_syscall;
             }
         }
       g_atomic_int_set (&alternating.stop, TRUE);
       g_thread_join (alternating_thread);
-      printf ("spin %" G_GINT64_FORMAT " ms / poll 1 ms, 1000 captures: %u via /proc, %u via signal, "
+      printf ("%s: spin %" G_GINT64_FORMAT " ms / poll 1 ms, 1000 captures: %u via /proc, %u via perf, %u via signal, "
               "%u failed (%s); the handler saw %u interrupted system calls; the thread saw %u EINTR "
               "in %u poll() calls\n",
-              spin / 1000, by_method[1], by_method[2], failed,
+              perf_allowed ? "perf allowed" : "perf not allowed", spin / 1000,
+              by_method[0], by_method[2], by_method[1], failed,
               failed > 0 && error != NULL ? error->message : "-",
               interrupted, alternating.n_eintr, alternating.n_polls);
     }
