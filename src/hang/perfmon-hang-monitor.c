@@ -1245,6 +1245,13 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
  * if any (emitting [signal@HangMonitor::ping]). A hang going on is reported
  * as far as it went. Does nothing if the watchdog does not run.
  *
+ * In a child forked without exec, the watchdog thread of a monitor started
+ * in the parent did not come along, and the child gets no hang reports from
+ * it. There this only forgets the parent's watchdog: it joins nothing and
+ * writes nothing (the pending hangs and the ping are the parent's). Call it
+ * on the thread that forked, then perfmon_hang_monitor_start() for a
+ * watchdog of the child's own.
+ *
  * Since: 0.1
  */
 void

@@ -70,8 +70,19 @@
  * stack. Before and after the walk we read /proc/…/syscall and
  * /proc/…/schedstat (time run, time waited, times scheduled): if either
  * changed, the thread ran, and the stack is thrown away and read again (a
- * few times, then given up). A thread that is running is not sampled here
- * at all: the caller decides (see perfmon-stack-capture.c).
+ * few times, then given up).
+ *
+ * "running" in /proc also covers a thread just woken inside its system
+ * call, on its way out, where a signal would still make poll() fail: a
+ * thread is taken as running only when seen so at RUNNING_LOOKS looks
+ * RUNNING_LOOK_INTERVAL_US apart, and a thread that wakes up now and then
+ * is caught blocked at one of them.
+ *
+ * Running threads: _perfmon_perf_stack_capture() takes one perf sample
+ * (user registers and a copy of the stack, taken by the kernel in a timer
+ * interrupt that found the thread in user space) and unwinds it with the
+ * same accessors, the stack served from the copy. Where perf is refused,
+ * the caller signals the thread (see perfmon-stack-capture.c).
  */
 
 #define PAGE_BYTES        4096

@@ -30,6 +30,14 @@
 
 /* Design.
  *
+ * Which way. A capture must not change what the thread sees. So a thread
+ * blocked in a system call is read through /proc, and a thread running in
+ * user space is sampled with perf, neither of which disturbs it (see
+ * perfmon-proc-stack.c). The signal described below is what is left for a
+ * running thread where perf_event_open() is refused; it is sent only to a
+ * thread seen running at a few looks, and its handler says if it ended a
+ * system call after all (interrupted_syscall).
+ *
  * The watchdog sees that a thread has been busy too long and wants to know
  * where. Stopping the world (ptrace, SIGSTOP) would freeze the whole
  * process and needs privileges, so the thread is asked to look at itself:
@@ -136,13 +144,14 @@
  * itself and SIGRTMIN already starts above them, but the lowest ones left
  * are still what programs and libraries reach for first ("SIGRTMIN" for
  * POSIX timers, and LinuxThreads took the first three), so we take
- * SIGRTMIN + 3. If a handler is already installed there we fail instead of
- * stealing it: that code would silently stop working.
+ * SIGRTMIN + 3. If a handler is already installed there we take the next
+ * real-time signal without one instead of stealing it (that code would
+ * silently stop working), and fail only if none is left.
  * - SA_SIGINFO for the ucontext;
- * - SA_RESTART so that the read() or write() the thread was in resumes
- *   after the handler instead of failing with EINTR: the capture should be
- *   invisible to the thread (poll() and waits with a timeout fail with
- *   EINTR regardless, which GLib's loop and GCond retry);
+ * - SA_RESTART so that a read() or write() the thread entered after it
+ *   was seen running resumes after the handler instead of failing with
+ *   EINTR (poll() and waits with a timeout fail with EINTR regardless: the
+ *   race the handler reports);
  * - SA_ONSTACK so that a thread with an alternate signal stack runs the
  *   handler there: a hung thread may be deep in a recursion near its stack
  *   limit, and the handler needs a few KiB (the cursor alone is 1 KiB,
