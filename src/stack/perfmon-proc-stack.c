@@ -96,7 +96,7 @@
 
 /* Pages read with process_vm_readv(), for the length of one capture:
  * direct-mapped by page number. */
-#define CACHED_PAGES 256
+#define CACHED_PAGES 64
 typedef struct
 {
   guint64 page;      /* its address + 1; 0: empty */
@@ -563,14 +563,18 @@ _perfmon_proc_stack_capture (gint64                tid,
       if (!read_run_counters (tid, counters_before, sizeof counters_before) ||
           !read_small_file (syscall_path, line_before, sizeof line_before))
         {
-          int saved_errno = errno;
+          char task_path[64];
 
-          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                       "no stack of thread %" G_GINT64_FORMAT ": %s", tid,
-                       saved_errno == ENOENT || saved_errno == ESRCH
-                         ? "the thread has exited"
-                         : "cannot read its /proc/self/task/TID/syscall");
-          return PERFMON_PROC_STACK_FAILED;
+          g_snprintf (task_path, sizeof task_path, "/proc/self/task/%" G_GINT64_FORMAT, tid);
+          if (!g_file_test (task_path, G_FILE_TEST_IS_DIR))
+            {
+              g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                           "no stack of thread %" G_GINT64_FORMAT ": the thread has exited", tid);
+              return PERFMON_PROC_STACK_FAILED;
+            }
+          /* The kernel does not say (no /proc/…/syscall, or it is hidden
+           * from us): as for a running thread, the caller samples it. */
+          return PERFMON_PROC_STACK_RUNNING;
         }
       /* "running", or "-1 SP PC" while it is stopped outside a call.
        * "running" covers a thread just woken inside its system call, on

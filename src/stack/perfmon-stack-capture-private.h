@@ -85,7 +85,13 @@ gboolean _perfmon_stack_capture_init (GError **error);
  * record exists, outside any handler, and marks the thread. Cheap and
  * idempotent: one thread-local read after the first call. Call it on the
  * watched thread (in its first iteration, or from a source it dispatches)
- * before it can hang. Not async-signal-safe. */
+ * before it can hang. Not async-signal-safe.
+ *
+ * The first call also records, for captures from another thread (through
+ * /proc or perf), the thread's pthread_self() and where its runnable name
+ * is: perfmon's dispatch name, and GLib's per-thread dispatch record, found
+ * by dispatching one probe source on a private context (a few tens of µs,
+ * once per thread). */
 void     _perfmon_stack_capture_register_thread (void);
 
 /* The real-time signal the capture uses, once _perfmon_stack_capture_init()

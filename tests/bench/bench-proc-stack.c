@@ -117,6 +117,18 @@ target_start (Target *target)
   return thread;
 }
 
+/* The watched thread's one-time registration (finding GLib's dispatch
+ * record), in µs. */
+static gpointer
+time_registration (gpointer data)
+{
+  gint64 start = g_get_monotonic_time ();
+
+  _perfmon_stack_capture_register_thread ();
+  *(gint64 *) data = g_get_monotonic_time () - start;
+  return NULL;
+}
+
 static int
 compare_doubles (const void *a,
                  const void *b)
@@ -159,6 +171,21 @@ main (void)
     g_error ("%s", error->message);
   g_file_get_contents ("/proc/loadavg", &uptime, NULL, NULL);
   printf ("load average: %s", uptime != NULL ? uptime : "?\n");
+
+  {
+    double registration_us[21];
+
+    for (guint i = 0; i < G_N_ELEMENTS (registration_us); i++)
+      {
+        gint64 us = 0;
+
+        g_thread_join (g_thread_new ("bench-register", time_registration, &us));
+        registration_us[i] = (double) us;
+      }
+    qsort (registration_us, G_N_ELEMENTS (registration_us), sizeof (double), compare_doubles);
+    printf ("a watched thread's registration, once per thread: median %.0f µs\n",
+            registration_us[G_N_ELEMENTS (registration_us) / 2]);
+  }
 
   blocked_thread = target_start (&blocked);
   spinning_thread = target_start (&spinning);
