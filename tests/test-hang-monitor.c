@@ -17,6 +17,7 @@
 #include "perfmon.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-task-file-test.h"
 
 #define PERFMON_LABEL_MAX_TEST_DEPTH 200
@@ -1144,7 +1145,8 @@ test_jank_once_per_process (Fixture       *fixture,
 }
 
 /* A jank the sampler cannot unwind: the thread blocks the capture signal
- * while it sleeps in the kernel. */
+ * while it runs (a thread blocked in a system call is read through /proc,
+ * signal or not). */
 static gboolean
 hang_blocking_signals (gpointer data)
 {
@@ -1152,7 +1154,7 @@ hang_blocking_signals (gpointer data)
 
   sigfillset (&all);
   pthread_sigmask (SIG_BLOCK, &all, &saved);
-  g_usleep (GPOINTER_TO_UINT (data) * 1000);
+  spin_ms (GPOINTER_TO_UINT (data));
   pthread_sigmask (SIG_SETMASK, &saved, NULL);
   return G_SOURCE_REMOVE;
 }
@@ -1168,6 +1170,8 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   if (test_run_in_own_process ())
     return;
 
+  /* Perf sampling would read it without the signal. */
+  _perfmon_perf_stack_set_allowed (FALSE);
   set_stack_sampling_config (fixture->hang_monitor, "100", "8");
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);

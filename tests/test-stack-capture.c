@@ -16,6 +16,7 @@
 #include "perfmon-test-tsan.h"
 #include "perfmon-error.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
 
 /* Long enough for a loaded test machine; a capture that works takes
@@ -58,7 +59,20 @@ spin_in_known_function (Worker *worker)
 {
   g_atomic_int_set (&worker->ready, TRUE);
   while (!g_atomic_int_get (&worker->stop))
-    ;
+    {
+      if (g_atomic_int_get (&worker->unblock))
+        {
+          sigset_t set;
+
+          sigemptyset (&set);
+          sigaddset (&set, CAPTURE_SIGNAL);
+          g_assert_cmpint (pthread_sigmask (SIG_UNBLOCK, &set, NULL), ==, 0);
+          g_mutex_lock (&worker->mutex);
+          g_atomic_int_set (&worker->unblock, FALSE);
+          g_cond_broadcast (&worker->cond);
+          g_mutex_unlock (&worker->mutex);
+        }
+    }
 }
 
 static gint frames_kept;  /* atomic */
@@ -408,6 +422,7 @@ test_blocked_signal (void)
 {
   Worker *blocked;
   Worker *normal;
+  Worker *sleeper;
   g_autoptr(GError) error = NULL;
   PerfmonCapturedStack stack;
   GThread *watchdog;
@@ -416,11 +431,27 @@ test_blocked_signal (void)
 
   if (skip_where_signals_are_deferred ())
     return;
-  blocked = worker_start (WORKER_SLEEP, TRUE);
+  /* A thread that blocks the signal but waits in a system call needs no
+   * signal: its stack is read through /proc, and none is queued. */
+  sleeper = worker_start (WORKER_SLEEP, TRUE);
+  sleeper->block_signal = TRUE;
+  worker_run (sleeper);
+  init_capture ();
+  queued = queued_signals ();
+  for (guint i = 0; i < 5; i++)
+    {
+      capture_ok (sleeper, &stack);
+      g_assert_cmpint (stack.method, ==, PERFMON_STACK_METHOD_PROC_SYSCALL);
+      g_assert_true (stack_has_function (&stack, "g_cond_wait"));
+    }
+  g_assert_cmpint (queued_signals () - queued, <, 5);
+  worker_stop (sleeper);
+
+  /* A running thread that blocks the signal cannot be sampled. */
+  blocked = worker_start (WORKER_SPIN, TRUE);
   normal = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
   blocked->block_signal = TRUE;
   worker_run (blocked);
-  init_capture ();
 
   start = g_get_monotonic_time ();
   g_assert_false (_perfmon_stack_capture (g_atomic_int_get (&blocked->tid), 100, &stack, &error));
@@ -428,7 +459,7 @@ test_blocked_signal (void)
   g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE);
   g_test_message ("blocked: %s", error->message);
   g_assert_nonnull (strstr (error->message, "wchan"));
-  g_assert_nonnull (strstr (error->message, "state S"));
+  g_assert_nonnull (strstr (error->message, "state R"));
   g_assert_nonnull (strstr (error->message, "blocks the signal"));
   g_clear_error (&error);
 
@@ -668,9 +699,85 @@ foreign_handler (int signo)
 {
 }
 
-/* Both in a subprocess: each needs a process where init never ran. */
+/* Both in a subprocess: each needs a process where init never ran.
+ *
+ * A program that already listens to SIGRTMIN+3 keeps its handler, and
+ * perfmon takes the next free real-time signal: stacks of running threads
+ * are still taken. */
 static void
 test_foreign_handler (void)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      struct sigaction action;
+      Worker *worker;
+      PerfmonCapturedStack stack;
+
+      memset (&action, 0, sizeof action);
+      action.sa_handler = foreign_handler;
+      g_assert_cmpint (sigaction (CAPTURE_SIGNAL, &action, NULL), ==, 0);
+
+      g_assert_true (_perfmon_stack_capture_init (&error));
+      g_assert_no_error (error);
+      g_assert_cmpint (_perfmon_stack_capture_get_signal (), >, CAPTURE_SIGNAL);
+      /* Nothing was taken over. */
+      g_assert_cmpint (sigaction (CAPTURE_SIGNAL, NULL, &action), ==, 0);
+      g_assert_true (action.sa_handler == foreign_handler);
+
+      worker = worker_run (worker_start (WORKER_SPIN, FALSE));
+      capture_ok (worker, &stack);
+      g_assert_cmpint (stack.method, ==, PERFMON_STACK_METHOD_SIGNAL);
+      g_assert_true (stack_has_function (&stack, "spin_in_known_function"));
+      worker_stop (worker);
+      return;
+    }
+
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed ();
+}
+
+/* Where perf sampling is allowed (kernel.perf_event_paranoid <= 2, no
+ * seccomp filter), a running thread's stack is one perf sample: no signal
+ * reaches it, even one it does not block. */
+static void
+test_perf_sample (void)
+{
+  Worker *worker;
+  PerfmonCapturedStack stack;
+  g_autofree char *innermost = NULL;
+  sigset_t pending;
+
+  _perfmon_perf_stack_set_allowed (TRUE);
+  worker = worker_start (WORKER_SPIN, TRUE);
+  worker->depth = 5;
+  worker_run (worker);
+  init_capture ();
+  for (guint i = 0; i < 10; i++)
+    {
+      capture_ok (worker, &stack);
+      if (stack.method != PERFMON_STACK_METHOD_PERF_SAMPLE)
+        {
+          g_assert_cmpint (stack.method, ==, PERFMON_STACK_METHOD_SIGNAL);
+          g_test_skip (_perfmon_perf_stack_unavailable_reason ());
+          break;
+        }
+      assert_stack_shape (&stack);
+      innermost = frame_function (&stack, 0);
+      /* The sample may catch it in the clock it reads. */
+      g_assert_true (stack_has_function (&stack, "spin_in_known_function"));
+      g_clear_pointer (&innermost, g_free);
+    }
+  sigpending (&pending);
+  g_assert_false (sigismember (&pending, CAPTURE_SIGNAL));
+  worker_stop (worker);
+  _perfmon_perf_stack_set_allowed (FALSE);
+}
+
+/* Every real-time signal from SIGRTMIN+3 up has a handler: init fails and
+ * says so, and takes none over. */
+static void
+test_no_free_signal (void)
 {
   if (g_test_subprocess ())
     {
@@ -679,14 +786,17 @@ test_foreign_handler (void)
 
       memset (&action, 0, sizeof action);
       action.sa_handler = foreign_handler;
-      g_assert_cmpint (sigaction (CAPTURE_SIGNAL, &action, NULL), ==, 0);
+      for (int signo = CAPTURE_SIGNAL; signo <= SIGRTMAX; signo++)
+        g_assert_cmpint (sigaction (signo, &action, NULL), ==, 0);
 
       g_assert_false (_perfmon_stack_capture_init (&error));
       g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE);
       g_assert_nonnull (strstr (error->message, "already has a handler"));
-      /* Nothing was taken over. */
-      g_assert_cmpint (sigaction (CAPTURE_SIGNAL, NULL, &action), ==, 0);
-      g_assert_true (action.sa_handler == foreign_handler);
+      for (int signo = CAPTURE_SIGNAL; signo <= SIGRTMAX; signo++)
+        {
+          g_assert_cmpint (sigaction (signo, NULL, &action), ==, 0);
+          g_assert_true (action.sa_handler == foreign_handler);
+        }
       return;
     }
 
@@ -725,8 +835,13 @@ main (int   argc,
       char *argv[])
 {
   g_test_init (&argc, &argv, NULL);
+  /* Most of these tests are of the signal, which a running thread gets
+   * only where perf sampling cannot be used. */
+  _perfmon_perf_stack_set_allowed (FALSE);
 
+  g_test_add_func ("/stack-capture/perf-sample", test_perf_sample);
   g_test_add_func ("/stack-capture/foreign-handler", test_foreign_handler);
+  g_test_add_func ("/stack-capture/no-free-signal", test_no_free_signal);
   g_test_add_func ("/stack-capture/not-initialized", test_not_initialized);
   g_test_add_func ("/stack-capture/in-dispatch", test_in_dispatch);
   g_test_add_func ("/stack-capture/outside-dispatch", test_outside_dispatch);

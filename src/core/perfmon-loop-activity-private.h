@@ -247,6 +247,10 @@ gboolean _perfmon_loop_activity_watch            (PerfmonLoopActivity *activity,
 /* Wakes a sleeping watchdog for good: it stops. Then, once it returned,
  * _unwatch() lets the thread stop publishing. */
 void     _perfmon_loop_activity_stop_watcher     (PerfmonLoopActivity *activity);
+/* In a child forked without exec, called on the thread that forked (the
+ * only one there): the watched thread is that one, with its new thread id,
+ * if it was the watched one, else none. Cold. */
+void _perfmon_loop_activity_after_fork (PerfmonLoopActivity *activity);
 void     _perfmon_loop_activity_unwatch          (PerfmonLoopActivity *activity);
 gboolean _perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity);
 

@@ -94,6 +94,14 @@ _perfmon_loop_activity_watch (PerfmonLoopActivity *activity,
 }
 
 void
+_perfmon_loop_activity_after_fork (PerfmonLoopActivity *activity)
+{
+  __atomic_store_n (&activity->thread_id,
+                    current_activity == activity ? (gint64) syscall (SYS_gettid) : 0,
+                    __ATOMIC_RELEASE);
+}
+
+void
 _perfmon_loop_activity_unwatch (PerfmonLoopActivity *activity)
 {
   g_atomic_int_set (&activity->watched, FALSE);

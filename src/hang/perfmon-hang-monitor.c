@@ -5,8 +5,10 @@
 
 #include "config.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perfmon-clock-private.h"
 #include "perfmon-process-private.h"
@@ -72,6 +74,14 @@
 struct _PerfmonHangMonitor
 {
   GObject              parent_instance;
+
+  /* The process whose watchdog thread `watchdog` is: a child forked
+   * without exec has none (see forked_away()). */
+  pid_t                watchdog_pid;
+  /* Held by the watchdog while it works, released while it sleeps: a
+   * fork() waits for it (before_fork()), so that the watchdog holds none
+   * of perfmon's locks in the child's copy of memory. */
+  GMutex               work_lock;
 
   PerfmonMonitor      *monitor;
   PerfmonLoopActivity *activity;
@@ -242,6 +252,51 @@ static gboolean exit_handler_installed;
 
 static char *write_ping_locked (PerfmonHangMonitor *self, GError **error);
 
+/* Whether the monitor was started in a parent of this process, which was
+ * forked without exec: its watchdog thread did not come along, and its
+ * hangs and ping store are the parent's. */
+static gboolean
+forked_away (PerfmonHangMonitor *self)
+{
+  return self->watchdog != NULL && self->watchdog_pid != getpid ();
+}
+
+/* fork(): the locks a child may need (to stop and restart a monitor)
+ * are taken around it, so that none is copied held by a thread that does
+ * not exist in the child: each watchdog is let finish what it works on
+ * and taken at its sleep. Order: running_lock, then each running
+ * monitor's work_lock and state_lock (the watchdog takes state_lock, and
+ * process_report_times_lock before it, only while it holds work_lock). */
+static void
+before_fork (void)
+{
+  g_mutex_lock (&running_lock);
+  if (running_monitors != NULL)
+    for (guint i = 0; i < running_monitors->len; i++)
+      {
+        PerfmonHangMonitor *self = g_ptr_array_index (running_monitors, i);
+
+        /* Waits for its watchdog to go to sleep: whatever it works on
+         * (a capture, symbols, a jank log) it finishes first. */
+        g_mutex_lock (&self->work_lock);
+        g_mutex_lock (&self->state_lock);
+      }
+}
+
+static void
+after_fork (void)
+{
+  if (running_monitors != NULL)
+    for (guint i = running_monitors->len; i-- > 0;)
+      {
+        PerfmonHangMonitor *self = g_ptr_array_index (running_monitors, i);
+
+        g_mutex_unlock (&self->state_lock);
+        g_mutex_unlock (&self->work_lock);
+      }
+  g_mutex_unlock (&running_lock);
+}
+
 static void
 flush_pings_at_exit (void)
 {
@@ -253,6 +308,9 @@ flush_pings_at_exit (void)
         g_autoptr(GError) error = NULL;
         g_autofree char *path = NULL;
 
+        /* A forked child's monitors hold its parent's hangs. */
+        if (forked_away (self))
+          continue;
         /* No signal now: the program is going away. */
         g_mutex_lock (&self->state_lock);
         path = write_ping_locked (self, &error);
@@ -539,6 +597,13 @@ build_report (PerfmonHangMonitor *self,
                                      /* The seed: only a "tab" process has a remote type. */
                                      g_strcmp0 (self->process_type, "tab") == 0 ? self->remote_type : NULL);
   annotate_report (report);
+  /* How the stack was taken: "proc-syscall" (the thread was blocked in a
+   * system call and was not disturbed), "signal" (it was running), or
+   * "none". */
+  _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_STACK_METHOD,
+                                 have_stack ? _perfmon_stack_method_to_string (captured->method) : "none");
+  if (have_stack && captured->interrupted_syscall)
+    _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_INTERRUPTED_SYSCALL, "true");
 
   labels = find_label_stack (tid);
   if (labels != NULL &&
@@ -828,8 +893,10 @@ sleep_while_idle (Watchdog *watchdog)
 
   stretch_clear (&watchdog->stretch);
   jank_next = tick_jank (watchdog->self, watchdog->sampler, 0);
+  g_mutex_unlock (&watchdog->self->work_lock);
   if (_perfmon_loop_activity_sleep_while_idle (watchdog->activity, jank_next))
     __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
+  g_mutex_lock (&watchdog->self->work_lock);
 }
 
 /* Follows stretch @index, if it is not followed yet. FALSE if the thread
@@ -900,7 +967,9 @@ wait_for_deadline (Watchdog   *watchdog,
   if (*now_us >= deadline_us)
     return TRUE;
 
+  g_mutex_unlock (&watchdog->self->work_lock);
   _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
+  g_mutex_lock (&watchdog->self->work_lock);
   __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
   *now_us = g_get_monotonic_time ();
   if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
@@ -961,7 +1030,10 @@ static gpointer
 watchdog_main (gpointer data)
 {
   PerfmonHangMonitor *self = data;
-  Watchdog watchdog = {
+  Watchdog watchdog;
+
+  g_mutex_lock (&self->work_lock);
+  watchdog = (Watchdog) {
     .self = self,
     .activity = self->activity,
     .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
@@ -996,6 +1068,7 @@ watchdog_main (gpointer data)
                  (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
   stretch_clear (&watchdog.stretch);
   _perfmon_jank_sampler_free (watchdog.sampler);
+  g_mutex_unlock (&self->work_lock);
 
   return NULL;
 }
@@ -1145,6 +1218,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
+  self->watchdog_pid = getpid ();
   self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
@@ -1152,7 +1226,10 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
     running_monitors = g_ptr_array_new ();
   g_ptr_array_add (running_monitors, self);
   if (!exit_handler_installed)
-    exit_handler_installed = atexit (flush_pings_at_exit) == 0;
+    {
+      exit_handler_installed = atexit (flush_pings_at_exit) == 0;
+      pthread_atfork (before_fork, after_fork, after_fork);
+    }
   g_mutex_unlock (&running_lock);
 
   if (ping_path != NULL)
@@ -1167,6 +1244,13 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
  * Stops the watchdog thread and writes a ping with the hangs not yet sent,
  * if any (emitting [signal@HangMonitor::ping]). A hang going on is reported
  * as far as it went. Does nothing if the watchdog does not run.
+ *
+ * In a child forked without exec, the watchdog thread of a monitor started
+ * in the parent did not come along, and the child gets no hang reports from
+ * it. There this only forgets the parent's watchdog: it joins nothing and
+ * writes nothing (the pending hangs and the ping are the parent's). Call it
+ * on the thread that forked, then perfmon_hang_monitor_start() for a
+ * watchdog of the child's own.
  *
  * Since: 0.1
  */
@@ -1184,6 +1268,22 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
   g_mutex_lock (&running_lock);
   g_ptr_array_remove_fast (running_monitors, self);
   g_mutex_unlock (&running_lock);
+
+  if (forked_away (self))
+    {
+      /* A child forked without exec: there is no watchdog to join (its
+       * GThread is left, a few bytes, since freeing it would detach a
+       * thread of the parent), and the pending hangs and the ping are the
+       * parent's to send. Then start() may run a watchdog of the child's
+       * own. */
+      self->watchdog = NULL;
+      _perfmon_loop_activity_after_fork (self->activity);
+      _perfmon_loop_activity_unwatch (self->activity);
+      g_mutex_lock (&self->state_lock);
+      g_clear_pointer (&self->store, _perfmon_ping_store_forget);
+      g_mutex_unlock (&self->state_lock);
+      return;
+    }
 
   _perfmon_loop_activity_stop_watcher (self->activity);
   g_thread_join (g_steal_pointer (&self->watchdog));
@@ -1467,6 +1567,7 @@ perfmon_hang_monitor_finalize (GObject *object)
   g_free (self->app_channel);
   g_free (self->app_build_id);
   g_mutex_clear (&self->state_lock);
+  g_mutex_clear (&self->work_lock);
   g_mutex_clear (&self->emissions_lock);
 
   G_OBJECT_CLASS (perfmon_hang_monitor_parent_class)->finalize (object);
@@ -1889,6 +1990,7 @@ static void
 perfmon_hang_monitor_init (PerfmonHangMonitor *self)
 {
   g_mutex_init (&self->state_lock);
+  g_mutex_init (&self->work_lock);
   g_mutex_init (&self->emissions_lock);
   g_queue_init (&self->emissions);
   self->threshold_ms = PERFMON_HANG_DEFAULT_THRESHOLD_MS;

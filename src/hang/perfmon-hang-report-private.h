@@ -15,6 +15,14 @@ G_BEGIN_DECLS
 /* Set on a report that could not be saved under pings-dir (a full disk,
  * too many pending hangs): why. It then reaches no ping. */
 #define PERFMON_ANNOTATION_NOT_SAVED "NotSaved"
+/* How the hang's native stack was taken: "proc-syscall" (the thread was
+ * blocked in a system call, read through /proc without disturbing it),
+ * "signal" (it was running in user space and was sent the capture signal)
+ * or "none" (no stack: see "stackUnavailable"). */
+#define PERFMON_ANNOTATION_STACK_METHOD "StackMethod"
+/* "true" when the capture signal, sent to a thread seen running, ended a
+ * system call it entered meanwhile with EINTR (see perfmon-stack-capture.c). */
+#define PERFMON_ANNOTATION_INTERRUPTED_SYSCALL "StackSignalInterruptedSyscall"
 
 /* The limits of a report: perfmon_hang_report_new_from_json() refuses
  * anything larger, and the builder below keeps within them (a longer

@@ -40,6 +40,10 @@ PerfmonPingStore *_perfmon_ping_store_open  (const char        *pings_dir,
 /* Releases the lock. Pending hangs stay for the next start to adopt; an
  * empty pending directory is removed. */
 void              _perfmon_ping_store_close (PerfmonPingStore  *store);
+/* In a child forked without exec, a store its parent opened: frees it and
+ * closes the child's copy of the lock's descriptor, and touches no file
+ * (they are the parent's). */
+void              _perfmon_ping_store_forget (PerfmonPingStore *store);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonPingStore, _perfmon_ping_store_close)
 

@@ -460,6 +460,28 @@ list_hang_files (PerfmonPingStore  *store,
   return g_steal_pointer (&names);
 }
 
+static void
+ping_store_free (PerfmonPingStore *store)
+{
+  g_mutex_clear (&store->mutex);
+  g_free (store->dir);
+  g_free (store->pending_root);
+  g_free (store->pending_dir);
+  g_free (store->instance);
+  g_free (store->client_id);
+  g_free (store);
+}
+
+void
+_perfmon_ping_store_forget (PerfmonPingStore *store)
+{
+  if (store == NULL)
+    return;
+  if (store->lock_fd >= 0)
+    close (store->lock_fd);
+  ping_store_free (store);
+}
+
 void
 _perfmon_ping_store_close (PerfmonPingStore *store)
 {
@@ -483,13 +505,7 @@ _perfmon_ping_store_close (PerfmonPingStore *store)
       close (store->lock_fd);
     }
 
-  g_mutex_clear (&store->mutex);
-  g_free (store->dir);
-  g_free (store->pending_root);
-  g_free (store->pending_dir);
-  g_free (store->instance);
-  g_free (store->client_id);
-  g_free (store);
+  ping_store_free (store);
 }
 
 const char *

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -24,9 +25,18 @@
 
 #include "perfmon-error.h"
 #include "perfmon-loop-activity-private.h"
+#include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
 
 /* Design.
+ *
+ * Which way. A capture must not change what the thread sees. So a thread
+ * blocked in a system call is read through /proc, and a thread running in
+ * user space is sampled with perf, neither of which disturbs it (see
+ * perfmon-proc-stack.c). The signal described below is what is left for a
+ * running thread where perf_event_open() is refused; it is sent only to a
+ * thread seen running at a few looks, and its handler says if it ended a
+ * system call after all (interrupted_syscall).
  *
  * The watchdog sees that a thread has been busy too long and wants to know
  * where. Stopping the world (ptrace, SIGSTOP) would freeze the whole
@@ -134,13 +144,14 @@
  * itself and SIGRTMIN already starts above them, but the lowest ones left
  * are still what programs and libraries reach for first ("SIGRTMIN" for
  * POSIX timers, and LinuxThreads took the first three), so we take
- * SIGRTMIN + 3. If a handler is already installed there we fail instead of
- * stealing it: that code would silently stop working.
+ * SIGRTMIN + 3. If a handler is already installed there we take the next
+ * real-time signal without one instead of stealing it (that code would
+ * silently stop working), and fail only if none is left.
  * - SA_SIGINFO for the ucontext;
- * - SA_RESTART so that the read() or write() the thread was in resumes
- *   after the handler instead of failing with EINTR: the capture should be
- *   invisible to the thread (poll() and waits with a timeout fail with
- *   EINTR regardless, which GLib's loop and GCond retry);
+ * - SA_RESTART so that a read() or write() the thread entered after it
+ *   was seen running resumes after the handler instead of failing with
+ *   EINTR (poll() and waits with a timeout fail with EINTR regardless: the
+ *   race the handler reports);
  * - SA_ONSTACK so that a thread with an alternate signal stack runs the
  *   handler there: a hung thread may be deep in a recursion near its stack
  *   limit, and the handler needs a few KiB (the cursor alone is 1 KiB,
@@ -247,6 +258,130 @@ static int    capture_signal;         /* set before `installed` */
  * allocate the thread's block on first use, which a handler must not. */
 static __thread gboolean dispatch_record_ready __attribute__ ((tls_model ("initial-exec")));
 
+/* The registered threads, for captures through /proc, which run on another
+ * thread and cannot ask pthread_self() or read thread-locals there: each
+ * one's pthread_self() and the address of its _perfmon_current_dispatch_name.
+ * An entry is added at a thread's first _perfmon_stack_capture_register_thread()
+ * and removed when it exits; past MAX_REGISTERED threads the oldest entry
+ * gives way (that thread's /proc captures then have no runnable name and
+ * no Python frames). */
+#define MAX_REGISTERED 64
+typedef struct
+{
+  gint64                 tid;
+  PerfmonThreadAddresses addresses;
+} RegisteredThread;
+static GMutex registry_lock;
+static RegisteredThread registry[MAX_REGISTERED];   /* under registry_lock */
+static guint registry_next;                         /* under registry_lock */
+
+static void
+_perfmon_stack_capture_unregister_thread (gpointer data)
+{
+  gint64 tid = GPOINTER_TO_INT (data);
+
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      memset (&registry[i], 0, sizeof registry[i]);
+  g_mutex_unlock (&registry_lock);
+}
+
+static GPrivate registry_key = G_PRIVATE_INIT (_perfmon_stack_capture_unregister_thread);
+
+static void _perfmon_stack_capture_add_to_registry (void);
+
+/* The address of GLib's dispatch record of this thread, found by
+ * _perfmon_stack_capture_register_thread(); 0 if not found. */
+static __thread guint64 glib_dispatch_address __attribute__ ((tls_model ("initial-exec")));
+
+/* Finding GLib's dispatch record. GLib keeps, per thread, a small record
+ * of the GSource being dispatched (GMainDispatch: gint depth, GSource
+ * *source), behind a pthread key of its own that it does not export. A
+ * watchdog reading a blocked or sampled thread's runnable name needs its
+ * address. So the thread looks for it once: inside the dispatch of a probe
+ * source on a private context, it reads every pthread key's value for the
+ * thread, and the record is the one value that points at {depth, probe}
+ * (read with process_vm_readv(): other keys' values need not be
+ * pointers). */
+typedef struct
+{
+  guint64 address;
+  guint   n_found;
+} GlibDispatchProbe;
+
+static gboolean
+_perfmon_stack_capture_probe_dispatch (gpointer data)
+{
+  GlibDispatchProbe *probe = data;
+  GSource *current = g_main_current_source ();
+  gint depth = g_main_depth ();
+
+  for (pthread_key_t key = 0; key < PTHREAD_KEYS_MAX; key++)
+    {
+      void *value = pthread_getspecific (key);
+      struct { gint depth; GSource *source; } record;
+      struct iovec local = { &record, sizeof record };
+      struct iovec remote = { value, sizeof record };
+
+      if (value == NULL ||
+          process_vm_readv (getpid (), &local, 1, &remote, 1, 0) != (ssize_t) sizeof record)
+        continue;
+      if (record.depth == depth && record.source == current)
+        {
+          probe->address = (guint64) (uintptr_t) value;
+          probe->n_found++;
+        }
+    }
+  return G_SOURCE_REMOVE;
+}
+
+static guint64
+_perfmon_stack_capture_find_glib_dispatch (void)
+{
+  GlibDispatchProbe probe = { 0, 0 };
+  GMainContext *context = g_main_context_new ();
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_callback (source, _perfmon_stack_capture_probe_dispatch, &probe, NULL);
+  g_source_attach (source, context);
+  g_source_unref (source);
+  while (g_main_context_iteration (context, FALSE))
+    ;
+  g_main_context_unref (context);
+  return probe.n_found == 1 ? probe.address : 0;
+}
+
+/* fork(): a capture, or a change to the registry, in progress on another
+ * thread would leave its mutex held for ever in the child, where a new
+ * watchdog needs them. */
+static void
+_perfmon_stack_capture_before_fork (void)
+{
+  g_mutex_lock (&capture_mutex);
+  g_mutex_lock (&registry_lock);
+}
+
+static void
+_perfmon_stack_capture_after_fork_in_parent (void)
+{
+  g_mutex_unlock (&registry_lock);
+  g_mutex_unlock (&capture_mutex);
+}
+
+static void
+_perfmon_stack_capture_after_fork_in_child (void)
+{
+  /* The parent's threads are not here; the forking thread is, with a new
+   * tid. */
+  memset (registry, 0, sizeof registry);
+  g_mutex_unlock (&registry_lock);
+  g_mutex_unlock (&capture_mutex);
+  g_clear_pointer (&tids_left_pending, g_hash_table_unref);
+  if (__atomic_load_n (&dispatch_record_ready, __ATOMIC_RELAXED))
+    _perfmon_stack_capture_add_to_registry ();
+}
+
 /* The signal handler's parts. */
 
 /* No no_sanitize_address needed: the reads of the interrupted stack, which
@@ -351,7 +486,24 @@ _perfmon_stack_capture_handler (int        signo,
   if (__atomic_compare_exchange_n (&slot.word, &expected, SLOT_WORD (self, SLOT_WRITING),
                                    FALSE, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
     {
+      ucontext_t *context = ucontext;
+
       /* The arrays are only read up to n_frames. */
+      slot.stack.method = PERFMON_STACK_METHOD_SIGNAL;
+      slot.stack.interrupted_syscall = FALSE;
+#if defined(__x86_64__)
+      /* A system call this signal ended with EINTR: RAX holds -EINTR and
+       * the instruction before the PC is `syscall` (0f 05), which is
+       * mapped since the thread just ran it. */
+      if (context->uc_mcontext.gregs[REG_RAX] == -EINTR)
+        {
+          const guint8 *code = (const guint8 *) (uintptr_t) context->uc_mcontext.gregs[REG_RIP];
+
+          slot.stack.interrupted_syscall = code[-2] == 0x0f && code[-1] == 0x05;
+        }
+#else
+      (void) context;
+#endif
       slot.stack.n_frames = 0;
       slot.stack.truncated = FALSE;
       slot.stack.has_runnable_name = FALSE;
@@ -399,35 +551,27 @@ _perfmon_stack_capture_init (GError **error)
   if (g_atomic_int_get (&installed))
     return TRUE;
 
+  /* SIGRTMIN + 3, or the first real-time signal above it with no handler:
+   * code in the process that listens to one keeps it. SIG_IGN is taken
+   * over: an ignored disposition survives exec(), so it usually comes from
+   * whatever started the process, not from code in it that listens to this
+   * signal. */
+  for (signo = SIGRTMIN + 3; signo <= SIGRTMAX; signo++)
+    {
+      if (sigaction (signo, NULL, &previous) != 0)
+        continue;
+      if ((previous.sa_flags & SA_SIGINFO)
+            ? previous.sa_sigaction == _perfmon_stack_capture_handler
+            : (previous.sa_handler == SIG_DFL || previous.sa_handler == SIG_IGN))
+        break;
+    }
   if (signo > SIGRTMAX)
     {
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: the system has no real-time signal SIGRTMIN+3 "
-                   "(real-time signals %d to %d)", SIGRTMIN, SIGRTMAX);
-      return FALSE;
-    }
-
-  if (sigaction (signo, NULL, &previous) != 0)
-    {
-      int saved_errno = errno;
-
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: cannot read the action of signal SIGRTMIN+3 (%d): %s",
-                   signo, g_strerror (saved_errno));
-      return FALSE;
-    }
-  /* SIG_IGN is taken over: an ignored disposition survives exec(), so it
-   * usually comes from whatever started the process, not from code in it
-   * that listens to this signal. */
-  if ((previous.sa_flags & SA_SIGINFO)
-        ? previous.sa_sigaction != _perfmon_stack_capture_handler
-        : (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN))
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: signal SIGRTMIN+3 (%d), which perfmon uses to "
-                   "interrupt hung threads, already has a handler installed by other code "
-                   "in this process; perfmon does not take it over",
-                   signo);
+                   "cannot capture stacks of running threads: every real-time signal from "
+                   "SIGRTMIN+3 to SIGRTMAX (%d to %d) already has a handler installed by other "
+                   "code in this process; perfmon does not take one over",
+                   SIGRTMIN + 3, SIGRTMAX);
       return FALSE;
     }
 
@@ -458,12 +602,14 @@ _perfmon_stack_capture_init (GError **error)
       int saved_errno = errno;
 
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "cannot capture stacks: cannot install the handler of signal SIGRTMIN+3 (%d): %s",
-                   signo, g_strerror (saved_errno));
+                   "cannot capture stacks: cannot install the handler of signal SIGRTMIN+%d (%d): %s",
+                   signo - SIGRTMIN, signo, g_strerror (saved_errno));
       return FALSE;
     }
 
   capture_signal = signo;
+  pthread_atfork (_perfmon_stack_capture_before_fork, _perfmon_stack_capture_after_fork_in_parent,
+                  _perfmon_stack_capture_after_fork_in_child);
   g_atomic_int_set (&installed, TRUE);
   return TRUE;
 }
@@ -478,7 +624,52 @@ _perfmon_stack_capture_register_thread (void)
    * dispatch record, here, where allocating is allowed. The release store
    * keeps the flag from being set before the record exists. */
   (void) g_main_current_source ();
+  glib_dispatch_address = _perfmon_stack_capture_find_glib_dispatch ();
   __atomic_store_n (&dispatch_record_ready, TRUE, __ATOMIC_RELEASE);
+
+  _perfmon_stack_capture_add_to_registry ();
+}
+
+/* For captures through /proc: who the calling thread is, and where its
+ * dispatch name is. */
+static void
+_perfmon_stack_capture_add_to_registry (void)
+{
+  {
+    gint64 tid = (gint64) syscall (SYS_gettid);
+    guint slot_index = MAX_REGISTERED;
+
+    g_mutex_lock (&registry_lock);
+    for (guint i = 0; i < MAX_REGISTERED && slot_index == MAX_REGISTERED; i++)
+      if (registry[i].tid == tid || registry[i].tid == 0)
+        slot_index = i;
+    if (slot_index == MAX_REGISTERED)
+      slot_index = registry_next++ % MAX_REGISTERED;
+    registry[slot_index].tid = tid;
+    registry[slot_index].addresses.thread_handle = (guint64) pthread_self ();
+    registry[slot_index].addresses.dispatch_name_address = (guint64) (uintptr_t) &_perfmon_current_dispatch_name;
+    registry[slot_index].addresses.glib_dispatch_address = glib_dispatch_address;
+    g_mutex_unlock (&registry_lock);
+    g_private_set (&registry_key, GINT_TO_POINTER ((gint) tid));
+  }
+}
+
+const char *
+_perfmon_stack_method_to_string (PerfmonStackMethod method)
+{
+  switch (method)
+    {
+    case PERFMON_STACK_METHOD_PROC_SYSCALL: return "proc-syscall";
+    case PERFMON_STACK_METHOD_SIGNAL:       return "signal";
+    case PERFMON_STACK_METHOD_PERF_SAMPLE:  return "perf-sample";
+    default:                                return "none";
+    }
+}
+
+int
+_perfmon_stack_capture_get_signal (void)
+{
+  return g_atomic_int_get (&installed) ? capture_signal : 0;
 }
 
 /* Waits while the slot is in @state or @other_state, until @deadline
@@ -613,10 +804,59 @@ _perfmon_stack_capture_locked (gint64                tid,
                                PerfmonCapturedStack *out,
                                GError              **error)
 {
-  guint64 word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
+  guint64 word;
   gboolean send = TRUE;
   gint64 deadline;
   int unwind_error;
+  RegisteredThread registered = { 0, };
+
+  /* First without a signal: a thread blocked in a system call is read
+   * through /proc and not disturbed at all. */
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      registered = registry[i];
+  g_mutex_unlock (&registry_lock);
+  /* A thread that is neither seen blocked nor sampled running is looked
+   * at again, a few times. */
+  for (guint attempt = 0; attempt < 3; attempt++)
+    {
+      switch (_perfmon_proc_stack_capture (tid, &registered.addresses, out, error))
+        {
+        case PERFMON_PROC_STACK_TAKEN:
+          return TRUE;
+        case PERFMON_PROC_STACK_FAILED:
+          return FALSE;
+        default:
+          break;
+        }
+      /* It runs in user space: a perf sample takes its stack there without
+       * a signal, where the kernel allows it. */
+      switch (_perfmon_perf_stack_capture (tid, MAX (timeout_ms / 3, 10),
+                                           &registered.addresses, out, error))
+        {
+        case PERFMON_PROC_STACK_TAKEN:
+          return TRUE;
+        case PERFMON_PROC_STACK_FAILED:
+          return FALSE;
+        case PERFMON_PROC_STACK_NOT_SAMPLED:
+          continue;
+        default:
+          break;
+        }
+      break;
+    }
+  if (_perfmon_perf_stack_available ())
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
+                   "no stack of thread %" G_GINT64_FORMAT ": it was neither seen blocked in a "
+                   "system call nor sampled running in user space (3 tries); it was not "
+                   "interrupted", tid);
+      return FALSE;
+    }
+
+  /* The thread runs in user space: only a signal stops it there. */
+  word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
 
   /* Under the mutex the slot is IDLE, unless an earlier requester gave up
    * on a handler that is still running. */
