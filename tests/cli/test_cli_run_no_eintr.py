@@ -46,7 +46,10 @@ class RunNoEintrTest(CliTestCase):
             # The full time, and no EINTR.
             self.assertNotEqual(call['errno'], 4, call)
             self.assertEqual(call['result'], 1 if call['call'] == 'read' else 0, call)
-            self.assertGreaterEqual(call['seconds'], 0.399, call)
+            # The read's writer starts its 400 ms before the read is
+            # timed: its promise is the byte, with no EINTR (above).
+            if call['call'] != 'read':
+                self.assertGreaterEqual(call['seconds'], 0.399, call)
 
         with open(summary) as f:
             data = json.load(f)
