@@ -6,6 +6,7 @@
 
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -62,7 +63,8 @@
  * wrappers leave it alone. Its value is then that caller's frame record:
  * we take the first 8-byte-aligned address R at or above the asking
  * frame's SP where [R + 8] is a return address (a call instruction ends
- * just before it) and [R] is 0 or a higher stack address. A wrong guess
+ * just before it); [R], the caller's RBP, may be anything, since the
+ * caller need not use frame pointers. A wrong guess
  * can only give a wrong outer frame, or end the walk early; the inner
  * frames (the blocking call and its caller) never depend on it.
  *
@@ -118,6 +120,7 @@ typedef struct
   /* The SP of the frame being stepped from, for the RBP guess. */
   guint64  frame_sp;
   gboolean rbp_known;
+  guint    rbp_skip;     /* candidates of the guess passed over */
   guint64  rbp;
 } UnwindState;
 
@@ -213,6 +216,7 @@ static guint64
 guess_frame_pointer (UnwindState *state)
 {
   guint64 start = (MAX (state->frame_sp, state->sp) + 7) & ~G_GUINT64_CONSTANT (7);
+  guint skip = state->rbp_skip;
 
   for (guint64 r = start; r < start + FRAME_RECORD_SCAN_BYTES; r += 8)
     {
@@ -221,8 +225,10 @@ guess_frame_pointer (UnwindState *state)
 
       if (!read_word (state, r, &saved_fp) || !read_word (state, r + 8, &return_address))
         break;
-      if ((saved_fp == 0 || (saved_fp > r && saved_fp - r < 16 * 1024 * 1024)) &&
-          return_address > 4096 && is_return_address (return_address))
+      /* The saved RBP is not checked: the caller may not use frame
+       * pointers, and then its RBP holds anything. */
+      (void) saved_fp;
+      if (return_address > 4096 && is_return_address (return_address) && skip-- == 0)
         return r;
     }
   return 0;
@@ -459,6 +465,91 @@ is_running (const char *line)
   return g_str_has_prefix (line, "running") || g_str_has_prefix (line, "-1 ");
 }
 
+/* How many frame records the RBP guess tries: a frame may hold stale
+ * return addresses in kilobytes of locals below its record (libasan's
+ * read() interceptor has a 2 KiB buffer). */
+#define RBP_CANDIDATES 256
+
+/* unwind(), and if it needed to guess RBP, again with the next candidates
+ * of the guess: the walk kept is the first complete one (down to where
+ * the thread started, every frame in a loaded object), else the one with
+ * most frames in objects. A wrong candidate gives a short or broken walk.
+ * Only frames that use RBP as their frame pointer before any frame saved
+ * it need the guess; for the others one walk is all. */
+/* How many frames are in a loaded object (a walk led astray by a wrong
+ * guess reaches addresses in none), and whether the walk is complete: its
+ * outermost frame is where every thread starts (_start, or clone() for a
+ * thread other than the first). */
+static guint
+frames_in_objects (const PerfmonCapturedStack *stack,
+                   gboolean                   *complete)
+{
+  static const char * const starts[] = { "_start", "clone", "__clone", "clone3", "__clone3",
+                                         "start_thread" };
+  guint n = 0;
+
+  *complete = FALSE;
+  for (guint i = 0; i < stack->n_frames; i++)
+    {
+      Dl_info info;
+
+      if (dladdr ((void *) (uintptr_t) stack->pcs[i], &info) == 0 || info.dli_fname == NULL)
+        continue;
+      n++;
+      if (i == stack->n_frames - 1 && info.dli_sname != NULL)
+        for (guint s = 0; s < G_N_ELEMENTS (starts); s++)
+          *complete |= strcmp (info.dli_sname, starts[s]) == 0;
+    }
+  return n;
+}
+
+static int
+unwind_best (UnwindState          *state,
+             PerfmonCapturedStack *out)
+{
+  g_autofree PerfmonCapturedStack *best = NULL;
+  int best_ret = 0;
+  guint best_score = 0;
+
+  for (guint skip = 0; skip < RBP_CANDIDATES; skip++)
+    {
+      UnwindState attempt = *state;
+      gboolean clean;
+      guint score;
+      int ret;
+
+      attempt.rbp_skip = skip;
+      attempt.rbp_known = FALSE;
+      ret = unwind (&attempt, out);
+      /* No guess was needed, or no candidate is left. */
+      if (!attempt.rbp_known || (skip > 0 && attempt.rbp == 0))
+        {
+          if (skip == 0)
+            return ret;
+          break;
+        }
+      {
+        gboolean complete;
+        guint in_objects = frames_in_objects (out, &complete);
+
+        clean = complete && in_objects == out->n_frames;
+        score = in_objects + (clean ? PERFMON_STACK_CAPTURE_MAX_FRAMES + 1 : 0);
+      }
+      if (best == NULL || score > best_score)
+        {
+          if (best == NULL)
+            best = g_new (PerfmonCapturedStack, 1);
+          *best = *out;
+          best_ret = ret;
+          best_score = score;
+        }
+      if (attempt.rbp == 0 || clean)
+        break;
+    }
+  *out = *best;
+  return best_ret;
+}
+
 /* "NR ARG1 … ARG6 SP PC": the last two fields. */
 static gboolean
 parse_syscall_line (const char *line,
@@ -603,7 +694,7 @@ _perfmon_proc_stack_capture (gint64                tid,
       for (guint i = 0; i < CACHED_PAGES; i++)
         page_cache[i].page = 0;
       state.frame_sp = state.sp;
-      last_error = unwind (&state, out);
+      last_error = unwind_best (&state, out);
       read_runnable_name (thread, out);
 
       if (!read_small_file (syscall_path, line_after, sizeof line_after) ||
@@ -856,7 +947,7 @@ _perfmon_perf_stack_capture (gint64                tid,
     for (guint i = 0; i < CACHED_PAGES; i++)
       page_cache[i].page = 0;
 
-    ret = unwind (&state, out);
+    ret = unwind_best (&state, out);
     if (out->n_frames == 0)
       {
         g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,

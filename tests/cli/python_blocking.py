@@ -52,8 +52,8 @@ def block_in_nanosleep():
 def block_in_read():
     ctypes.set_errno(0)
     read_end, write_end = os.pipe()
-    threading.Timer(BLOCK, os.write, (write_end, b'x')).start()
     start = time.monotonic()
+    threading.Timer(BLOCK, os.write, (write_end, b'x')).start()
     report('read', len(os.read(read_end, 1)), start)
     os.close(read_end)
     os.close(write_end)
