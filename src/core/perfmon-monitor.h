@@ -38,6 +38,10 @@ guint64          perfmon_monitor_get_alert_threshold (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
                                                       guint64         threshold_ms);
+PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_set_alert_threshold_checked (PerfmonMonitor *self,
+                                                              guint64         threshold_ms,
+                                                              GError        **error);
 
 PERFMON_AVAILABLE_IN_ALL
 PerfmonGroup    *perfmon_monitor_get_thread_group    (PerfmonMonitor *self);
@@ -62,6 +66,9 @@ void             perfmon_monitor_blocked_begin       (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_blocked_end         (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_blocked_end_checked (PerfmonMonitor *self,
+                                                      GError        **error);
+PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_work_begin          (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_work_end            (PerfmonMonitor *self);
@@ -79,6 +86,10 @@ guint            perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self)
 PERFMON_AVAILABLE_IN_ALL
 void             perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
                                                            guint           max_groups);
+PERFMON_AVAILABLE_IN_ALL
+gboolean         perfmon_monitor_set_max_automatic_groups_checked (PerfmonMonitor *self,
+                                                                   guint           max_groups,
+                                                                   GError        **error);
 PERFMON_AVAILABLE_IN_ALL
 PerfmonGroup    *perfmon_monitor_get_automatic_group      (PerfmonMonitor *self,
                                                            const char     *name);
