@@ -18,6 +18,7 @@
 #include "perfmond-daemon.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <perfmon.h>
 #include <unistd.h>
 
@@ -49,6 +50,9 @@
 /* The arguments of a call to the daemon: its methods take a pid, a time
  * and a hang id at most. */
 #define MAX_CALL_BODY_BYTES 4096
+/* A message dropped this big gives its memory back to the system (in the
+ * filter: GDBus's worker thread). */
+#define TRIM_AFTER_BYTES (1024 * 1024)
 #define MAX_HANG_ID_BYTES 64
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
@@ -233,6 +237,31 @@ process_reject (Process    *process,
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
 
+static gint trim_pending;   /* atomic */
+
+static gpointer
+trim_heap (gpointer data)
+{
+  /* GDBus lets go of a message after the filters returned. */
+  g_usleep (100 * 1000);
+  malloc_trim (0);
+  /* And once more a little later: a message of the same flood freed
+   * meanwhile. */
+  g_usleep (400 * 1000);
+  malloc_trim (0);
+  g_atomic_int_set (&trim_pending, FALSE);
+  return NULL;
+}
+
+/* Once a big message was dropped, the heap is given back a moment later,
+ * by a short-lived thread, one at a time. */
+static void
+schedule_trim (void)
+{
+  if (g_atomic_int_compare_and_exchange (&trim_pending, FALSE, TRUE))
+    g_thread_unref (g_thread_new ("perfmond-trim", trim_heap, NULL));
+}
+
 /* GDBus's worker thread, for every message: the Monitor1 signals of a
  * process that is not registered, or over its budget, and calls to the
  * daemon with oversize arguments are dropped here, before GDBus queues
@@ -324,6 +353,8 @@ filter_message (GDBusConnection *connection,
       if (keep)
         return message;
       g_object_unref (message);
+      if (size >= TRIM_AFTER_BYTES)
+        schedule_trim ();
       return NULL;
     }
 
@@ -345,6 +376,9 @@ filter_message (GDBusConnection *connection,
           g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
         }
       g_object_unref (message);
+      /* glibc keeps a freed heap: three refused 30 MB calls kept 38 MB. */
+      if (size >= TRIM_AFTER_BYTES)
+        schedule_trim ();
       return NULL;
     }
 
