@@ -24,7 +24,8 @@ typedef struct _PerfmonSysprof PerfmonSysprof;
 
 /* A writer into the capture that Sysprof's recorder (or `perfmon run
  * --sysprof`) gave this process in SYSPROF_TRACE_FD, with a thread of its
- * own ("perfmon-sysprof"); NULL when there is none. It marks the
+ * own ("perfmon-sysprof"); NULL when there is none, or when another hang
+ * monitor of the process already writes into it. It marks the
  * dispatches of @monitor's thread of PERFMON_SYSPROF_DISPATCH_MS or more,
  * read from its loop activity's lock-free ring, and takes a snapshot of
  * @monitor once a second at most while its context's loop works (a source

@@ -137,6 +137,10 @@ static GSourceFuncs snapshot_funcs = {
   .dispatch = snapshot_dispatch,
 };
 
+/* One writer per process: two on the same descriptor would interleave
+ * their frames. The first hang monitor started takes it. */
+static gint writer_taken;   /* atomic */
+
 static void
 item_free (Item *item)
 {
@@ -344,12 +348,13 @@ _perfmon_sysprof_new_from_env (PerfmonMonitor *monitor)
   g_autofree char *cmdline = NULL;
   gsize length = 0;
 
-  if (g_getenv ("SYSPROF_TRACE_FD") == NULL)
+  if (g_getenv ("SYSPROF_TRACE_FD") == NULL || !g_atomic_int_compare_and_exchange (&writer_taken, FALSE, TRUE))
     return NULL;
   writer = sysprof_capture_writer_new_from_env (0);
   if (writer == NULL)
     {
       g_warning ("SYSPROF_TRACE_FD is set, but is no descriptor a Sysprof capture can be written to");
+      g_atomic_int_set (&writer_taken, FALSE);
       return NULL;
     }
 
@@ -437,4 +442,5 @@ _perfmon_sysprof_free (PerfmonSysprof *self,
   sysprof_capture_writer_unref (self->writer);
   g_object_unref (self->monitor);
   g_free (self);
+  g_atomic_int_set (&writer_taken, FALSE);
 }
