@@ -68,6 +68,9 @@ static int hangs_per_ping = 0;
 static int stall_after_ms = 0;
 static int stall_ms = 0;
 static int early_stall_ms = 0;
+static int n_stalls = 1;
+static char *pings_dir = NULL;
+static char **announce = NULL;
 static int seconds = 0;
 static gboolean no_register = FALSE;
 static int register_delay_ms = 0;
@@ -122,6 +125,30 @@ stall_once (gpointer data)
 {
   g_usleep ((gulong) GPOINTER_TO_INT (data) * 1000);
   return G_SOURCE_REMOVE;
+}
+
+/* --stalls: one stall, then the next a stall's length later. */
+static gboolean
+stall_again (gpointer data)
+{
+  static int done = 0;
+
+  g_usleep ((gulong) GPOINTER_TO_INT (data) * 1000);
+  if (++done >= n_stalls)
+    return G_SOURCE_REMOVE;
+  g_timeout_add ((guint) GPOINTER_TO_INT (data), stall_again, data);
+  return G_SOURCE_REMOVE;
+}
+
+/* --announce: Ping signals for paths that are no pings, as a hostile
+ * process may send. */
+static gboolean
+announce_paths (gpointer data)
+{
+  for (guint i = 0; announce != NULL && announce[i] != NULL; i++)
+    g_dbus_connection_emit_signal (connection, NULL, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
+                                   "Ping", g_variant_new ("(s)", announce[i]), NULL);
+  return G_SOURCE_CONTINUE;
 }
 
 static gboolean
@@ -352,6 +379,9 @@ main (int    argc,
     { "hangs-per-ping", 0, 0, G_OPTION_ARG_INT, &hangs_per_ping, "Its hangs-per-ping (0: default)", "N" },
     { "stall-after", 0, 0, G_OPTION_ARG_INT, &stall_after_ms, "When to stall the main loop", "MS" },
     { "stall", 0, 0, G_OPTION_ARG_INT, &stall_ms, "How long to stall it", "MS" },
+    { "stalls", 0, 0, G_OPTION_ARG_INT, &n_stalls, "Stall this many times (1), a stall apart", "N" },
+    { "pings-dir", 0, 0, G_OPTION_ARG_FILENAME, &pings_dir, "The hang monitor's pings-dir", "DIR" },
+    { "announce", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &announce, "Send a Ping signal for PATH every 50 ms", "PATH" },
     { "early-stall", 0, 0, G_OPTION_ARG_INT, &early_stall_ms, "Stall this long first, as a slow start-up would", "MS" },
     { "seconds", 0, 0, G_OPTION_ARG_INT, &seconds, "Exit after this long (0: never)", "S" },
     { "no-register", 0, 0, G_OPTION_ARG_NONE, &no_register, "Do not call Register()", NULL },
@@ -411,6 +441,8 @@ main (int    argc,
       perfmon_hang_monitor_set_threshold (hang_monitor, (guint) hang_threshold_ms);
       if (hangs_per_ping > 0)
         g_object_set (hang_monitor, "hangs-per-ping", (guint) hangs_per_ping, NULL);
+      if (pings_dir != NULL)
+        g_object_set (hang_monitor, "pings-dir", pings_dir, NULL);
       if (!perfmon_hang_monitor_start (hang_monitor, &error))
         {
           g_printerr ("monitored-process: %s\n", error->message);
@@ -470,8 +502,12 @@ main (int    argc,
 
   loop = g_main_loop_new (NULL, FALSE);
   g_timeout_add ((guint) MAX (tick_ms, 1), work, NULL);
-  if (stall_ms > 0)
+  if (stall_ms > 0 && n_stalls > 1)
+    g_timeout_add ((guint) stall_after_ms, stall_again, GINT_TO_POINTER (stall_ms));
+  else if (stall_ms > 0)
     g_timeout_add ((guint) stall_after_ms, stall_once, GINT_TO_POINTER (stall_ms));
+  if (announce != NULL)
+    g_timeout_add (50, announce_paths, NULL);
   /* What a slow machine does to a start-up: an extra hang first. */
   if (early_stall_ms > 0)
     g_idle_add_full (G_PRIORITY_HIGH, stall_once, GINT_TO_POINTER (early_stall_ms), NULL);

@@ -16,6 +16,9 @@
 # It answers 503 to the first request of each docId (the client must come
 # back later) and 200 to the next, and prints "OK <docId>" or
 # "BAD <reason>" for each request.
+#
+# With --accept-first it answers 200 at once, and prints
+# "OK <docId> <hangId>,<hangId>…", the hangIds of the ping's hangs.
 
 import email.utils
 import gzip
@@ -25,6 +28,7 @@ import sys
 import urllib.parse
 
 seen = set()
+accept_first = '--accept-first' in sys.argv[1:]
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -61,6 +65,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if (application.get('name'), application.get('version'), application.get('channel'),
                 application.get('buildId')) != (app_name, app_version, channel, build_id):
             return self.bad('application %s, path %s' % (application, self.path))
+        if accept_first:
+            hangs = ping.get('payload', {}).get('hangs', [])
+            print('OK %s %s' % (doc_id, ','.join(str(h.get('hangId')) for h in hangs)), flush=True)
+            self.send_response(200)
+            self.end_headers()
+            return
         if doc_id not in seen:
             seen.add(doc_id)
             print('RETRY ' + doc_id, flush=True)

@@ -9,7 +9,6 @@
 #include "perfmon.h"
 #include "perfmon-label-private.h"
 #include "perfmon-no-syscalls.h"
-#include "perfmon-test-tsan.h"
 
 
 /* The frames of @stack joined with "|", outermost first. */
@@ -505,15 +504,14 @@ test_reader_consistent (void)
 
   g_test_message ("%u reads: %u empty, %u [a], %u [a,b], %u [a,b,c], %u unstable; %" G_GUINT64_FORMAT " writer cycles",
                   N_READS, seen[0], seen[1], seen[2], seen[3], n_failed, data.n_cycles);
-  /* A bounded retry may give up, but not most of the time. Under
-   * ThreadSanitizer every atomic access is a call into its runtime, which
-   * slows the reader's copy far more than the writer's tight loop: there
-   * only require that reads do get through. */
-#if UNDER_TSAN
-  g_assert_cmpuint (n_failed, <, N_READS);
-#else
-  g_assert_cmpuint (n_failed, <, N_READS / 2);
-#endif
+  /* What the reader promises is in the loop above: a read that returns is
+   * a stack the writer had, never a torn one. Whether its bounded retry
+   * gets through while the writer rewrites the stack in a tight loop is a
+   * matter of scheduling (a loaded machine, a sanitizer slowing the
+   * reader's copy more than the writer's stores: most reads then give
+   * up), and no promise: the stack of a hung thread, the one a hang report
+   * reads, does not change. Once the writer is quiet, a read gets through
+   * (read_stack() below asserts it). */
   g_assert_cmpuint (data.n_cycles, >, 0);
 
   /* The writer exited with an empty stack. */

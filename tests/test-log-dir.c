@@ -380,6 +380,49 @@ test_unwritable (Fixture       *fixture,
   g_assert_false (over_limit);
 }
 
+/* A file of another uid with our name (the directory is shared, or root
+ * ages a user's directory) is not ours: neither counted nor deleted, and
+ * neither is a stale temporary of another uid. Run as root, where chown()
+ * can make one. */
+static void
+test_other_uid_untouched (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  g_autofree char *theirs = jank_name (0, ".txt");
+  g_autofree char *theirs_path = g_build_filename (fixture->dir, theirs, NULL);
+  g_autofree char *timeout_path = g_build_filename (fixture->dir, "TASK_TIMEOUT_20250101000000_1.txt", NULL);
+  g_autofree char *temp_path = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_x.txt.ABC123", NULL);
+
+  if (geteuid () != 0)
+    {
+      g_test_skip ("needs root, to give a file to nobody");
+      return;
+    }
+  make_file (fixture->dir, theirs, 4000, 1);
+  make_file (fixture->dir, "TASK_TIMEOUT_20250101000000_1.txt", 4000, 2);
+  make_file (fixture->dir, "MAIN_THREAD_JANK_x.txt.ABC123", 10, 3);
+  g_assert_cmpint (chown (theirs_path, 65534, 65534), ==, 0);
+  g_assert_cmpint (chown (timeout_path, 65534, 65534), ==, 0);
+  g_assert_cmpint (chown (temp_path, 65534, 65534), ==, 0);
+  for (guint i = 1; i < 3; i++)
+    {
+      g_autofree char *name = jank_name (i, ".txt");
+      make_file (fixture->dir, name, 1000, 1000 + i);
+    }
+
+  /* Ours alone (2000 bytes) fit next to 1000 more: nobody's 8000 do not
+   * count, and nothing is deleted. */
+  make_room (fixture->dir, 3000, 1000, FALSE);
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 5);
+  /* All of ours must go: nobody's stay. */
+  make_room (fixture->dir, 3000, 3000, FALSE);
+  g_assert_true (exists (fixture->dir, theirs));
+  g_assert_true (exists (fixture->dir, "TASK_TIMEOUT_20250101000000_1.txt"));
+  g_assert_cmpuint (count_entries (fixture->dir), ==, 3);
+  _perfmon_log_dir_remove_stale_temporaries (fixture->dir, PERFMON_LOG_DIR_JANK_PREFIX, TRUE);
+  g_assert_true (exists (fixture->dir, "MAIN_THREAD_JANK_x.txt.ABC123"));
+}
+
 #define ADD(path, func) \
   g_test_add ("/log-dir/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
@@ -398,6 +441,7 @@ main (int    argc,
   ADD ("write/new-unique", test_write_new_unique);
   ADD ("aging/same-mtime-by-name", test_same_mtime_by_name);
   ADD ("aging/others-untouched", test_others_untouched);
+  ADD ("aging/other-uid-untouched", test_other_uid_untouched);
   ADD ("write/atomically", test_write_atomically);
   ADD ("write/bad-name", test_bad_name);
   ADD ("write/unwritable", test_unwritable);

@@ -198,6 +198,54 @@ test_busy_next (Fixture      *fixture,
   g_assert_cmpuint (wakes, ==, 1);
 }
 
+/* Dispatches of the marks' minimum or more are marks, in order, with
+ * their end and length; shorter ones are not; a reader that falls more
+ * than the ring behind is told how many it lost. */
+static void
+test_marks (Fixture      *fixture,
+            gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  PerfmonLoopMarkCopy marks[PERFMON_LOOP_MARKS];
+  /* Long ago: the dispatches below fit in the stretch. */
+  guint64 begin = perfmon_clock_cycles () - 1000000;
+  guint64 next = 0, lost = 0;
+  guint n;
+
+  /* No consumer: nothing noted. */
+  _perfmon_loop_activity_busy_begin (activity, begin);
+  _perfmon_loop_activity_note_dispatch (activity, "before", 5000);
+  g_assert_cmpuint (_perfmon_loop_activity_read_marks (activity, &next, marks, 8, &lost), ==, 0);
+
+  _perfmon_loop_activity_set_mark_min_cycles (activity, 1000);
+  _perfmon_loop_activity_note_dispatch (activity, "short", 999);
+  _perfmon_loop_activity_note_dispatch (activity, "long", 1000);
+  _perfmon_loop_activity_note_dispatch (activity, "longer", 2000);
+  n = _perfmon_loop_activity_read_marks (activity, &next, marks, 8, &lost);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_cmpuint (lost, ==, 0);
+  g_assert_cmpstr (marks[0].name, ==, "long");
+  g_assert_cmpuint (marks[0].cycles, ==, 1000);
+  g_assert_cmpstr (marks[1].name, ==, "longer");
+  g_assert_cmpuint (marks[1].cycles, ==, 2000);
+  g_assert_cmpuint (marks[1].end, >=, begin + 2000);
+  g_assert_cmpuint (marks[1].end, <=, perfmon_clock_cycles ());
+  g_assert_cmpuint (_perfmon_loop_activity_read_marks (activity, &next, marks, 8, &lost), ==, 0);
+
+  /* Overrun by 10. */
+  for (guint i = 0; i < PERFMON_LOOP_MARKS + 10; i++)
+    _perfmon_loop_activity_note_dispatch (activity, "many", 1000 + i);
+  n = _perfmon_loop_activity_read_marks (activity, &next, marks, PERFMON_LOOP_MARKS, &lost);
+  g_assert_cmpuint (lost, ==, 10);
+  g_assert_cmpuint (n, ==, PERFMON_LOOP_MARKS);
+  g_assert_cmpuint (marks[0].cycles, ==, 1010);
+
+  /* Stopped. */
+  _perfmon_loop_activity_set_mark_min_cycles (activity, 0);
+  _perfmon_loop_activity_note_dispatch (activity, "after", 5000);
+  g_assert_cmpuint (_perfmon_loop_activity_read_marks (activity, &next, marks, 8, &lost), ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -208,6 +256,7 @@ main (int   argc,
               fixture_tear_down);
   g_test_add ("/loop-activity/idle", Fixture, NULL, fixture_set_up, test_idle, fixture_tear_down);
   g_test_add_func ("/loop-activity/idle-end-unbalanced", test_idle_end_unbalanced);
+  g_test_add ("/loop-activity/marks", Fixture, NULL, fixture_set_up, test_marks, fixture_tear_down);
   g_test_add ("/loop-activity/sleep-while-idle", Fixture, NULL, fixture_set_up,
               test_sleep_while_idle, fixture_tear_down);
   g_test_add ("/loop-activity/busy-next", Fixture, NULL, fixture_set_up, test_busy_next,

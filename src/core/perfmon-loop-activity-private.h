@@ -86,6 +86,29 @@ typedef struct
   char    name[PERFMON_LOOP_DISPATCH_NAME_WORDS * 8];
 } PerfmonLoopDispatchCopy;
 
+/* Dispatches of at least `mark_min_cycles` (0: none), for a consumer of
+ * the loop's marks (hang/'s Sysprof writer) that reads them from its own
+ * thread every now and then: a ring the thread writes and never waits on,
+ * each slot under its own sequence number (2 × its write count + 2 once
+ * written, odd while being written). A reader that falls more than
+ * PERFMON_LOOP_MARKS behind loses the oldest, and knows it. */
+#define PERFMON_LOOP_MARKS 256
+
+typedef struct
+{
+  guint64 seq;
+  guint64 end;      /* perfmon_clock_cycles() at the dispatch's end */
+  guint64 cycles;   /* its length */
+  guint64 name[PERFMON_LOOP_DISPATCH_NAME_WORDS];   /* NUL-terminated UTF-8 */
+} PerfmonLoopMark;
+
+typedef struct
+{
+  guint64 end;
+  guint64 cycles;
+  char    name[PERFMON_LOOP_DISPATCH_NAME_WORDS * 8];
+} PerfmonLoopMarkCopy;
+
 typedef struct
 {
   /* The thread's side. `watched` is set before the watchdog starts and
@@ -103,6 +126,11 @@ typedef struct
   PerfmonLoopStretch *stretches;
   /* PERFMON_LOOP_RECENT_DISPATCH_LISTS of them, out of line too. */
   PerfmonLoopDispatchList *dispatch_lists;
+  /* Marks: PERFMON_LOOP_MARKS of them, allocated by the first consumer
+   * (_perfmon_loop_activity_set_mark_min_cycles()), then kept. */
+  guint64            mark_min_cycles;  /* atomic; 0: no marks */
+  guint64            n_marks;          /* atomic: written so far */
+  PerfmonLoopMark   *marks;
 
   /* The watchdog's sleep. */
   GMutex             mutex;
@@ -258,6 +286,18 @@ gboolean _perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity)
  * (longest first) into @out, which has room for PERFMON_LOOP_DISPATCHES;
  * returns how many, 0 if the list was overwritten by a later stretch or is
  * being written. */
+/* Any thread: note the dispatches of @min_cycles or more (while the
+ * activity is watched) as marks; 0 stops. */
+void  _perfmon_loop_activity_set_mark_min_cycles (PerfmonLoopActivity *activity,
+                                                  guint64              min_cycles);
+/* The consumer's thread: copies the marks from *@next on (at most
+ * @max_out), moves *@next past them, and returns how many; *@lost counts
+ * those overwritten before they were read. */
+guint _perfmon_loop_activity_read_marks (PerfmonLoopActivity *activity,
+                                         guint64             *next,
+                                         PerfmonLoopMarkCopy *out,
+                                         guint                max_out,
+                                         guint64             *lost);
 guint _perfmon_loop_activity_read_dispatches (PerfmonLoopActivity     *activity,
                                               guint64                  index,
                                               PerfmonLoopDispatchCopy *out);

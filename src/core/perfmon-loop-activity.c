@@ -43,6 +43,7 @@ _perfmon_loop_activity_clear (PerfmonLoopActivity *activity)
   g_cond_clear (&activity->cond);
   g_clear_pointer (&activity->stretches, g_free);
   g_clear_pointer (&activity->dispatch_lists, g_free);
+  g_clear_pointer (&activity->marks, g_free);
 }
 
 G_GNUC_NO_INLINE __attribute__ ((cold)) void
@@ -220,6 +221,87 @@ _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
     }
 
   __atomic_store_n (&list->seq, seq + 2, __ATOMIC_RELEASE);
+
+  /* A mark too: a few stores, only for a dispatch as long as a consumer
+   * asked for (a few a second at most). */
+  {
+    guint64 min_cycles = __atomic_load_n (&activity->mark_min_cycles, __ATOMIC_ACQUIRE);
+
+    if (min_cycles != 0 && cycles >= min_cycles)
+      {
+        guint64 n_marks = __atomic_load_n (&activity->n_marks, __ATOMIC_RELAXED);
+        PerfmonLoopMark *marks = __atomic_load_n (&activity->marks, __ATOMIC_ACQUIRE);
+        PerfmonLoopMark *mark = &marks[n_marks & (PERFMON_LOOP_MARKS - 1)];
+
+        __atomic_store_n (&mark->seq, 2 * n_marks + 1, __ATOMIC_RELAXED);
+        __atomic_store_n (&mark->end, since_begin + __atomic_load_n (&_perfmon_loop_activity_stretch (
+                            activity, index)->begin, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+        __atomic_store_n (&mark->cycles, cycles, __ATOMIC_RELEASE);
+        memset (words, 0, sizeof words);
+        memcpy (words, name, perfmon_utf8_cut (name, length, sizeof words - 1));
+        for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+          __atomic_store_n (&mark->name[w], words[w], __ATOMIC_RELEASE);
+        __atomic_store_n (&mark->seq, 2 * n_marks + 2, __ATOMIC_RELEASE);
+        __atomic_store_n (&activity->n_marks, n_marks + 1, __ATOMIC_RELEASE);
+      }
+  }
+}
+
+void
+_perfmon_loop_activity_set_mark_min_cycles (PerfmonLoopActivity *activity,
+                                            guint64              min_cycles)
+{
+  /* Allocated once, before any mark is asked for, and kept: the thread
+   * may be writing one as this is stopped. */
+  if (min_cycles != 0 && activity->marks == NULL)
+    __atomic_store_n (&activity->marks, g_new0 (PerfmonLoopMark, PERFMON_LOOP_MARKS), __ATOMIC_RELEASE);
+  __atomic_store_n (&activity->mark_min_cycles, min_cycles, __ATOMIC_RELEASE);
+}
+
+guint
+_perfmon_loop_activity_read_marks (PerfmonLoopActivity *activity,
+                                   guint64             *next,
+                                   PerfmonLoopMarkCopy *out,
+                                   guint                max_out,
+                                   guint64             *lost)
+{
+  guint64 n_marks = __atomic_load_n (&activity->n_marks, __ATOMIC_ACQUIRE);
+  PerfmonLoopMark *marks = __atomic_load_n (&activity->marks, __ATOMIC_ACQUIRE);
+  guint n = 0;
+
+  *lost = 0;
+  if (marks == NULL)
+    return 0;
+  if (n_marks - *next > PERFMON_LOOP_MARKS)
+    {
+      *lost = n_marks - PERFMON_LOOP_MARKS - *next;
+      *next = n_marks - PERFMON_LOOP_MARKS;
+    }
+  for (; *next < n_marks && n < max_out; (*next)++)
+    {
+      PerfmonLoopMark *mark = &marks[*next & (PERFMON_LOOP_MARKS - 1)];
+      guint64 words[PERFMON_LOOP_DISPATCH_NAME_WORDS];
+      guint64 seq = 2 * *next + 2;
+
+      if (__atomic_load_n (&mark->seq, __ATOMIC_ACQUIRE) != seq)
+        {
+          (*lost)++;
+          continue;
+        }
+      out[n].end = __atomic_load_n (&mark->end, __ATOMIC_ACQUIRE);
+      out[n].cycles = __atomic_load_n (&mark->cycles, __ATOMIC_ACQUIRE);
+      for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
+        words[w] = __atomic_load_n (&mark->name[w], __ATOMIC_ACQUIRE);
+      if (__atomic_load_n (&mark->seq, __ATOMIC_ACQUIRE) != seq)
+        {
+          (*lost)++;
+          continue;
+        }
+      memcpy (out[n].name, words, sizeof out[n].name);
+      out[n].name[sizeof out[n].name - 1] = '\0';
+      n++;
+    }
+  return n;
 }
 
 guint

@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "perfmon-error.h"
 #include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
@@ -1759,12 +1760,48 @@ perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
   g_return_if_fail (PERFMON_IS_MONITOR (self));
   g_return_if_fail (threshold_ms <= G_MAXUINT64 / 1000000);
 
+  perfmon_monitor_set_alert_threshold_checked (self, threshold_ms, NULL);
+}
+
+/**
+ * perfmon_monitor_set_alert_threshold_checked: (rename-to perfmon_monitor_set_alert_threshold)
+ * @self: a monitor
+ * @threshold_ms: CPU time in one iteration, in milliseconds, from which a
+ *   group raises an alert (at most 18446744073709, G_MAXUINT64 ns); 0
+ *   turns alerts off
+ * @error: return location for a #GError
+ *
+ * Sets [property@Perfmon.Monitor:alert-threshold], as
+ * perfmon_monitor_set_alert_threshold() does, with an error for a value
+ * out of range instead of a g_critical(). Bindings get this function under
+ * the name `set_alert_threshold`, which then raises an exception.
+ *
+ * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_INVALID_ARGUMENT)
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_monitor_set_alert_threshold_checked (PerfmonMonitor *self,
+                                             guint64         threshold_ms,
+                                             GError        **error)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (threshold_ms > G_MAXUINT64 / 1000000)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "set_alert_threshold: threshold_ms must be in [0, %" G_GUINT64_FORMAT "] (ms), got %"
+                   G_GUINT64_FORMAT, G_MAXUINT64 / 1000000, threshold_ms);
+      return FALSE;
+    }
   if (self->alert_threshold_ms == threshold_ms)
-    return;
+    return TRUE;
 
   self->alert_threshold_ms = threshold_ms;
   self->alert_threshold_ns = threshold_ms * 1000000;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ALERT_THRESHOLD]);
+  return TRUE;
 }
 
 /**
@@ -1851,11 +1888,46 @@ perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
   g_return_if_fail (PERFMON_IS_MONITOR (self));
   g_return_if_fail (max_groups >= 1 && max_groups <= PERFMON_AUTOMATIC_MAX_MAX_GROUPS);
 
+  perfmon_monitor_set_max_automatic_groups_checked (self, max_groups, NULL);
+}
+
+/**
+ * perfmon_monitor_set_max_automatic_groups_checked: (rename-to perfmon_monitor_set_max_automatic_groups)
+ * @self: a monitor
+ * @max_groups: the most automatic groups to make, 1 to 65536
+ * @error: return location for a #GError
+ *
+ * Sets [property@Perfmon.Monitor:max-automatic-groups], as
+ * perfmon_monitor_set_max_automatic_groups() does, with an error for a
+ * value out of range instead of a g_critical(). Bindings get this function
+ * under the name `set_max_automatic_groups`, which then raises an
+ * exception.
+ *
+ * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_INVALID_ARGUMENT)
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_monitor_set_max_automatic_groups_checked (PerfmonMonitor *self,
+                                                  guint           max_groups,
+                                                  GError        **error)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (max_groups < 1 || max_groups > PERFMON_AUTOMATIC_MAX_MAX_GROUPS)
+    {
+      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                   "set_max_automatic_groups: max_groups must be in [1, %d], got %u",
+                   PERFMON_AUTOMATIC_MAX_MAX_GROUPS, max_groups);
+      return FALSE;
+    }
   if (_perfmon_automatic_get_max_groups (self->automatic) == max_groups)
-    return;
+    return TRUE;
 
   _perfmon_automatic_set_max_groups (self->automatic, max_groups);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MAX_AUTOMATIC_GROUPS]);
+  return TRUE;
 }
 
 /**
@@ -2047,22 +2119,57 @@ perfmon_monitor_blocked_begin (PerfmonMonitor *self)
  * perfmon_monitor_blocked_end:
  * @self: a monitor
  *
- * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin].
+ * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin]. An
+ * end without a begin is a programming error: it is reported with
+ * g_critical() and does nothing. Bindings call
+ * perfmon_monitor_blocked_end_checked() under this name, and get an
+ * exception instead.
  *
  * Since: 0.1
  */
 void
 perfmon_monitor_blocked_end (PerfmonMonitor *self)
 {
+  g_autoptr(GError) error = NULL;
+
   g_return_if_fail (PERFMON_IS_MONITOR (self));
 
   if (!check_thread (self, "perfmon_monitor_blocked_end"))
     return;
+  if (!perfmon_monitor_blocked_end_checked (self, &error))
+    g_critical ("perfmon_monitor_blocked_end: no matching perfmon_monitor_blocked_begin()");
+}
+
+/**
+ * perfmon_monitor_blocked_end_checked: (rename-to perfmon_monitor_blocked_end)
+ * @self: a monitor
+ * @error: return location for a #GError
+ *
+ * Ends the stretch started by [method@Perfmon.Monitor.blocked_begin], as
+ * perfmon_monitor_blocked_end() does, with an error when there is no such
+ * stretch. Bindings get this function under the name `blocked_end`, which
+ * then raises an exception.
+ *
+ * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_INVALID_ARGUMENT)
+ *   when no blocked_begin() is open
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_monitor_blocked_end_checked (PerfmonMonitor *self,
+                                     GError        **error)
+{
+  g_return_val_if_fail (PERFMON_IS_MONITOR (self), FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  if (!check_thread (self, "perfmon_monitor_blocked_end"))
+    return TRUE;   /* said, with the thread's names */
 
   if (self->blocked_depth == 0)
     {
-      g_critical ("perfmon_monitor_blocked_end: no matching perfmon_monitor_blocked_begin()");
-      return;
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "blocked_end: no matching blocked_begin() on this monitor");
+      return FALSE;
     }
 
   if (--self->blocked_depth == 0)
@@ -2076,6 +2183,7 @@ perfmon_monitor_blocked_end (PerfmonMonitor *self)
       if (self->open_measures == 0)
         self->thread_record->blocked_time_us += blocked;
     }
+  return TRUE;
 }
 
 /* Work units are what a poll wrapper sees of a loop, for threads without

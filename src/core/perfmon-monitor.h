@@ -38,6 +38,10 @@ guint64          perfmon_monitor_get_alert_threshold (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_0_1
 void             perfmon_monitor_set_alert_threshold (PerfmonMonitor *self,
                                                       guint64         threshold_ms);
+PERFMON_AVAILABLE_IN_0_3
+gboolean         perfmon_monitor_set_alert_threshold_checked (PerfmonMonitor *self,
+                                                              guint64         threshold_ms,
+                                                              GError        **error);
 
 PERFMON_AVAILABLE_IN_0_1
 PerfmonGroup    *perfmon_monitor_get_thread_group    (PerfmonMonitor *self);
@@ -61,6 +65,9 @@ PERFMON_AVAILABLE_IN_0_1
 void             perfmon_monitor_blocked_begin       (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_0_1
 void             perfmon_monitor_blocked_end         (PerfmonMonitor *self);
+PERFMON_AVAILABLE_IN_0_3
+gboolean         perfmon_monitor_blocked_end_checked (PerfmonMonitor *self,
+                                                      GError        **error);
 PERFMON_AVAILABLE_IN_0_1
 void             perfmon_monitor_work_begin          (PerfmonMonitor *self);
 PERFMON_AVAILABLE_IN_0_1
@@ -79,6 +86,10 @@ guint            perfmon_monitor_get_max_automatic_groups (PerfmonMonitor *self)
 PERFMON_AVAILABLE_IN_0_2
 void             perfmon_monitor_set_max_automatic_groups (PerfmonMonitor *self,
                                                            guint           max_groups);
+PERFMON_AVAILABLE_IN_0_3
+gboolean         perfmon_monitor_set_max_automatic_groups_checked (PerfmonMonitor *self,
+                                                                   guint           max_groups,
+                                                                   GError        **error);
 PERFMON_AVAILABLE_IN_0_2
 PerfmonGroup    *perfmon_monitor_get_automatic_group      (PerfmonMonitor *self,
                                                            const char     *name);

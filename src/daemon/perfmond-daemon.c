@@ -18,6 +18,7 @@
 #include "perfmond-daemon.h"
 
 #include <limits.h>
+#include <malloc.h>
 #include <perfmon.h>
 #include <unistd.h>
 
@@ -42,9 +43,16 @@
 /* The bytes of Monitor1 signals taken from one process per second (besides
  * --max-signals): a few hang reports. */
 #define MAX_SIGNAL_BYTES_PER_S (1024 * 1024)
+/* Ping signals of one process per second, a budget of their own: a ping
+ * is written every hangs-per-ping hangs (50), a signal is a path, and one
+ * dropped only delays its ping until the next rescan of the directory. */
+#define MAX_PING_SIGNALS_PER_S 50
 /* The arguments of a call to the daemon: its methods take a pid, a time
  * and a hang id at most. */
 #define MAX_CALL_BODY_BYTES 4096
+/* A message dropped this big gives its memory back to the system (in the
+ * filter: GDBus's worker thread). */
+#define TRIM_AFTER_BYTES (1024 * 1024)
 #define MAX_HANG_ID_BYTES 64
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
@@ -121,6 +129,10 @@ typedef struct
   gsize    window_bytes;
   guint64  dropped;
   gint64   drop_logged_at;
+  /* Ping signals have a budget of their own: a Hang flood never delays
+   * a ping (and a dropped Ping only delays one: the uploader rescans). */
+  gint64   ping_window_start;
+  guint    ping_window_signals;
 } SignalBudget;
 
 struct _PerfmondDaemon
@@ -150,6 +162,7 @@ struct _PerfmondDaemon
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
   PerfmondUploader   *uploader;   /* nullable: without --upload-url */
+  char              **pings_dirs; /* canonical: the default, then --pings-dir */
 };
 
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
@@ -224,6 +237,31 @@ process_reject (Process    *process,
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
 
+static gint trim_pending;   /* atomic */
+
+static gpointer
+trim_heap (gpointer data)
+{
+  /* GDBus lets go of a message after the filters returned. */
+  g_usleep (100 * 1000);
+  malloc_trim (0);
+  /* And once more a little later: a message of the same flood freed
+   * meanwhile. */
+  g_usleep (400 * 1000);
+  malloc_trim (0);
+  g_atomic_int_set (&trim_pending, FALSE);
+  return NULL;
+}
+
+/* Once a big message was dropped, the heap is given back a moment later,
+ * by a short-lived thread, one at a time. */
+static void
+schedule_trim (void)
+{
+  if (g_atomic_int_compare_and_exchange (&trim_pending, FALSE, TRUE))
+    g_thread_unref (g_thread_new ("perfmond-trim", trim_heap, NULL));
+}
+
 /* GDBus's worker thread, for every message: the Monitor1 signals of a
  * process that is not registered, or over its budget, and calls to the
  * daemon with oversize arguments are dropped here, before GDBus queues
@@ -260,7 +298,20 @@ filter_message (GDBusConnection *connection,
 
       g_mutex_lock (&self->filter_lock);
       budget = sender != NULL ? g_hash_table_lookup (self->budgets, sender) : NULL;
-      if (budget != NULL)
+      if (budget != NULL && g_strcmp0 (g_dbus_message_get_member (message), "Ping") == 0)
+        {
+          if (now - budget->ping_window_start >= G_USEC_PER_SEC)
+            {
+              budget->ping_window_start = now;
+              budget->ping_window_signals = 0;
+            }
+          keep = size <= PATH_MAX + 64 && budget->ping_window_signals < MAX_PING_SIGNALS_PER_S;
+          if (keep)
+            budget->ping_window_signals++;
+          else
+            budget->dropped++;
+        }
+      else if (budget != NULL)
         {
           if (now - budget->window_start >= G_USEC_PER_SEC)
             {
@@ -302,6 +353,8 @@ filter_message (GDBusConnection *connection,
       if (keep)
         return message;
       g_object_unref (message);
+      if (size >= TRIM_AFTER_BYTES)
+        schedule_trim ();
       return NULL;
     }
 
@@ -323,6 +376,9 @@ filter_message (GDBusConnection *connection,
           g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
         }
       g_object_unref (message);
+      /* glibc keeps a freed heap: three refused 30 MB calls kept 38 MB. */
+      if (size >= TRIM_AFTER_BYTES)
+        schedule_trim ();
       return NULL;
     }
 
@@ -995,6 +1051,15 @@ add_ping (PerfmondDaemon *self,
       process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
       return;
     }
+  /* Nothing outside the pings directories perfmond knows is relayed,
+   * listed or read: a process cannot point perfmond at another file. */
+  if (perfmond_pings_dir_of ((const char * const *) self->pings_dirs, path) == NULL)
+    {
+      process_reject (process, "a Ping signal",
+                      "the path is not a <name>.json file directly in a pings directory of perfmond's "
+                      "(the default or a --pings-dir)");
+      return;
+    }
 
   emit_signal (self, "Ping", g_variant_new ("(us)", process->pid, path));
   if (self->uploader != NULL)
@@ -1609,6 +1674,7 @@ perfmond_daemon_finalize (GObject *object)
   g_queue_clear_full (&self->pings, (GDestroyNotify) ping_free);
   perfmond_aggregator_free (self->aggregator);
   perfmond_uploader_free (self->uploader);
+  g_strfreev (self->pings_dirs);
   g_hash_table_unref (self->budgets);
   g_hash_table_unref (self->hang_counts);
   g_mutex_clear (&self->filter_lock);
@@ -1647,8 +1713,19 @@ perfmond_daemon_new (const PerfmondConfig *config)
   g_return_val_if_fail (config->poll_interval_ms > 0, NULL);
   self->config = *config;
   self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
+  self->config.pings_dirs = NULL;   /* nor these: self->pings_dirs */
+  {
+    GPtrArray *dirs = g_ptr_array_new ();
+
+    g_ptr_array_add (dirs, perfmond_default_pings_dir ());
+    for (guint i = 0; config->pings_dirs != NULL && config->pings_dirs[i] != NULL; i++)
+      g_ptr_array_add (dirs, g_canonicalize_filename (config->pings_dirs[i], NULL));
+    g_ptr_array_add (dirs, NULL);
+    self->pings_dirs = (char **) g_ptr_array_free (dirs, FALSE);
+  }
   if (config->upload_url != NULL)
-    self->uploader = perfmond_uploader_new (config->upload_url);
+    self->uploader = perfmond_uploader_new (config->upload_url, (const char * const *) self->pings_dirs,
+                                            config->pings_rescan_s);
   return self;
 }
 

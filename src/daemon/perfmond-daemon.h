@@ -24,6 +24,8 @@ typedef struct
   guint max_hangs;          /* kept, across all processes */
   guint max_signals;        /* Hang + Alert per process per second */
   const char *upload_url;   /* nullable: send pings there (perfmond-upload.c) */
+  const char * const *pings_dirs;  /* nullable: more than the default one */
+  guint pings_rescan_s;     /* between two scans of the pings directories */
 } PerfmondConfig;
 
 #define PERFMOND_TYPE_DAEMON (perfmond_daemon_get_type ())

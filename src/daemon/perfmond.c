@@ -52,6 +52,7 @@ static PerfmondConfig config = {
   .max_groups = 10000,
   .max_hangs = 1000,
   .max_signals = 20,
+  .pings_rescan_s = 60,
 };
 
 static const RangeOption range_options[] = {
@@ -63,6 +64,7 @@ static const RangeOption range_options[] = {
   { "max-groups", &config.max_groups, 1, 1000000, "" },
   { "max-hangs", &config.max_hangs, 0, 100000, "" },
   { "max-signals", &config.max_signals, 1, 100000, "" },
+  { "pings-rescan", &config.pings_rescan_s, 1, 86400, " s" },
 };
 
 static gboolean
@@ -246,6 +248,7 @@ main (int    argc,
   g_autofree char *pidfile_path = NULL;
   g_autofree char *metrics_address = NULL;
   g_autofree char *upload_url = NULL;
+  g_auto(GStrv) pings_dirs = NULL;
   g_autoptr(GSocketAddress) metrics_socket_address = NULL;
   g_autoptr(SoupServer) metrics_server = NULL;
   g_autoptr(GOptionContext) context = NULL;
@@ -272,7 +275,7 @@ main (int    argc,
     { "max-hangs", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
       "Keep the newest N hang reports (0…100000, default 1000)", "N" },
     { "max-signals", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
-      "Take at most N Hang and Alert signals a second from one process (1…100000, default 20)", "N" },
+      "Take at most N Hang and Alert signals a second from one process (1…100000, default 20; Ping signals have a budget of their own)", "N" },
     { "pidfile", 0, 0, G_OPTION_ARG_FILENAME, &pidfile_path,
       "Write the daemon's pid to PATH (a record, not a lock: the bus name keeps one perfmond per bus)", "PATH" },
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
@@ -280,6 +283,10 @@ main (int    argc,
       "ADDRESS" },
     { "upload-url", 0, 0, G_OPTION_ARG_STRING, &upload_url,
       "Send the processes' pings to the telemetry server at URL (http or https; off by default)", "URL" },
+    { "pings-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &pings_dirs,
+      "Also take pings from DIR (repeatable; $XDG_STATE_HOME/perfmon/pings always)", "DIR" },
+    { "pings-rescan", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
+      "Look for pings not yet sent every SECONDS (1…86400, default 60)", "SECONDS" },
     { "version", 0, 0, G_OPTION_ARG_NONE, &version, "Print the version and exit", NULL },
     { NULL }
   };
@@ -339,6 +346,7 @@ main (int    argc,
         }
       config.upload_url = upload_url;
     }
+  config.pings_dirs = (const char * const *) pings_dirs;
 
   connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   if (connection == NULL)

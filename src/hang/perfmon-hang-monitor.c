@@ -27,6 +27,7 @@
 #include "perfmon-monitor-private.h"
 #include "perfmon-ping-store-private.h"
 #include "perfmon-stack-capture-private.h"
+#include "perfmon-sysprof-private.h"
 
 /**
  * PerfmonHangMonitor:
@@ -85,6 +86,9 @@ struct _PerfmonHangMonitor
 
   PerfmonMonitor      *monitor;
   PerfmonLoopActivity *activity;
+  /* Under Sysprof (SYSPROF_TRACE_FD), while running; read by the
+   * watchdog. */
+  PerfmonSysprof      *sysprof;
 
   /* Configuration: set on the owner thread, read by the watchdog. */
   guint                threshold_ms;            /* atomic */
@@ -788,6 +792,8 @@ finish_hang (PerfmonHangMonitor *self,
 
   _perfmon_hang_report_set_duration (stretch->report, duration_ms);
   add_dispatches (self, stretch);
+  if (self->sysprof != NULL)
+    _perfmon_sysprof_add_hang (self->sysprof, stretch->report, stretch->start_us);
 
   g_mutex_lock (&self->state_lock);
   save_report_locked (self, stretch->report, &stretch->record_id);
@@ -1219,6 +1225,8 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
   self->watchdog_pid = getpid ();
+  /* Under Sysprof: before the watchdog, which reads it. */
+  self->sysprof = _perfmon_sysprof_new_from_env (self->monitor);
   self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
@@ -1287,6 +1295,8 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
 
   _perfmon_loop_activity_stop_watcher (self->activity);
   g_thread_join (g_steal_pointer (&self->watchdog));
+  _perfmon_sysprof_free (g_steal_pointer (&self->sysprof),
+                         perfmon_monitor_get_context (self->monitor) == self->owner_context);
   _perfmon_loop_activity_unwatch (self->activity);
 
   g_mutex_lock (&self->state_lock);

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmon-error.h"
 #include "perfmon-label-private.h"
 #include "perfmon-utf8.h"
 
@@ -379,32 +380,66 @@ perfmon_label_push_interned (const char *label,
   label_push_at (g_intern_string (label), dynamic, (guint64) (guintptr) __builtin_dwarf_cfa ());
 }
 
-/**
- * perfmon_label_pop:
- *
- * Pops the frame pushed last by perfmon_label_push() on the calling thread.
- * Popping an empty stack is a programming error: it is reported with
- * g_critical() and does nothing.
- *
- * Since: 0.1
- */
-void
-perfmon_label_pop (void)
+/* Pops a frame; FALSE if the stack is empty. */
+static inline gboolean
+label_pop_frame (void)
 {
   PerfmonLabelStack *stack = current_stack;
   guint sequence;
   guint depth;
 
   if (G_UNLIKELY (stack == NULL || stack->depth == 0))
-    {
-      g_critical ("perfmon_label_pop: the label stack of this thread is empty");
-      return;
-    }
+    return FALSE;
 
   depth = stack->depth;
   sequence = write_begin (stack);
   STORE (stack->depth, depth - 1);
   write_end (stack, sequence);
+  return TRUE;
+}
+
+/**
+ * perfmon_label_pop:
+ *
+ * Pops the frame pushed last by perfmon_label_push() on the calling thread.
+ * Popping an empty stack is a programming error: it is reported with
+ * g_critical() and does nothing. Bindings call perfmon_label_pop_checked()
+ * under this name, and get an exception instead.
+ *
+ * Since: 0.1
+ */
+void
+perfmon_label_pop (void)
+{
+  if (G_UNLIKELY (!label_pop_frame ()))
+    g_critical ("perfmon_label_pop: the label stack of this thread is empty");
+}
+
+/**
+ * perfmon_label_pop_checked: (rename-to perfmon_label_pop)
+ * @error: return location for a #GError
+ *
+ * Pops the frame pushed last by perfmon_label_push() on the calling thread,
+ * as perfmon_label_pop() does, but says so with an error when the stack is
+ * empty. Bindings get this function under the name `label_pop`, which then
+ * raises an exception.
+ *
+ * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_INVALID_ARGUMENT)
+ *   if the calling thread's label stack is empty
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_label_pop_checked (GError **error)
+{
+  if (G_UNLIKELY (!label_pop_frame ()))
+    {
+      g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
+                           "label_pop: the label stack of this thread is empty "
+                           "(more pops than pushes)");
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* A reader's copy of the stored frames. */

@@ -22,6 +22,8 @@ void  perfmon_label_push_interned (const char *label,
                                    const char *dynamic);
 PERFMON_AVAILABLE_IN_0_1
 void  perfmon_label_pop           (void);
+PERFMON_AVAILABLE_IN_0_3
+gboolean perfmon_label_pop_checked (GError **error);
 
 /* Scope guards: PERFMON_AUTO_LABEL (label); pushes now and pops when the
  * enclosing block ends, whichever way it ends. The guard type is a dummy:

@@ -31,6 +31,10 @@
  *   PERFMON_RUN_NO_EXPORT     "1": do not serve the monitor on the session
  *                             bus (by default it is, and registers with
  *                             perfmond, when a session bus exists)
+ *   PERFMON_RUN_SYSPROF       "1": SYSPROF_TRACE_FD is `perfmon run
+ *                             --sysprof`'s capture, the command's alone:
+ *                             the other processes unset it before their
+ *                             hang monitor could write into it
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -282,11 +286,6 @@ write_checkpoint (gboolean final)
   if (preload.summary_path == NULL)
     return;
   seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
-  /* A snapshot counts finished iterations; at exit the loop's last one
-   * (a program quits its loop from a dispatch, and never polls again) is
-   * finished too. */
-  if (final)
-    perfmon_monitor_iteration_done (preload.monitor);
   snapshot = perfmon_monitor_snapshot (preload.monitor);
   thread = thread_stats (snapshot);
   /* Processes without a main loop (the commands of a shell script) are
@@ -373,6 +372,12 @@ perfmon_preload_at_exit (void)
   if (gettid () != preload.main_tid)
     return;
 
+  /* A snapshot counts finished iterations; at exit the loop's last one
+   * (a program quits its loop from a dispatch, and never polls again) is
+   * finished too. Before the hang monitor stops: its last Sysprof
+   * counters then count what the summary counts, and perfmon's own exit
+   * work (stopping, writing) is in neither. */
+  perfmon_monitor_iteration_done (preload.monitor);
   /* Stopping finishes a hang still going on (a program that quits its
    * loop from inside a long dispatch) and delivers the hangs not yet
    * signalled. */
@@ -577,6 +582,8 @@ perfmon_preload_init (void)
   preload.pid = getpid ();
   preload.main_tid = gettid ();
   preload.is_command = run_pid != NULL && atoi (run_pid) == getppid ();
+  if (!preload.is_command && g_strcmp0 (g_getenv ("PERFMON_RUN_SYSPROF"), "1") == 0)
+    g_unsetenv ("SYSPROF_TRACE_FD");
   if (run_dir != NULL && g_path_is_absolute (run_dir))
     {
       g_autofree char *name = g_strdup_printf ("%d.json", (int) preload.pid);

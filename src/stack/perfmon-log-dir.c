@@ -157,10 +157,11 @@ list_own_files (const char          *dir,
         continue;
 
       path = g_build_filename (dir, name, NULL);
-      /* lstat: a symlink is not ours, whatever it points to. A file that
-       * vanished meanwhile (another process aging the same directory) is
-       * simply not counted. */
-      if (lstat (path, &st) != 0 || !S_ISREG (st.st_mode))
+      /* lstat: a symlink is not ours, whatever it points to, nor a file
+       * of another uid that has our name (a shared directory, root aging a
+       * user's). A file that vanished meanwhile (another process aging the
+       * same directory) is simply not counted. */
+      if (lstat (path, &st) != 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid ())
         continue;
 
       file = g_new0 (LogFile, 1);
@@ -524,7 +525,7 @@ _perfmon_log_dir_remove_stale_temporaries (const char *dir,
       if (!_perfmon_log_dir_is_temporary_name (name, name_prefix))
         continue;
       path = g_build_filename (dir, name, NULL);
-      if (g_lstat (path, &st) != 0 || !S_ISREG (st.st_mode))
+      if (g_lstat (path, &st) != 0 || !S_ISREG (st.st_mode) || st.st_uid != geteuid ())
         continue;
       /* Ours name their writer: stale once it is gone. GLib's do not:
        * stale once old. */

@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -417,6 +418,8 @@ perfmon_tool_run (int    argc,
   g_autofree char *summary = NULL;
   gboolean no_export = FALSE;
   gboolean no_state = FALSE;
+  g_autofree char *sysprof = NULL;
+  int sysprof_fd = -1;
   const GOptionEntry entries[] = {
     { "threshold", 't', 0, G_OPTION_ARG_INT64, &threshold,
       "A main-loop iteration this long (wall time) is a hang (default 128)", "MS" },
@@ -428,6 +431,8 @@ perfmon_tool_run (int    argc,
       "Keep hang pings and logs in the run's private directory, deleted at the end", NULL },
     { "summary", 's', 0, G_OPTION_ARG_FILENAME, &summary,
       "Write the summary as JSON to FILE instead of standard error", "FILE" },
+    { "sysprof", 0, 0, G_OPTION_ARG_FILENAME, &sysprof,
+      "Write the command's hangs, long dispatches and group CPU to FILE, a Sysprof capture", "FILE" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("-- COMMAND [ARG…]");
@@ -554,6 +559,28 @@ perfmon_tool_run (int    argc,
       env = g_environ_setenv (env, "PERFMON_RUN_PERMAHANG_MS", text, TRUE);
     }
 
+  /* --sysprof: the capture Sysprof's recorder would give the program
+   * (SYSPROF_TRACE_FD), a file here; the command's alone (see
+   * src/preload/perfmon-preload.c). */
+  env = g_environ_unsetenv (env, "PERFMON_RUN_SYSPROF");
+  if (sysprof != NULL)
+    {
+      g_autofree char *fd_text = NULL;
+
+      sysprof_fd = open (sysprof, O_RDWR | O_CREAT | O_TRUNC, 0640);
+      if (sysprof_fd < 0)
+        {
+          int saved_errno = errno;
+
+          perfmon_tool_remove_tree (run_dir);
+          perfmon_tool_error ("run: --sysprof: cannot create %s: %s", sysprof, g_strerror (saved_errno));
+          return PERFMON_TOOL_EXIT_FAILED;
+        }
+      fd_text = g_strdup_printf ("%d", sysprof_fd);
+      env = g_environ_setenv (env, "SYSPROF_TRACE_FD", fd_text, TRUE);
+      env = g_environ_setenv (env, "PERFMON_RUN_SYSPROF", "1", TRUE);
+    }
+
   /* Before the command exists, so that no signal meant for it is lost;
    * exec gives the command the default dispositions back. */
   action.sa_sigaction = forward_signal;
@@ -569,11 +596,15 @@ perfmon_tool_run (int    argc,
     {
       for (guint i = 0; i < G_N_ELEMENTS (forwarded_signals); i++)
         sigaction (forwarded_signals[i], &old_actions[i], NULL);
+      if (sysprof_fd >= 0)
+        close (sysprof_fd);
       perfmon_tool_remove_tree (run_dir);
       perfmon_tool_error ("run: cannot run '%s': %s", argv[first], error->message);
       return EXIT_CANNOT_EXECUTE;
     }
   command_pid = pid;
+  if (sysprof_fd >= 0)
+    close (sysprof_fd);   /* the command has its own */
 
   while (wait4 (pid, &wait_status, 0, &usage) < 0)
     {

@@ -951,5 +951,51 @@ class TestLabels(PerfmonTestCase):
         Perfmon.label_pop()
 
 
+
+class TestMisuseRaises(PerfmonTestCase):
+    """Calls that are programming errors raise GLib.Error (PERFMON_ERROR,
+    INVALID_ARGUMENT) in a binding, naming the call and what it allows,
+    instead of a g_critical that Python cannot catch."""
+
+    def setUp(self):
+        self.monitor = Perfmon.Monitor.new(None)
+
+    def assertRaisesInvalid(self, call, *needles):
+        with self.assertRaises(GLib.Error) as caught:
+            call()
+        self.assertEqual(caught.exception.domain, GLib.quark_to_string(Perfmon.error_quark()))
+        self.assertEqual(caught.exception.code, Perfmon.Error.INVALID_ARGUMENT)
+        for needle in needles:
+            self.assertIn(needle, caught.exception.message)
+
+    def test_label_pop_empty(self):
+        self.assertRaisesInvalid(Perfmon.label_pop, 'label_pop', 'empty')
+        Perfmon.label_push('one', None)
+        Perfmon.label_pop()
+        self.assertRaisesInvalid(Perfmon.label_pop, 'label_pop')
+
+    def test_blocked_end_unmatched(self):
+        monitor = self.monitor
+        self.assertRaisesInvalid(monitor.blocked_end, 'blocked_end', 'blocked_begin')
+        monitor.blocked_begin()
+        monitor.blocked_end()
+        self.assertRaisesInvalid(monitor.blocked_end, 'blocked_end')
+
+    def test_alert_threshold_range(self):
+        monitor = self.monitor
+        self.assertRaisesInvalid(lambda: monitor.set_alert_threshold(2 ** 63), 'threshold_ms',
+                                 '18446744073709')
+        monitor.set_alert_threshold(18446744073709)
+        self.assertEqual(monitor.get_alert_threshold(), 18446744073709)
+        monitor.set_alert_threshold(0)
+
+    def test_max_automatic_groups_range(self):
+        monitor = self.monitor
+        self.assertRaisesInvalid(lambda: monitor.set_max_automatic_groups(2 ** 32 - 1), 'max_groups',
+                                 '[1, 65536]')
+        self.assertRaisesInvalid(lambda: monitor.set_max_automatic_groups(0), 'max_groups')
+        monitor.set_max_automatic_groups(65536)
+        self.assertEqual(monitor.get_max_automatic_groups(), 65536)
+
 if __name__ == '__main__':
     unittest.main(verbosity=2)

@@ -80,12 +80,17 @@ class GtkTest(BusTestCase):
         for name in groups:
             self.assertLessEqual(len(name.encode()), 95)
 
-    def wait_for_hang(self, pid):
+    def wait_for_hang(self, pid, runnable='[gtk] gdk_frame_clock_paint_idle'):
+        """The program's hangs whose runnable is @runnable, once there is
+        one. A loaded machine (the sanitizer step) may add other hangs
+        first (a slow start-up, an event source): what is promised is that
+        the stall is a hang with that runnable, not that it comes first."""
         def hang_listed():
             result = self.perfmon('hangs', 'list', '--json')
             if result.returncode != 0:
                 return None
-            hangs = [h for h in json.loads(result.stdout) if h.get('pid') == pid]
+            hangs = [h for h in json.loads(result.stdout)
+                     if h.get('pid') == pid and h.get('runnable_name') == runnable]
             return hangs or None
         return self.eventually(hang_listed, 'the stall to be reported to perfmond', timeout=60)
 
