@@ -15,7 +15,9 @@
  * TRACE_INTERVAL_US while the process records, so that a process killed by
  * a signal leaves a log at most that old; at exit the main thread asks it
  * for the last write (perfmon_tracer_stop()) and waits for it, as the
- * process ends. A process that leaves no summary either (a command of a
+ * process ends. The command's log is written once at its start too, so
+ * that it exists whatever happens (dash ends with _exit(), which runs no
+ * exit handler). A process that leaves no summary either (a command of a
  * shell script that ran no main loop) leaves no task log at exit.
  *
  * Each thread records into a buffer of TRACE_BUFFER_SIZE (memory touched
@@ -55,7 +57,10 @@ trace_message (const char *path,
 static gpointer
 trace_thread (gpointer data)
 {
-  gint64 next_us = g_get_monotonic_time () + TRACE_INTERVAL_US;
+  gboolean is_command = GPOINTER_TO_INT (data);
+  /* The command's log exists from its start, even if it ends by _exit()
+   * (as dash does) before the first interval. */
+  gint64 next_us = is_command ? 0 : g_get_monotonic_time () + TRACE_INTERVAL_US;
   gboolean warned = FALSE;
 
   g_mutex_lock (&trace.lock);
@@ -104,7 +109,7 @@ _perfmon_preload_trace_start (gboolean is_command)
     }
   g_mutex_init (&trace.lock);
   g_cond_init (&trace.cond);
-  trace.thread = g_thread_new ("perfmon-trace", trace_thread, NULL);
+  trace.thread = g_thread_new ("perfmon-trace", trace_thread, GINT_TO_POINTER (is_command));
 }
 
 void
