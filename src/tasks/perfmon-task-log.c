@@ -533,6 +533,26 @@ compare_dispatch (gconstpointer a,
   return ta->id < tb->id ? -1 : ta->id > tb->id;
 }
 
+/* The D-Bus method @task handles, "INTERFACE.METHOD", from the label its
+ * recorder gave it ("D-Bus INTERFACE.METHOD on PATH"), or NULL. */
+static char *
+dbus_method_of (PerfmonTask *task)
+{
+  static const char prefix[] = "D-Bus ";
+  const PerfmonTaskLabel *label;
+  const char *method;
+  const char *on;
+
+  if (task->labels->len == 0)
+    return NULL;
+  label = &g_array_index (task->labels, PerfmonTaskLabel, 0);
+  if (!g_str_has_prefix (label->text, prefix))
+    return NULL;
+  method = label->text + strlen (prefix);
+  on = strstr (method, " on ");
+  return on != NULL ? g_strndup (method, on - method) : g_strdup (method);
+}
+
 /* A task that handles a D-Bus message is the child of the task that sent
  * it, whichever files the two are in, and its chain belongs to the sender's
  * source event: the receiving process recorded a D-Bus source event of its
@@ -551,6 +571,17 @@ link_dbus_messages (Reader *reader)
       DBusSend *send = g_hash_table_lookup (reader->sends, recv->key);
       PerfmonTask *receiver = lookup (self, recv->task_id);
       PerfmonTask *sender;
+      char *method;
+
+      /* A handler the tracer saw as a GSource dispatch (GDBus's
+       * call_in_idle_cb, in an unmodified service) is named after its
+       * method. The dispatch wrappers' handlers keep their callback's
+       * name; their slices are named after the method too. */
+      if (receiver != NULL && receiver->callback == 0 && (method = dbus_method_of (receiver)) != NULL)
+        {
+          g_free (receiver->name);
+          receiver->name = method;
+        }
 
       if (send == NULL || receiver == NULL || (sender = lookup (self, send->task_id)) == NULL ||
           sender == receiver)
@@ -1276,21 +1307,11 @@ add_flow (JsonBuilder          *builder,
 static char *
 slice_name (PerfmonTask *task)
 {
-  static const char prefix[] = "D-Bus ";
+  char *method = NULL;
 
-  if (g_str_equal (task->name, "perfmon_dbus_method_invocation_begin") && task->labels->len > 0)
-    {
-      const PerfmonTaskLabel *label = &g_array_index (task->labels, PerfmonTaskLabel, 0);
-
-      if (g_str_has_prefix (label->text, prefix))
-        {
-          const char *method = label->text + strlen (prefix);
-          const char *on = strstr (method, " on ");
-
-          return on != NULL ? g_strndup (method, on - method) : g_strdup (method);
-        }
-    }
-  return g_strdup (task->name);
+  if (g_str_equal (task->name, "perfmon_dbus_method_invocation_begin"))
+    method = dbus_method_of (task);
+  return method != NULL ? method : g_strdup (task->name);
 }
 
 /**

@@ -157,5 +157,62 @@ class FlowTest(TraceTestCase):
         self.assertEqual(check.stdout.strip(), '4 flows')
 
 
+PEER = os.path.join(HERE, 'slow_dbus_peer.py')
+PEER_NAME = 'org.perfmon.test.SlowPeer'
+PEER_PATH = '/org/perfmon/test/SlowPeer'
+PEER_METHOD = 'org.perfmon.test.SlowPeer.Slow'
+
+
+class DBusTest(TraceTestCase):
+    """An unmodified Python client calls an unmodified Python service on a
+    private bus, each under its own perfmon run --trace: the two logs,
+    read together, make the handler the child of the client's task that
+    called, and name it after the method."""
+
+    def start_service(self):
+        trace = self.path('service.trace')
+        service = self.start([os.environ['PERFMON_TOOL'], 'run', '--no-export', '--trace', trace, '--',
+                              '/usr/bin/python3', PEER, '0'],
+                             env=self.foreign_env(), stdout=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(service.stdout.readline().strip(), 'ready')
+        return service, trace
+
+    def handlers(self, service_trace, client_trace, count):
+        def handled():
+            if not os.path.exists(service_trace):
+                return None
+            tasks = self.tasks(service_trace, client_trace)
+            found = [t for t in tasks if t['name'] == PEER_METHOD]
+            return (tasks, found) if len(found) >= count else None
+        return self.eventually(handled, 'the service\'s log to hold the handler', timeout=60)
+
+    def test_python_client(self):
+        service, service_trace = self.start_service()
+        client_trace = self.run_traced('/usr/bin/python3', PYTHON_CHAIN, PEER_NAME, PEER_PATH,
+                                       PEER_METHOD.rsplit('.', 1)[0], 'Slow', trace=self.path('client.trace'))
+        tasks, handlers = self.handlers(service_trace, client_trace, 1)
+        by_id = {t['id']: t for t in tasks}
+        self.assertEqual(len(handlers), 1, handlers)
+        handler = handlers[0]
+        caller = by_id.get(handler['parent_id'])
+        self.assertIsNotNone(caller, 'the handler is not linked to its caller: %s' % handler)
+        self.assertEqual(caller['name'], '__main__.call_service')
+        self.assertNotEqual(caller['process'], handler['process'])
+        # The reply, sent from a timeout the handler added, is its child.
+        self.assertTrue([t for t in tasks if t['parent_id'] == handler['id'] and t['id'] != handler['id']])
+
+        # The Chrome trace draws the message as a flow from the caller.
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=30)
+        out = self.path('trace.json')
+        self.assertExit(self.perfmon('tasks', 'export', out, service_trace, client_trace), 0)
+        check = subprocess.run([CHECK_CHROME_TRACE, out], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(check.returncode, 0, check.stderr)
+        with open(out) as f:
+            events = json.load(f)['traceEvents']
+        self.assertTrue([e for e in events if e['ph'] == 'f' and e['name'] == 'D-Bus message'])
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=2, argv=[sys.argv[0]])
