@@ -79,16 +79,19 @@ serial_before (GDBusConnection *connection)
 
 /* The body of every interposer of a synchronous call: the real @name
  * with @... as blocked time, returning what it returns; the message it
- * sent on @connection is recorded as the current task's. */
+ * sent on @connection is recorded as the current task's (a task of its
+ * own, named after @name, if none runs). */
 #define CALL_BLOCKED(connection, name, ...)                                 \
   ({                                                                        \
     REAL (name);                                                            \
     GDBusConnection *connection_ = (connection);                            \
+    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
     guint32 serial_ = serial_before (connection_);                          \
     gboolean began_ = blocked_begin ();                                     \
     __typeof__ (real (__VA_ARGS__)) result_ = real (__VA_ARGS__);           \
     blocked_end (began_);                                                   \
     _perfmon_interpose_dbus_sent (connection_, serial_);                    \
+    _perfmon_interpose_dbus_call_end (task_);                               \
     result_;                                                                \
   })
 
@@ -97,9 +100,11 @@ serial_before (GDBusConnection *connection)
   G_STMT_START {                                                            \
     REAL (name);                                                            \
     GDBusConnection *connection_ = (connection);                            \
+    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
     guint32 serial_ = serial_before (connection_);                          \
     real (__VA_ARGS__);                                                     \
     _perfmon_interpose_dbus_sent (connection_, serial_);                    \
+    _perfmon_interpose_dbus_call_end (task_);                               \
   } G_STMT_END
 
 static GDBusConnection *

@@ -41,6 +41,15 @@ void     _perfmon_interpose_pool_push   (GThreadPool *pool,
 PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_dbus_sent     (GDBusConnection       *connection,
                                            guint32                serial_before);
+/* Around a call that sends a D-Bus message: with the tracer on and no
+ * task current on the calling thread (a call from main(), as "gdbus
+ * call" makes), runs it as a root task named after @function (the
+ * interposer's address: its symbol), so that the message has a sender
+ * task to be joined to. Returns whether it did; pass that to _end(). */
+PERFMON_AVAILABLE_IN_ALL
+gboolean _perfmon_interpose_dbus_call_begin (gconstpointer function);
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_dbus_call_end   (gboolean      began);
 /* Before a method handler the program registered runs: records DBUS_RECV
  * for the current task (the dispatch of GDBus's idle that calls it) and
  * labels it "D-Bus INTERFACE.METHOD on PATH", which names it. */

@@ -162,6 +162,29 @@ _perfmon_interpose_pool_push (GThreadPool *pool,
  * reader joins (perfmon-tracer-dbus.c says how), as the dispatch wrappers
  * do for programs that use them. */
 
+/* A call does not nest in another on its thread (a synchronous call runs
+ * no loop of the caller's): one saved context per thread. */
+static __thread PerfmonTaskContext dbus_call_saved;
+
+gboolean
+_perfmon_interpose_dbus_call_begin (gconstpointer function)
+{
+  PerfmonTaskIds ids;
+
+  if (!perfmon_tracer_is_active () || perfmon_task_get_current () != 0)
+    return FALSE;
+  _perfmon_task_dispatch_root (&ids, 0, PERFMON_SOURCE_EVENT_DBUS, function);
+  _perfmon_task_enter (&ids, &dbus_call_saved);
+  return TRUE;
+}
+
+void
+_perfmon_interpose_dbus_call_end (gboolean began)
+{
+  if (began)
+    _perfmon_task_leave (&dbus_call_saved);
+}
+
 void
 _perfmon_interpose_dbus_sent (GDBusConnection *connection,
                               guint32          serial_before)

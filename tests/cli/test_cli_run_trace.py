@@ -213,6 +213,22 @@ class DBusTest(TraceTestCase):
             events = json.load(f)['traceEvents']
         self.assertTrue([e for e in events if e['ph'] == 'f' and e['name'] == 'D-Bus message'])
 
+    @unittest.skipUnless(shutil.which('gdbus'), 'gdbus missing')
+    def test_gdbus_call(self):
+        # Debian's own client, calling from main(), outside any task: the
+        # call is a task of its own, named after the function.
+        service, service_trace = self.start_service()
+        client_trace = self.run_traced('gdbus', 'call', '--session', '--dest', PEER_NAME,
+                                       '--object-path', PEER_PATH, '--method', PEER_METHOD,
+                                       trace=self.path('client.trace'))
+        tasks, handlers = self.handlers(service_trace, client_trace, 1)
+        by_id = {t['id']: t for t in tasks}
+        caller = by_id.get(handlers[0]['parent_id'])
+        self.assertIsNotNone(caller, 'the handler is not linked to its caller: %s' % handlers[0])
+        self.assertTrue(caller['process_name'].startswith('gdbus'), caller)
+        # (gdbus calls g_dbus_connection_call_with_unix_fd_list_sync.)
+        self.assertTrue(caller['name'].startswith('g_dbus_connection_call'), caller)
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2, argv=[sys.argv[0]])
