@@ -9,12 +9,22 @@
  *   g_dbus_connection_call_with_unix_fd_list_sync(),
  *   g_dbus_connection_send_message_with_reply_sync(),
  *   g_dbus_proxy_call_sync(), g_dbus_proxy_call_with_unix_fd_list_sync().
+ * - D-Bus calls carry causality across processes: the calls that send a
+ *   method call (the synchronous ones above, g_dbus_connection_call(),
+ *   _call_with_unix_fd_list(), _send_message_with_reply(),
+ *   g_dbus_proxy_call(), _call_with_unix_fd_list()) record the message's
+ *   serial for the current task (a task of its own for a call outside
+ *   any), and g_dbus_connection_register_object() and _with_closures()
+ *   wrap the method handler so that the task running it records the same
+ *   (sender, serial) and the method's name; see
+ *   src/tasks/perfmon-interpose.c and doc/task-causality.md.
  * - Thread pools carry causality: each item pushed is a task, a child of
  *   the task that pushed it (see src/tasks/perfmon-interpose.c), which
  *   covers g_task_run_in_thread(), from the program or from GIO.
  *
  * Only calls through the PLT reach these: the program's and other
- * libraries' calls into GLib. GIO's calls inside libgio (a
+ * libraries' calls into GLib, and Python's and GJS's, through the
+ * g_typelib_symbol() hook (perfmon-preload-typelib.c). GIO's calls inside libgio (a
  * g_dbus_proxy_new_sync() making its own GetAll call, GIO's own
  * g_task_run_in_thread()) bind inside it and are not seen; GIO's calls into
  * libglib (g_thread_pool_push() from GTask) are. doc/task-causality.md
