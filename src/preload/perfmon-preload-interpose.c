@@ -341,10 +341,17 @@ wrap_set_property (GDBusConnection  *connection,
                                     error, wrap->user_data);
 }
 
+/* The wrap being registered on this thread: GLib versions differ on
+ * whether a failed registration frees the user data (2.74 does not). */
+static __thread HandlerWrap *registering;
+
 static void
 handler_wrap_free (gpointer data)
 {
   HandlerWrap *wrap = data;
+
+  if (wrap == registering)
+    registering = NULL;
 
   if (wrap->user_data_free != NULL)
     wrap->user_data_free (wrap->user_data);
@@ -380,13 +387,14 @@ g_dbus_connection_register_object (GDBusConnection             *connection,
       { 0 },
     };
 
+    registering = wrap;
     id = real (connection, object_path, interface_info, &wrapped, wrap, handler_wrap_free, error);
   }
-  if (id == 0)
-    {
-      /* GDBus does not free the user data of a failed registration. */
-      g_free (wrap);
-    }
+  /* Failed, and GLib did not free the user data (as 2.74 does not): the
+   * wrap goes, the program's data stays the program's. */
+  if (id == 0 && registering == wrap)
+    g_free (wrap);
+  registering = NULL;
   return id;
 }
 
