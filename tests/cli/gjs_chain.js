@@ -1,5 +1,8 @@
 // gjs_chain.js: a GJS program as users write it, that knows nothing of
-// perfmon: timeout → GTask in a thread → completion → idle → timeout.
+// perfmon: timeout → GTask in a thread → completion → idle → timeout, then
+// a synchronous D-Bus call when a bus name is given.
+//
+// Usage: gjs gjs_chain.js [BUS_NAME OBJECT_PATH INTERFACE METHOD]
 //
 // SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -8,6 +11,11 @@ const {Gio, GLib} = imports.gi;
 const loop = new GLib.MainLoop(null, false);
 
 function callService() {
+    if (ARGV.length >= 4) {
+        const [name, path, iface, method] = ARGV;
+        Gio.DBus.session.call_sync(name, path, iface, method, null, null,
+            Gio.DBusCallFlags.NONE, -1, null);
+    }
     loop.quit();
     return GLib.SOURCE_REMOVE;
 }

@@ -213,6 +213,20 @@ class DBusTest(TraceTestCase):
             events = json.load(f)['traceEvents']
         self.assertTrue([e for e in events if e['ph'] == 'f' and e['name'] == 'D-Bus message'])
 
+    @unittest.skipUnless(shutil.which('gjs'), 'gjs missing')
+    def test_gjs_client(self):
+        # GJS's call_sync reaches the interposer through the typelib hook.
+        service, service_trace = self.start_service()
+        client_trace = self.run_traced('gjs', GJS_CHAIN, PEER_NAME, PEER_PATH, PEER_METHOD.rsplit('.', 1)[0],
+                                       'Slow', trace=self.path('client.trace'))
+        tasks, handlers = self.handlers(service_trace, client_trace, 1)
+        by_id = {t['id']: t for t in tasks}
+        caller = by_id.get(handlers[0]['parent_id'])
+        self.assertIsNotNone(caller, 'the handler is not linked to its caller: %s' % handlers[0])
+        self.assertEqual(caller['process_name'], 'gjs')
+        # The caller is the chain's last timeout.
+        self.assertEqual(self.assert_chain(tasks, caller['process'])[-1]['id'], caller['id'])
+
     @unittest.skipUnless(shutil.which('gdbus'), 'gdbus missing')
     def test_gdbus_call(self):
         # Debian's own client, calling from main(), outside any task: the
