@@ -8,7 +8,10 @@
  * (flow_no_enclosing_slice), binds an "f" with "bp": "e" to the slice
  * enclosing it, and drops slices that do not nest on their thread. This
  * checks every flow and slice of @json against those rules, every flow id
- * having one start and one finish, and no negative time.
+ * having one start and one finish, and no negative time; and that the
+ * arrows are right: each flow starts on a slice of the task that is the
+ * parent of the task its finish binds to (perfmon's flows join a parent
+ * and its child), and each task whose parent has a slice has a flow.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -26,6 +29,8 @@ typedef struct
   const char *cat;
   const char *name;
   const char *task_id;
+  const char *parent_id;
+  gboolean    first_run;
 } TestTraceSlice;
 
 /* The slice of @slices that a flow event at @ts on @pid/@tid binds to:
@@ -65,6 +70,12 @@ test_check_chrome_trace (const char *json,
   g_autoptr(GHashTable) starts = g_hash_table_new (g_int64_hash, g_int64_equal);
   g_autoptr(GHashTable) finishes = g_hash_table_new (g_int64_hash, g_int64_equal);
   g_autoptr(GArray) ids = g_array_sized_new (FALSE, FALSE, sizeof (gint64), 1024);
+  /* flow id → the task_id of its start's slice; task_id → TRUE once a
+   * flow finishes on its slice. */
+  g_autoptr(GHashTable) start_tasks = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) finish_slices = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  g_autoptr(GHashTable) with_flow = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) with_slice = g_hash_table_new (g_str_hash, g_str_equal);
   JsonArray *events;
   guint n_flows = 0;
 
@@ -92,6 +103,8 @@ test_check_chrome_trace (const char *json,
             json_object_get_string_member (event, "cat"),
             json_object_get_string_member (event, "name"),
             json_object_get_string_member (json_object_get_object_member (event, "args"), "task_id"),
+            json_object_get_string_member (json_object_get_object_member (event, "args"), "parent_id"),
+            json_object_get_int_member_with_default (json_object_get_object_member (event, "args"), "run", 0) == 0,
           };
 
           g_assert_cmpfloat (slice.dur, >=, 0.0);
@@ -132,9 +145,13 @@ test_check_chrome_trace (const char *json,
       if (g_str_equal (phase, "s"))
         {
           g_assert_true (g_hash_table_add (starts, &g_array_index (ids, gint64, ids->len - 1)));
+          g_hash_table_insert (start_tasks, g_memdup2 (&id, sizeof id), (gpointer) bound->task_id);
         }
       else
         {
+          g_hash_table_insert (finish_slices, g_memdup2 (&id, sizeof id), (gpointer) bound);
+          if (bound->task_id != NULL)
+            g_hash_table_add (with_flow, (gpointer) bound->task_id);
           g_assert_cmpstr (json_object_get_string_member (event, "bp"), ==, "e");
           g_assert_true (g_hash_table_add (finishes, &g_array_index (ids, gint64, ids->len - 1)));
           if (flow_name == NULL || g_str_equal (json_object_get_string_member (event, "name"), flow_name))
@@ -157,5 +174,44 @@ test_check_chrome_trace (const char *json,
     while (g_hash_table_iter_next (&iter, &key, NULL))
       g_assert_true (g_hash_table_contains (finishes, key));
   }
+
+  /* Each flow goes from a run of the parent to the child's. */
+  {
+    GHashTableIter iter;
+    gpointer key, value;
+
+    g_hash_table_iter_init (&iter, finish_slices);
+    while (g_hash_table_iter_next (&iter, &key, &value))
+      {
+        const TestTraceSlice *finish = value;
+        const char *start_task = g_hash_table_lookup (start_tasks, key);
+
+        if (finish->parent_id == NULL && start_task == NULL)
+          continue;   /* a trace of no perfmon task */
+        if (g_strcmp0 (start_task, finish->parent_id) != 0)
+          g_error ("flow %" G_GINT64_FORMAT " starts on task %s, but it ends on task %s (“%s”), "
+                   "whose parent is %s", *(gint64 *) key, start_task, finish->task_id, finish->name,
+                   finish->parent_id);
+      }
+  }
+  /* Each task whose parent has a slice has its flow, none other. */
+  for (guint i = 0; i < slices->len; i++)
+    if (g_array_index (slices, TestTraceSlice, i).task_id != NULL)
+      g_hash_table_add (with_slice, (gpointer) g_array_index (slices, TestTraceSlice, i).task_id);
+  for (guint i = 0; i < slices->len; i++)
+    {
+      const TestTraceSlice *slice = &g_array_index (slices, TestTraceSlice, i);
+
+      if (!slice->first_run || slice->task_id == NULL || slice->parent_id == NULL)
+        continue;
+      if (!g_str_equal (slice->task_id, slice->parent_id) && g_hash_table_contains (with_slice, slice->parent_id))
+        {
+          if (!g_hash_table_contains (with_flow, slice->task_id))
+            g_error ("task %s (“%s”) has no flow from its parent %s", slice->task_id, slice->name,
+                     slice->parent_id);
+        }
+      else
+        g_assert_false (g_hash_table_contains (with_flow, slice->task_id));
+    }
   return n_flows;
 }

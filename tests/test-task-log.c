@@ -288,10 +288,10 @@ test_chrome_trace (Fixture       *fixture,
   g_assert_no_error (error);
   json = perfmon_task_log_to_chrome_trace (log);
 
-  /* The flows are the ones the tools draw: the dispatches of the blocker
-   * and of step two (from step one's run) and of step three (from step
-   * two's, on the pool thread). Step one's dispatch, from no task, is left
-   * out: no slice encloses it. */
+  /* One flow per task whose parent ran, from the parent's run: the
+   * blocker's and step two's (from step one's run) and step three's (from
+   * step two's, on the pool thread). Step one is a root task: none.
+   * test_check_chrome_trace() checks that each starts on the parent. */
   g_assert_cmpuint (test_check_chrome_trace (json, "dispatch", flow_targets), ==, 3);
   {
     g_autofree char *blocker = task_id_text (fixture->chain.blocker);

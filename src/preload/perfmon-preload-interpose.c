@@ -9,12 +9,22 @@
  *   g_dbus_connection_call_with_unix_fd_list_sync(),
  *   g_dbus_connection_send_message_with_reply_sync(),
  *   g_dbus_proxy_call_sync(), g_dbus_proxy_call_with_unix_fd_list_sync().
+ * - D-Bus calls carry causality across processes: the calls that send a
+ *   method call (the synchronous ones above, g_dbus_connection_call(),
+ *   _call_with_unix_fd_list(), _send_message_with_reply(),
+ *   g_dbus_proxy_call(), _call_with_unix_fd_list()) record the message's
+ *   serial for the current task (a task of its own for a call outside
+ *   any), and g_dbus_connection_register_object() and _with_closures()
+ *   wrap the method handler so that the task running it records the same
+ *   (sender, serial) and the method's name; see
+ *   src/tasks/perfmon-interpose.c and doc/task-causality.md.
  * - Thread pools carry causality: each item pushed is a task, a child of
  *   the task that pushed it (see src/tasks/perfmon-interpose.c), which
  *   covers g_task_run_in_thread(), from the program or from GIO.
  *
  * Only calls through the PLT reach these: the program's and other
- * libraries' calls into GLib. GIO's calls inside libgio (a
+ * libraries' calls into GLib, and Python's and GJS's, through the
+ * g_typelib_symbol() hook (perfmon-preload-typelib.c). GIO's calls inside libgio (a
  * g_dbus_proxy_new_sync() making its own GetAll call, GIO's own
  * g_task_run_in_thread()) bind inside it and are not seen; GIO's calls into
  * libglib (g_thread_pool_push() from GTask) are. doc/task-causality.md
@@ -68,16 +78,50 @@ blocked_end (gboolean began)
     perfmon_monitor_blocked_end (perfmon_monitor_get_default ());
 }
 
+/* The calling thread's last serial on @connection, when the tracer
+ * records (perfmon_interpose_dbus_sent() compares it with the one after). */
+static guint32
+serial_before (GDBusConnection *connection)
+{
+  return perfmon_tracer_is_active () && G_IS_DBUS_CONNECTION (connection)
+    ? g_dbus_connection_get_last_serial (connection) : 0;
+}
+
 /* The body of every interposer of a synchronous call: the real @name
- * with @... as blocked time, returning what it returns. */
-#define CALL_BLOCKED(name, ...)                                             \
+ * with @... as blocked time, returning what it returns; the message it
+ * sent on @connection is recorded as the current task's (a task of its
+ * own, named after @name, if none runs). */
+#define CALL_BLOCKED(connection, name, ...)                                 \
   ({                                                                        \
     REAL (name);                                                            \
+    GDBusConnection *connection_ = (connection);                            \
+    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
+    guint32 serial_ = serial_before (connection_);                          \
     gboolean began_ = blocked_begin ();                                     \
     __typeof__ (real (__VA_ARGS__)) result_ = real (__VA_ARGS__);           \
     blocked_end (began_);                                                   \
+    _perfmon_interpose_dbus_sent (connection_, serial_);                    \
+    _perfmon_interpose_dbus_call_end (task_);                               \
     result_;                                                                \
   })
+
+/* The same for a call that does not wait (no blocked time). */
+#define CALL_SENDS(connection, name, ...)                                   \
+  G_STMT_START {                                                            \
+    REAL (name);                                                            \
+    GDBusConnection *connection_ = (connection);                            \
+    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
+    guint32 serial_ = serial_before (connection_);                          \
+    real (__VA_ARGS__);                                                     \
+    _perfmon_interpose_dbus_sent (connection_, serial_);                    \
+    _perfmon_interpose_dbus_call_end (task_);                               \
+  } G_STMT_END
+
+static GDBusConnection *
+proxy_connection (GDBusProxy *proxy)
+{
+  return G_IS_DBUS_PROXY (proxy) ? g_dbus_proxy_get_connection (proxy) : NULL;
+}
 
 GVariant *
 g_dbus_connection_call_sync (GDBusConnection    *connection,
@@ -92,7 +136,7 @@ g_dbus_connection_call_sync (GDBusConnection    *connection,
                              GCancellable       *cancellable,
                              GError            **error)
 {
-  return CALL_BLOCKED (g_dbus_connection_call_sync, connection, bus_name, object_path, interface_name,
+  return CALL_BLOCKED (connection, g_dbus_connection_call_sync, connection, bus_name, object_path, interface_name,
                        method_name, parameters, reply_type, flags, timeout_msec, cancellable, error);
 }
 
@@ -111,7 +155,7 @@ g_dbus_connection_call_with_unix_fd_list_sync (GDBusConnection    *connection,
                                                GCancellable       *cancellable,
                                                GError            **error)
 {
-  return CALL_BLOCKED (g_dbus_connection_call_with_unix_fd_list_sync, connection, bus_name, object_path,
+  return CALL_BLOCKED (connection, g_dbus_connection_call_with_unix_fd_list_sync, connection, bus_name, object_path,
                        interface_name, method_name, parameters, reply_type, flags, timeout_msec, fd_list,
                        out_fd_list, cancellable, error);
 }
@@ -125,7 +169,7 @@ g_dbus_connection_send_message_with_reply_sync (GDBusConnection        *connecti
                                                 GCancellable           *cancellable,
                                                 GError                **error)
 {
-  return CALL_BLOCKED (g_dbus_connection_send_message_with_reply_sync, connection, message, flags,
+  return CALL_BLOCKED (connection, g_dbus_connection_send_message_with_reply_sync, connection, message, flags,
                        timeout_msec, out_serial, cancellable, error);
 }
 
@@ -138,7 +182,7 @@ g_dbus_proxy_call_sync (GDBusProxy      *proxy,
                         GCancellable    *cancellable,
                         GError         **error)
 {
-  return CALL_BLOCKED (g_dbus_proxy_call_sync, proxy, method_name, parameters, flags, timeout_msec,
+  return CALL_BLOCKED (proxy_connection (proxy), g_dbus_proxy_call_sync, proxy, method_name, parameters, flags, timeout_msec,
                        cancellable, error);
 }
 
@@ -153,8 +197,264 @@ g_dbus_proxy_call_with_unix_fd_list_sync (GDBusProxy      *proxy,
                                           GCancellable    *cancellable,
                                           GError         **error)
 {
-  return CALL_BLOCKED (g_dbus_proxy_call_with_unix_fd_list_sync, proxy, method_name, parameters, flags,
+  return CALL_BLOCKED (proxy_connection (proxy), g_dbus_proxy_call_with_unix_fd_list_sync, proxy, method_name, parameters, flags,
                        timeout_msec, fd_list, out_fd_list, cancellable, error);
+}
+
+void
+g_dbus_connection_call (GDBusConnection     *connection,
+                        const gchar         *bus_name,
+                        const gchar         *object_path,
+                        const gchar         *interface_name,
+                        const gchar         *method_name,
+                        GVariant            *parameters,
+                        const GVariantType  *reply_type,
+                        GDBusCallFlags       flags,
+                        gint                 timeout_msec,
+                        GCancellable        *cancellable,
+                        GAsyncReadyCallback  callback,
+                        gpointer             user_data)
+{
+  CALL_SENDS (connection, g_dbus_connection_call, connection, bus_name, object_path, interface_name,
+              method_name, parameters, reply_type, flags, timeout_msec, cancellable, callback, user_data);
+}
+
+void
+g_dbus_connection_call_with_unix_fd_list (GDBusConnection     *connection,
+                                          const gchar         *bus_name,
+                                          const gchar         *object_path,
+                                          const gchar         *interface_name,
+                                          const gchar         *method_name,
+                                          GVariant            *parameters,
+                                          const GVariantType  *reply_type,
+                                          GDBusCallFlags       flags,
+                                          gint                 timeout_msec,
+                                          GUnixFDList         *fd_list,
+                                          GCancellable        *cancellable,
+                                          GAsyncReadyCallback  callback,
+                                          gpointer             user_data)
+{
+  CALL_SENDS (connection, g_dbus_connection_call_with_unix_fd_list, connection, bus_name, object_path,
+              interface_name, method_name, parameters, reply_type, flags, timeout_msec, fd_list, cancellable,
+              callback, user_data);
+}
+
+void
+g_dbus_connection_send_message_with_reply (GDBusConnection       *connection,
+                                           GDBusMessage          *message,
+                                           GDBusSendMessageFlags  flags,
+                                           gint                   timeout_msec,
+                                           volatile guint32      *out_serial,
+                                           GCancellable          *cancellable,
+                                           GAsyncReadyCallback    callback,
+                                           gpointer               user_data)
+{
+  CALL_SENDS (connection, g_dbus_connection_send_message_with_reply, connection, message, flags,
+              timeout_msec, out_serial, cancellable, callback, user_data);
+}
+
+void
+g_dbus_proxy_call (GDBusProxy          *proxy,
+                   const gchar         *method_name,
+                   GVariant            *parameters,
+                   GDBusCallFlags       flags,
+                   gint                 timeout_msec,
+                   GCancellable        *cancellable,
+                   GAsyncReadyCallback  callback,
+                   gpointer             user_data)
+{
+  CALL_SENDS (proxy_connection (proxy), g_dbus_proxy_call, proxy, method_name, parameters, flags,
+              timeout_msec, cancellable, callback, user_data);
+}
+
+void
+g_dbus_proxy_call_with_unix_fd_list (GDBusProxy          *proxy,
+                                     const gchar         *method_name,
+                                     GVariant            *parameters,
+                                     GDBusCallFlags       flags,
+                                     gint                 timeout_msec,
+                                     GUnixFDList         *fd_list,
+                                     GCancellable        *cancellable,
+                                     GAsyncReadyCallback  callback,
+                                     gpointer             user_data)
+{
+  CALL_SENDS (proxy_connection (proxy), g_dbus_proxy_call_with_unix_fd_list, proxy, method_name,
+              parameters, flags, timeout_msec, fd_list, cancellable, callback, user_data);
+}
+
+/* Method handlers: the program's vtable or closures, wrapped so that
+ * the task that runs a handler (the dispatch of GDBus's idle,
+ * call_in_idle_cb) records which message it handles and is named after
+ * the method. The wrapper owns the program's vtable copy and user data. */
+typedef struct
+{
+  GDBusInterfaceVTable vtable;
+  gpointer             user_data;
+  GDestroyNotify       user_data_free;
+} HandlerWrap;
+
+static void
+wrap_method_call (GDBusConnection       *connection,
+                  const gchar           *sender,
+                  const gchar           *object_path,
+                  const gchar           *interface_name,
+                  const gchar           *method_name,
+                  GVariant              *parameters,
+                  GDBusMethodInvocation *invocation,
+                  gpointer               user_data)
+{
+  HandlerWrap *wrap = user_data;
+
+  _perfmon_interpose_dbus_received (invocation);
+  wrap->vtable.method_call (connection, sender, object_path, interface_name, method_name, parameters,
+                            invocation, wrap->user_data);
+}
+
+static GVariant *
+wrap_get_property (GDBusConnection  *connection,
+                   const gchar      *sender,
+                   const gchar      *object_path,
+                   const gchar      *interface_name,
+                   const gchar      *property_name,
+                   GError          **error,
+                   gpointer          user_data)
+{
+  HandlerWrap *wrap = user_data;
+
+  return wrap->vtable.get_property (connection, sender, object_path, interface_name, property_name, error,
+                                    wrap->user_data);
+}
+
+static gboolean
+wrap_set_property (GDBusConnection  *connection,
+                   const gchar      *sender,
+                   const gchar      *object_path,
+                   const gchar      *interface_name,
+                   const gchar      *property_name,
+                   GVariant         *value,
+                   GError          **error,
+                   gpointer          user_data)
+{
+  HandlerWrap *wrap = user_data;
+
+  return wrap->vtable.set_property (connection, sender, object_path, interface_name, property_name, value,
+                                    error, wrap->user_data);
+}
+
+/* The wrap being registered on this thread: GLib versions differ on
+ * whether a failed registration frees the user data (2.74 does not). */
+static __thread HandlerWrap *registering;
+
+static void
+handler_wrap_free (gpointer data)
+{
+  HandlerWrap *wrap = data;
+
+  if (wrap == registering)
+    registering = NULL;
+
+  if (wrap->user_data_free != NULL)
+    wrap->user_data_free (wrap->user_data);
+  g_free (wrap);
+}
+
+guint
+g_dbus_connection_register_object (GDBusConnection             *connection,
+                                   const gchar                 *object_path,
+                                   GDBusInterfaceInfo          *interface_info,
+                                   const GDBusInterfaceVTable  *vtable,
+                                   gpointer                     user_data,
+                                   GDestroyNotify               user_data_free_func,
+                                   GError                     **error)
+{
+  REAL (g_dbus_connection_register_object);
+  HandlerWrap *wrap;
+  guint id;
+
+  if (vtable == NULL || vtable->method_call == NULL)
+    return real (connection, object_path, interface_info, vtable, user_data, user_data_free_func, error);
+
+  wrap = g_new0 (HandlerWrap, 1);
+  wrap->vtable = *vtable;
+  wrap->user_data = user_data;
+  wrap->user_data_free = user_data_free_func;
+  {
+    /* GDBus copies the vtable: one on the stack will do. */
+    GDBusInterfaceVTable wrapped = {
+      wrap_method_call,
+      vtable->get_property != NULL ? wrap_get_property : NULL,
+      vtable->set_property != NULL ? wrap_set_property : NULL,
+      { 0 },
+    };
+
+    registering = wrap;
+    id = real (connection, object_path, interface_info, &wrapped, wrap, handler_wrap_free, error);
+  }
+  /* Failed, and GLib did not free the user data (as 2.74 does not): the
+   * wrap goes, the program's data stays the program's. */
+  if (id == 0 && registering == wrap)
+    g_free (wrap);
+  registering = NULL;
+  return id;
+}
+
+/* The closures' form (what Python and GJS call): a closure that records,
+ * then invokes the program's. */
+static void
+wrap_closure_marshal (GClosure     *closure,
+                      GValue       *return_value,
+                      guint         n_param_values,
+                      const GValue *param_values,
+                      gpointer      invocation_hint,
+                      gpointer      marshal_data)
+{
+  GClosure *program = closure->data;
+
+  for (guint i = 0; i < n_param_values; i++)
+    if (G_VALUE_HOLDS (&param_values[i], G_TYPE_DBUS_METHOD_INVOCATION))
+      _perfmon_interpose_dbus_received (g_value_get_object (&param_values[i]));
+  g_closure_invoke (program, return_value, n_param_values, param_values, invocation_hint);
+}
+
+static void
+wrap_closure_finalize (gpointer  data,
+                       GClosure *closure)
+{
+  g_closure_unref (data);
+}
+
+static GClosure *
+wrap_method_closure (GClosure *program)
+{
+  GClosure *closure;
+
+  if (program == NULL)
+    return NULL;
+  closure = g_closure_new_simple (sizeof (GClosure), g_closure_ref (program));
+  g_closure_sink (program);
+  g_closure_set_marshal (closure, wrap_closure_marshal);
+  g_closure_add_finalize_notifier (closure, program, wrap_closure_finalize);
+  return closure;
+}
+
+guint
+g_dbus_connection_register_object_with_closures (GDBusConnection     *connection,
+                                                 const gchar         *object_path,
+                                                 GDBusInterfaceInfo  *interface_info,
+                                                 GClosure            *method_call_closure,
+                                                 GClosure            *get_property_closure,
+                                                 GClosure            *set_property_closure,
+                                                 GError             **error)
+{
+  REAL (g_dbus_connection_register_object_with_closures);
+  GClosure *wrapped = wrap_method_closure (method_call_closure);
+  guint id = real (connection, object_path, interface_info, wrapped != NULL ? wrapped : method_call_closure,
+                   get_property_closure, set_property_closure, error);
+
+  /* GDBus took its reference (or none, on failure). */
+  if (wrapped != NULL)
+    g_closure_sink (wrapped);
+  return id;
 }
 
 GThreadPool *

@@ -35,6 +35,9 @@
  *                             --sysprof`'s capture, the command's alone:
  *                             the other processes unset it before their
  *                             hang monitor could write into it
+ *   PERFMON_RUN_TRACE         FILE: record every task, written to FILE (the
+ *                             command) or FILE.PID (its descendants); see
+ *                             perfmon-preload-trace.c
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -73,6 +76,7 @@
 #include <json-glib/json-glib.h>
 
 #include "perfmon.h"
+#include "perfmon-preload-private.h"
 
 /* Reports kept for the summary; later hangs are only counted. */
 #define MAX_KEPT_HANGS 20
@@ -383,6 +387,10 @@ perfmon_preload_at_exit (void)
    * signalled. */
   perfmon_hang_monitor_stop (preload.hang_monitor);
   write_checkpoint (TRUE);
+  /* A process worth a summary is worth its task log (--trace). */
+  _perfmon_preload_trace_stop (preload.is_command ||
+                               (preload.summary_path != NULL &&
+                                g_file_test (preload.summary_path, G_FILE_TEST_EXISTS)));
 
   if (preload.checkpoint != NULL)
     g_source_destroy (preload.checkpoint);
@@ -591,6 +599,8 @@ perfmon_preload_init (void)
     }
 
   resolve_real_functions ();
+  /* perfmon run --trace: before anything makes a source. */
+  _perfmon_preload_trace_start (preload.is_command);
   preload.monitor = perfmon_monitor_get_default ();
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
     perfmon_monitor_set_automatic_groups (preload.monitor, TRUE);

@@ -9,7 +9,7 @@
  */
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 #include "perfmon-version-macros.h"
 
@@ -33,5 +33,27 @@ void     _perfmon_interpose_pool_freed  (GFunc        pool_func,
 PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_pool_push   (GThreadPool *pool,
                                          gpointer     item);
+
+/* After a D-Bus message was sent on @connection by the calling thread
+ * (the preload module's interposers of g_dbus_connection_call() and the
+ * like): if the thread's last serial (g_dbus_connection_get_last_serial())
+ * is no longer @serial_before, records DBUS_SEND for the current task. */
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_dbus_sent     (GDBusConnection       *connection,
+                                           guint32                serial_before);
+/* Around a call that sends a D-Bus message: with the tracer on and no
+ * task current on the calling thread (a call from main(), as "gdbus
+ * call" makes), runs it as a root task named after @function (the
+ * interposer's address: its symbol), so that the message has a sender
+ * task to be joined to. Returns whether it did; pass that to _end(). */
+PERFMON_AVAILABLE_IN_ALL
+gboolean _perfmon_interpose_dbus_call_begin (gconstpointer function);
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_dbus_call_end   (gboolean      began);
+/* Before a method handler the program registered runs: records DBUS_RECV
+ * for the current task (the dispatch of GDBus's idle that calls it) and
+ * labels it "D-Bus INTERFACE.METHOD on PATH", which names it. */
+PERFMON_AVAILABLE_IN_ALL
+void     _perfmon_interpose_dbus_received (GDBusMethodInvocation *invocation);
 
 G_END_DECLS

@@ -150,3 +150,74 @@ _perfmon_interpose_pool_push (GThreadPool *pool,
   g_atomic_int_set (&n_pending, g_hash_table_size (pending));
   g_mutex_unlock (&pending_lock);
 }
+
+/* --- D-Bus messages of unmodified programs ------------------------------ */
+
+/* The preload module interposes the calls that send a D-Bus method call
+ * (g_dbus_connection_call(), _call_sync(), _send_message…(),
+ * g_dbus_proxy_call(), _call_sync()…) and the registration of method
+ * handlers (g_dbus_connection_register_object() and
+ * _with_closures()): with these two, a client's task and the server's
+ * handler task record the same (sender, serial), which the task log's
+ * reader joins (perfmon-tracer-dbus.c says how), as the dispatch wrappers
+ * do for programs that use them. */
+
+/* A call does not nest in another on its thread (a synchronous call runs
+ * no loop of the caller's): one saved context per thread. */
+static __thread PerfmonTaskContext dbus_call_saved;
+
+gboolean
+_perfmon_interpose_dbus_call_begin (gconstpointer function)
+{
+  PerfmonTaskIds ids;
+
+  if (!perfmon_tracer_is_active () || perfmon_task_get_current () != 0)
+    return FALSE;
+  _perfmon_task_dispatch_root (&ids, 0, PERFMON_SOURCE_EVENT_DBUS, function);
+  _perfmon_task_enter (&ids, &dbus_call_saved);
+  return TRUE;
+}
+
+void
+_perfmon_interpose_dbus_call_end (gboolean began)
+{
+  if (began)
+    _perfmon_task_leave (&dbus_call_saved);
+}
+
+void
+_perfmon_interpose_dbus_sent (GDBusConnection *connection,
+                              guint32          serial_before)
+{
+  guint32 serial;
+  const char *name;
+
+  if (!perfmon_tracer_is_active () || !G_IS_DBUS_CONNECTION (connection))
+    return;
+  serial = g_dbus_connection_get_last_serial (connection);
+  name = g_dbus_connection_get_unique_name (connection);
+  /* Nothing sent (an error before), or a peer-to-peer connection, whose
+   * messages have no sender to join on. */
+  if (serial == serial_before || serial == 0 || name == NULL || perfmon_task_get_current () == 0)
+    return;
+  _perfmon_tracer_record_dbus (PERFMON_TASK_RECORD_DBUS_SEND, perfmon_task_get_current (), name, serial);
+}
+
+void
+_perfmon_interpose_dbus_received (GDBusMethodInvocation *invocation)
+{
+  GDBusMessage *message;
+
+  if (!perfmon_tracer_is_active () || !G_IS_DBUS_METHOD_INVOCATION (invocation) ||
+      perfmon_task_get_current () == 0)
+    return;
+  message = g_dbus_method_invocation_get_message (invocation);
+  if (g_dbus_method_invocation_get_sender (invocation) != NULL)
+    _perfmon_tracer_record_dbus (PERFMON_TASK_RECORD_DBUS_RECV, perfmon_task_get_current (),
+                                 g_dbus_method_invocation_get_sender (invocation),
+                                 g_dbus_message_get_serial (message));
+  perfmon_task_add_label ("D-Bus %s.%s on %s",
+                          g_dbus_method_invocation_get_interface_name (invocation),
+                          g_dbus_method_invocation_get_method_name (invocation),
+                          g_dbus_method_invocation_get_object_path (invocation));
+}

@@ -533,6 +533,26 @@ compare_dispatch (gconstpointer a,
   return ta->id < tb->id ? -1 : ta->id > tb->id;
 }
 
+/* The D-Bus method @task handles, "INTERFACE.METHOD", from the label its
+ * recorder gave it ("D-Bus INTERFACE.METHOD on PATH"), or NULL. */
+static char *
+dbus_method_of (PerfmonTask *task)
+{
+  static const char prefix[] = "D-Bus ";
+  const PerfmonTaskLabel *label;
+  const char *method;
+  const char *on;
+
+  if (task->labels->len == 0)
+    return NULL;
+  label = &g_array_index (task->labels, PerfmonTaskLabel, 0);
+  if (!g_str_has_prefix (label->text, prefix))
+    return NULL;
+  method = label->text + strlen (prefix);
+  on = strstr (method, " on ");
+  return on != NULL ? g_strndup (method, on - method) : g_strdup (method);
+}
+
 /* A task that handles a D-Bus message is the child of the task that sent
  * it, whichever files the two are in, and its chain belongs to the sender's
  * source event: the receiving process recorded a D-Bus source event of its
@@ -551,6 +571,17 @@ link_dbus_messages (Reader *reader)
       DBusSend *send = g_hash_table_lookup (reader->sends, recv->key);
       PerfmonTask *receiver = lookup (self, recv->task_id);
       PerfmonTask *sender;
+      char *method;
+
+      /* A handler the tracer saw as a GSource dispatch (GDBus's
+       * call_in_idle_cb, in an unmodified service) is named after its
+       * method. The dispatch wrappers' handlers keep their callback's
+       * name; their slices are named after the method too. */
+      if (receiver != NULL && receiver->callback == 0 && (method = dbus_method_of (receiver)) != NULL)
+        {
+          g_free (receiver->name);
+          receiver->name = method;
+        }
 
       if (send == NULL || receiver == NULL || (sender = lookup (self, send->task_id)) == NULL ||
           sender == receiver)
@@ -1210,94 +1241,55 @@ add_metadata (JsonBuilder *builder,
  * category. */
 #define TRACE_RUN_CATEGORY "task"
 
-/* A run, for finding the run that encloses a point of a thread. */
-typedef struct
+/* The run of @parent a flow to its child dispatched at @dispatch_ns on
+ * @dispatch_tid starts from: the one that was going on then (the run
+ * that dispatched it), else the last one before (a run cut off by a
+ * corrupt file), else its first. NULL if @parent never ran. */
+static const PerfmonTaskRun *
+dispatching_run (PerfmonTask *parent,
+                 gint64       dispatch_ns,
+                 guint32      dispatch_tid)
 {
-  guint32 pid;
-  guint32 tid;
-  gint64  begin_ns;
-  gint64  end_ns;          /* an unfinished run goes on to the end */
-} TraceRun;
+  const PerfmonTaskRun *before = NULL;
 
-static int
-compare_trace_runs (gconstpointer a,
-                    gconstpointer b)
-{
-  const TraceRun *ra = a;
-  const TraceRun *rb = b;
-
-  if (ra->pid != rb->pid)
-    return ra->pid < rb->pid ? -1 : 1;
-  if (ra->tid != rb->tid)
-    return ra->tid < rb->tid ? -1 : 1;
-  if (ra->begin_ns != rb->begin_ns)
-    return ra->begin_ns < rb->begin_ns ? -1 : 1;
-  return 0;
-}
-
-/* The innermost run of @pid/@tid around @time_ns (the latest to begin at
- * or before it that has not ended), or NULL. @runs is sorted. */
-static const TraceRun *
-enclosing_run (GArray  *runs,
-               guint32  pid,
-               guint32  tid,
-               gint64   time_ns)
-{
-  TraceRun key = { pid, tid, time_ns, 0 };
-  guint lo = 0, hi = runs->len;
-
-  /* The first run after @time_ns on the thread, then back. */
-  while (lo < hi)
+  for (guint r = 0; r < parent->runs->len; r++)
     {
-      guint mid = lo + (hi - lo) / 2;
+      const PerfmonTaskRun *run = &g_array_index (parent->runs, PerfmonTaskRun, r);
 
-      if (compare_trace_runs (&g_array_index (runs, TraceRun, mid), &key) <= 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  while (lo-- > 0)
-    {
-      const TraceRun *run = &g_array_index (runs, TraceRun, lo);
-
-      if (run->pid != pid || run->tid != tid)
+      if (run->begin_ns > dispatch_ns)
         break;
-      if (run->end_ns >= time_ns)
+      if (run->tid == dispatch_tid && (run->end_ns == -1 || run->end_ns >= dispatch_ns))
         return run;
+      before = run;
     }
-  return NULL;
+  if (before != NULL)
+    return before;
+  return parent->runs->len > 0 ? &g_array_index (parent->runs, PerfmonTaskRun, 0) : NULL;
 }
 
-/* A flow from what happened at @from_ns on @from_pid/@from_tid to the run
- * @to: its start is bound to the run that enclosed that point, with that
- * run's pid, tid, ts and category (DevTools' rule; for Perfetto it is
- * inside that slice), its end to @to's slice ("bp": "e", same pid, tid,
- * ts and category). A flow whose start no run encloses is left out: the
- * tools would drop it or draw it from nowhere. */
-static gboolean
+/* A flow from @parent's run @from to @child's run @to: its start is bound
+ * to @from's slice (same pid, tid, ts and category: DevTools' rule; for
+ * Perfetto it is inside that slice), its end to @to's slice ("bp": "e",
+ * same pid, tid, ts and category). @at_ns, when the child was dispatched
+ * or its message sent, goes in the start's args. */
+static void
 add_flow (JsonBuilder          *builder,
-          GArray               *runs,
           guint64               flow_id,
           const char           *name,
-          gint64                from_ns,
+          gint64                at_ns,
+          const PerfmonTaskRun *from,
           guint32               from_pid,
-          guint32               from_tid,
           const PerfmonTaskRun *to,
           guint32               to_pid,
           gint64                base_ns)
 {
-  const TraceRun *from = enclosing_run (runs, from_pid, from_tid, from_ns);
-
-  if (from == NULL)
-    return FALSE;
-
-  begin_event (builder, name, "s", TRACE_RUN_CATEGORY, from->begin_ns, base_ns, from_pid, from_tid);
+  begin_event (builder, name, "s", TRACE_RUN_CATEGORY, from->begin_ns, base_ns, from_pid, from->tid);
   json_builder_set_member_name (builder, "id");
   json_builder_add_int_value (builder, (gint64) flow_id);
   json_builder_set_member_name (builder, "args");
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "at_us");
-  json_builder_add_double_value (builder, trace_us (from_ns, base_ns));
+  json_builder_add_double_value (builder, trace_us (at_ns, base_ns));
   json_builder_end_object (builder);
   json_builder_end_object (builder);
 
@@ -1307,7 +1299,6 @@ add_flow (JsonBuilder          *builder,
   json_builder_set_member_name (builder, "bp");
   json_builder_add_string_value (builder, "e");
   json_builder_end_object (builder);
-  return TRUE;
 }
 
 /* The name of @task's slices: its callback's, but a D-Bus method handler
@@ -1316,21 +1307,11 @@ add_flow (JsonBuilder          *builder,
 static char *
 slice_name (PerfmonTask *task)
 {
-  static const char prefix[] = "D-Bus ";
+  char *method = NULL;
 
-  if (g_str_equal (task->name, "perfmon_dbus_method_invocation_begin") && task->labels->len > 0)
-    {
-      const PerfmonTaskLabel *label = &g_array_index (task->labels, PerfmonTaskLabel, 0);
-
-      if (g_str_has_prefix (label->text, prefix))
-        {
-          const char *method = label->text + strlen (prefix);
-          const char *on = strstr (method, " on ");
-
-          return on != NULL ? g_strndup (method, on - method) : g_strdup (method);
-        }
-    }
-  return g_strdup (task->name);
+  if (g_str_equal (task->name, "perfmon_dbus_method_invocation_begin"))
+    method = dbus_method_of (task);
+  return method != NULL ? method : g_strdup (task->name);
 }
 
 /**
@@ -1344,12 +1325,13 @@ slice_name (PerfmonTask *task)
  *   after its callback (a D-Bus method handler after its method), with its
  *   ids, source event and queueing time (from when it was due) in `args`;
  * - an instant ("i") event per label;
- * - a flow from each dispatch to the task's first run, and from each D-Bus
- *   message to the task that handled it, drawn as both tools bind flows:
- *   its "s" shares pid, tid, ts and category with the run slice that
- *   enclosed the dispatch or send (the exact time is in its `args`), its
- *   "f" ("bp": "e") with the task's run slice; a flow that no run encloses
- *   (a dispatch from outside any task) is left out;
+ * - a flow from each task's parent to the task's first run ("dispatch",
+ *   or "D-Bus message" for a handler linked to the task that sent the
+ *   message), drawn as both tools bind flows: its "s" shares pid, tid, ts
+ *   and category with the parent's run slice that dispatched it (or sent
+ *   the message; the exact time is in its `args`), its "f" ("bp": "e")
+ *   with the task's run slice; a root task, and a task whose parent is not
+ *   in the log or never ran, has none;
  * - process and thread names as metadata ("M") events.
  *
  * Times are CLOCK_MONOTONIC microseconds (counted from the earliest event
@@ -1368,7 +1350,6 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
   g_autoptr(JsonNode) root = NULL;
   g_autoptr(GHashTable) processes = g_hash_table_new (NULL, NULL);
   g_autoptr(GHashTable) threads = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-  g_autoptr(GArray) runs = g_array_new (FALSE, FALSE, sizeof (TraceRun));
   guint64 next_flow_id = 1;
   gint64 base_ns = 0;
 
@@ -1405,18 +1386,10 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
       if (task->dbus_linked)
         base_ns = MIN (base_ns, task->dbus_send_ns);
       for (guint r = 0; r < task->runs->len; r++)
-        {
-          const PerfmonTaskRun *run = &g_array_index (task->runs, PerfmonTaskRun, r);
-          TraceRun trace_run = { task->pid, run->tid, run->begin_ns,
-                                 run->end_ns == -1 ? G_MAXINT64 : run->end_ns };
-
-          base_ns = MIN (base_ns, run->begin_ns);
-          g_array_append_val (runs, trace_run);
-        }
+        base_ns = MIN (base_ns, g_array_index (task->runs, PerfmonTaskRun, r).begin_ns);
       for (guint l = 0; l < task->labels->len; l++)
         base_ns = MIN (base_ns, g_array_index (task->labels, PerfmonTaskLabel, l).time_ns);
     }
-  g_array_sort (runs, compare_trace_runs);
 
   for (guint i = 0; i < self->tasks->len; i++)
     {
@@ -1470,17 +1443,22 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
           json_builder_end_object (builder);
         }
 
-      if (task->runs->len > 0)
+      /* From the run of the parent that dispatched it, or sent the
+       * message it handles. */
+      if (task->runs->len > 0 && task->parent_id != task->id)
         {
+          PerfmonTask *parent = lookup (self, task->parent_id);
           const PerfmonTaskRun *first = &g_array_index (task->runs, PerfmonTaskRun, 0);
+          const PerfmonTaskRun *from = NULL;
 
-          if (add_flow (builder, runs, next_flow_id, "dispatch", task->dispatch_ns, task->pid,
-                        task->dispatch_tid, first, task->pid, base_ns))
-            next_flow_id++;
-          if (task->dbus_linked &&
-              add_flow (builder, runs, next_flow_id, "D-Bus message", task->dbus_send_ns, task->dbus_send_pid,
-                        task->dbus_send_tid, first, task->pid, base_ns))
-            next_flow_id++;
+          if (parent != NULL && task->dbus_linked)
+            from = dispatching_run (parent, task->dbus_send_ns, task->dbus_send_tid);
+          else if (parent != NULL)
+            from = dispatching_run (parent, task->dispatch_ns, task->dispatch_tid);
+          if (from != NULL)
+            add_flow (builder, next_flow_id++, task->dbus_linked ? "D-Bus message" : "dispatch",
+                      task->dbus_linked ? task->dbus_send_ns : task->dispatch_ns,
+                      from, parent->pid, first, task->pid, base_ns);
         }
     }
 

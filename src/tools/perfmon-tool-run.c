@@ -93,6 +93,71 @@ check_ms (const char *option,
   return TRUE;
 }
 
+/* --- --trace ------------------------------------------------------------ */
+
+/* --trace FILE: absolute (the processes run elsewhere), in a directory that
+ * exists; not a directory itself. */
+static gboolean
+check_trace_path (char **path)
+{
+  g_autofree char *absolute = g_canonicalize_filename (*path, NULL);
+  g_autofree char *dir = g_path_get_dirname (absolute);
+
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR) || g_file_test (absolute, G_FILE_TEST_IS_DIR))
+    {
+      perfmon_tool_usage_error ("--trace: %s must be a file in an existing directory", *path);
+      return FALSE;
+    }
+  g_free (*path);
+  *path = g_steal_pointer (&absolute);
+  return TRUE;
+}
+
+static int
+compare_paths (gconstpointer a,
+               gconstpointer b)
+{
+  return g_strcmp0 (*(const char * const *) a, *(const char * const *) b);
+}
+
+/* Says which task logs the run wrote: FILE and FILE.PID changed since
+ * @start_us (wall clock; older ones are other runs'). */
+static void
+print_trace_files (const char *trace,
+                   gint64      start_us)
+{
+  g_autofree char *dir_name = g_path_get_dirname (trace);
+  g_autofree char *base = g_path_get_basename (trace);
+  g_autoptr(GDir) dir = g_dir_open (dir_name, 0, NULL);
+  g_autoptr(GPtrArray) found = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GString) list = g_string_new (NULL);
+  const char *name;
+
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      GStatBuf st;
+
+      if (!g_str_has_prefix (name, base))
+        continue;
+      if (name[strlen (base)] != '\0' &&
+          (name[strlen (base)] != '.' || name[strlen (base) + 1] == '\0' ||
+           strspn (name + strlen (base) + 1, "0123456789") != strlen (name + strlen (base) + 1)))
+        continue;
+      path = g_build_filename (dir_name, name, NULL);
+      if (g_stat (path, &st) != 0 || (gint64) st.st_mtime * G_USEC_PER_SEC < start_us - G_USEC_PER_SEC)
+        continue;
+      g_ptr_array_add (found, g_steal_pointer (&path));
+    }
+  g_ptr_array_sort (found, compare_paths);
+  for (guint i = 0; i < found->len; i++)
+    g_string_append_printf (list, " %s", (const char *) g_ptr_array_index (found, i));
+  if (found->len == 0)
+    g_printerr ("perfmon: no task log was written to %s\n", trace);
+  else
+    g_printerr ("perfmon: task logs:%s\n", list->str);
+}
+
 /* --- the private run directory ------------------------------------------- */
 
 #define RUN_DIR_PREFIX "perfmon-run-"
@@ -416,6 +481,7 @@ perfmon_tool_run (int    argc,
   gint64 threshold = G_MININT64;
   gint64 permahang = G_MININT64;
   g_autofree char *summary = NULL;
+  g_autofree char *trace = NULL;
   gboolean no_export = FALSE;
   gboolean no_state = FALSE;
   g_autofree char *sysprof = NULL;
@@ -433,6 +499,9 @@ perfmon_tool_run (int    argc,
       "Write the summary as JSON to FILE instead of standard error", "FILE" },
     { "sysprof", 0, 0, G_OPTION_ARG_FILENAME, &sysprof,
       "Write the command's hangs, long dispatches and group CPU to FILE, a Sysprof capture", "FILE" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
+      "Record the tasks of the whole run: the command's task log to FILE, "
+      "each other process's to FILE.PID (read them with 'perfmon tasks')", "FILE" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("-- COMMAND [ARG…]");
@@ -450,6 +519,7 @@ perfmon_tool_run (int    argc,
   GPid pid;
   int wait_status = 0;
   int first;
+  gint64 start_us;
 
   g_option_context_set_summary (context,
                                 "Runs an unmodified GLib program with perfmon watching its main loop:\n"
@@ -470,6 +540,10 @@ perfmon_tool_run (int    argc,
                                 "    program using libperfmon does. --no-state keeps them in the\n"
                                 "    private directory instead; 'perfmon state' lists and deletes\n"
                                 "    them.\n"
+                                "  - with --trace FILE, the task log of each process of the run: the\n"
+                                "    command's in FILE, each other process's in FILE.PID, written\n"
+                                "    again every second and at exit ('perfmon tasks FILE FILE.*'\n"
+                                "    reads them as one).\n"
                                 "\n"
                                 "A hang's stack is taken without interrupting the hung thread: through\n"
                                 "/proc if it is blocked in a system call, with one perf sample if it\n"
@@ -495,6 +569,8 @@ perfmon_tool_run (int    argc,
     return PERFMON_TOOL_EXIT_USAGE;
   if (permahang != G_MININT64 && !check_ms ("--permahang", permahang))
     return PERFMON_TOOL_EXIT_USAGE;
+  if (trace != NULL && !check_trace_path (&trace))
+    return PERFMON_TOOL_EXIT_USAGE;
 
   if (!g_file_test (module, G_FILE_TEST_IS_REGULAR))
     {
@@ -515,6 +591,7 @@ perfmon_tool_run (int    argc,
         }
     }
 
+  start_us = g_get_real_time ();
   delete_stale_run_dirs ();
   {
     /* The pid in the name tells a later run whether this one is gone. */
@@ -541,6 +618,9 @@ perfmon_tool_run (int    argc,
   env = g_environ_unsetenv (env, "PERFMON_RUN_PERMAHANG_MS");
   env = g_environ_unsetenv (env, "PERFMON_RUN_STATE_DIR");
   env = g_environ_unsetenv (env, "PERFMON_RUN_NO_EXPORT");
+  env = g_environ_unsetenv (env, "PERFMON_RUN_TRACE");
+  if (trace != NULL)
+    env = g_environ_setenv (env, "PERFMON_RUN_TRACE", trace, TRUE);
   if (no_export)
     env = g_environ_setenv (env, "PERFMON_RUN_NO_EXPORT", "1", TRUE);
   if (no_state)
@@ -625,6 +705,8 @@ perfmon_tool_run (int    argc,
     }
   else
     print_summary (processes, argv[first], pid, wait_status, &usage);
+  if (trace != NULL)
+    print_trace_files (trace, start_us);
   perfmon_tool_remove_tree (run_dir);
 
   return exit_like (wait_status);
