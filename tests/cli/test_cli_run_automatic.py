@@ -5,6 +5,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import json
+import re
 import os
 import unittest
 
@@ -87,6 +88,47 @@ class RunAutomaticTest(CliTestCase):
                               env=self.foreign_env())
         self.assertExit(result, 0)
         self.assertIn('meta True', result.stdout)
+
+    def test_identical_hangs_are_merged(self):
+        # A Python program that hangs the same way six times: one block in
+        # the summary, with the count and the range of durations, though
+        # each stack stops at another step of the interpreter and another
+        # address of each function.
+        script = '''
+from gi.repository import GLib
+
+n = 0
+
+def busy():
+    global n
+    now = GLib.get_monotonic_time
+    end = now() + 250_000
+    while now() < end:
+        pass
+    n += 1
+    if n == 6:
+        loop.quit()
+    return n < 6
+
+loop = GLib.MainLoop()
+GLib.timeout_add(20, busy)
+loop.run()
+'''
+        env = self.foreign_env(own=False)
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        result = self.perfmon('run', '--threshold', '100', '--', '/usr/bin/python3', '-c', script,
+                              env=env)
+        self.assertExit(result, 0)
+        n_hangs = int(re.search(r'hangs: (\d+) \(threshold 100 ms\)', result.stderr).group(1))
+        # A hang is promised only when the watchdog gets a core in time.
+        self.assertGreaterEqual(n_hangs, 2, result.stderr)
+        blocks = [l for l in result.stderr.split('\n') if l.startswith('  - ')]
+        self.assertEqual(len(blocks), 1, result.stderr)
+        self.assertRegex(blocks[0], r'^  - %d hangs of \d+( to \d+)? ms \(wall\) in __main__\.busy, same stack$'
+                         % n_hangs)
+        # One stack printed, not one per hang.
+        self.assertEqual(len(re.findall(r'^      #0 ', result.stderr, re.M)), 1, result.stderr)
+        self.assertLess(len(result.stderr.split('\n')), 40, result.stderr)
 
 
 if __name__ == '__main__':
