@@ -1413,7 +1413,7 @@ lookup_pid_or_return_error (PerfmondDaemon        *self,
   Process *process = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
 
   if (process == NULL)
-    return_invalid_args (invocation, "pid: no registered process has pid %u (see ListProcesses())", pid);
+    return_invalid_args (invocation, "pid: no registered process has pid %u (perfmon top lists them)", pid);
   return process;
 }
 
@@ -1583,7 +1583,7 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
         }
     }
 
-  return_invalid_args (invocation, "id: no hang has the id \"%s\" (see ListHangs(); "
+  return_invalid_args (invocation, "id: no hang has the id \"%s\" (perfmon hangs list lists them; "
                        "only the newest %u hangs are kept)", id, self->config.max_hangs);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }

@@ -255,13 +255,24 @@ perfmon_tool_write_output (const char *path,
                            GError    **error)
 {
   g_autofree char *with_newline = g_strconcat (text, "\n", NULL);
+  g_autoptr(GError) local_error = NULL;
 
   if (path == NULL)
     {
       g_print ("%s", with_newline);
       return TRUE;
     }
-  return g_file_set_contents (path, with_newline, -1, error);
+  if (!g_file_set_contents (path, with_newline, -1, &local_error))
+    {
+      /* GLib names the temporary file it writes through ("x.json.DC1JZ3"):
+       * the user's path and the reason say what went wrong. */
+      const char *reason = strrchr (local_error->message, ':');
+
+      g_set_error (error, local_error->domain, local_error->code, "Cannot write %s: %s", path,
+                   reason != NULL ? reason + 2 : local_error->message);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* Labels for people, not names: the table's KIND column is 6 wide, and
