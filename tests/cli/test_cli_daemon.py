@@ -120,6 +120,46 @@ class DaemonCliTest(BusTestCase):
         self.assertEqual(result.stdout.splitlines()[-1], 'done')
         self.assertEqual(len(result.stdout.splitlines()), 3)
 
+    def test_top_quits_on_q(self):
+        # At a terminal, q quits, as in top(1); the terminal's settings
+        # come back.
+        import pty
+        import select
+        import termios
+        import time
+        self.start_daemon()
+        self.start_example()
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execvpe(os.environ['PERFMON_TOOL'], ['perfmon', 'top', '--interval', '0.5'], self.env)
+        output = b''
+        try:
+            deadline = time.monotonic() + 60
+            while b'perfmon top:' not in output and time.monotonic() < deadline:
+                if select.select([fd], [], [], 1)[0]:
+                    output += os.read(fd, 65536)
+            self.assertIn(b'perfmon top:', output)
+            self.assertFalse(termios.tcgetattr(fd)[3] & termios.ICANON, 'keys read one by one')
+            os.write(fd, b'q')
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if select.select([fd], [], [], 0.2)[0]:
+                    try:
+                        output += os.read(fd, 65536)
+                    except OSError:
+                        pass
+            else:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                self.fail('perfmon top did not quit on q:\n%s' % output.decode(errors='replace')[-2000:])
+            self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
+            self.assertTrue(termios.tcgetattr(fd)[3] & termios.ICANON, 'the terminal is restored')
+        finally:
+            os.close(fd)
+
     def test_top_count_zero(self):
         result = self.perfmon('top', '--count', '0')
         self.assertExit(result, 2)
