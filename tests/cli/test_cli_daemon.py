@@ -160,6 +160,26 @@ class DaemonCliTest(BusTestCase):
         finally:
             os.close(fd)
 
+    def test_session_end_is_no_failure(self):
+        # At logout the session bus goes away: perfmond ends with status 0
+        # and says nothing (no WARNING in the journal at every logout).
+        bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+        self.addCleanup(self.stop, bus)
+        env = dict(self.env)
+        env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+        env.pop('G_MESSAGES_DEBUG', None)
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--pidfile', self.path('session.pid')],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+        self.eventually(lambda: os.path.exists(self.path('session.pid')), 'perfmond to own its name')
+        bus.kill()
+        bus.wait()
+        out, err = daemon.communicate(timeout=30)
+        self.assertEqual(daemon.returncode, 0, err)
+        self.assertNotIn('WARNING', err)
+        self.assertEqual(err.strip(), '')
+
     def test_top_count_zero(self):
         result = self.perfmon('top', '--count', '0')
         self.assertExit(result, 2)
