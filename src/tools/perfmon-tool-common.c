@@ -361,6 +361,27 @@ output_width (void)
   return 0;
 }
 
+/* @name in @width characters at most: its start and its end, which tell
+ * groups apart ("[gtk] gdk_frame_clock_paint_idle" and "…_flush_idle",
+ * "window 12: Inbox" and "window 13: Inbox"), with "…" for the middle. */
+static char *
+abbreviate_middle (const char *name,
+                   guint       width)
+{
+  glong length = g_utf8_strlen (name, -1);
+  glong head, tail;
+  g_autofree char *start = NULL;
+  g_autofree char *end = NULL;
+
+  if (length <= (glong) width || width < 3)
+    return g_strdup (name);
+  head = ((glong) width - 1) / 2;
+  tail = (glong) width - 1 - head;
+  start = g_utf8_substring (name, 0, head);
+  end = g_utf8_substring (name, length - tail, length);
+  return g_strconcat (start, "…", end, NULL);
+}
+
 void
 perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
                           PerfmonToolTableMode mode,
@@ -396,14 +417,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
       double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
       g_autofree char *shown_name = NULL;
 
-      if ((guint) g_utf8_strlen (name, -1) > name_width)
-        {
-          shown_name = g_utf8_substring (name, 0, name_width - 1);
-          shown_name = g_realloc (shown_name, strlen (shown_name) + 2);
-          strcat (shown_name, "~");
-        }
-      else
-        shown_name = g_strdup (name);
+      shown_name = abbreviate_middle (name, name_width);
 
       /* Padded by characters, not bytes: names are UTF-8. */
       g_string_append (line, shown_name);

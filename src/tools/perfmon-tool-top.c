@@ -141,7 +141,8 @@ print_refresh (PerfmonSnapshot *delta,
 
   if (clear)
     g_print ("\033[H\033[2J");
-  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n",
+  /* Within 80 columns: a wrapped title pushes the table off the screen. */
+  g_print ("perfmon top: %s; last %.1f s: user %.1f%%, system %.1f%% CPU\n",
            pid != 0 ? perfmon_snapshot_get_process_name (delta) : "all processes, merged",
            (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
            100.0 * (double) perfmon_snapshot_get_user_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1),

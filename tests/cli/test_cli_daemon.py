@@ -206,6 +206,30 @@ class DaemonCliTest(BusTestCase):
         for line in result.stdout.splitlines():
             self.assertLessEqual(len(line), 80, line)
 
+    def test_top_fits_80_columns(self):
+        # The title and every row fit in 80 columns (less the last, which
+        # makes a terminal wrap); a long name keeps its start and its end.
+        self.start_daemon()
+        self.start_example()
+        env = dict(self.env)
+        env['COLUMNS'] = '80'
+        result = self.perfmon('top', '--once', '--interval', '0.5', env=env)
+        self.assertExit(result, 0)
+        for line in result.stdout.splitlines():
+            self.assertLessEqual(len(line), 79, line)
+        self.assertNotIn('~ ', result.stdout)
+        data = json.loads(self.perfmon('snapshot', '--json').stdout)
+        long_names = [g['name'] for g in data['groups'] if len(g['name']) > 18]
+        lines = result.stdout.splitlines()
+        header = [line for line in lines if line.startswith('GROUP')][0]
+        kind_column = header.index('KIND')
+        rows = [line[:kind_column].rstrip() for line in lines[lines.index(header) + 1:]]
+        for name in long_names:
+            shown = [r for r in rows if '…' in r and name.startswith(r.split('…')[0])
+                     and name.endswith(r.split('…')[1].rstrip())]
+            if any(r.startswith(name[:8]) for r in rows):
+                self.assertTrue(shown, (name, rows))
+
     def test_hangs_show_names_the_addon(self):
         self.start_daemon()
         example = self.start_example()
