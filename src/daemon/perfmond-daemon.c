@@ -23,6 +23,7 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-log.h"
 #include "perfmond-upload.h"
 #include "perfmon-uid-gate-private.h"
 #include "perfmon-utf8-private.h"
@@ -218,8 +219,9 @@ process_reject (Process    *process,
 {
   process->rejected++;
   if (process->rejected <= 3 || process->rejected % 100 == 0)
-    g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
-               process->pid, process->bus_name, what, process->rejected, why);
+    perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REJECTED, process->pid, NULL, -1,
+                        "pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
+                        process->pid, process->bus_name, what, process->rejected, why);
 }
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
@@ -295,7 +297,8 @@ filter_message (GDBusConnection *connection,
       /* Said at most once a minute, so that the flood does not move on to
        * the journal. */
       if (log)
-        g_message ("pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
+        perfmond_log_event (G_LOG_LEVEL_MESSAGE, PERFMOND_MESSAGE_ID_THROTTLED, pid, NULL, -1,
+                   "pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
                    "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
                    self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
                    MAX_HANG_REPORT_BYTES / 1024, dropped);
@@ -958,8 +961,10 @@ add_hang (PerfmondDaemon *self,
   hang->json = g_strdup (json);
 
   count_hang (self, hang->process_name, hang->runnable_name);
-  g_debug ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
-             hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
+  perfmond_log_event (G_LOG_LEVEL_DEBUG, PERFMOND_MESSAGE_ID_HANG, hang->pid, hang->runnable_name,
+                      hang->duration_ms, "pid %u (%s): hang %s of %.0f ms in %s", hang->pid,
+                      hang->process_name, hang->id, hang->duration_ms,
+                      hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
 
   if (self->config.max_hangs > 0)
     {
@@ -1267,8 +1272,9 @@ get_pid_done (GObject      *source,
   old = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
   if (old == NULL && g_hash_table_size (self->by_pid) >= self->config.max_processes)
     {
-      g_warning ("refused to register pid %u (%s): already monitoring %u processes (--max-processes)",
-                 pid, sender, self->config.max_processes);
+      perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REFUSED, pid, NULL, -1,
+                          "refused to register pid %u (%s): already monitoring %u processes "
+                          "(--max-processes)", pid, sender, self->config.max_processes);
       g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
                                              "perfmond already monitors %u processes, the most it "
                                              "allows (perfmond --max-processes)",

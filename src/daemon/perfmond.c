@@ -26,6 +26,7 @@
 #include <perfmon.h>
 
 #include "perfmond-daemon.h"
+#include "perfmond-log.h"
 
 enum
 {
@@ -295,6 +296,8 @@ main (int    argc,
   setlocale (LC_ALL, "");
   g_set_prgname ("perfmond");
 
+  /* Hangs and warnings with their MESSAGE_ID, in the journal. */
+  g_log_set_writer_func (perfmond_log_writer, NULL, NULL);
   context = g_option_context_new (NULL);
   g_option_context_set_summary (context,
                                 "The perfmon session daemon: polls the processes that export "
