@@ -260,6 +260,10 @@ class DaemonCliTest(BusTestCase):
         self.assertRegex(result.stdout, r'Stack tree of \d+ hangs? of pid %d in sync-agent' % example.pid)
         # Frames in the one frame format (doc/stacks.md), named by the symbolizer.
         self.assertRegex(result.stdout, r'#\d+ +perfmon-example\+0x[0-9a-f]+ \(run_task\+0x[0-9a-f]+\)')
+        # The stack tree merges by function, not by address.
+        tree = result.stdout.split('Stack tree of', 1)[1]
+        self.assertRegex(tree, r'\d+  perfmon-example \(run_task\)')
+        self.assertNotIn('+0x', tree)
         result = self.perfmon('hangs', 'list')
         self.assertExit(result, 0)
         self.assertIn(hangs[0]['id'], result.stdout)
