@@ -1198,6 +1198,9 @@ test_malformed_calls (Fixture       *fixture,
   reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", 0u), &error);
   g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
   g_assert_nonnull (strstr (error->message, "no registered process has pid 0"));
+  /* People read it through perfmon: it names perfmon's commands. */
+  g_assert_nonnull (strstr (error->message, "perfmon top"));
+  g_assert_null (strstr (error->message, "ListProcesses"));
   g_clear_error (&error);
 
   reply = call (fixture, "GetHistory", g_variant_new ("(ux)", child_pid, (gint64) -1), &error);
@@ -1212,6 +1215,8 @@ test_malformed_calls (Fixture       *fixture,
   reply = call (fixture, "GetHang", g_variant_new ("(s)", "1-1"), &error);
   g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_INVALID_ARGS);
   g_assert_nonnull (strstr (error->message, "no hang has the id"));
+  g_assert_nonnull (strstr (error->message, "perfmon hangs list"));
+  g_assert_null (strstr (error->message, "ListHangs"));
   g_clear_error (&error);
 
   /* Wrong argument types: GDBus checks them against the interface. */

@@ -449,6 +449,76 @@ test_start_errors (void)
   test_remove_tree (dir);
 }
 
+/* perfmon run's hang monitor steps aside for the program's own, and
+ * watches again when the program's stops; a monitor that does not step
+ * aside keeps the rule (one hang monitor per monitor). */
+typedef struct
+{
+  guint               calls;
+  PerfmonHangMonitor *successor;
+} StepAside;
+
+static void
+on_step_aside (PerfmonHangMonitor *self,
+               PerfmonHangMonitor *successor,
+               gpointer            data)
+{
+  StepAside *record = data;
+
+  g_assert_false (perfmon_hang_monitor_is_running (self));
+  record->calls++;
+  record->successor = successor;
+}
+
+static void
+test_step_aside (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (context);
+  g_autoptr(PerfmonHangMonitor) run = perfmon_hang_monitor_new (monitor);
+  g_autoptr(PerfmonHangMonitor) program = perfmon_hang_monitor_new (monitor);
+  g_autoptr(PerfmonHangMonitor) third = perfmon_hang_monitor_new (monitor);
+  g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-XXXXXX");
+  g_autofree char *pings = g_build_filename (dir, "pings", NULL);
+  StepAside record = { 0 };
+
+  g_object_set (run, "pings-dir", pings, NULL);
+  g_object_set (program, "pings-dir", pings, NULL);
+  g_object_set (third, "pings-dir", pings, NULL);
+  _perfmon_hang_monitor_set_step_aside (run, on_step_aside, &record);
+
+  g_assert_true (perfmon_hang_monitor_start (run, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_hang_monitor_start (program, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (record.calls, ==, 1);
+  g_assert_true (record.successor == program);
+  g_assert_false (perfmon_hang_monitor_is_running (run));
+  g_assert_true (perfmon_hang_monitor_is_running (program));
+
+  /* The program's does not step aside. */
+  g_assert_false (perfmon_hang_monitor_start (third, &error));
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT);
+  g_clear_error (&error);
+
+  perfmon_hang_monitor_stop (program);
+  g_assert_cmpuint (record.calls, ==, 2);
+  g_assert_null (record.successor);
+  g_assert_true (perfmon_hang_monitor_is_running (run));
+
+  /* Its last reference stops it too. */
+  g_assert_true (perfmon_hang_monitor_start (program, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (record.calls, ==, 3);
+  g_clear_object (&program);
+  g_assert_cmpuint (record.calls, ==, 4);
+  g_assert_true (perfmon_hang_monitor_is_running (run));
+
+  perfmon_hang_monitor_stop (run);
+  test_remove_tree (dir);
+}
+
 /* perfmon watches at most 32 main contexts at once (a poll function each):
  * a hang monitor on the monitor of one more says so. In a subprocess: the
  * slots are the process's. */
@@ -1445,6 +1515,7 @@ main (int    argc,
   ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);
   ADD ("/hang-monitor/jank-failed-sample-wchan", test_jank_failed_sample_wchan);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
+  g_test_add_func ("/hang-monitor/step-aside", test_step_aside);
   g_test_add_func ("/hang-monitor/start-unwatched-context", test_start_unwatched_context);
   g_test_add_func ("/hang-monitor/permahang-unrecovered", test_permahang_unrecovered);
   g_test_add_func ("/hang-monitor/no-false-hang-when-stopped", test_no_false_hang_when_stopped);

@@ -10,9 +10,11 @@
 # library, typelib and PyGObject override from there, in an environment that
 # names no part of the build tree, and check that they did. The layout is
 # checked too: perfmond in libexec, where the D-Bus activation file and the
-# systemd unit start it; the PyGObject override where Debian's python3 looks;
-# libunwind among the .pc's private requirements; man pages and bash
-# completion.
+# systemd unit start it; the PyGObject override inside the prefix; the
+# programs' RUNPATH; what Python says without LD_LIBRARY_PATH; libunwind,
+# libdw and libelf among the .pc's private requirements; man pages and bash
+# completion. Nothing here may be fooled by, or fail because of, an earlier
+# install on the machine.
 
 import json
 import os
@@ -151,15 +153,61 @@ class InstallTest(unittest.TestCase):
     def test_pkg_config_requires_libunwind_privately(self):
         out = self.run_checked(['pkg-config', '--print-requires-private', 'perfmon-1'], self.env())
         self.assertIn('libunwind', out)
+        # A static link needs elfutils' too.
+        self.assertIn('libdw', out)
+        self.assertIn('libelf', out)
 
-    def test_override_where_debian_python_looks(self):
-        # Debian's python3 finds the override where it would be installed
-        # without a staging root: PyGObject's own overrides directory.
-        target = os.path.dirname(self.where['Perfmon.py'])
-        out = self.run_checked(['/usr/bin/python3', '-c', 'import gi; print(gi._overridesdir)'],
-                               self.env())
-        if not self.options.get('pygobject_overridesdir'):
-            self.assertEqual(target, out.strip())
+    def test_override_inside_the_prefix(self):
+        # Everything goes under the prefix, the override too (before, it
+        # went to PyGObject's own directory in /usr whatever the prefix):
+        # PYTHONPATH=<its directory's grandparent> finds it.
+        if self.options.get('pygobject_overridesdir'):
+            self.skipTest('-Dpygobject_overridesdir is set')
+        prefix = self.options['prefix'].rstrip('/') + '/'
+        for name in ('Perfmon.py', 'perfmon_pygobject.py'):
+            self.assertIn(name, self.where)
+            self.assertTrue(self.where[name].startswith(prefix), self.where[name])
+            self.assertTrue(self.where[name].endswith('/gi/overrides/' + name), self.where[name])
+
+    def library_in_the_system(self):
+        """Whether the dynamic loader finds a libperfmon-1 without
+        LD_LIBRARY_PATH (an earlier install on this machine)."""
+        return subprocess.run(['/usr/bin/python3', '-c', 'import ctypes; ctypes.CDLL("libperfmon-1.so.0")'],
+                              env=self.env_without_library_path(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0
+
+    def env_without_library_path(self):
+        env = self.env()
+        del env['LD_LIBRARY_PATH']
+        return env
+
+    def test_python_says_what_to_set(self):
+        # A custom prefix without LD_LIBRARY_PATH: the override says what
+        # to set, not PyGObject's AssertionError.
+        if self.library_in_the_system():
+            self.skipTest('a libperfmon-1.so.0 is installed where the loader looks')
+        result = subprocess.run(['/usr/bin/python3', '-c', PYTHON_SCRIPT], env=self.env_without_library_path(),
+                                cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=120)
+        self.assertNotEqual(result.returncode, 0)
+        libdir = os.path.dirname(self.installed('libperfmon-1.so.0'))
+        self.assertIn('ImportError', result.stderr)
+        self.assertIn('LD_LIBRARY_PATH=%s' % libdir, result.stderr)
+        self.assertNotIn('AssertionError', result.stderr)
+
+    def test_programs_find_their_library(self):
+        # perfmon, perfmond (started by D-Bus activation, whose environment
+        # has no LD_LIBRARY_PATH), the demo and the preload module find the
+        # library of their prefix.
+        if self.options['prefix'] == '/usr':
+            self.skipTest('the loader searches /usr')
+        libdir = self.dir_of('libdir')
+        for name in ('perfmon', 'perfmond', 'perfmon-example', 'libperfmon-preload.so'):
+            dynamic = subprocess.run(['readelf', '-d', self.installed(name)], check=True,
+                                     stdout=subprocess.PIPE, universal_newlines=True).stdout
+            paths = [line.split('[', 1)[1].rstrip(']').split(':') for line in dynamic.split('\n')
+                     if '(RUNPATH)' in line or '(RPATH)' in line]
+            self.assertIn([libdir], paths, '%s:\n%s' % (name, dynamic))
 
     def test_c_with_pkg_config(self):
         env = self.env()

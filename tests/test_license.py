@@ -33,7 +33,9 @@ class LicenseTest(unittest.TestCase):
         expected = 'SPDX-License-Identifier: ' + self.project_license()
         missing = []
         for root, dirs, files in os.walk(SOURCEDIR):
-            dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith('_build')]
+            # Build directories, whatever their names (meson's mark them).
+            dirs[:] = [d for d in dirs if d not in SKIP_DIRS
+                       and not os.path.isdir(os.path.join(root, d, 'meson-private'))]
             for name in files:
                 if not name.endswith(SOURCE_SUFFIXES):
                     continue

@@ -14,6 +14,9 @@
 #   python   the first line names the file ("# app.py"); written, run with
 #            python3;
 #   js       likewise ("// app.js"), run with gjs;
+#            the programs that use perfmon (app.*) also run under
+#            `perfmon run`, which must change nothing of what they print,
+#            and whose summary must report their hang;
 #   meson    written as meson.build (a later "run" block builds it);
 #   sh       preceded by "<!-- README test: run -->": run with sh -e;
 #            preceded by "<!-- README test: check options -->": each
@@ -128,6 +131,30 @@ class ReadmeTest(unittest.TestCase):
                 self.assertIn(option, help_text,
                               'README.md line %d: perfmon %s has no %s' % (line, words[1], option))
 
+    def check_under_run(self, argv, name, alone, line):
+        """A program that uses perfmon runs under `perfmon run` as alone:
+        its own hang monitor reports its hang, its compartment is charged,
+        and perfmon run's summary has the hang too."""
+        if not name.startswith('app.'):
+            return
+        result = self.run_here(['perfmon', 'run', '--no-export', '--no-state', '--'] + argv,
+                               'perfmon run -- ' + name, line)
+        # A hang is only promised when the watchdog gets a core in time
+        # (README, "No periodic wake-ups"): the program's own hang monitor
+        # and perfmon run's summary must agree on how many there were.
+        hangs = [l for l in result.stdout.split('\n') if l.startswith('hang: ')]
+        others = [l for l in normalise(result.stdout) if not l.startswith('hang: ')]
+        self.assertEqual(others, [l for l in normalise(alone) if not l.startswith('hang: ')],
+                         'README.md line %d: %s prints other things under perfmon run:\n%s\n%s'
+                         % (line, name, result.stdout, result.stderr))
+        self.assertRegex(result.stderr, r'hangs: %d \(threshold 128 ms\)' % len(hangs),
+                         'README.md line %d: perfmon run did not report the hangs of %s:\n%s\n%s'
+                         % (line, name, result.stdout, result.stderr))
+        for hang in hangs:
+            where = re.search(r'ms in "(.*)"', hang).group(1)
+            # The runnable (Python, GJS) or the label (C) the program names.
+            self.assertIn(where, result.stderr)
+
     def test_examples(self):
         checked = {}
         last_output = None
@@ -142,14 +169,17 @@ class ReadmeTest(unittest.TestCase):
                     exe = os.path.join(self.dir, name[:-2] + '-direct')
                     self.run_here(['cc', '-Wall', '-Werror', '-o', exe, name] + flags, 'cc', line)
                     last_output = self.run_here([exe], name, line).stdout
+                    self.check_under_run([exe], name, last_output, line)
                 elif language == 'python':
                     name = self.file_name(text, r'# (\S+\.py)', line)
                     self.write(name, text)
                     last_output = self.run_here(['python3', name], name, line).stdout
+                    self.check_under_run(['python3', name], name, last_output, line)
                 elif language == 'js':
                     name = self.file_name(text, r'// (\S+\.js)', line)
                     self.write(name, text)
                     last_output = self.run_here(['gjs', name], name, line).stdout
+                    self.check_under_run(['gjs', name], name, last_output, line)
                 elif language == 'meson':
                     self.write('meson.build', text)
                 elif language == 'sh' and marker == 'run':

@@ -24,6 +24,7 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-log.h"
 #include "perfmond-upload.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
@@ -231,8 +232,9 @@ process_reject (Process    *process,
 {
   process->rejected++;
   if (process->rejected <= 3 || process->rejected % 100 == 0)
-    g_warning ("pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
-               process->pid, process->bus_name, what, process->rejected, why);
+    perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REJECTED, process->pid, NULL, -1,
+                        "pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
+                        process->pid, process->bus_name, what, process->rejected, why);
 }
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
@@ -346,7 +348,8 @@ filter_message (GDBusConnection *connection,
       /* Said at most once a minute, so that the flood does not move on to
        * the journal. */
       if (log)
-        g_message ("pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
+        perfmond_log_event (G_LOG_LEVEL_MESSAGE, PERFMOND_MESSAGE_ID_THROTTLED, pid, NULL, -1,
+                   "pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
                    "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
                    self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
                    MAX_HANG_REPORT_BYTES / 1024, dropped);
@@ -1014,8 +1017,10 @@ add_hang (PerfmondDaemon *self,
   hang->json = g_strdup (json);
 
   count_hang (self, hang->process_name, hang->runnable_name);
-  g_debug ("pid %u (%s): hang %s of %.0f ms in %s", hang->pid, hang->process_name, hang->id,
-             hang->duration_ms, hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
+  perfmond_log_event (G_LOG_LEVEL_DEBUG, PERFMOND_MESSAGE_ID_HANG, hang->pid, hang->runnable_name,
+                      hang->duration_ms, "pid %u (%s): hang %s of %.0f ms in %s", hang->pid,
+                      hang->process_name, hang->id, hang->duration_ms,
+                      hang->runnable_name[0] ? hang->runnable_name : "(unnamed source)");
 
   if (self->config.max_hangs > 0)
     {
@@ -1332,8 +1337,9 @@ get_pid_done (GObject      *source,
   old = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
   if (old == NULL && g_hash_table_size (self->by_pid) >= self->config.max_processes)
     {
-      g_warning ("refused to register pid %u (%s): already monitoring %u processes (--max-processes)",
-                 pid, sender, self->config.max_processes);
+      perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REFUSED, pid, NULL, -1,
+                          "refused to register pid %u (%s): already monitoring %u processes "
+                          "(--max-processes)", pid, sender, self->config.max_processes);
       g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_LIMITS_EXCEEDED,
                                              "perfmond already monitors %u processes, the most it "
                                              "allows (perfmond --max-processes)",
@@ -1478,7 +1484,7 @@ lookup_pid_or_return_error (PerfmondDaemon        *self,
   Process *process = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
 
   if (process == NULL)
-    return_invalid_args (invocation, "pid: no registered process has pid %u (see ListProcesses())", pid);
+    return_invalid_args (invocation, "pid: no registered process has pid %u (perfmon top lists them)", pid);
   return process;
 }
 
@@ -1648,7 +1654,7 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
         }
     }
 
-  return_invalid_args (invocation, "id: no hang has the id \"%s\" (see ListHangs(); "
+  return_invalid_args (invocation, "id: no hang has the id \"%s\" (perfmon hangs list lists them; "
                        "only the newest %u hangs are kept)", id, self->config.max_hangs);
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }

@@ -3,10 +3,11 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Exit status:
- *   0  stopped on request (SIGTERM/SIGINT)
+ *   0  stopped on request (SIGTERM/SIGINT), or its session bus closed
+ *      after it served it (the session ended: every logout)
  *   1  could not start (no session bus, cannot export its object), or lost
- *      its bus or its bus name: a failure, so that a supervisor
- *      (Restart=on-failure) starts it again
+ *      its bus name: a failure, so that a supervisor (Restart=on-failure)
+ *      starts it again
  *   2  the command line was wrong
  *   3  another perfmond owns org.perfmon.Daemon1 on this bus
  *
@@ -25,6 +26,7 @@
 #include <perfmon.h>
 
 #include "perfmond-daemon.h"
+#include "perfmond-log.h"
 
 enum
 {
@@ -160,7 +162,14 @@ on_name_lost (GDBusConnection *connection,
 {
   State *state = user_data;
 
-  if (connection == NULL || g_dbus_connection_is_closed (connection))
+  if ((connection == NULL || g_dbus_connection_is_closed (connection)) && state->acquired)
+    {
+      /* The bus of the session it served went away: the session ended
+       * (every logout), which is no failure and no warning. */
+      g_debug ("the session bus closed: the session ended, exiting");
+      stop (state, EXIT_OK);
+    }
+  else if (connection == NULL || g_dbus_connection_is_closed (connection))
     {
       g_warning ("lost the session bus, exiting with a failure status");
       stop (state, EXIT_FAILED);
@@ -294,6 +303,8 @@ main (int    argc,
   setlocale (LC_ALL, "");
   g_set_prgname ("perfmond");
 
+  /* Hangs and warnings with their MESSAGE_ID, in the journal. */
+  g_log_set_writer_func (perfmond_log_writer, NULL, NULL);
   context = g_option_context_new (NULL);
   g_option_context_set_summary (context,
                                 "The perfmon session daemon: polls the processes that export "
@@ -301,9 +312,9 @@ main (int    argc,
                                 "collects their hangs, as org.perfmon.Daemon1.\n"
                                 "Usually started by D-Bus activation or systemd --user.");
   g_option_context_set_description (context,
-                                    "Exit status: 0 stopped on request, 1 could not start or lost "
-                                    "its bus, 2 bad command line,\n3 another perfmond owns the name "
-                                    "on this bus.\n");
+                                    "Exit status: 0 stopped on request or the session ended, 1 could not "
+                                    "start or lost its name,\n2 bad command line, 3 another perfmond "
+                                    "owns the name on this bus.\n");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {

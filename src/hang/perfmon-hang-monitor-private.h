@@ -21,4 +21,21 @@ gint64  _perfmon_hang_monitor_get_last_detection_latency_us (PerfmonHangMonitor 
 void    _perfmon_hang_monitor_get_jank_config (PerfmonHangMonitor *self,
                                                PerfmonJankConfig  *config);
 
+/* Stepping aside, for perfmon run's preload module, whose hang monitor
+ * watches the default monitor before the program's main(): when the
+ * program starts a hang monitor of its own on the same monitor, on the
+ * thread that started @self, perfmon_hang_monitor_start() stops @self,
+ * calls @func with the program's monitor as @successor, and watches in its
+ * place; when the program's monitor stops (perfmon_hang_monitor_stop(),
+ * or its last reference goes), @func is called with @successor %NULL
+ * (after the last of its signals) and @self is started again. @func runs
+ * on that thread. Exported for the preload module alone. */
+typedef void (*PerfmonHangMonitorStepAsideFunc) (PerfmonHangMonitor *self,
+                                                 PerfmonHangMonitor *successor,
+                                                 gpointer            data);
+PERFMON_AVAILABLE_IN_ALL
+void    _perfmon_hang_monitor_set_step_aside (PerfmonHangMonitor             *self,
+                                              PerfmonHangMonitorStepAsideFunc func,
+                                              gpointer                        data);
+
 G_END_DECLS

@@ -126,6 +126,14 @@ struct _PerfmonHangMonitor
    * delivers these and nothing else of that context. */
   GMutex               emissions_lock;
   GQueue               emissions;
+
+  /* Stepping aside (see _perfmon_hang_monitor_set_step_aside()): set on
+   * the owner thread before start(). */
+  PerfmonHangMonitorStepAsideFunc step_aside_func;
+  gpointer             step_aside_data;
+  GThread             *owner_thread;            /* that started it */
+  /* The monitor that gave way to this one, restarted at stop(). */
+  PerfmonHangMonitor  *stepped_aside;
 };
 
 enum {
@@ -1153,6 +1161,70 @@ perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
 
 /* --- starting and stopping --------------------------------------------- */
 
+/* See perfmon-hang-monitor-private.h. */
+void
+_perfmon_hang_monitor_set_step_aside (PerfmonHangMonitor             *self,
+                                      PerfmonHangMonitorStepAsideFunc func,
+                                      gpointer                        data)
+{
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  self->step_aside_func = func;
+  self->step_aside_data = data;
+}
+
+/* At start(), when another hang monitor watches the same monitor: if that
+ * one steps aside (perfmon run's) and was started on this thread, stops it
+ * and watches instead. */
+static gboolean
+take_over_from_yielding (PerfmonHangMonitor *self)
+{
+  PerfmonHangMonitor *yielding = NULL;
+
+  g_mutex_lock (&running_lock);
+  for (guint i = 0; running_monitors != NULL && i < running_monitors->len; i++)
+    {
+      PerfmonHangMonitor *other = g_ptr_array_index (running_monitors, i);
+
+      if (other != self && other->activity == self->activity &&
+          other->step_aside_func != NULL && other->owner_thread == g_thread_self ())
+        yielding = g_object_ref (other);
+    }
+  g_mutex_unlock (&running_lock);
+  if (yielding == NULL)
+    return FALSE;
+
+  perfmon_hang_monitor_stop (yielding);
+  if (!_perfmon_loop_activity_watch (self->activity, prepare_watched_thread))
+    {
+      g_autoptr(GError) error = NULL;
+
+      /* Someone else was quicker: the yielding one goes back to work. */
+      if (!perfmon_hang_monitor_start (yielding, &error))
+        g_warning ("Could not restart a hang monitor: %s", error->message);
+      g_object_unref (yielding);
+      return FALSE;
+    }
+  self->stepped_aside = yielding;
+  yielding->step_aside_func (yielding, self, yielding->step_aside_data);
+  return TRUE;
+}
+
+/* At the end of stop(): the monitor that stepped aside for this one
+ * watches again. */
+static void
+give_back_to_yielding (PerfmonHangMonitor *self)
+{
+  g_autoptr(PerfmonHangMonitor) yielding = g_steal_pointer (&self->stepped_aside);
+  g_autoptr(GError) error = NULL;
+
+  if (yielding == NULL || yielding->step_aside_func == NULL)
+    return;
+  yielding->step_aside_func (yielding, NULL, yielding->step_aside_data);
+  if (!perfmon_hang_monitor_start (yielding, &error))
+    g_warning ("Could not restart a hang monitor: %s", error->message);
+}
+
 /**
  * perfmon_hang_monitor_start:
  * @self: a #PerfmonHangMonitor
@@ -1162,7 +1234,8 @@ perfmon_hang_monitor_flush_ping (PerfmonHangMonitor *self,
  * #GMainContext (perfmon_monitor_new() with a context, of which perfmon
  * watches 32 at most), or have none and have its thread mark its units of
  * work (perfmon_monitor_work_begin()), and no other hang monitor may watch
- * it. Opens the ping store in
+ * it (except the one of `perfmon run`, which steps aside for the
+ * program's own until that one stops). Opens the ping store in
  * [property@HangMonitor:pings-dir]; hangs that an earlier process left there
  * (a permahang it died in, hangs it had no time to send) go out in a ping
  * right away.
@@ -1193,7 +1266,8 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   if (!_perfmon_stack_capture_init (error))
     return FALSE;
 
-  if (!_perfmon_loop_activity_watch (self->activity, prepare_watched_thread))
+  if (!_perfmon_loop_activity_watch (self->activity, prepare_watched_thread) &&
+      !take_over_from_yielding (self))
     {
       g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
                            "Another hang monitor already watches this monitor");
@@ -1227,6 +1301,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   self->watchdog_pid = getpid ();
   /* Under Sysprof: before the watchdog, which reads it. */
   self->sysprof = _perfmon_sysprof_new_from_env (self->monitor);
+  self->owner_thread = g_thread_self ();
   self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
@@ -1311,6 +1386,8 @@ perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
 
   if (path != NULL)
     g_signal_emit (self, signals[SIGNAL_PING], 0, path);
+
+  give_back_to_yielding (self);
 }
 
 /**
@@ -1566,6 +1643,7 @@ perfmon_hang_monitor_finalize (GObject *object)
 {
   PerfmonHangMonitor *self = PERFMON_HANG_MONITOR (object);
 
+  g_clear_object (&self->stepped_aside);
   g_clear_object (&self->monitor);
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   g_free (self->pings_dir);

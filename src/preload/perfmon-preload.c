@@ -59,6 +59,11 @@
  * GLib does with the source before it is attached: make it, set its
  * priority and callback, attach it.
  *
+ * A program that uses perfmon itself starts its own hang monitor on the
+ * same default monitor: ours steps aside for it (see
+ * _perfmon_hang_monitor_set_step_aside()) and its hangs go into the
+ * summary, until it stops and ours watches again.
+ *
  * Threads: the constructor and the exit handler run on the main thread
  * (an exit from another thread writes no final file: the monitor's
  * snapshot belongs to the main thread); checkpoints and the hang signal
@@ -77,6 +82,7 @@
 
 #include "perfmon.h"
 #include "perfmon-preload-private.h"
+#include "perfmon-hang-monitor-private.h"
 
 /* Reports kept for the summary; later hangs are only counted. */
 #define MAX_KEPT_HANGS 20
@@ -96,6 +102,11 @@ static struct
   gboolean            is_command;     /* the direct child of perfmon run */
   GDBusConnection    *bus;            /* exported on */
   GSource            *checkpoint;
+  /* The program's own hang monitor, while it watches in place of ours
+   * (see on_step_aside()); not referenced. */
+  PerfmonHangMonitor *program_hang_monitor;
+  gulong              program_hang_handler;
+  guint               hang_threshold_ms;  /* of the monitor that reports */
 } preload;
 
 static void
@@ -146,6 +157,27 @@ on_hang (PerfmonHangMonitor *hang_monitor,
     g_ptr_array_add (preload.hangs, perfmon_hang_report_ref (report));
   /* A hang is news worth a file at once: the process may not live long. */
   write_checkpoint (FALSE);
+}
+
+/* The program started a hang monitor of its own on the default monitor:
+ * ours stepped aside (a monitor is watched by one hang monitor), and the
+ * program's hangs are ours too until it stops (@successor NULL), when ours
+ * watches again. The program's hang monitor keeps its own threshold and
+ * pings: it runs as it runs alone. */
+static void
+on_step_aside (PerfmonHangMonitor *own,
+               PerfmonHangMonitor *successor,
+               gpointer            data)
+{
+  if (preload.program_hang_monitor != NULL)
+    g_signal_handler_disconnect (preload.program_hang_monitor, preload.program_hang_handler);
+  preload.program_hang_monitor = successor;
+  preload.program_hang_handler = 0;
+  if (successor != NULL)
+    {
+      preload.program_hang_handler = g_signal_connect (successor, "hang", G_CALLBACK (on_hang), NULL);
+      preload.hang_threshold_ms = perfmon_hang_monitor_get_threshold (successor);
+    }
 }
 
 static void
@@ -250,7 +282,7 @@ write_json_summary (PerfmonSnapshot *snapshot,
     json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_durations (thread, NULL)[d]);
   json_builder_end_array (builder);
   json_builder_set_member_name (builder, "hang_threshold");
-  json_builder_add_int_value (builder, perfmon_hang_monitor_get_threshold (preload.hang_monitor));
+  json_builder_add_int_value (builder, preload.hang_threshold_ms);
   json_builder_set_member_name (builder, "hang_count");
   json_builder_add_int_value (builder, preload.n_hangs);
   json_builder_set_member_name (builder, "hangs");
@@ -385,6 +417,15 @@ perfmon_preload_at_exit (void)
   /* Stopping finishes a hang still going on (a program that quits its
    * loop from inside a long dispatch) and delivers the hangs not yet
    * signalled. */
+  _perfmon_hang_monitor_set_step_aside (preload.hang_monitor, NULL, NULL);
+  if (preload.program_hang_monitor != NULL)
+    {
+      /* The program's own is still watching: what it caught is ours too
+       * (it would do the same at its own exit handler, after this one). */
+      perfmon_hang_monitor_stop (preload.program_hang_monitor);
+      g_signal_handler_disconnect (preload.program_hang_monitor, preload.program_hang_handler);
+      preload.program_hang_monitor = NULL;
+    }
   perfmon_hang_monitor_stop (preload.hang_monitor);
   write_checkpoint (TRUE);
   /* A process worth a summary is worth its task log (--trace). */
@@ -618,6 +659,10 @@ perfmon_preload_init (void)
       g_object_set (preload.hang_monitor, "pings-dir", pings_dir, "log-dir", log_dir, NULL);
     }
   g_signal_connect (preload.hang_monitor, "hang", G_CALLBACK (on_hang), NULL);
+  preload.hang_threshold_ms = perfmon_hang_monitor_get_threshold (preload.hang_monitor);
+  /* A program that uses perfmon itself starts its own hang monitor on the
+   * same default monitor: ours gives way to it. */
+  _perfmon_hang_monitor_set_step_aside (preload.hang_monitor, on_step_aside, NULL);
   /* The program's identity in its pings, from `perfmon run`'s caller (a
    * bad value is said, and the default kept). */
   {

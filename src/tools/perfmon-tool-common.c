@@ -255,13 +255,24 @@ perfmon_tool_write_output (const char *path,
                            GError    **error)
 {
   g_autofree char *with_newline = g_strconcat (text, "\n", NULL);
+  g_autoptr(GError) local_error = NULL;
 
   if (path == NULL)
     {
       g_print ("%s", with_newline);
       return TRUE;
     }
-  return g_file_set_contents (path, with_newline, -1, error);
+  if (!g_file_set_contents (path, with_newline, -1, &local_error))
+    {
+      /* GLib names the temporary file it writes through ("x.json.DC1JZ3"):
+       * the user's path and the reason say what went wrong. */
+      const char *reason = strrchr (local_error->message, ':');
+
+      g_set_error (error, local_error->domain, local_error->code, "Cannot write %s: %s", path,
+                   reason != NULL ? reason + 2 : local_error->message);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* Labels for people, not names: the table's KIND column is 6 wide, and
@@ -350,6 +361,27 @@ output_width (void)
   return 0;
 }
 
+/* @name in @width characters at most: its start and its end, which tell
+ * groups apart ("[gtk] gdk_frame_clock_paint_idle" and "…_flush_idle",
+ * "window 12: Inbox" and "window 13: Inbox"), with "…" for the middle. */
+static char *
+abbreviate_middle (const char *name,
+                   guint       width)
+{
+  glong length = g_utf8_strlen (name, -1);
+  glong head, tail;
+  g_autofree char *start = NULL;
+  g_autofree char *end = NULL;
+
+  if (length <= (glong) width || width < 3)
+    return g_strdup (name);
+  head = ((glong) width - 1) / 2;
+  tail = (glong) width - 1 - head;
+  start = g_utf8_substring (name, 0, head);
+  end = g_utf8_substring (name, length - tail, length);
+  return g_strconcat (start, "…", end, NULL);
+}
+
 void
 perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
                           PerfmonToolTableMode mode,
@@ -385,14 +417,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
       double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
       g_autofree char *shown_name = NULL;
 
-      if ((guint) g_utf8_strlen (name, -1) > name_width)
-        {
-          shown_name = g_utf8_substring (name, 0, name_width - 1);
-          shown_name = g_realloc (shown_name, strlen (shown_name) + 2);
-          strcat (shown_name, "~");
-        }
-      else
-        shown_name = g_strdup (name);
+      shown_name = abbreviate_middle (name, name_width);
 
       /* Padded by characters, not bytes: names are UTF-8. */
       g_string_append (line, shown_name);

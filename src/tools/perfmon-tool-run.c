@@ -34,6 +34,7 @@
 
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
+#include "perfmon-tool-hang-groups.h"
 
 /* Exit statuses when the command cannot run at all, as env(1) and
  * timeout(1) give them: scripts tell them from the command's own. */
@@ -293,12 +294,49 @@ signal_name (int signum)
   return text;
 }
 
+/* One block per group of identical hangs: the first one's labels and
+ * stack, with the count and the range of durations. */
+static void
+print_hang_group (PerfmonToolHangGroup *group)
+{
+  PerfmonHangReport *report = group->first;
+  const char * const *labels = perfmon_hang_report_get_pseudo_stack (report);
+  g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
+  guint n_frames = g_strv_length (stack);
+  const char *runnable = perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report));
+
+  if (group->count == 1)
+    g_printerr ("  - %.0f ms (wall) in %s\n", group->min_ms, runnable);
+  else if ((guint) (group->min_ms + 0.5) == (guint) (group->max_ms + 0.5))
+    g_printerr ("  - %u hangs of %.0f ms (wall) in %s, same stack\n", group->count, group->min_ms, runnable);
+  else
+    g_printerr ("  - %u hangs of %.0f to %.0f ms (wall) in %s, same stack\n",
+                group->count, group->min_ms, group->max_ms, runnable);
+  if (labels[0] != NULL)
+    {
+      g_autofree char *joined = g_strjoinv (" > ", (char **) labels);
+
+      g_printerr ("      labels: %s\n", joined);
+    }
+  if (n_frames == 0)
+    g_printerr ("      no stack: %s\n",
+                perfmon_hang_report_get_stack_unavailable_reason (report) != NULL
+                  ? perfmon_hang_report_get_stack_unavailable_reason (report) : "unknown reason");
+  /* Innermost first, as a backtrace reads. */
+  for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
+    g_printerr ("      #%-2u %s\n", f, stack[n_frames - 1 - f]);
+  if (n_frames > MAX_PRINTED_FRAMES)
+    g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
+}
+
 static void
 print_process (JsonObject *process,
                int         wait_status)
 {
   JsonArray *durations = perfmon_tool_json_get_array (process, "durations");
   JsonArray *hangs = perfmon_tool_json_get_array (process, "hangs");
+  g_autoptr(GPtrArray) reports = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
+  g_autoptr(GPtrArray) groups = NULL;
   g_autoptr(GString) histogram = g_string_new (NULL);
   JsonNode *seconds = json_object_get_member (process, "seconds");
   guint n_hangs = (guint) member_int (process, "hang_count");
@@ -331,34 +369,14 @@ print_process (JsonObject *process,
   for (guint i = 0; hangs != NULL && i < json_array_get_length (hangs); i++)
     {
       g_autofree char *text = json_to_string (json_array_get_element (hangs, i), FALSE);
-      g_autoptr(PerfmonHangReport) report = perfmon_hang_report_new_from_json (text, -1, NULL);
-      const char * const *labels;
-      g_auto(GStrv) stack = NULL;
-      guint n_frames;
+      PerfmonHangReport *report = perfmon_hang_report_new_from_json (text, -1, NULL);
 
-      if (report == NULL)
-        continue;
-      labels = perfmon_hang_report_get_pseudo_stack (report);
-      stack = perfmon_hang_report_dup_stack (report);
-      n_frames = g_strv_length (stack);
-      g_printerr ("  - %.0f ms (wall) in %s\n", perfmon_hang_report_get_duration (report),
-                  perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report)));
-      if (labels[0] != NULL)
-        {
-          g_autofree char *joined = g_strjoinv (" > ", (char **) labels);
-
-          g_printerr ("      labels: %s\n", joined);
-        }
-      if (n_frames == 0)
-        g_printerr ("      no stack: %s\n",
-                    perfmon_hang_report_get_stack_unavailable_reason (report) != NULL
-                      ? perfmon_hang_report_get_stack_unavailable_reason (report) : "unknown reason");
-      /* Innermost first, as a backtrace reads. */
-      for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
-        g_printerr ("      #%-2u %s\n", f, stack[n_frames - 1 - f]);
-      if (n_frames > MAX_PRINTED_FRAMES)
-        g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
+      if (report != NULL)
+        g_ptr_array_add (reports, report);
     }
+  groups = perfmon_tool_group_hangs (reports);
+  for (guint i = 0; i < groups->len; i++)
+    print_hang_group (g_ptr_array_index (groups, i));
   if (hangs != NULL && n_hangs > json_array_get_length (hangs))
     g_printerr ("  (%u more hangs not shown)\n", n_hangs - json_array_get_length (hangs));
 }

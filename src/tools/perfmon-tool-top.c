@@ -5,7 +5,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "perfmon-tool.h"
@@ -16,6 +19,80 @@
  * refresh interval) before calling the daemon stuck. */
 #define NEWER_SNAPSHOT_GRACE_US (5 * G_USEC_PER_SEC)
 #define RETRY_US (100 * 1000)
+
+/* At a terminal, keys are read one by one (no Enter) and not echoed, so
+ * that q quits as in top(1); the terminal's settings come back at exit
+ * and on the signals that end perfmon (Ctrl-C still sends SIGINT). */
+static struct termios saved_termios;
+static volatile sig_atomic_t termios_changed;
+
+static void
+restore_terminal (void)
+{
+  if (termios_changed)
+    tcsetattr (STDIN_FILENO, TCSANOW, &saved_termios);
+  termios_changed = 0;
+}
+
+static void
+restore_terminal_and_die (int signum)
+{
+  restore_terminal ();
+  signal (signum, SIG_DFL);
+  raise (signum);
+}
+
+static void
+read_keys_one_by_one (void)
+{
+  struct termios raw;
+  static const int signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+  if (!isatty (STDIN_FILENO) || tcgetattr (STDIN_FILENO, &saved_termios) != 0)
+    return;
+  raw = saved_termios;
+  raw.c_lflag &= ~(tcflag_t) (ICANON | ECHO);
+  raw.c_cc[VMIN] = 1;
+  raw.c_cc[VTIME] = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (signals); i++)
+    signal (signals[i], restore_terminal_and_die);
+  atexit (restore_terminal);
+  if (tcsetattr (STDIN_FILENO, TCSANOW, &raw) == 0)
+    termios_changed = 1;
+}
+
+/* Waits @seconds; TRUE early if q (or Q) was typed at the terminal. */
+static gboolean
+wait_or_quit (double seconds)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+
+  if (!termios_changed)
+    {
+      g_usleep ((gulong) (seconds * G_USEC_PER_SEC));
+      return FALSE;
+    }
+  for (;;)
+    {
+      gint64 left = end - g_get_monotonic_time ();
+      struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+      char key;
+
+      if (left <= 0)
+        return FALSE;
+      if (poll (&pfd, 1, (int) ((left + 999) / 1000)) > 0)
+        {
+          if (read (STDIN_FILENO, &key, 1) != 1)
+            {
+              /* The terminal is gone: no more keys, only the wait. */
+              g_usleep ((gulong) MAX (end - g_get_monotonic_time (), 0));
+              return FALSE;
+            }
+          if (key == 'q' || key == 'Q')
+            return TRUE;
+        }
+    }
+}
 
 static PerfmonSnapshot *
 fetch_newer (GDBusConnection *bus,
@@ -64,7 +141,8 @@ print_refresh (PerfmonSnapshot *delta,
 
   if (clear)
     g_print ("\033[H\033[2J");
-  g_print ("perfmon top: %s, last %.1f s; process CPU user %.1f%%, system %.1f%%\n",
+  /* Within 80 columns: a wrapped title pushes the table off the screen. */
+  g_print ("perfmon top: %s; last %.1f s: user %.1f%%, system %.1f%% CPU\n",
            pid != 0 ? perfmon_snapshot_get_process_name (delta) : "all processes, merged",
            (double) perfmon_snapshot_get_interval (delta) / G_USEC_PER_SEC,
            100.0 * (double) perfmon_snapshot_get_user_time (delta) / (double) MAX (perfmon_snapshot_get_interval (delta), 1),
@@ -106,7 +184,7 @@ perfmon_tool_top (int    argc,
                                 "(merged by window and add-on by perfmond) or of one (--pid): the CPU\n"
                                 "and the blocked time of each group as a share of the last interval,\n"
                                 "and its histogram: in how many main-loop iterations it used over 1, 2,\n"
-                                "4 … 512 ms of CPU time. Sorted by CPU.");
+                                "4 … 512 ms of CPU time. Sorted by CPU. At a terminal, q quits.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;
@@ -128,6 +206,8 @@ perfmon_tool_top (int    argc,
   /* Redraw in place only for a person at a terminal; logs get every
    * table. */
   clear = !json && count != 1 && isatty (STDOUT_FILENO);
+  if (clear)
+    read_keys_one_by_one ();
 
   bus = perfmon_tool_session_bus (&error);
   if (bus != NULL)
@@ -143,7 +223,8 @@ perfmon_tool_top (int    argc,
       g_autoptr(PerfmonSnapshot) current = NULL;
       g_autoptr(PerfmonSnapshot) delta = NULL;
 
-      g_usleep ((gulong) (interval * G_USEC_PER_SEC));
+      if (wait_or_quit (interval))
+        break;
       current = fetch_newer (bus, (guint) pid, previous, &error);
       if (current == NULL)
         {

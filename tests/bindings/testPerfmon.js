@@ -321,19 +321,21 @@ const tests = {
                 burned = burn(12);
                 compartment.leave();
             }
+            // The loop ends after the sixth, not after a delay that a
+            // loaded machine may spend before the sixth comes.
+            if (idles === 6)
+                loop.quit();
             return idles < 6;
         });
-        GLib.timeout_add(GLib.PRIORITY_DEFAULT, 100, () => {
-            loop.quit();
-            return GLib.SOURCE_REMOVE;
-        });
         loop.run();
+        // Finishes the iteration that quit (a snapshot counts finished ones).
         GLib.MainContext.default().iteration(false);
 
         const delta = monitor.snapshot().subtract(before);
         assertEqual(idles, 6, 'idle dispatches');
         const t = statsOf(delta, thread);
-        assert(t.get_ticks() >= 7, `thread group ticked ${t.get_ticks()} times`);
+        // One iteration per dispatch at least: what the product promises.
+        assert(t.get_ticks() >= 6, `thread group ticked ${t.get_ticks()} times`);
         const a = statsOf(delta, addon);
         assertCpuFor(a, burned, 'add-on in the main loop');
         assertEqual(a.get_ticks(), 1, 'add-on ticks');

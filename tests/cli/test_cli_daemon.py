@@ -120,6 +120,66 @@ class DaemonCliTest(BusTestCase):
         self.assertEqual(result.stdout.splitlines()[-1], 'done')
         self.assertEqual(len(result.stdout.splitlines()), 3)
 
+    def test_top_quits_on_q(self):
+        # At a terminal, q quits, as in top(1); the terminal's settings
+        # come back.
+        import pty
+        import select
+        import termios
+        import time
+        self.start_daemon()
+        self.start_example()
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execvpe(os.environ['PERFMON_TOOL'], ['perfmon', 'top', '--interval', '0.5'], self.env)
+        output = b''
+        try:
+            deadline = time.monotonic() + 60
+            while b'perfmon top:' not in output and time.monotonic() < deadline:
+                if select.select([fd], [], [], 1)[0]:
+                    output += os.read(fd, 65536)
+            self.assertIn(b'perfmon top:', output)
+            self.assertFalse(termios.tcgetattr(fd)[3] & termios.ICANON, 'keys read one by one')
+            os.write(fd, b'q')
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                if select.select([fd], [], [], 0.2)[0]:
+                    try:
+                        output += os.read(fd, 65536)
+                    except OSError:
+                        pass
+            else:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                self.fail('perfmon top did not quit on q:\n%s' % output.decode(errors='replace')[-2000:])
+            self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
+            self.assertTrue(termios.tcgetattr(fd)[3] & termios.ICANON, 'the terminal is restored')
+        finally:
+            os.close(fd)
+
+    def test_session_end_is_no_failure(self):
+        # At logout the session bus goes away: perfmond ends with status 0
+        # and says nothing (no WARNING in the journal at every logout).
+        bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, universal_newlines=True)
+        self.addCleanup(self.stop, bus)
+        env = dict(self.env)
+        env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+        env.pop('G_MESSAGES_DEBUG', None)
+        daemon = self.start([os.environ['PERFMOND_PATH'], '--pidfile', self.path('session.pid')],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+        self.eventually(lambda: os.path.exists(self.path('session.pid')), 'perfmond to own its name')
+        bus.kill()
+        bus.wait()
+        out, err = daemon.communicate(timeout=30)
+        self.assertEqual(daemon.returncode, 0, err)
+        self.assertNotIn('WARNING', err)
+        self.assertEqual(err.strip(), '')
+
     def test_top_count_zero(self):
         result = self.perfmon('top', '--count', '0')
         self.assertExit(result, 2)
@@ -145,6 +205,30 @@ class DaemonCliTest(BusTestCase):
         self.assertEqual(result.stdout.count('GROUP'), 2)
         for line in result.stdout.splitlines():
             self.assertLessEqual(len(line), 80, line)
+
+    def test_top_fits_80_columns(self):
+        # The title and every row fit in 80 columns (less the last, which
+        # makes a terminal wrap); a long name keeps its start and its end.
+        self.start_daemon()
+        self.start_example()
+        env = dict(self.env)
+        env['COLUMNS'] = '80'
+        result = self.perfmon('top', '--once', '--interval', '0.5', env=env)
+        self.assertExit(result, 0)
+        for line in result.stdout.splitlines():
+            self.assertLessEqual(len(line), 79, line)
+        self.assertNotIn('~ ', result.stdout)
+        data = json.loads(self.perfmon('snapshot', '--json').stdout)
+        long_names = [g['name'] for g in data['groups'] if len(g['name']) > 18]
+        lines = result.stdout.splitlines()
+        header = [line for line in lines if line.startswith('GROUP')][0]
+        kind_column = header.index('KIND')
+        rows = [line[:kind_column].rstrip() for line in lines[lines.index(header) + 1:]]
+        for name in long_names:
+            shown = [r for r in rows if '…' in r and name.startswith(r.split('…')[0])
+                     and name.endswith(r.split('…')[1].rstrip())]
+            if any(r.startswith(name[:8]) for r in rows):
+                self.assertTrue(shown, (name, rows))
 
     def test_hangs_show_names_the_addon(self):
         self.start_daemon()
@@ -176,6 +260,10 @@ class DaemonCliTest(BusTestCase):
         self.assertRegex(result.stdout, r'Stack tree of \d+ hangs? of pid %d in sync-agent' % example.pid)
         # Frames in the one frame format (doc/stacks.md), named by the symbolizer.
         self.assertRegex(result.stdout, r'#\d+ +perfmon-example\+0x[0-9a-f]+ \(run_task\+0x[0-9a-f]+\)')
+        # The stack tree merges by function, not by address.
+        tree = result.stdout.split('Stack tree of', 1)[1]
+        self.assertRegex(tree, r'\d+  perfmon-example \(run_task\)')
+        self.assertNotIn('+0x', tree)
         result = self.perfmon('hangs', 'list')
         self.assertExit(result, 0)
         self.assertIn(hangs[0]['id'], result.stdout)

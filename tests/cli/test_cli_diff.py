@@ -82,11 +82,12 @@ class DiffTest(CliTestCase):
         result = self.perfmon('diff', older, newer, env=env)
         self.assertIn(name, result.stdout)
         self.assertTrue(all(len(l) < 150 for l in result.stdout.splitlines()), result.stdout)
-        # ...an 80-column one cuts it to fit.
+        # ...an 80-column one abbreviates it in the middle to fit, keeping
+        # its start and its end (the pid, which tells processes apart).
         env['COLUMNS'] = '80'
         result = self.perfmon('diff', older, newer, env=env)
         self.assertNotIn(name, result.stdout)
-        self.assertIn('main thread (pyth', result.stdout)
+        self.assertRegex(result.stdout, r'\nmain thr\S*…\S* 1234567\) +thread')
         self.assertTrue(all(len(l) < 80 for l in result.stdout.splitlines()), result.stdout)
 
     def test_wall_clock_time(self):

@@ -5,6 +5,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import json
+import re
 import os
 import unittest
 
@@ -87,6 +88,56 @@ class RunAutomaticTest(CliTestCase):
                               env=self.foreign_env())
         self.assertExit(result, 0)
         self.assertIn('meta True', result.stdout)
+
+    def test_identical_hangs_are_merged(self):
+        # A Python program that hangs the same way six times: one block in
+        # the summary, with the count and the range of durations, though
+        # each stack stops at another step of the interpreter and another
+        # address of each function.
+        script = '''
+from gi.repository import GLib
+
+n = 0
+
+def busy():
+    global n
+    now = GLib.get_monotonic_time
+    end = now() + 250_000
+    while now() < end:
+        pass
+    n += 1
+    if n == 6:
+        loop.quit()
+    return n < 6
+
+loop = GLib.MainLoop()
+GLib.timeout_add(20, busy)
+loop.run()
+'''
+        env = self.foreign_env(own=False)
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        result = self.perfmon('run', '--threshold', '100', '--', '/usr/bin/python3', '-c', script,
+                              env=env)
+        self.assertExit(result, 0)
+        n_hangs = int(re.search(r'hangs: (\d+) \(threshold 100 ms\)', result.stderr).group(1))
+        # A hang is promised only when the watchdog gets a core in time.
+        self.assertGreaterEqual(n_hangs, 1, result.stderr)
+        # Blocks: the first line and the labels line of each.
+        lines = result.stderr.split('\n')
+        blocks = [(l, lines[i + 1]) for i, l in enumerate(lines) if l.startswith('  - ')]
+        # Every hang is in one block, counted.
+        counts = [int(m.group(1)) if m else 1
+                  for m in (re.match(r'  - (\d+) hangs', b[0]) for b in blocks)]
+        self.assertEqual(sum(counts), n_hangs, result.stderr)
+        # The hangs inside busy() (labels ending in it: another hang, such
+        # as a slow checkpoint write between two calls, has other labels)
+        # are one block.
+        in_busy = [b for b in blocks if re.search(r'> busy \(<string>:\d+\)$', b[1])]
+        self.assertEqual(len(in_busy), 1, result.stderr)
+        if counts[blocks.index(in_busy[0])] >= 2:
+            self.assertRegex(in_busy[0][0], r'^  - \d+ hangs of \d+( to \d+)? ms \(wall\) in '
+                             r'__main__\.busy, same stack$')
+        self.assertLess(len(lines), 20 + 20 * len(blocks), result.stderr)
 
 
 if __name__ == '__main__':

@@ -61,6 +61,15 @@ class TasksTest(CliTestCase):
         self.assertEqual(starts, finishes)
         self.assertEqual(len([e for e in events if e['ph'] == 'X']), 3)
 
+    def test_export_error_names_the_path(self):
+        # The user's path, not the temporary file it is written through.
+        out = self.path(os.path.join('nonexistent', 'dir', 'trace.json'))
+        result = self.perfmon('tasks', 'export', out, self.log)
+        self.assertExit(result, 1)
+        self.assertIn(out, result.stderr)
+        self.assertNotRegex(result.stderr, r'trace\.json\.\w{6}')
+        self.assertIn('No such file or directory', result.stderr)
+
     def test_verb_first(self):
         # Like the other commands: the verb, its argument, then the logs.
         result = self.perfmon('tasks', 'dump', self.log)

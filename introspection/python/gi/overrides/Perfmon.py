@@ -25,6 +25,38 @@ from . import perfmon_pygobject
 
 Perfmon = get_introspection_module('Perfmon')
 
+
+def _check_library():
+    """Says which library the typelib names and what to set when it cannot
+    be loaded (an install in a custom prefix without LD_LIBRARY_PATH),
+    instead of PyGObject's AssertionError on the first type."""
+    import ctypes
+    from gi.repository import GObject
+
+    if Perfmon.Group.__gtype__ != GObject.TYPE_NONE:
+        return
+    import os
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        from gi.repository import GIRepository
+    repository = GIRepository.Repository.get_default()
+    library = (repository.get_shared_library('Perfmon') or 'libperfmon-1.so.0').split(',')[0]
+    typelib = repository.get_typelib_path('Perfmon') or 'Perfmon-1.typelib'
+    try:
+        ctypes.CDLL(library)
+        reason = 'it loads, but has no perfmon types'
+    except OSError as error:
+        reason = str(error)
+    # An install keeps the typelib in LIBDIR/girepository-1.0.
+    libdir = os.path.dirname(os.path.dirname(os.path.abspath(typelib)))
+    raise ImportError('%s cannot be loaded (%s): for perfmon installed in a prefix the '
+                      'dynamic loader does not search, set LD_LIBRARY_PATH=%s (the typelib '
+                      'is %s)' % (library, reason, libdir, typelib))
+
+
+_check_library()
+
 # Sources made from Python from now on are named after their callables
 # (see perfmon_pygobject), for the automatic groups.
 perfmon_pygobject.install(get_introspection_module('GLib'),
