@@ -433,6 +433,7 @@ typedef struct
   gint64   start_us;         /* monotonic; moved on by ignored deadlines */
   guint64  begin_cycles;
   PerfmonHangReport *report; /* from WATCH_HUNG on */
+  PerfmonStackSample *sample; /* its stack, for the jank sampler */
   char    *record_id;        /* of the saved permahang */
 } Stretch;
 
@@ -440,6 +441,7 @@ static void
 stretch_clear (Stretch *stretch)
 {
   g_clear_pointer (&stretch->report, perfmon_hang_report_unref);
+  g_clear_pointer (&stretch->sample, _perfmon_stack_sample_free);
   g_clear_pointer (&stretch->record_id, g_free);
   memset (stretch, 0, sizeof *stretch);
 }
@@ -505,11 +507,51 @@ prepare_watched_thread (void)
 
 /* Watchdog thread: the report of a stretch that just reached the
  * threshold. Takes the stack while the thread is still hung. */
-static PerfmonHangReport *
-build_report (PerfmonHangMonitor *self,
-              gint64              tid,
-              guint64             index)
+/* A native frame of @sample, as @info and @modules describe it. */
+static void
+add_sample_native_frame (PerfmonStackSample  *sample,
+                         PerfmonModules      *modules,
+                         const PerfmonPcInfo *info)
 {
+  PerfmonStackFrame frame = {
+    .pc = info->pc,
+    .module_index = info->module_index,
+    .offset = info->offset,
+    .symbol = info->symbol,
+    .symbol_offset = info->symbol_offset,
+  };
+
+  if (sample == NULL)
+    return;
+  if (info->module_index >= 0)
+    {
+      frame.path = _perfmon_modules_get_path (modules, info->module_index);
+      frame.build_id = _perfmon_modules_get_build_id (modules, info->module_index);
+    }
+  _perfmon_stack_sample_add_frame (sample, &frame);
+}
+
+/* A label or a Python or JavaScript frame of @sample. */
+static void
+add_sample_script_frame (PerfmonStackSample *sample,
+                         const char         *text)
+{
+  PerfmonStackFrame frame = { .module_index = -1, .script = text };
+
+  if (sample != NULL)
+    _perfmon_stack_sample_add_frame (sample, &frame);
+}
+
+/* The report's frames, the same stack, outermost first, in a stack sample
+ * for the jank sampler: @sample_out (if not NULL) gets it when the stack
+ * could be taken while the stretch ran, else NULL. */
+static PerfmonHangReport *
+build_report (PerfmonHangMonitor  *self,
+              gint64               tid,
+              guint64              index,
+              PerfmonStackSample **sample_out)
+{
+  g_autoptr(PerfmonStackSample) sample = NULL;
   PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
   g_autoptr(GError) error = NULL;
   g_autoptr(PerfmonLabelStack) labels = NULL;
@@ -547,6 +589,11 @@ build_report (PerfmonHangMonitor *self,
       g_ptr_array_set_size (label_texts, 0);
       g_array_set_size (label_addresses, 0);
     }
+  if (have_stack && sample_out != NULL)
+    sample = _perfmon_stack_sample_new (captured->has_runnable_name
+                                          ? (captured->runnable_name[0] != '\0' ? captured->runnable_name
+                                                                                 : "(unnamed source)")
+                                          : "(not in a dispatch)");
   if (have_stack)
     {
       g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
@@ -630,14 +677,17 @@ build_report (PerfmonHangMonitor *self,
 
               _perfmon_hang_report_add_label_frame (report, label);
               _perfmon_hang_report_add_pseudo_frame (report, label);
+              add_sample_script_frame (sample, label);
             }
           add_native_frame (report, modules, &infos[i]);
+          add_sample_native_frame (sample, modules, &infos[i]);
           for (gint j = 0; j < python_at[i] && next_python < python_frames->len; j++)
             {
               const char *frame = g_ptr_array_index (python_frames, next_python++);
 
               _perfmon_hang_report_add_label_frame (report, frame);
               _perfmon_hang_report_add_pseudo_frame (report, frame);
+              add_sample_script_frame (sample, frame);
             }
         }
       for (guint i = 0; i < captured->n_frames; i++)
@@ -652,9 +702,12 @@ build_report (PerfmonHangMonitor *self,
 
       _perfmon_hang_report_add_label_frame (report, label);
       _perfmon_hang_report_add_pseudo_frame (report, label);
+      add_sample_script_frame (sample, label);
     }
 
   g_free (captured);
+  if (sample_out != NULL)
+    *sample_out = g_steal_pointer (&sample);
   return report;
 }
 
@@ -859,6 +912,28 @@ follow_stretch (Watchdog *watchdog,
   return TRUE;
 }
 
+/* A jank stack session began on the followed stretch: give it the stack
+ * the hang monitor took of the stretch while it ran, or take one now, the
+ * same way, if the stretch still runs. */
+static void
+give_jank_stack (Watchdog   *watchdog,
+                 const Look *look)
+{
+  Stretch *stretch = &watchdog->stretch;
+  g_autoptr(PerfmonStackSample) taken = NULL;
+  guint64 index;
+
+  if (!_perfmon_jank_sampler_wants_stack (watchdog->sampler, &index) || index != stretch->index)
+    return;
+  if (stretch->sample == NULL && still_in_stretch (watchdog->activity, index))
+    {
+      g_autoptr(PerfmonHangReport) report = build_report (watchdog->self, look->tid, index, &taken);
+    }
+  if (stretch->sample != NULL || taken != NULL)
+    _perfmon_jank_sampler_add_running_stack (watchdog->sampler, index,
+                                             stretch->sample != NULL ? stretch->sample : taken);
+}
+
 /* When the followed stretch next needs the watchdog: its next threshold,
  * the next look whether a hang ended, or the jank sampler's next tick. */
 static gint64
@@ -868,6 +943,7 @@ stretch_deadline (Watchdog   *watchdog,
   const Stretch *stretch = &watchdog->stretch;
   gint64 end_check_us = g_get_monotonic_time () + HANG_END_CHECK_MS * 1000;
   gint64 deadline_us = G_MAXINT64;
+  gint64 jank_next_us;
 
   switch (stretch->state)
     {
@@ -885,7 +961,9 @@ stretch_deadline (Watchdog   *watchdog,
       deadline_us = end_check_us;
       break;
     }
-  return MIN (deadline_us, tick_jank (watchdog->self, watchdog->sampler, stretch->start_us));
+  jank_next_us = tick_jank (watchdog->self, watchdog->sampler, stretch->start_us);
+  give_jank_stack (watchdog, look);
+  return MIN (deadline_us, jank_next_us);
 }
 
 /* Sleeps until @deadline_us. TRUE if it passed and is to be acted on,
@@ -943,7 +1021,7 @@ on_deadline (Watchdog   *watchdog,
           return;
         }
       __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
-      stretch->report = build_report (self, look->tid, stretch->index);
+      stretch->report = build_report (self, look->tid, stretch->index, &stretch->sample);
       stretch->state = WATCH_HUNG;
       return;
     case WATCH_HUNG:
