@@ -107,6 +107,9 @@ struct _PerfmonHangMonitor
   guint64              n_wakeups;               /* atomic */
   guint64              n_hangs;                 /* atomic */
   gint64               last_detection_latency_us;   /* atomic */
+  /* Set before the watchdog starts: see _perfmon_hang_monitor_set_ongoing_func(). */
+  PerfmonHangOngoingFunc ongoing_func;
+  gpointer               ongoing_data;
 
   /* Signal emissions queued for the owner's context, oldest first: stop()
    * delivers these and nothing else of that context. */
@@ -792,6 +795,8 @@ finish_hang (PerfmonHangMonitor *self,
   g_mutex_unlock (&self->state_lock);
 
   __atomic_fetch_add (&self->n_hangs, 1, __ATOMIC_RELAXED);
+  if (self->ongoing_func != NULL)
+    self->ongoing_func (NULL, 0, self->ongoing_data);
   queue_emission (self, stretch->report, NULL);
   if (ping_path != NULL)
     queue_emission (self, NULL, ping_path);
@@ -1023,6 +1028,9 @@ on_deadline (Watchdog   *watchdog,
       __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
       stretch->report = build_report (self, look->tid, stretch->index, &stretch->sample);
       stretch->state = WATCH_HUNG;
+      if (self->ongoing_func != NULL)
+        self->ongoing_func (stretch->report, g_get_real_time () - (g_get_monotonic_time () - stretch->start_us),
+                            self->ongoing_data);
       return;
     case WATCH_HUNG:
       if (busy_us >= look->permahang_us)
@@ -1392,6 +1400,17 @@ guint64
 _perfmon_hang_monitor_count_hangs (PerfmonHangMonitor *self)
 {
   return __atomic_load_n (&self->n_hangs, __ATOMIC_RELAXED);
+}
+
+void
+_perfmon_hang_monitor_set_ongoing_func (PerfmonHangMonitor     *self,
+                                        PerfmonHangOngoingFunc  func,
+                                        gpointer                data)
+{
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  self->ongoing_func = func;
+  self->ongoing_data = data;
 }
 
 gint64
