@@ -17,6 +17,8 @@
 #include <glib-unix.h>
 #include <json-glib/json-glib.h>
 
+#include <time.h>
+
 #include "perfmon.h"
 #include "perfmon-dispatch-observer-private.h"
 #include "perfmon-test-dirs.h"
@@ -844,6 +846,63 @@ check_saved_record (gpointer data)
 /* The child runs in a subprocess of its own (g_test_trap_subprocess(), a
  * fresh process): a fork() of this multi-threaded test program may not
  * start threads (POSIX; ThreadSanitizer refuses it). */
+/* Issue 23, point 8: an alert names the automatic group that used the
+ * CPU, not only the thread. */
+static void
+on_alert_note_name (PerfmonMonitor *monitor,
+                    PerfmonGroup   *group,
+                    guint64         duration_us,
+                    gpointer        data)
+{
+  g_ptr_array_add (data, g_strdup (perfmon_group_get_name (group)));
+}
+
+/* Uses 30 ms of CPU, however loaded the machine is. */
+static gboolean
+slow_spell_check (gpointer data)
+{
+  struct timespec start, now;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &start);
+  do
+    clock_gettime (CLOCK_THREAD_CPUTIME_ID, &now);
+  while ((now.tv_sec - start.tv_sec) * G_GINT64_CONSTANT (1000000000) + (now.tv_nsec - start.tv_nsec) <
+         30 * 1000 * 1000);
+  *(gboolean *) data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+names_contain (GPtrArray  *names,
+               const char *name)
+{
+  return g_ptr_array_find_with_equal_func (names, name, g_str_equal, NULL);
+}
+
+static void
+test_alert_names_group (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GSource) source = g_idle_source_new ();
+  gboolean done = FALSE;
+  gint64 deadline;
+
+  perfmon_monitor_set_alert_threshold (fixture->monitor, 10);
+  g_signal_connect (fixture->monitor, "alert", G_CALLBACK (on_alert_note_name), names);
+  g_source_set_name (source, "[test] spell check");
+  g_source_set_callback (source, slow_spell_check, &done, NULL);
+  g_source_attach (source, fixture->context);
+  iterate_until (fixture->context, &done);
+  /* Alerts come from a source of their own. */
+  deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  while (!names_contain (names, "[test] spell check") && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (fixture->context, FALSE);
+  for (guint i = 0; i < names->len; i++)
+    g_test_message ("alert: %s", (const char *) g_ptr_array_index (names, i));
+  g_assert_true (names_contain (names, "[test] spell check"));
+}
+
 static void
 test_permahang_runnable (void)
 {
@@ -891,6 +950,7 @@ main (int   argc,
   ADD ("/automatic/nesting-lean", test_nesting_lean);
   ADD ("/automatic/observer", test_observer_calls);
   ADD ("/automatic/hang-dispatches", test_hang_dispatches);
+  ADD ("/automatic/alert-names-group", test_alert_names_group);
 #undef ADD
   g_test_add_func ("/automatic/permahang-runnable", test_permahang_runnable);
 

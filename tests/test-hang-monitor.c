@@ -805,7 +805,7 @@ assert_tree_well_formed (const char *tree,
   g_auto(GStrv) lines = g_strsplit (tree, "\n", -1);
   guint sums[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
   guint counts[PERFMON_LABEL_MAX_TEST_DEPTH] = { 0, };
-  g_autoptr(GRegex) format = g_regex_new ("^( *)([0-9]+) #([0-9]{2,}) pc [0-9a-f]{8,} \\S.*$", 0, 0, NULL);
+  g_autoptr(GRegex) format = g_regex_new ("^( *)([0-9]+) #([0-9]{2,}) (pc [0-9a-f]{8,}|script) \\S.*$", 0, 0, NULL);
   g_autoptr(GRegex) header = g_regex_new ("^([0-9]+) dispatch: \\S.*$", 0, 0, NULL);
   guint dispatch_sum = 0;
   guint n_lines = 0;
@@ -897,15 +897,16 @@ test_jank_stack_sampling (Fixture       *fixture,
   g_main_loop_run (fixture->loop);
   g_assert_null (wait.params);
 
-  /* Detected after 50 ms, seen again at the first check, 6 samples every
-   * 50 ms, the report an interval later: 400 ms into the task. */
+  /* Detected after 50 ms (a stack then, while the task runs), seen again
+   * at the first check, 6 samples every 50 ms, the report an interval
+   * later: 400 ms into the task. */
   add_named_source (fixture->context, "jank", hang_once, GUINT_TO_POINTER (800), 10);
   add_watchdog_timeout (fixture->context, 10, "no jank event");
   g_main_loop_run (fixture->loop);
 
   g_assert_nonnull (wait.params);
   g_assert_true (g_variant_lookup (wait.params, "sample_count", "u", &sample_count));
-  g_assert_cmpuint (sample_count, ==, 6);
+  g_assert_cmpuint (sample_count, ==, 7);
   g_assert_true (g_variant_lookup (wait.params, "log_over_limit", "b", &over_limit));
   g_assert_false (over_limit);
   g_assert_true (g_variant_lookup (wait.params, "heaviest_stack", "&s", &heaviest));
@@ -921,7 +922,7 @@ test_jank_stack_sampling (Fixture       *fixture,
   assert_tree_well_formed (tree, sample_count);
   g_assert_nonnull (strstr (tree, "(hang_in_labelled_function+"));
   /* Every sample was taken in the source "jank". */
-  g_assert_true (g_str_has_prefix (tree, "6 dispatch: jank\n"));
+  g_assert_true (g_str_has_prefix (tree, "7 dispatch: jank\n"));
   g_clear_pointer (&wait.params, g_variant_unref);
 
   /* report_times_per_app 1, developer mode off: once a day. */
@@ -982,7 +983,7 @@ test_jank_dispatches (Fixture       *fixture,
 
   g_assert_nonnull (wait.params);
   g_assert_true (g_variant_lookup (wait.params, "sample_count", "u", &sample_count));
-  g_assert_cmpuint (sample_count, ==, 6);
+  g_assert_cmpuint (sample_count, ==, 7);
   tree = read_single_log (wait.params);
   g_test_message ("the jank's stack tree:\n%s", tree);
   assert_tree_well_formed (tree, sample_count);
@@ -1187,10 +1188,12 @@ test_jank_once_per_process (Fixture       *fixture,
    * least) are not samples of the jank: skipped, and the log says so. */
   g_assert_true (g_variant_lookup (event, "sample_count", "u", &sample_count));
   g_assert_cmpuint (sample_count, >=, 1);
-  g_assert_cmpuint (sample_count, <, 8);
+  g_assert_cmpuint (sample_count, <, 9);
   log = read_single_log (event);
+  /* One of them the stack taken at the detection. */
+  g_assert_nonnull (strstr (log, "\n1 stack taken when the jank was detected, while the task ran\n"));
   skipped = g_strdup_printf ("\n%u of 8 samples skipped: the main loop was no longer in the janky task",
-                             8 - sample_count);
+                             8 - (sample_count - 1));
   g_assert_nonnull (strstr (log, skipped));
   assert_tree_well_formed (log, sample_count);
 
@@ -1212,6 +1215,51 @@ test_jank_once_per_process (Fixture       *fixture,
     g_assert_null (other_event);
     perfmon_hang_monitor_stop (other);
   }
+}
+
+/* The seed's default schedule (150 ms, 10 samples): a 400 ms task is a
+ * stack sampling jank, detected at 150 ms, seen again at 300 ms, its first
+ * sample due at 450 ms, after its end. Its log still holds a stack of the
+ * task, the one taken while it ran (by the hang monitor at its threshold,
+ * or at the detection when the threshold is beyond the task), with the
+ * busy function, its label and the dispatch. @data: the hang threshold. */
+static void
+test_jank_short_task (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  JankWait wait = { fixture->loop, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) event = NULL;
+  g_autofree char *log = NULL;
+  const char *heaviest = NULL;
+  guint32 sample_count = 0;
+
+  if (test_run_in_own_process ())
+    return;
+
+  set_stack_sampling_config (fixture->hang_monitor, "150", "10");
+  g_object_set (fixture->hang_monitor, "threshold", GPOINTER_TO_UINT (data), NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  wait_startup (fixture);
+
+  /* The hang, if the threshold makes it one, quits the loop too. */
+  g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
+  add_named_source (fixture->context, "jank", hang_once, GUINT_TO_POINTER (400), 10);
+  add_watchdog_timeout (fixture->context, 20, "no jank event");
+  while (wait.params == NULL)
+    g_main_loop_run (fixture->loop);
+  event = g_steal_pointer (&wait.params);
+  g_assert_cmpuint (fixture->reports->len, ==, GPOINTER_TO_UINT (data) < 400 ? 1 : 0);
+  g_assert_true (g_variant_lookup (event, "sample_count", "u", &sample_count));
+  g_assert_cmpuint (sample_count, >=, 1);
+  g_assert_true (g_variant_lookup (event, "heaviest_stack", "&s", &heaviest));
+  g_assert_nonnull (strstr (heaviest, "(hang_in_labelled_function+"));
+  log = read_single_log (event);
+  g_test_message ("the jank's log:\n%s", log);
+  g_assert_true (g_str_has_prefix (log, "1 dispatch: jank\n"));
+  g_assert_nonnull (strstr (log, "(hang_in_labelled_function+"));
+  /* The label the function pushed, a frame of its own. */
+  g_assert_nonnull (strstr (log, " script spell check"));
 }
 
 /* A jank the sampler cannot unwind: the thread blocks the capture signal
@@ -1514,6 +1562,10 @@ main (int    argc,
   ADD ("/hang-monitor/jank-trace", test_jank_trace);
   ADD ("/hang-monitor/jank-once-per-process", test_jank_once_per_process);
   ADD ("/hang-monitor/jank-failed-sample-wchan", test_jank_failed_sample_wchan);
+  g_test_add ("/hang-monitor/jank-short-task/hang-stack", Fixture, GUINT_TO_POINTER (128),
+              fixture_set_up, test_jank_short_task, fixture_tear_down);
+  g_test_add ("/hang-monitor/jank-short-task/own-stack", Fixture, GUINT_TO_POINTER (5000),
+              fixture_set_up, test_jank_short_task, fixture_tear_down);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
   g_test_add_func ("/hang-monitor/step-aside", test_step_aside);
   g_test_add_func ("/hang-monitor/start-unwatched-context", test_start_unwatched_context);

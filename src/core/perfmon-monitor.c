@@ -809,7 +809,14 @@ queue_alert (PerfmonMonitor     *self,
     return;
 
   if (record->kind == PERFMON_GROUP_KIND_COMPARTMENT)
-    group = record->group.compartment != NULL ? g_object_ref (record->group.compartment) : NULL;
+    {
+      group = record->group.compartment != NULL ? g_object_ref (record->group.compartment) : NULL;
+      /* A compartment without an object is an automatic group (its table
+       * holds the record): the group that used the CPU, which the alert
+       * names, gets one. A record nobody holds any more gets none. */
+      if (group == NULL && _perfmon_group_record_try_hold (record))
+        group = _perfmon_group_new (record);
+    }
   else
     group = g_weak_ref_get (&record->group.object);
 

@@ -38,4 +38,19 @@ void    _perfmon_hang_monitor_set_step_aside (PerfmonHangMonitor             *se
                                               PerfmonHangMonitorStepAsideFunc func,
                                               gpointer                        data);
 
+/* Told on the watchdog thread when a hang is caught (@report, its stack
+ * taken, no duration yet; @start_real_us: when its stretch began, wall
+ * clock, g_get_real_time()) and when the hang it told of is over (@report
+ * NULL): what a process that is killed while it hangs leaves behind (see
+ * `perfmon run`). Set before perfmon_hang_monitor_start(). The function
+ * runs on the watchdog thread, never on the watched one: it may write a
+ * file. */
+typedef void (*PerfmonHangOngoingFunc) (PerfmonHangReport *report,
+                                        gint64             start_real_us,
+                                        gpointer           data);
+PERFMON_AVAILABLE_IN_ALL   /* for the preload module */
+void    _perfmon_hang_monitor_set_ongoing_func (PerfmonHangMonitor     *self,
+                                                PerfmonHangOngoingFunc  func,
+                                                gpointer                data);
+
 G_END_DECLS

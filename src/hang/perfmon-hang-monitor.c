@@ -121,6 +121,9 @@ struct _PerfmonHangMonitor
   guint64              n_wakeups;               /* atomic */
   guint64              n_hangs;                 /* atomic */
   gint64               last_detection_latency_us;   /* atomic */
+  /* Set before the watchdog starts: see _perfmon_hang_monitor_set_ongoing_func(). */
+  PerfmonHangOngoingFunc ongoing_func;
+  gpointer               ongoing_data;
 
   /* Signal emissions queued for the owner's context, oldest first: stop()
    * delivers these and nothing else of that context. */
@@ -503,6 +506,7 @@ typedef struct
   gint64   start_us;         /* monotonic; moved on by ignored deadlines */
   guint64  begin_cycles;
   PerfmonHangReport *report; /* from WATCH_HUNG on */
+  PerfmonStackSample *sample; /* its stack, for the jank sampler */
   char    *record_id;        /* of the saved permahang */
 } Stretch;
 
@@ -510,6 +514,7 @@ static void
 stretch_clear (Stretch *stretch)
 {
   g_clear_pointer (&stretch->report, perfmon_hang_report_unref);
+  g_clear_pointer (&stretch->sample, _perfmon_stack_sample_free);
   g_clear_pointer (&stretch->record_id, g_free);
   memset (stretch, 0, sizeof *stretch);
 }
@@ -575,11 +580,51 @@ prepare_watched_thread (void)
 
 /* Watchdog thread: the report of a stretch that just reached the
  * threshold. Takes the stack while the thread is still hung. */
-static PerfmonHangReport *
-build_report (PerfmonHangMonitor *self,
-              gint64              tid,
-              guint64             index)
+/* A native frame of @sample, as @info and @modules describe it. */
+static void
+add_sample_native_frame (PerfmonStackSample  *sample,
+                         PerfmonModules      *modules,
+                         const PerfmonPcInfo *info)
 {
+  PerfmonStackFrame frame = {
+    .pc = info->pc,
+    .module_index = info->module_index,
+    .offset = info->offset,
+    .symbol = info->symbol,
+    .symbol_offset = info->symbol_offset,
+  };
+
+  if (sample == NULL)
+    return;
+  if (info->module_index >= 0)
+    {
+      frame.path = _perfmon_modules_get_path (modules, info->module_index);
+      frame.build_id = _perfmon_modules_get_build_id (modules, info->module_index);
+    }
+  _perfmon_stack_sample_add_frame (sample, &frame);
+}
+
+/* A label or a Python or JavaScript frame of @sample. */
+static void
+add_sample_script_frame (PerfmonStackSample *sample,
+                         const char         *text)
+{
+  PerfmonStackFrame frame = { .module_index = -1, .script = text };
+
+  if (sample != NULL)
+    _perfmon_stack_sample_add_frame (sample, &frame);
+}
+
+/* The report's frames, the same stack, outermost first, in a stack sample
+ * for the jank sampler: @sample_out (if not NULL) gets it when the stack
+ * could be taken while the stretch ran, else NULL. */
+static PerfmonHangReport *
+build_report (PerfmonHangMonitor  *self,
+              gint64               tid,
+              guint64              index,
+              PerfmonStackSample **sample_out)
+{
+  g_autoptr(PerfmonStackSample) sample = NULL;
   PerfmonCapturedStack *captured = g_new0 (PerfmonCapturedStack, 1);
   g_autoptr(GError) error = NULL;
   g_autoptr(PerfmonLabelStack) labels = NULL;
@@ -624,6 +669,11 @@ build_report (PerfmonHangMonitor *self,
       g_ptr_array_set_size (label_texts, 0);
       g_array_set_size (label_addresses, 0);
     }
+  if (have_stack && sample_out != NULL)
+    sample = _perfmon_stack_sample_new (captured->has_runnable_name
+                                          ? (captured->runnable_name[0] != '\0' ? captured->runnable_name
+                                                                                 : "(unnamed source)")
+                                          : "(not in a dispatch)");
   if (have_stack)
     {
       g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
@@ -707,14 +757,17 @@ build_report (PerfmonHangMonitor *self,
 
               _perfmon_hang_report_add_label_frame (report, label);
               _perfmon_hang_report_add_pseudo_frame (report, label);
+              add_sample_script_frame (sample, label);
             }
           add_native_frame (report, modules, &infos[i]);
+          add_sample_native_frame (sample, modules, &infos[i]);
           for (gint j = 0; j < python_at[i] && next_python < python_frames->len; j++)
             {
               const char *frame = g_ptr_array_index (python_frames, next_python++);
 
               _perfmon_hang_report_add_label_frame (report, frame);
               _perfmon_hang_report_add_pseudo_frame (report, frame);
+              add_sample_script_frame (sample, frame);
             }
         }
       for (guint i = 0; i < captured->n_frames; i++)
@@ -729,9 +782,12 @@ build_report (PerfmonHangMonitor *self,
 
       _perfmon_hang_report_add_label_frame (report, label);
       _perfmon_hang_report_add_pseudo_frame (report, label);
+      add_sample_script_frame (sample, label);
     }
 
   g_free (captured);
+  if (sample_out != NULL)
+    *sample_out = g_steal_pointer (&sample);
   return report;
 }
 
@@ -818,6 +874,8 @@ finish_hang (PerfmonHangMonitor *self,
   g_mutex_unlock (&self->state_lock);
 
   __atomic_fetch_add (&self->n_hangs, 1, __ATOMIC_RELAXED);
+  if (self->ongoing_func != NULL)
+    self->ongoing_func (NULL, 0, self->ongoing_data);
   queue_emission (self, stretch->report, NULL);
   if (ping_path != NULL)
     queue_emission (self, NULL, ping_path);
@@ -940,6 +998,28 @@ follow_stretch (Watchdog *watchdog,
   return TRUE;
 }
 
+/* A jank stack session began on the followed stretch: give it the stack
+ * the hang monitor took of the stretch while it ran, or take one now, the
+ * same way, if the stretch still runs. */
+static void
+give_jank_stack (Watchdog   *watchdog,
+                 const Look *look)
+{
+  Stretch *stretch = &watchdog->stretch;
+  g_autoptr(PerfmonStackSample) taken = NULL;
+  guint64 index;
+
+  if (!_perfmon_jank_sampler_wants_stack (watchdog->sampler, &index) || index != stretch->index)
+    return;
+  if (stretch->sample == NULL && still_in_stretch (watchdog->activity, index))
+    {
+      g_autoptr(PerfmonHangReport) report = build_report (watchdog->self, look->tid, index, &taken);
+    }
+  if (stretch->sample != NULL || taken != NULL)
+    _perfmon_jank_sampler_add_running_stack (watchdog->sampler, index,
+                                             stretch->sample != NULL ? stretch->sample : taken);
+}
+
 /* When the followed stretch next needs the watchdog: its next threshold,
  * the next look whether a hang ended, or the jank sampler's next tick. */
 static gint64
@@ -949,6 +1029,7 @@ stretch_deadline (Watchdog   *watchdog,
   const Stretch *stretch = &watchdog->stretch;
   gint64 end_check_us = g_get_monotonic_time () + HANG_END_CHECK_MS * 1000;
   gint64 deadline_us = G_MAXINT64;
+  gint64 jank_next_us;
 
   switch (stretch->state)
     {
@@ -966,7 +1047,9 @@ stretch_deadline (Watchdog   *watchdog,
       deadline_us = end_check_us;
       break;
     }
-  return MIN (deadline_us, tick_jank (watchdog->self, watchdog->sampler, stretch->start_us));
+  jank_next_us = tick_jank (watchdog->self, watchdog->sampler, stretch->start_us);
+  give_jank_stack (watchdog, look);
+  return MIN (deadline_us, jank_next_us);
 }
 
 /* Sleeps until @deadline_us. TRUE if it passed and is to be acted on,
@@ -1026,8 +1109,11 @@ on_deadline (Watchdog   *watchdog,
           return;
         }
       __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
-      stretch->report = build_report (self, look->tid, stretch->index);
+      stretch->report = build_report (self, look->tid, stretch->index, &stretch->sample);
       stretch->state = WATCH_HUNG;
+      if (self->ongoing_func != NULL)
+        self->ongoing_func (stretch->report, g_get_real_time () - (g_get_monotonic_time () - stretch->start_us),
+                            self->ongoing_data);
       return;
     case WATCH_HUNG:
       if (busy_us >= look->permahang_us)
@@ -1501,6 +1587,17 @@ guint64
 _perfmon_hang_monitor_count_hangs (PerfmonHangMonitor *self)
 {
   return __atomic_load_n (&self->n_hangs, __ATOMIC_RELAXED);
+}
+
+void
+_perfmon_hang_monitor_set_ongoing_func (PerfmonHangMonitor     *self,
+                                        PerfmonHangOngoingFunc  func,
+                                        gpointer                data)
+{
+  g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
+
+  self->ongoing_func = func;
+  self->ongoing_data = data;
 }
 
 gint64

@@ -8,6 +8,7 @@
 
 #include "perfmon-jank-config-private.h"
 #include "perfmon-loop-activity-private.h"
+#include "perfmon-stack-tree-private.h"
 
 G_BEGIN_DECLS
 
@@ -44,5 +45,19 @@ gint64 _perfmon_jank_sampler_tick (PerfmonJankSampler     *sampler,
                                    gint64                   stretch_start_us,
                                    gint64                   now_us,
                                    GVariant               **event_out);
+
+/* Whether the stack session that just began wants a stack of its janky
+ * stretch (index in @index_out), taken while the stretch still runs: TRUE
+ * once per session. The watchdog answers with
+ * _perfmon_jank_sampler_add_running_stack(): the stack the hang monitor
+ * took of that stretch (its report's stack, Python and JavaScript frames
+ * and labels included), or one it takes now the same way. */
+gboolean _perfmon_jank_sampler_wants_stack       (PerfmonJankSampler       *sampler,
+                                                  guint64                  *index_out);
+/* Adds @sample, a stack of stretch @index taken while it ran, to the
+ * session's samples, if the session is of that stretch (once). */
+void     _perfmon_jank_sampler_add_running_stack (PerfmonJankSampler       *sampler,
+                                                  guint64                   index,
+                                                  const PerfmonStackSample *sample);
 
 G_END_DECLS

@@ -71,6 +71,9 @@ struct _PerfmonJankSampler
   guint64              janky_index;
   gint64               janky_end_us;
   guint                samples_skipped;    /* the loop was idle: not the jank */
+  guint                n_stacks;           /* samples of the jank: stacks, or why none */
+  gboolean             wants_stack;        /* of the janky stretch, while it runs */
+  gboolean             has_running_stack;  /* the tree holds it */
   GString             *failed_samples;     /* what the kernel said instead */
   guint                n_failed_samples;
 
@@ -147,6 +150,7 @@ take_sample (PerfmonJankSampler *sampler,
        * about how many samples had no stack. The seed prints the thread's
        * kernel wait channel instead, which the capture's error gives. */
       _perfmon_stack_tree_add_sample (sampler->tree, NULL, 0);
+      sampler->n_stacks++;
       if (sampler->failed_samples == NULL)
         sampler->failed_samples = g_string_new (NULL);
       if (sampler->n_failed_samples++ < MAX_FAILED_SAMPLES_LISTED)
@@ -158,6 +162,7 @@ take_sample (PerfmonJankSampler *sampler,
 
   /* Grouped by the dispatch that ran, named as a hang's runnable is (the
    * automatic group's name with automatic groups on). */
+  sampler->n_stacks++;
   _perfmon_stack_tree_add_captured_in_dispatch (sampler->tree, sampler->modules,
                                                 !captured->has_runnable_name ? "(not in a dispatch)"
                                                 : captured->runnable_name[0] != '\0' ? captured->runnable_name
@@ -173,9 +178,11 @@ stack_log_contents (PerfmonJankSampler *sampler)
   g_autofree char *tree = _perfmon_stack_tree_to_text (sampler->tree);
   GString *text = g_string_new (tree);
 
-  g_string_append_printf (text, "\n%u of %u samples skipped: the main loop was no longer in the "
+  if (sampler->has_running_stack)
+    g_string_append (text, "\n1 stack taken when the jank was detected, while the task ran\n");
+  g_string_append_printf (text, "%s%u of %u samples skipped: the main loop was no longer in the "
                           "janky task (it was waiting in poll or running another)\n",
-                          sampler->samples_skipped, sampler->samples_done);
+                          sampler->has_running_stack ? "" : "\n", sampler->samples_skipped, sampler->samples_done);
   if (sampler->failed_samples != NULL)
     {
       g_string_append (text, sampler->failed_samples->str);
@@ -244,6 +251,12 @@ report (PerfmonJankSampler     *sampler,
   if (!is_trace && sampler->janky_end_us != 0 &&
       _perfmon_jank_classify ((guint64) MAX (sampler->janky_end_us - sampler->janky_stretch_start_us, 0),
                               config) != PERFMON_JANK_ACTION_STACK_SAMPLING)
+    return NULL;
+
+  /* A stack log without a sample of the janky task (a stack, or why the
+   * thread could not give one) says nothing: it is not written, and
+   * spends none of report_times_per_app. */
+  if (!is_trace && sampler->n_stacks == 0)
     return NULL;
 
   g_mutex_lock (&process_limiter_lock);
@@ -334,13 +347,43 @@ begin_session (PerfmonJankSampler      *sampler,
   sampler->samples_done = 0;
   sampler->samples_skipped = 0;
   sampler->n_failed_samples = 0;
+  sampler->n_stacks = 0;
+  sampler->has_running_stack = FALSE;
   sampler->janky_end_us = 0;
   _perfmon_jank_sampling_plan (config, action, 0, &sampler->plan);
   if (action == PERFMON_JANK_ACTION_STACK_SAMPLING)
     {
       sampler->tree = _perfmon_stack_tree_new ();
       sampler->modules = _perfmon_modules_new ();
+      /* The session begins while the task runs: its stack now is one of
+       * the jank, which the seed's samples, an interval or more later,
+       * may all miss (a 300 ms task ends before the first). */
+      sampler->wants_stack = TRUE;
     }
+}
+
+gboolean
+_perfmon_jank_sampler_wants_stack (PerfmonJankSampler *sampler,
+                                   guint64            *index_out)
+{
+  if (sampler->action != PERFMON_JANK_ACTION_STACK_SAMPLING || !sampler->wants_stack)
+    return FALSE;
+  sampler->wants_stack = FALSE;
+  *index_out = sampler->janky_index;
+  return TRUE;
+}
+
+void
+_perfmon_jank_sampler_add_running_stack (PerfmonJankSampler       *sampler,
+                                         guint64                   index,
+                                         const PerfmonStackSample *sample)
+{
+  if (sampler->action != PERFMON_JANK_ACTION_STACK_SAMPLING || sampler->janky_index != index ||
+      sampler->has_running_stack || _perfmon_stack_sample_get_n_frames (sample) == 0)
+    return;
+  _perfmon_stack_tree_add_stack_sample (sampler->tree, sample);
+  sampler->has_running_stack = TRUE;
+  sampler->n_stacks++;
 }
 
 gint64

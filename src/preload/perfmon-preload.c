@@ -78,6 +78,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 
 #include "perfmon.h"
@@ -99,6 +100,7 @@ static struct
   pid_t               pid;
   pid_t               main_tid;
   char               *summary_path;   /* <run dir>/<pid>.json, or NULL */
+  char               *ongoing_path;   /* <run dir>/<pid>.hang, or NULL */
   gboolean            is_command;     /* the direct child of perfmon run */
   GDBusConnection    *bus;            /* exported on */
   GSource            *checkpoint;
@@ -308,6 +310,44 @@ write_json_summary (PerfmonSnapshot *snapshot,
   text = json_to_string (root, TRUE);
   /* Atomic: a reader never sees half a summary. */
   return g_file_set_contents (preload.summary_path, text, -1, error);
+}
+
+/* The hang going on, for perfmon run, in case the process is killed while
+ * it hangs (a frozen program the user ends): "<pid>.hang", {"start_real_us":
+ * wall-clock µs when the hang's stretch began, "hang_threshold": ms,
+ * "report": the report so far},
+ * written when the hang is caught, removed when it ends. On the watchdog
+ * thread: the watched one is busy in the hang. */
+static void
+on_ongoing_hang (PerfmonHangReport *report,
+                 gint64             start_real_us,
+                 gpointer           data)
+{
+  g_autoptr(JsonBuilder) builder = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *report_json = NULL;
+  g_autofree char *text = NULL;
+
+  if (report == NULL)
+    {
+      g_unlink (preload.ongoing_path);
+      return;
+    }
+  report_json = perfmon_hang_report_to_json (report);
+  builder = json_builder_new ();
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "start_real_us");
+  json_builder_add_int_value (builder, start_real_us);
+  json_builder_set_member_name (builder, "hang_threshold");
+  json_builder_add_int_value (builder, perfmon_hang_monitor_get_threshold (preload.hang_monitor));
+  json_builder_set_member_name (builder, "report");
+  json_builder_add_value (builder, json_from_string (report_json, NULL));
+  json_builder_end_object (builder);
+  root = json_builder_get_root (builder);
+  text = json_to_string (root, FALSE);
+  if (!g_file_set_contents (preload.ongoing_path, text, -1, &error))
+    preload_message ("cannot write the ongoing hang to %s: %s", preload.ongoing_path, error->message);
 }
 
 /* Leaves this process's figures for perfmon run; on the monitor's thread. */
@@ -636,7 +676,10 @@ perfmon_preload_init (void)
   if (run_dir != NULL && g_path_is_absolute (run_dir))
     {
       g_autofree char *name = g_strdup_printf ("%d.json", (int) preload.pid);
+      g_autofree char *hang_name = g_strdup_printf ("%d.hang", (int) preload.pid);
+
       preload.summary_path = g_build_filename (run_dir, name, NULL);
+      preload.ongoing_path = g_build_filename (run_dir, hang_name, NULL);
     }
 
   resolve_real_functions ();
@@ -663,6 +706,8 @@ perfmon_preload_init (void)
   /* A program that uses perfmon itself starts its own hang monitor on the
    * same default monitor: ours gives way to it. */
   _perfmon_hang_monitor_set_step_aside (preload.hang_monitor, on_step_aside, NULL);
+  if (preload.ongoing_path != NULL)
+    _perfmon_hang_monitor_set_ongoing_func (preload.hang_monitor, on_ongoing_hang, NULL);
   /* The program's identity in its pings, from `perfmon run`'s caller (a
    * bad value is said, and the default kept). */
   {

@@ -25,7 +25,24 @@ typedef struct
   guint64     symbol_offset;  /* from the function's start; unused without a symbol */
   const char *path;           /* the module's path, NULL if unknown */
   const char *build_id;       /* lowercase hex, NULL or "" if unknown */
+  /* A frame of the interpreted code the native frames ran (a Python or
+   * JavaScript function, "function (file:line)"), or a label: its text;
+   * then the other fields are unused. NULL for a native frame. */
+  const char *script;
 } PerfmonStackFrame;
+
+/* One stack kept for later: its frames outermost first, with their
+ * strings, and the dispatch it was taken in (NULL: none). */
+typedef struct _PerfmonStackSample PerfmonStackSample;
+
+PerfmonStackSample *_perfmon_stack_sample_new       (const char              *dispatch);
+void                _perfmon_stack_sample_free      (PerfmonStackSample      *sample);
+/* Appends @frame (a copy, strings too) as the sample's new innermost frame. */
+void                _perfmon_stack_sample_add_frame (PerfmonStackSample      *sample,
+                                                     const PerfmonStackFrame *frame);
+guint               _perfmon_stack_sample_get_n_frames (const PerfmonStackSample *sample);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonStackSample, _perfmon_stack_sample_free)
 
 typedef struct _PerfmonStackTree PerfmonStackTree;
 
@@ -83,6 +100,10 @@ void              _perfmon_stack_tree_add_captured_in_dispatch (PerfmonStackTree
                                                                 const char                 *dispatch,
                                                                 const PerfmonCapturedStack *captured);
 
+/* Adds @sample as one sample, in its dispatch. */
+void              _perfmon_stack_tree_add_stack_sample (PerfmonStackTree         *tree,
+                                                        const PerfmonStackSample *sample);
+
 guint             _perfmon_stack_tree_get_n_samples         (PerfmonStackTree *tree);
 guint             _perfmon_stack_tree_get_n_nodes           (PerfmonStackTree *tree);
 /* Frames beyond max_frames in a sample, summed over the samples. */
@@ -104,6 +125,10 @@ guint64           _perfmon_stack_tree_get_n_dropped_frames   (PerfmonStackTree *
  * - "(<symbol>+<symbol offset>)" only when the symbol is known, the offset
  *   in decimal as in the seed ("main+396");
  * - "(<build id>)" only when the build id is known.
+ *
+ * A script frame (see PerfmonStackFrame.script) is the line
+ *
+ *   <indent><count> #<depth> script <text>
  *
  * For example:
  *

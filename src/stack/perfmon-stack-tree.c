@@ -34,6 +34,7 @@ struct _Node
   char      *path;            /* NULL if unknown */
   char      *build_id;        /* NULL if unknown */
   char      *dispatch;        /* a dispatch's node (the root's child): its name */
+  char      *script;          /* a script frame's text, NULL for a native one */
 
   guint      count;
   guint      serial;          /* order of creation, the tie-break */
@@ -60,6 +61,7 @@ node_free (gpointer data)
   g_free (node->path);
   g_free (node->build_id);
   g_free (node->dispatch);
+  g_free (node->script);
   g_free (node);
 }
 
@@ -97,7 +99,11 @@ static gboolean
 node_matches (const Node              *node,
               const PerfmonStackFrame *frame)
 {
-  if (node->dispatch != NULL || node->module_index != frame->module_index)
+  if (node->dispatch != NULL || (node->script != NULL) != (frame->script != NULL))
+    return FALSE;
+  if (frame->script != NULL)
+    return g_str_equal (node->script, frame->script);
+  if (node->module_index != frame->module_index)
     return FALSE;
   if (frame->module_index < 0)
     return node->pc == frame->pc;
@@ -133,6 +139,14 @@ node_add_child (PerfmonStackTree        *tree,
   child->symbol_offset = frame->symbol != NULL ? frame->symbol_offset : 0;
   child->path = g_strdup (frame->path);
   child->build_id = frame->build_id != NULL && frame->build_id[0] != '\0' ? g_strdup (frame->build_id) : NULL;
+  if (frame->script != NULL)
+    {
+      /* One line of text, as a dispatch's name. */
+      child->script = g_utf8_make_valid (frame->script, -1);
+      for (char *c = child->script; *c != '\0'; c++)
+        if ((guchar) *c < 0x20 || *c == 0x7f)
+          *c = ' ';
+    }
   child->serial = tree->n_nodes++;
 
   if (parent->children == NULL)
@@ -273,6 +287,72 @@ _perfmon_stack_tree_add_captured_in_dispatch (PerfmonStackTree           *tree,
     g_free (infos[i].symbol);
 }
 
+struct _PerfmonStackSample
+{
+  char         *dispatch;
+  GArray       *frames;    /* of PerfmonStackFrame, their strings in @strings */
+  GStringChunk *strings;
+};
+
+PerfmonStackSample *
+_perfmon_stack_sample_new (const char *dispatch)
+{
+  PerfmonStackSample *sample = g_new0 (PerfmonStackSample, 1);
+
+  sample->dispatch = g_strdup (dispatch);
+  sample->frames = g_array_new (FALSE, TRUE, sizeof (PerfmonStackFrame));
+  sample->strings = g_string_chunk_new (256);
+  return sample;
+}
+
+void
+_perfmon_stack_sample_free (PerfmonStackSample *sample)
+{
+  if (sample == NULL)
+    return;
+  g_free (sample->dispatch);
+  g_array_unref (sample->frames);
+  g_string_chunk_free (sample->strings);
+  g_free (sample);
+}
+
+void
+_perfmon_stack_sample_add_frame (PerfmonStackSample      *sample,
+                                 const PerfmonStackFrame *frame)
+{
+  PerfmonStackFrame copy = *frame;
+
+  g_return_if_fail (sample != NULL);
+
+  if (sample->frames->len >= PERFMON_STACK_TREE_MAX_FRAMES)
+    return;
+  copy.symbol = frame->symbol != NULL ? g_string_chunk_insert_const (sample->strings, frame->symbol) : NULL;
+  copy.path = frame->path != NULL ? g_string_chunk_insert_const (sample->strings, frame->path) : NULL;
+  copy.build_id = frame->build_id != NULL ? g_string_chunk_insert_const (sample->strings, frame->build_id) : NULL;
+  copy.script = frame->script != NULL ? g_string_chunk_insert_const (sample->strings, frame->script) : NULL;
+  g_array_append_val (sample->frames, copy);
+}
+
+guint
+_perfmon_stack_sample_get_n_frames (const PerfmonStackSample *sample)
+{
+  g_return_val_if_fail (sample != NULL, 0);
+
+  return sample->frames->len;
+}
+
+void
+_perfmon_stack_tree_add_stack_sample (PerfmonStackTree         *tree,
+                                      const PerfmonStackSample *sample)
+{
+  g_return_if_fail (tree != NULL);
+  g_return_if_fail (sample != NULL);
+
+  _perfmon_stack_tree_add_dispatch_sample (tree, sample->dispatch,
+                                           (const PerfmonStackFrame *) (gpointer) sample->frames->data,
+                                           sample->frames->len);
+}
+
 guint
 _perfmon_stack_tree_get_n_samples (PerfmonStackTree *tree)
 {
@@ -323,6 +403,11 @@ append_frame (GString    *out,
               const Node *node,
               guint       depth)
 {
+  if (node->script != NULL)
+    {
+      g_string_append_printf (out, "#%02u script %s", depth, node->script);
+      return;
+    }
   g_string_append_printf (out, "#%02u pc %08" G_GINT64_MODIFIER "x %s",
                           depth,
                           node->module_index >= 0 ? node->offset : node->pc,

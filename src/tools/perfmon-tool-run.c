@@ -262,6 +262,81 @@ read_processes (const char *run_dir)
   return g_steal_pointer (&processes);
 }
 
+/* What perfmon run knows of the run besides the processes' figures: the
+ * command's real run time (run_seconds: from its start to its end, which
+ * a checkpoint, written only while the loop works, does not tell), and
+ * the hang each process was in when it ended ("<pid>.hang", see the
+ * preload module: a frozen program the user ended), as ongoing_hang, the
+ * report with its duration until @end_real_us. A process that left only
+ * the latter gets a figures object of its own. */
+static void
+add_run_facts (GPtrArray  *processes,
+               const char *run_dir,
+               pid_t       command,
+               const char *command_name,
+               double      run_seconds,
+               gint64      end_real_us)
+{
+  g_autoptr(GDir) dir = g_dir_open (run_dir, 0, NULL);
+  const char *name;
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      JsonObject *process = json_node_get_object (g_ptr_array_index (processes, i));
+
+      if (member_int (process, "pid") == command)
+        json_object_set_double_member (process, "run_seconds", run_seconds);
+    }
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autoptr(JsonParser) parser = NULL;
+      JsonObject *hang, *report, *process = NULL;
+      gint64 pid;
+      char *end = NULL;
+
+      if (!g_str_has_suffix (name, ".hang"))
+        continue;
+      pid = g_ascii_strtoll (name, &end, 10);
+      path = g_build_filename (run_dir, name, NULL);
+      parser = json_parser_new ();
+      if (end == name || !g_str_equal (end, ".hang") || pid <= 0 ||
+          !json_parser_load_from_file (parser, path, NULL) ||
+          !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)) ||
+          (hang = json_node_get_object (json_parser_get_root (parser))) == NULL ||
+          !json_object_has_member (hang, "report") ||
+          !JSON_NODE_HOLDS_OBJECT (json_object_get_member (hang, "report")))
+        {
+          perfmon_tool_error ("run: skipping the unreadable ongoing hang %s", name);
+          continue;
+        }
+      report = json_object_get_object_member (hang, "report");
+      json_object_set_double_member (report, "duration",
+                                     MAX (end_real_us - member_int (hang, "start_real_us"), 0) / 1000.0);
+      for (guint i = 0; i < processes->len && process == NULL; i++)
+        if (member_int (json_node_get_object (g_ptr_array_index (processes, i)), "pid") == pid)
+          process = json_node_get_object (g_ptr_array_index (processes, i));
+      if (process == NULL)
+        {
+          JsonNode *node = json_node_new (JSON_NODE_OBJECT);
+
+          process = json_object_new ();
+          json_object_set_int_member (process, "version", 1);
+          json_object_set_int_member (process, "pid", pid);
+          json_object_set_boolean_member (process, "command", pid == command);
+          json_object_set_string_member (process, "process_name", pid == command ? command_name : "?");
+          json_object_set_int_member (process, "hang_threshold", member_int (hang, "hang_threshold"));
+          json_object_set_boolean_member (process, "final", FALSE);
+          if (pid == command)
+            json_object_set_double_member (process, "run_seconds", run_seconds);
+          json_node_take_object (node, process);
+          g_ptr_array_add (processes, node);
+          g_ptr_array_sort (processes, compare_processes);
+        }
+      json_object_set_member (process, "ongoing_hang", json_node_copy (json_object_get_member (hang, "report")));
+    }
+}
+
 /* The process the summary is about: the command if it ran a main loop
  * (or hung), else the first process that did (the program a shell script
  * started), else the command. */
@@ -274,7 +349,8 @@ main_process (GPtrArray *processes)
     {
       JsonObject *process = json_node_get_object (g_ptr_array_index (processes, i));
 
-      if (member_int (process, "iterations") > 0 || member_int (process, "hang_count") > 0)
+      if (member_int (process, "iterations") > 0 || member_int (process, "hang_count") > 0 ||
+          json_object_has_member (process, "ongoing_hang"))
         return process;
       if (member_bool (process, "command") && command == NULL)
         command = process;
@@ -294,24 +370,14 @@ signal_name (int signum)
   return text;
 }
 
-/* One block per group of identical hangs: the first one's labels and
- * stack, with the count and the range of durations. */
+/* A hang's labels and stack, innermost first, as a backtrace reads. */
 static void
-print_hang_group (PerfmonToolHangGroup *group)
+print_hang_details (PerfmonHangReport *report)
 {
-  PerfmonHangReport *report = group->first;
   const char * const *labels = perfmon_hang_report_get_pseudo_stack (report);
   g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
   guint n_frames = g_strv_length (stack);
-  const char *runnable = perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report));
 
-  if (group->count == 1)
-    g_printerr ("  - %.0f ms (wall) in %s\n", group->min_ms, runnable);
-  else if ((guint) (group->min_ms + 0.5) == (guint) (group->max_ms + 0.5))
-    g_printerr ("  - %u hangs of %.0f ms (wall) in %s, same stack\n", group->count, group->min_ms, runnable);
-  else
-    g_printerr ("  - %u hangs of %.0f to %.0f ms (wall) in %s, same stack\n",
-                group->count, group->min_ms, group->max_ms, runnable);
   if (labels[0] != NULL)
     {
       g_autofree char *joined = g_strjoinv (" > ", (char **) labels);
@@ -322,17 +388,52 @@ print_hang_group (PerfmonToolHangGroup *group)
     g_printerr ("      no stack: %s\n",
                 perfmon_hang_report_get_stack_unavailable_reason (report) != NULL
                   ? perfmon_hang_report_get_stack_unavailable_reason (report) : "unknown reason");
-  /* Innermost first, as a backtrace reads. */
   for (guint f = 0; f < n_frames && f < MAX_PRINTED_FRAMES; f++)
     g_printerr ("      #%-2u %s\n", f, stack[n_frames - 1 - f]);
   if (n_frames > MAX_PRINTED_FRAMES)
     g_printerr ("      (%u more frames)\n", n_frames - MAX_PRINTED_FRAMES);
 }
 
+/* One block per group of identical hangs: the first one's labels and
+ * stack, with the count and the range of durations. */
+static void
+print_hang_group (PerfmonToolHangGroup *group)
+{
+  PerfmonHangReport *report = group->first;
+  const char *runnable = perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report));
+
+  if (group->count == 1)
+    g_printerr ("  - %.0f ms (wall) in %s\n", group->min_ms, runnable);
+  else if ((guint) (group->min_ms + 0.5) == (guint) (group->max_ms + 0.5))
+    g_printerr ("  - %u hangs of %.0f ms (wall) in %s, same stack\n", group->count, group->min_ms, runnable);
+  else
+    g_printerr ("  - %u hangs of %.0f to %.0f ms (wall) in %s, same stack\n",
+                group->count, group->min_ms, group->max_ms, runnable);
+  print_hang_details (report);
+}
+
+/* The hang going on when the process ended (a report's JSON). */
+static void
+print_ongoing_hang (JsonNode   *node,
+                    const char *duration_note)
+{
+  g_autofree char *text = json_to_string (node, FALSE);
+  g_autoptr(PerfmonHangReport) report = perfmon_hang_report_new_from_json (text, -1, NULL);
+
+  if (report == NULL)
+    return;
+  g_printerr ("  frozen when it ended: a hang going on for %.0f ms (wall)%s in %s\n",
+              perfmon_hang_report_get_duration (report), duration_note,
+              perfmon_tool_runnable_name (perfmon_hang_report_get_runnable_name (report)));
+  print_hang_details (report);
+}
+
 static void
 print_process (JsonObject *process,
                int         wait_status)
 {
+  JsonNode *ongoing = json_object_get_member (process, "ongoing_hang");
+  JsonNode *run_seconds = json_object_get_member (process, "run_seconds");
   JsonArray *durations = perfmon_tool_json_get_array (process, "durations");
   JsonArray *hangs = perfmon_tool_json_get_array (process, "hangs");
   g_autoptr(GPtrArray) reports = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
@@ -348,10 +449,15 @@ print_process (JsonObject *process,
   g_printerr ("\nperfmon: summary of %s (pid %" G_GINT64_FORMAT "), %.2f s:\n",
               json_object_get_string_member_with_default (process, "process_name", "?"),
               member_int (process, "pid"),
-              seconds != NULL && JSON_NODE_HOLDS_VALUE (seconds) ? json_node_get_double (seconds) : 0.0);
+              /* The command's real run time, as perfmon run measured it. */
+              run_seconds != NULL && JSON_NODE_HOLDS_VALUE (run_seconds) ? json_node_get_double (run_seconds)
+              : seconds != NULL && JSON_NODE_HOLDS_VALUE (seconds) ? json_node_get_double (seconds) : 0.0);
   if (!member_bool (process, "final"))
     {
-      if (member_bool (process, "command") && WIFSIGNALED (wait_status))
+      if (!json_object_has_member (process, "seconds"))
+        g_printerr ("  %s before its first checkpoint: no figures of its loop\n",
+                    member_bool (process, "command") && WIFSIGNALED (wait_status) ? "killed" : "ended");
+      else if (member_bool (process, "command") && WIFSIGNALED (wait_status))
         g_printerr ("  killed by %s: the figures of its last checkpoint (at most 1 s before)\n",
                     signal_name (WTERMSIG (wait_status)));
       else
@@ -379,6 +485,8 @@ print_process (JsonObject *process,
     print_hang_group (g_ptr_array_index (groups, i));
   if (hangs != NULL && n_hangs > json_array_get_length (hangs))
     g_printerr ("  (%u more hangs not shown)\n", n_hangs - json_array_get_length (hangs));
+  if (ongoing != NULL)
+    print_ongoing_hang (ongoing, member_bool (process, "command") ? "" : " (until the run ended, at most)");
 }
 
 static void
@@ -535,6 +643,7 @@ perfmon_tool_run (int    argc,
   const char *module = preload_path ();
   const char *old_preload;
   GPid pid;
+  gint64 spawn_us;
   int wait_status = 0;
   int first;
   gint64 start_us;
@@ -687,6 +796,7 @@ perfmon_tool_run (int    argc,
   for (guint i = 0; i < G_N_ELEMENTS (forwarded_signals); i++)
     sigaction (forwarded_signals[i], &action, &old_actions[i]);
 
+  spawn_us = g_get_monotonic_time ();
   if (!g_spawn_async (NULL, argv + first, env,
                       G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD |
                       G_SPAWN_CHILD_INHERITS_STDIN | G_SPAWN_LEAVE_DESCRIPTORS_OPEN,
@@ -716,6 +826,12 @@ perfmon_tool_run (int    argc,
   command_pid = 0;
 
   processes = read_processes (run_dir);
+  {
+    g_autofree char *command_name = g_path_get_basename (argv[first]);
+
+    add_run_facts (processes, run_dir, pid, command_name,
+                   (double) (g_get_monotonic_time () - spawn_us) / G_USEC_PER_SEC, g_get_real_time ());
+  }
   if (summary != NULL)
     {
       if (!write_summary (processes, wait_status, summary, &error))

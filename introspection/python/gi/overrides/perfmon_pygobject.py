@@ -18,6 +18,7 @@ see doc/automatic-instrumentation.md.
 """
 
 import functools
+import os
 
 __all__ = ['callable_name', 'install']
 
@@ -26,7 +27,9 @@ _INSTALLED = '_perfmon_names_sources'
 
 
 def callable_name(function):
-    """``module.qualname`` of *function*, cut to at most 95 UTF-8 bytes."""
+    """``module.qualname`` of *function*, cut to at most 95 UTF-8 bytes. A
+    lambda (which has no name of its own) is named by where it is,
+    ``module.<lambda> (file.py:line)``: each its own group."""
     while isinstance(function, functools.partial):
         function = function.func
     target = getattr(function, '__func__', function)  # bound methods
@@ -34,6 +37,9 @@ def callable_name(function):
                 or type(target).__qualname__)
     module = getattr(target, '__module__', None)
     name = '%s.%s' % (module, qualname) if module else str(qualname)
+    code = getattr(target, '__code__', None)
+    if str(qualname).endswith('<lambda>') and code is not None:
+        name = '%s (%s:%d)' % (name, os.path.basename(code.co_filename), code.co_firstlineno)
     encoded = name.encode('utf-8', 'replace')[:NAME_MAX]
     return encoded.decode('utf-8', 'ignore')
 
