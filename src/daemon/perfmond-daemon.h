@@ -10,6 +10,8 @@
 
 #include <gio/gio.h>
 
+#include "perfmond-metrics.h"
+
 G_BEGIN_DECLS
 
 /* The limits of perfmond, from its command line. */
@@ -35,7 +37,8 @@ gboolean        perfmond_daemon_export (PerfmondDaemon        *self,
                                         GDBusConnection       *connection,
                                         GError               **error);
 void            perfmond_daemon_unexport (PerfmondDaemon      *self);
-void            perfmond_daemon_write_metrics (PerfmondDaemon *self,
-                                               GString        *out);
+void            perfmond_daemon_write_metrics (PerfmondDaemon        *self,
+                                               PerfmondMetricsFormat  format,
+                                               GString               *out);
 
 G_END_DECLS

@@ -181,17 +181,21 @@ on_name_lost (GDBusConnection *connection,
     }
 }
 
-/* GET /metrics: the Prometheus text format of perfmond_daemon_write_metrics(). */
+/* GET /metrics: perfmond_daemon_write_metrics(), in OpenMetrics when the
+ * scraper asks for it. */
 static void
 serve_metrics (PerfmondHttpRequest *request,
                gpointer             user_data)
 {
   PerfmondDaemon *daemon = user_data;
   GString *text = g_string_new (NULL);
+  SoupMessageHeaders *headers = perfmond_http_request_get_headers (request);
+  PerfmondMetricsFormat format = perfmond_metrics_negotiate (soup_message_headers_get_list (headers, "Accept"));
 
-  perfmond_daemon_write_metrics (daemon, text);
-  perfmond_http_request_respond (request, SOUP_STATUS_OK, "text/plain; version=0.0.4; charset=utf-8",
+  perfmond_daemon_write_metrics (daemon, format, text);
+  perfmond_http_request_respond (request, SOUP_STATUS_OK, perfmond_metrics_content_type (format),
                                  g_string_free_to_bytes (text));
+  perfmond_http_request_add_header (request, "Vary", "Accept");
 }
 
 static gboolean
