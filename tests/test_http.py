@@ -227,7 +227,13 @@ class HttpTest(unittest.TestCase):
                           wait_for_port=port)
         self.addCleanup(daemon.stop)
         self.assertTrue(eventually(lambda: 'not only on loopback' in daemon.log()), daemon.log())
-        self.assertEqual(get(port)[0], 200)
+        # Off loopback, /metrics needs the token, as the page does.
+        self.assertEqual(get(port)[0], 401)
+        with open(os.path.join(daemon.runtime_dir, 'perfmon', 'http-token')) as f:
+            token = f.read().strip()
+        self.assertEqual(get(port, headers={'Authorization': 'Bearer ' + 'x' * len(token)})[0], 401)
+        self.assertEqual(get(port, headers={'Authorization': 'Bearer ' + token})[0], 200)
+        self.assertNotIn(token, daemon.log())
 
 
 if __name__ == '__main__':

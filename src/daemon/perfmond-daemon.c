@@ -702,24 +702,99 @@ perfmond_daemon_write_metrics (PerfmondDaemon        *self,
                                PerfmondMetricsFormat  format,
                                GString               *out)
 {
-  g_autoptr(GPtrArray) processes = processes_by_pid (self);
-  g_autofree PerfmondMetricsProcess *list = g_new0 (PerfmondMetricsProcess, processes->len + 1);
+  g_autoptr(GArray) processes = perfmond_daemon_get_processes (self);
   PerfmondMetricsHealth health = { 0, };
 
-  for (guint i = 0; i < processes->len; i++)
-    {
-      Process *process = g_ptr_array_index (processes, i);
-
-      list[i].pid = process->pid;
-      list[i].process_name = process->process_name;
-      list[i].snapshot = process->latest;
-    }
   g_mutex_lock (&self->filter_lock);
   health.dropped_signals = self->signals_dropped;
   health.refused_calls = self->calls_refused;
   g_mutex_unlock (&self->filter_lock);
   health.processes = g_hash_table_size (self->by_pid);
-  perfmond_metrics_write (self->metrics, list, processes->len, &health, format, out);
+  perfmond_metrics_write (self->metrics, (PerfmondMetricsProcess *) (void *) processes->data, processes->len,
+                          &health, format, out);
+}
+
+/**
+ * perfmond_daemon_get_processes:
+ * @self: a daemon
+ *
+ * The monitored processes by pid, with their newest snapshots: for the
+ * metrics and the page. Valid until the daemon's main context runs again.
+ *
+ * Returns: (transfer full) (element-type PerfmondMetricsProcess): the processes
+ */
+GArray *
+perfmond_daemon_get_processes (PerfmondDaemon *self)
+{
+  g_autoptr(GPtrArray) processes = processes_by_pid (self);
+  GArray *list = g_array_sized_new (FALSE, TRUE, sizeof (PerfmondMetricsProcess), processes->len);
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      Process *process = g_ptr_array_index (processes, i);
+      PerfmondMetricsProcess entry = { process->pid, process->process_name, process->latest };
+
+      g_array_append_val (list, entry);
+    }
+  return list;
+}
+
+/**
+ * perfmond_daemon_get_recent:
+ * @self: a daemon
+ * @pid: a monitored process
+ *
+ * What @pid did between its two newest snapshots of the history: for the
+ * page's shares.
+ *
+ * Returns: (transfer full) (nullable): the difference, or %NULL without
+ *   two snapshots
+ */
+PerfmonSnapshot *
+perfmond_daemon_get_recent (PerfmondDaemon *self,
+                            guint           pid)
+{
+  Process *process = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
+  g_autoptr(PerfmonSnapshot) newest = NULL;
+  g_autoptr(PerfmonSnapshot) older = NULL;
+  HistoryEntry *a, *b;
+
+  if (process == NULL || process->history.length < 2)
+    return NULL;
+  a = g_queue_peek_nth (&process->history, process->history.length - 2);
+  b = g_queue_peek_tail (&process->history);
+  older = perfmon_snapshot_new_from_variant (a->variant, NULL);
+  newest = perfmon_snapshot_new_from_variant (b->variant, NULL);
+  if (older == NULL || newest == NULL)
+    return NULL;
+  return perfmon_snapshot_subtract (newest, older, NULL);
+}
+
+/**
+ * perfmond_daemon_get_hangs:
+ * @self: a daemon
+ * @max: how many
+ *
+ * The newest @max hangs kept, newest first: for the page. Valid until the
+ * daemon's main context runs again.
+ *
+ * Returns: (transfer full) (element-type PerfmondHangInfo): the hangs
+ */
+GArray *
+perfmond_daemon_get_hangs (PerfmondDaemon *self,
+                           guint           max)
+{
+  GArray *list = g_array_new (FALSE, TRUE, sizeof (PerfmondHangInfo));
+
+  for (GList *l = self->hangs.head; l != NULL && list->len < max; l = l->next)
+    {
+      Hang *hang = l->data;
+      PerfmondHangInfo info = { hang->id, hang->pid, hang->process_name, hang->duration_ms,
+                                hang->runnable_name, hang->json };
+
+      g_array_append_val (list, info);
+    }
+  return list;
 }
 
 /* Takes a hang report (JSON, from a signal or GetHangReports) of @process:

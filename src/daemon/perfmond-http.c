@@ -12,7 +12,13 @@
  */
 #include "perfmond-http.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define READ_CHUNK 4096
 /* RFC 6585; libsoup 3.2 has no name for it. */
@@ -230,14 +236,14 @@ token_equal (const char *given,
   return diff == 0;
 }
 
-/* The token may come as "Authorization: Bearer T" (Prometheus, curl), as
- * the cookie perfmon-token (the page, after its first load) or as the
- * query parameter token (the URL that `perfmon view` opens). */
+/* The token may come as "Authorization: Bearer T" (Prometheus, curl, the
+ * page's fetches) or as the query parameter token (the URL that `perfmon
+ * view` opens, and the page's assets). */
 static gboolean
 request_has_token (PerfmondHttpServer  *self,
                    PerfmondHttpRequest *request)
 {
-  const char *authorization, *cookie_header, *query;
+  const char *authorization, *query;
 
   if (self->token == NULL)
     return FALSE;
@@ -245,21 +251,6 @@ request_has_token (PerfmondHttpServer  *self,
   if (authorization != NULL && g_ascii_strncasecmp (authorization, "Bearer ", 7) == 0 &&
       token_equal (authorization + 7, self->token))
     return TRUE;
-  cookie_header = soup_message_headers_get_list (request->headers, "Cookie");
-  if (cookie_header != NULL)
-    {
-      g_auto(GStrv) cookies = g_strsplit (cookie_header, ";", 32);
-
-      for (guint i = 0; cookies[i] != NULL; i++)
-        {
-          const char *c = cookies[i];
-
-          while (*c == ' ' || *c == ',')
-            c++;
-          if (g_str_has_prefix (c, "perfmon-token=") && token_equal (c + strlen ("perfmon-token="), self->token))
-            return TRUE;
-        }
-    }
   query = perfmond_http_request_get_query (request, "token");
   return query != NULL && token_equal (query, self->token);
 }
@@ -698,4 +689,103 @@ perfmond_http_request_add_header (PerfmondHttpRequest *request,
   if (request->extra_headers == NULL)
     request->extra_headers = g_string_new (NULL);
   g_string_append_printf (request->extra_headers, "%s: %s\r\n", name, value);
+}
+
+/* 32 random bytes, base64url without padding: 43 characters. */
+#define TOKEN_LENGTH 43
+
+static gboolean
+is_token (const char *text)
+{
+  if (strlen (text) != TOKEN_LENGTH)
+    return FALSE;
+  for (const char *p = text; *p != '\0'; p++)
+    if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* The token of an existing file, if it is one of ours: a regular file (not
+ * a link) of our uid that only we can read, holding a token. */
+static char *
+read_token (const char *path)
+{
+  char buffer[TOKEN_LENGTH + 2] = { 0, };
+  struct stat st;
+  ssize_t n;
+  int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+  if (fd < 0)
+    return NULL;
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_uid != getuid () || (st.st_mode & 077) != 0)
+    {
+      close (fd);
+      return NULL;
+    }
+  n = read (fd, buffer, sizeof buffer - 1);
+  close (fd);
+  if (n <= 0)
+    return NULL;
+  g_strchomp (buffer);
+  return is_token (buffer) ? g_strdup (buffer) : NULL;
+}
+
+/**
+ * perfmond_http_load_token:
+ * @error: where to say why not
+ *
+ * The token of perfmond's HTTP endpoints, from
+ * $XDG_RUNTIME_DIR/perfmon/http-token (0600, in a 0700 directory): the one
+ * there if it is valid (so that a restarted perfmond keeps it, and
+ * Prometheus's credentials_file stays right), else a new random one,
+ * written there atomically.
+ *
+ * Returns: (transfer full): the token, or %NULL with @error set
+ */
+char *
+perfmond_http_load_token (GError **error)
+{
+  g_autofree char *dir = g_build_filename (g_get_user_runtime_dir (), "perfmon", NULL);
+  g_autofree char *path = g_build_filename (dir, "http-token", NULL);
+  g_autofree char *text = NULL;
+  guint8 random[32];
+  char *token;
+
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved), "cannot create %s: %s", dir,
+                   g_strerror (saved));
+      return NULL;
+    }
+  {
+    struct stat st;
+
+    /* Ours, a directory, and only ours to read. */
+    if (lstat (dir, &st) != 0 || !S_ISDIR (st.st_mode) || st.st_uid != getuid () ||
+        ((st.st_mode & 077) != 0 && chmod (dir, 0700) != 0))
+      {
+        g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_PERM,
+                     "%s is not a directory of ours that only we can read", dir);
+        return NULL;
+      }
+  }
+  token = read_token (path);
+  if (token != NULL)
+    return token;
+
+  if (getrandom (random, sizeof random, 0) != (ssize_t) sizeof random)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, "no random bytes for the HTTP token");
+      return NULL;
+    }
+  text = g_base64_encode (random, sizeof random);
+  g_strdelimit (text, "+", '-');
+  g_strdelimit (text, "/", '_');
+  text[TOKEN_LENGTH] = '\0';  /* drops the "=" */
+  memset (random, 0, sizeof random);
+  if (!g_file_set_contents_full (path, text, -1, G_FILE_SET_CONTENTS_CONSISTENT, 0600, error))
+    return NULL;
+  return g_steal_pointer (&text);
 }

@@ -78,6 +78,8 @@ char               *perfmond_http_server_get_url     (PerfmondHttpServer       *
 gboolean            perfmond_http_server_is_loopback (PerfmondHttpServer       *self);
 guint               perfmond_http_server_get_n_connections (PerfmondHttpServer *self);
 
+char               *perfmond_http_load_token         (GError                  **error);
+
 GSocketAddress     *perfmond_http_parse_address      (const char               *option_name,
                                                       const char               *text,
                                                       GError                  **error);

@@ -26,6 +26,7 @@
 
 #include "perfmond-daemon.h"
 #include "perfmond-http.h"
+#include "perfmond-view.h"
 
 enum
 {
@@ -108,6 +109,9 @@ typedef struct
   gboolean    acquired;
   const char *pidfile;        /* nullable */
   gboolean    pidfile_written;
+  PerfmondDaemon *daemon;
+  GSocketAddress *view_address;  /* nullable: --no-view */
+  PerfmondView   *view;
 } State;
 
 static void
@@ -152,6 +156,20 @@ on_name_acquired (GDBusConnection *connection,
           return;
         }
       state->pidfile_written = TRUE;
+    }
+  /* Once the name is ours too: a perfmond that finds it taken must not
+   * replace the view-url file of the one that has it. */
+  if (state->view_address != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      state->view = perfmond_view_new (state->daemon, &http_limits, state->view_address, &error);
+      if (state->view == NULL)
+        {
+          g_printerr ("perfmond: cannot serve the about:performance page: %s\n", error->message);
+          stop (state, EXIT_FAILED);
+          return;
+        }
     }
   g_debug ("owns %s (poll every %u ms, %u s of history, at most %u processes)",
              name, config.poll_interval_ms, config.history_s, config.max_processes);
@@ -218,6 +236,9 @@ main (int    argc,
   g_autoptr(GSocketAddress) metrics_socket_address = NULL;
   g_autoptr(PerfmondHttpServer) metrics_server = NULL;
   gboolean allow_remote = FALSE;
+  gboolean no_view = FALSE;
+  g_autofree char *view_address = NULL;
+  g_autoptr(GSocketAddress) view_socket_address = NULL;
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GDBusConnection) connection = NULL;
@@ -249,8 +270,12 @@ main (int    argc,
       "Serve Prometheus metrics at http://ADDRESS/metrics: PORT (on 127.0.0.1) or IP:PORT (off by default)",
       "ADDRESS" },
     { "allow-remote", 0, 0, G_OPTION_ARG_NONE, &allow_remote,
-      "Allow --metrics-address on an address other than loopback: anyone who reaches it reads the metrics",
+      "Allow --metrics-address or --view-address on an address other than loopback (then /metrics needs the token too)",
       NULL },
+    { "view-address", 0, 0, G_OPTION_ARG_STRING, &view_address,
+      "Serve the about:performance page at http://ADDRESS/: PORT (on 127.0.0.1) or IP:PORT (default: a free port on 127.0.0.1)",
+      "ADDRESS" },
+    { "no-view", 0, 0, G_OPTION_ARG_NONE, &no_view, "Do not serve the about:performance page", NULL },
     { "http-max-connections", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
       "Keep at most N HTTP connections open (1…4096, default 64)", "N" },
     { "http-header-timeout", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
@@ -312,6 +337,30 @@ main (int    argc,
         }
     }
 
+  if (!no_view)
+    {
+      if (view_address != NULL)
+        view_socket_address = perfmond_http_parse_address ("view-address", view_address, &error);
+      else
+        {
+          g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+
+          view_socket_address = g_inet_socket_address_new (loopback, 0);
+        }
+      if (view_socket_address == NULL)
+        {
+          g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
+          return EXIT_USAGE;
+        }
+      if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (view_socket_address))) &&
+          !allow_remote)
+        {
+          g_printerr ("perfmond: --view-address: %s is not a loopback address; add --allow-remote if "
+                      "that is what you want\nTry “perfmond --help”.\n", view_address);
+          return EXIT_USAGE;
+        }
+    }
+
   if (upload_url != NULL)
     {
       g_autoptr(GUri) uri = g_uri_parse (upload_url, G_URI_FLAGS_NONE, NULL);
@@ -350,7 +399,24 @@ main (int    argc,
       g_autofree char *url = NULL;
 
       metrics_server = perfmond_http_server_new (&http_limits);
-      perfmond_http_server_add_handler (metrics_server, "/metrics", PERFMOND_HTTP_PUBLIC, serve_metrics, daemon);
+      /* On loopback, /metrics is open to the local users (as
+       * node_exporter's); elsewhere it needs the token as the page does
+       * (Prometheus: authorization: credentials_file). */
+      if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (metrics_socket_address))))
+        {
+          g_autofree char *token = perfmond_http_load_token (&error);
+
+          if (token == NULL)
+            {
+              g_printerr ("perfmond: cannot make the HTTP token: %s\n", error->message);
+              perfmond_daemon_unexport (daemon);
+              return EXIT_FAILED;
+            }
+          perfmond_http_server_set_token (metrics_server, token);
+          perfmond_http_server_add_handler (metrics_server, "/metrics", PERFMOND_HTTP_NEEDS_TOKEN, serve_metrics, daemon);
+        }
+      else
+        perfmond_http_server_add_handler (metrics_server, "/metrics", PERFMOND_HTTP_PUBLIC, serve_metrics, daemon);
       if (!perfmond_http_server_listen (metrics_server, metrics_socket_address, &error))
         {
           g_printerr ("perfmond: cannot serve metrics at %s: %s\n", metrics_address, error->message);
@@ -360,7 +426,8 @@ main (int    argc,
       url = perfmond_http_server_get_url (metrics_server, "/metrics");
       if (!perfmond_http_server_is_loopback (metrics_server))
         g_warning ("serves metrics on %s, not only on loopback (--allow-remote): anyone who can reach "
-                   "this port reads them", metrics_address);
+                   "this port and has the token of $XDG_RUNTIME_DIR/perfmon/http-token reads them",
+                   metrics_address);
       g_message ("serves metrics at %s", url);
     }
 
@@ -368,6 +435,8 @@ main (int    argc,
   state.loop = loop;
   state.status = EXIT_OK;
   state.pidfile = pidfile_path;
+  state.daemon = daemon;
+  state.view_address = view_socket_address;
 
   /* Not queued and not replaceable: one daemon per bus, and one that
    * loses its name has nothing left to do. */
@@ -382,6 +451,7 @@ main (int    argc,
   g_bus_unown_name (owner_id);
   if (metrics_server != NULL)
     g_object_run_dispose (G_OBJECT (metrics_server));
+  g_clear_pointer (&state.view, perfmond_view_free);
   perfmond_daemon_unexport (daemon);
   if (!g_dbus_connection_is_closed (connection))
     g_dbus_connection_flush_sync (connection, NULL, NULL);
