@@ -27,8 +27,9 @@
 
 #include "perfmond-view-resources.h"
 
-/* Groups of one process in /api/state, those with the most CPU; hangs. */
-#define MAX_VIEW_GROUPS 50
+/* Groups of one process in /api/state, those with the most CPU (the page
+ * shows five); hangs. */
+#define MAX_VIEW_GROUPS 10
 #define MAX_VIEW_HANGS 20
 
 #define SECURITY_HEADERS \
