@@ -59,11 +59,6 @@
 #define QUOTED_PREFIX_BYTES 32
 /* The polls of one interval are spread over this many slots. */
 #define POLL_SLOTS 10
-/* Metrics: the groups of one process with the most CPU that get series of
- * their own; the others are summed into group="(other)". Runnables with a
- * hang counter of their own, in all. Bounds the label cardinality. */
-#define MAX_METRIC_GROUPS_PER_PROCESS 50
-#define MAX_METRIC_RUNNABLES 100
 /* Listeners of the daemon's signals. */
 #define MAX_SUBSCRIBERS 64
 /* Hang reports asked of a process when it registers. */
@@ -146,7 +141,7 @@ struct _PerfmondDaemon
   guint               registration_id;
   PerfmonUidGate     *gate;
   PerfmonNameSet     *subscribers;  /* of the daemon's signals */
-  GHashTable         *hang_counts;  /* "process\nrunnable" → guint64 * (metrics) */
+  PerfmondMetrics    *metrics;    /* the hang counters of /metrics */
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
@@ -752,213 +747,113 @@ poll_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The hangs-by-runnable counter of the metrics: one series per process
- * name and runnable, at most MAX_METRIC_RUNNABLES, then "(other)". */
-static void
-count_hang (PerfmondDaemon *self,
-            const char     *process_name,
-            const char     *runnable_name)
-{
-  g_autofree char *key = g_strdup_printf ("%s\n%s", process_name, runnable_name[0] ? runnable_name : "(unlabelled)");
-  guint64 *count = g_hash_table_lookup (self->hang_counts, key);
-
-  if (count == NULL && g_hash_table_size (self->hang_counts) >= MAX_METRIC_RUNNABLES)
-    {
-      g_free (key);
-      key = g_strdup ("(other)\n(other)");
-      count = g_hash_table_lookup (self->hang_counts, key);
-    }
-  if (count == NULL)
-    {
-      count = g_new0 (guint64, 1);
-      g_hash_table_insert (self->hang_counts, g_steal_pointer (&key), count);
-    }
-  (*count)++;
-}
-
-/* A label value in the text format: backslash, quote and newline escaped. */
-static void
-append_label_value (GString    *out,
-                    const char *value)
-{
-  for (const char *p = value; *p != '\0'; p++)
-    {
-      if (*p == '\\' || *p == '"')
-        g_string_append_c (out, '\\');
-      if (*p == '\n')
-        g_string_append (out, "\\n");
-      else
-        g_string_append_c (out, *p);
-    }
-}
-
-typedef struct
-{
-  guint64     id;         /* 0 for "(other)" */
-  const char *name;
-  const char *kind;
-  guint64     cpu_time, blocked_time, ticks;
-  guint64     durations[PERFMON_N_DURATIONS];
-} MetricGroup;
-
-static int
-compare_metric_cpu (gconstpointer a,
-                    gconstpointer b)
-{
-  const MetricGroup *x = a, *y = b;
-
-  return x->cpu_time > y->cpu_time ? -1 : x->cpu_time < y->cpu_time;
-}
-
-static void
-append_group_labels (GString     *out,
-                     Process     *process,
-                     MetricGroup *group)
-{
-  g_string_append_printf (out, "pid=\"%u\",process=\"", process->pid);
-  append_label_value (out, process->process_name);
-  g_string_append (out, "\",group=\"");
-  append_label_value (out, group->name);
-  /* The id too: two groups of a process may have the same name. */
-  g_string_append_printf (out, "\",kind=\"%s\",id=\"%" G_GUINT64_FORMAT "\"", group->kind, group->id);
-}
-
 /**
  * perfmond_daemon_write_metrics:
  * @self: a daemon
+ * @format: the text format
  * @out: where to append
  *
- * Appends the Prometheus text format (version 0.0.4) of the newest
- * snapshot of every process: per group, CPU and blocked seconds as
- * counters and the exceedance histogram as a Prometheus histogram (an
- * iteration that used more than 2^i ms of the group's CPU is one that is
- * not in bucket le=2^i ms: bucket = ticks − durations[i], exactly), the
- * hangs by runnable, and perfmond's own health.
+ * Appends the metrics of the newest snapshot of every process, the hangs
+ * and perfmond's own health (perfmond-metrics.c).
  */
 void
-perfmond_daemon_write_metrics (PerfmondDaemon *self,
-                               GString        *out)
+perfmond_daemon_write_metrics (PerfmondDaemon        *self,
+                               PerfmondMetricsFormat  format,
+                               GString               *out)
 {
-  g_autoptr(GPtrArray) processes = processes_by_pid (self);
-  GHashTableIter iter;
-  gpointer key, value;
-  guint64 dropped, refused;
-  static const struct { const char *name, *help; } families[] = {
-    { "perfmon_group_cpu_seconds_total", "CPU time of a performance group (counter)" },
-    { "perfmon_group_blocked_seconds_total", "Blocked time of a performance group (counter)" },
-    { "perfmon_group_iteration_cpu_seconds", "CPU time of a group per main-loop iteration it ran in" },
-  };
-
-  for (guint f = 0; f < G_N_ELEMENTS (families); f++)
-    {
-      g_string_append_printf (out, "# HELP %s %s\n# TYPE %s %s\n", families[f].name, families[f].help,
-                              families[f].name, f < 2 ? "counter" : "histogram");
-      for (guint i = 0; i < processes->len; i++)
-        {
-          Process *process = g_ptr_array_index (processes, i);
-          g_autoptr(GArray) groups = NULL;
-          GPtrArray *stats;
-
-          if (process->latest == NULL)
-            continue;
-          stats = perfmon_snapshot_get_groups (process->latest);
-          groups = g_array_sized_new (FALSE, TRUE, sizeof (MetricGroup), stats->len);
-          for (guint j = 0; j < stats->len; j++)
-            {
-              PerfmonGroupStats *s = g_ptr_array_index (stats, j);
-              MetricGroup group = { 0, };
-              const guint64 *durations = perfmon_group_stats_get_durations (s, NULL);
-
-              group.id = perfmon_group_stats_get_id (s);
-              group.name = perfmon_group_stats_get_name (s);
-              group.kind = perfmon_group_kind_to_string (perfmon_group_stats_get_kind (s));
-              group.cpu_time = perfmon_group_stats_get_cpu_time (s);
-              group.blocked_time = perfmon_group_stats_get_blocked_time (s);
-              group.ticks = perfmon_group_stats_get_ticks (s);
-              memcpy (group.durations, durations, sizeof group.durations);
-              g_array_append_val (groups, group);
-            }
-          /* The groups with the most CPU, and the rest summed. */
-          g_array_sort (groups, compare_metric_cpu);
-          if (groups->len > MAX_METRIC_GROUPS_PER_PROCESS)
-            {
-              MetricGroup other = { .name = "(other)", .kind = "other" };
-
-              for (guint j = MAX_METRIC_GROUPS_PER_PROCESS; j < groups->len; j++)
-                {
-                  MetricGroup *g = &g_array_index (groups, MetricGroup, j);
-
-                  other.cpu_time += g->cpu_time;
-                  other.blocked_time += g->blocked_time;
-                  other.ticks += g->ticks;
-                  for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
-                    other.durations[k] += g->durations[k];
-                }
-              g_array_set_size (groups, MAX_METRIC_GROUPS_PER_PROCESS);
-              g_array_append_val (groups, other);
-            }
-
-          for (guint j = 0; j < groups->len; j++)
-            {
-              MetricGroup *group = &g_array_index (groups, MetricGroup, j);
-
-              if (f < 2)
-                {
-                  g_string_append_printf (out, "%s{", families[f].name);
-                  append_group_labels (out, process, group);
-                  g_string_append_printf (out, "} %.6f\n",
-                                          (f == 0 ? group->cpu_time : group->blocked_time) / 1e6);
-                  continue;
-                }
-              for (guint k = 0; k <= PERFMON_N_DURATIONS; k++)
-                {
-                  g_string_append_printf (out, "%s_bucket{", families[f].name);
-                  append_group_labels (out, process, group);
-                  if (k < PERFMON_N_DURATIONS)
-                    g_string_append_printf (out, ",le=\"%g\"} %" G_GUINT64_FORMAT "\n", (1u << k) / 1000.0,
-                                            group->ticks - MIN (group->durations[k], group->ticks));
-                  else
-                    g_string_append_printf (out, ",le=\"+Inf\"} %" G_GUINT64_FORMAT "\n", group->ticks);
-                }
-              g_string_append_printf (out, "%s_sum{", families[f].name);
-              append_group_labels (out, process, group);
-              g_string_append_printf (out, "} %.6f\n", group->cpu_time / 1e6);
-              g_string_append_printf (out, "%s_count{", families[f].name);
-              append_group_labels (out, process, group);
-              g_string_append_printf (out, "} %" G_GUINT64_FORMAT "\n", group->ticks);
-            }
-        }
-    }
-
-  g_string_append (out, "# HELP perfmon_hangs_total Hangs reported, by process name and runnable\n"
-                        "# TYPE perfmon_hangs_total counter\n");
-  g_hash_table_iter_init (&iter, self->hang_counts);
-  while (g_hash_table_iter_next (&iter, &key, &value))
-    {
-      g_auto(GStrv) parts = g_strsplit (key, "\n", 2);
-
-      g_string_append (out, "perfmon_hangs_total{process=\"");
-      append_label_value (out, parts[0]);
-      g_string_append (out, "\",runnable=\"");
-      append_label_value (out, parts[1] != NULL ? parts[1] : "");
-      g_string_append_printf (out, "\"} %" G_GUINT64_FORMAT "\n", *(guint64 *) value);
-    }
+  g_autoptr(GArray) processes = perfmond_daemon_get_processes (self);
+  PerfmondMetricsHealth health = { 0, };
 
   g_mutex_lock (&self->filter_lock);
-  dropped = self->signals_dropped;
-  refused = self->calls_refused;
+  health.dropped_signals = self->signals_dropped;
+  health.refused_calls = self->calls_refused;
   g_mutex_unlock (&self->filter_lock);
-  g_string_append_printf (out,
-                          "# HELP perfmond_processes Processes perfmond monitors\n"
-                          "# TYPE perfmond_processes gauge\n"
-                          "perfmond_processes %u\n"
-                          "# HELP perfmond_refused_calls_total Calls refused for oversize arguments\n"
-                          "# TYPE perfmond_refused_calls_total counter\n"
-                          "perfmond_refused_calls_total %" G_GUINT64_FORMAT "\n"
-                          "# HELP perfmond_dropped_signals_total Signals of monitored processes dropped (rate, size, unregistered)\n"
-                          "# TYPE perfmond_dropped_signals_total counter\n"
-                          "perfmond_dropped_signals_total %" G_GUINT64_FORMAT "\n",
-                          g_hash_table_size (self->by_pid), refused, dropped);
+  health.processes = g_hash_table_size (self->by_pid);
+  perfmond_metrics_write (self->metrics, (PerfmondMetricsProcess *) (void *) processes->data, processes->len,
+                          &health, format, out);
+}
+
+/**
+ * perfmond_daemon_get_processes:
+ * @self: a daemon
+ *
+ * The monitored processes by pid, with their newest snapshots: for the
+ * metrics and the page. Valid until the daemon's main context runs again.
+ *
+ * Returns: (transfer full) (element-type PerfmondMetricsProcess): the processes
+ */
+GArray *
+perfmond_daemon_get_processes (PerfmondDaemon *self)
+{
+  g_autoptr(GPtrArray) processes = processes_by_pid (self);
+  GArray *list = g_array_sized_new (FALSE, TRUE, sizeof (PerfmondMetricsProcess), processes->len);
+
+  for (guint i = 0; i < processes->len; i++)
+    {
+      Process *process = g_ptr_array_index (processes, i);
+      PerfmondMetricsProcess entry = { process->pid, process->process_name, process->latest };
+
+      g_array_append_val (list, entry);
+    }
+  return list;
+}
+
+/**
+ * perfmond_daemon_get_recent:
+ * @self: a daemon
+ * @pid: a monitored process
+ *
+ * What @pid did between its two newest snapshots of the history: for the
+ * page's shares.
+ *
+ * Returns: (transfer full) (nullable): the difference, or %NULL without
+ *   two snapshots
+ */
+PerfmonSnapshot *
+perfmond_daemon_get_recent (PerfmondDaemon *self,
+                            guint           pid)
+{
+  Process *process = g_hash_table_lookup (self->by_pid, GUINT_TO_POINTER (pid));
+  g_autoptr(PerfmonSnapshot) newest = NULL;
+  g_autoptr(PerfmonSnapshot) older = NULL;
+  HistoryEntry *a, *b;
+
+  if (process == NULL || process->history.length < 2)
+    return NULL;
+  a = g_queue_peek_nth (&process->history, process->history.length - 2);
+  b = g_queue_peek_tail (&process->history);
+  older = perfmon_snapshot_new_from_variant (a->variant, NULL);
+  newest = perfmon_snapshot_new_from_variant (b->variant, NULL);
+  if (older == NULL || newest == NULL)
+    return NULL;
+  return perfmon_snapshot_subtract (newest, older, NULL);
+}
+
+/**
+ * perfmond_daemon_get_hangs:
+ * @self: a daemon
+ * @max: how many
+ *
+ * The newest @max hangs kept, newest first: for the page. Valid until the
+ * daemon's main context runs again.
+ *
+ * Returns: (transfer full) (element-type PerfmondHangInfo): the hangs
+ */
+GArray *
+perfmond_daemon_get_hangs (PerfmondDaemon *self,
+                           guint           max)
+{
+  GArray *list = g_array_new (FALSE, TRUE, sizeof (PerfmondHangInfo));
+
+  for (GList *l = self->hangs.head; l != NULL && list->len < max; l = l->next)
+    {
+      Hang *hang = l->data;
+      PerfmondHangInfo info = { hang->id, hang->pid, hang->process_name, hang->duration_ms,
+                                hang->runnable_name, hang->json };
+
+      g_array_append_val (list, info);
+    }
+  return list;
 }
 
 /* Takes a hang report (JSON, from a signal or GetHangReports) of @process:
@@ -1016,7 +911,7 @@ add_hang (PerfmondDaemon *self,
   hang->runnable_name = g_strdup (perfmon_hang_report_get_runnable_name (report));
   hang->json = g_strdup (json);
 
-  count_hang (self, hang->process_name, hang->runnable_name);
+  perfmond_metrics_count_hang (self->metrics, hang->pid, hang->process_name, hang->runnable_name);
   perfmond_log_event (G_LOG_LEVEL_DEBUG, PERFMOND_MESSAGE_ID_HANG, hang->pid, hang->runnable_name,
                       hang->duration_ms, "pid %u (%s): hang %s of %.0f ms in %s", hang->pid,
                       hang->process_name, hang->id, hang->duration_ms,
@@ -1682,7 +1577,7 @@ perfmond_daemon_finalize (GObject *object)
   perfmond_uploader_free (self->uploader);
   g_strfreev (self->pings_dirs);
   g_hash_table_unref (self->budgets);
-  g_hash_table_unref (self->hang_counts);
+  perfmond_metrics_free (self->metrics);
   g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
@@ -1707,7 +1602,7 @@ perfmond_daemon_init (PerfmondDaemon *self)
   self->aggregator = perfmond_aggregator_new ();
   g_mutex_init (&self->filter_lock);
   self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  self->hang_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->metrics = perfmond_metrics_new ();
 }
 
 /* @config must have been checked (perfmond.c does it). */

@@ -10,6 +10,8 @@
 
 #include <gio/gio.h>
 
+#include "perfmond-metrics.h"
+
 G_BEGIN_DECLS
 
 /* The limits of perfmond, from its command line. */
@@ -37,7 +39,25 @@ gboolean        perfmond_daemon_export (PerfmondDaemon        *self,
                                         GDBusConnection       *connection,
                                         GError               **error);
 void            perfmond_daemon_unexport (PerfmondDaemon      *self);
-void            perfmond_daemon_write_metrics (PerfmondDaemon *self,
-                                               GString        *out);
+void            perfmond_daemon_write_metrics (PerfmondDaemon        *self,
+                                               PerfmondMetricsFormat  format,
+                                               GString               *out);
+
+/* A hang as perfmond keeps it (perfmond_daemon_get_hangs()). */
+typedef struct
+{
+  const char *id;
+  guint       pid;
+  const char *process_name;
+  double      duration_ms;
+  const char *runnable_name;
+  const char *json;           /* the report */
+} PerfmondHangInfo;
+
+GArray         *perfmond_daemon_get_processes (PerfmondDaemon *self);
+PerfmonSnapshot *perfmond_daemon_get_recent  (PerfmondDaemon *self,
+                                               guint           pid);
+GArray         *perfmond_daemon_get_hangs     (PerfmondDaemon *self,
+                                               guint           max);
 
 G_END_DECLS

@@ -27,6 +27,8 @@
 
 #include "perfmond-daemon.h"
 #include "perfmond-log.h"
+#include "perfmond-http.h"
+#include "perfmond-view.h"
 
 enum
 {
@@ -57,6 +59,8 @@ static PerfmondConfig config = {
   .pings_rescan_s = 60,
 };
 
+static PerfmondHttpLimits http_limits = PERFMOND_HTTP_DEFAULT_LIMITS;
+
 static const RangeOption range_options[] = {
   { "poll-interval", &config.poll_interval_ms, 100, 3600000, " ms" },
   { "call-timeout", &config.call_timeout_ms, 10, 600000, " ms" },
@@ -67,6 +71,9 @@ static const RangeOption range_options[] = {
   { "max-hangs", &config.max_hangs, 0, 100000, "" },
   { "max-signals", &config.max_signals, 1, 100000, "" },
   { "pings-rescan", &config.pings_rescan_s, 1, 86400, " s" },
+  { "http-max-connections", &http_limits.max_connections, 1, 4096, "" },
+  { "http-header-timeout", &http_limits.header_timeout_s, 1, 3600, " s" },
+  { "http-idle-timeout", &http_limits.idle_timeout_s, 1, 86400, " s" },
 };
 
 static gboolean
@@ -106,6 +113,9 @@ typedef struct
   gboolean    acquired;
   const char *pidfile;        /* nullable */
   gboolean    pidfile_written;
+  PerfmondDaemon *daemon;
+  GSocketAddress *view_address;  /* nullable: --no-view */
+  PerfmondView   *view;
 } State;
 
 static void
@@ -151,6 +161,20 @@ on_name_acquired (GDBusConnection *connection,
         }
       state->pidfile_written = TRUE;
     }
+  /* Once the name is ours too: a perfmond that finds it taken must not
+   * replace the view-url file of the one that has it. */
+  if (state->view_address != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      state->view = perfmond_view_new (state->daemon, &http_limits, state->view_address, &error);
+      if (state->view == NULL)
+        {
+          g_printerr ("perfmond: cannot serve the about:performance page: %s\n", error->message);
+          stop (state, EXIT_FAILED);
+          return;
+        }
+    }
   g_debug ("owns %s (poll every %u ms, %u s of history, at most %u processes)",
              name, config.poll_interval_ms, config.history_s, config.max_processes);
 }
@@ -186,58 +210,21 @@ on_name_lost (GDBusConnection *connection,
     }
 }
 
-/* GET /metrics: the Prometheus text format of perfmond_daemon_write_metrics(). */
+/* GET /metrics: perfmond_daemon_write_metrics(), in OpenMetrics when the
+ * scraper asks for it. */
 static void
-serve_metrics (SoupServer        *server,
-               SoupServerMessage *message,
-               const char        *path,
-               GHashTable        *query,
-               gpointer           user_data)
+serve_metrics (PerfmondHttpRequest *request,
+               gpointer             user_data)
 {
   PerfmondDaemon *daemon = user_data;
-  GString *text;
+  GString *text = g_string_new (NULL);
+  SoupMessageHeaders *headers = perfmond_http_request_get_headers (request);
+  PerfmondMetricsFormat format = perfmond_metrics_negotiate (soup_message_headers_get_list (headers, "Accept"));
 
-  if (soup_server_message_get_method (message) != SOUP_METHOD_GET &&
-      soup_server_message_get_method (message) != SOUP_METHOD_HEAD)
-    {
-      soup_server_message_set_status (message, SOUP_STATUS_METHOD_NOT_ALLOWED, NULL);
-      return;
-    }
-  text = g_string_new (NULL);
-  perfmond_daemon_write_metrics (daemon, text);
-  soup_server_message_set_status (message, SOUP_STATUS_OK, NULL);
-  soup_server_message_set_response (message, "text/plain; version=0.0.4; charset=utf-8",
-                                    SOUP_MEMORY_TAKE, text->str, text->len);
-  g_string_free (text, FALSE);
-}
-
-/* --metrics-address: "PORT" (loopback) or "HOST:PORT", HOST an IP address
- * ([…] for IPv6). NULL with @error set when it is not one. */
-static GSocketAddress *
-parse_metrics_address (const char  *text,
-                       GError     **error)
-{
-  g_autoptr(GSocketConnectable) connectable = NULL;
-  g_autoptr(GInetAddress) address = NULL;
-  guint64 port = 0;
-
-  if (g_ascii_string_to_unsigned (text, 10, 1, 65535, &port, NULL))
-    address = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  else if ((connectable = g_network_address_parse (text, 0, NULL)) != NULL)
-    {
-      GNetworkAddress *network = G_NETWORK_ADDRESS (connectable);
-
-      port = g_network_address_get_port (network);
-      address = g_inet_address_new_from_string (g_network_address_get_hostname (network));
-    }
-  if (address == NULL || port == 0)
-    {
-      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                   "--metrics-address: expected PORT (1…65535, on 127.0.0.1) or IP:PORT, got “%.*s”",
-                   (int) MIN (strlen (text), 64), text);
-      return NULL;
-    }
-  return g_inet_socket_address_new (address, (guint16) port);
+  perfmond_daemon_write_metrics (daemon, format, text);
+  perfmond_http_request_respond (request, SOUP_STATUS_OK, perfmond_metrics_content_type (format),
+                                 g_string_free_to_bytes (text));
+  perfmond_http_request_add_header (request, "Vary", "Accept");
 }
 
 static gboolean
@@ -259,7 +246,11 @@ main (int    argc,
   g_autofree char *upload_url = NULL;
   g_auto(GStrv) pings_dirs = NULL;
   g_autoptr(GSocketAddress) metrics_socket_address = NULL;
-  g_autoptr(SoupServer) metrics_server = NULL;
+  g_autoptr(PerfmondHttpServer) metrics_server = NULL;
+  gboolean allow_remote = FALSE;
+  gboolean no_view = FALSE;
+  g_autofree char *view_address = NULL;
+  g_autoptr(GSocketAddress) view_socket_address = NULL;
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GDBusConnection) connection = NULL;
@@ -290,6 +281,19 @@ main (int    argc,
     { "metrics-address", 0, 0, G_OPTION_ARG_STRING, &metrics_address,
       "Serve Prometheus metrics at http://ADDRESS/metrics: PORT (on 127.0.0.1) or IP:PORT (off by default)",
       "ADDRESS" },
+    { "allow-remote", 0, 0, G_OPTION_ARG_NONE, &allow_remote,
+      "Allow --metrics-address or --view-address on an address other than loopback (then /metrics needs the token too)",
+      NULL },
+    { "view-address", 0, 0, G_OPTION_ARG_STRING, &view_address,
+      "Serve the about:performance page at http://ADDRESS/: PORT (on 127.0.0.1) or IP:PORT (default: a free port on 127.0.0.1)",
+      "ADDRESS" },
+    { "no-view", 0, 0, G_OPTION_ARG_NONE, &no_view, "Do not serve the about:performance page", NULL },
+    { "http-max-connections", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
+      "Keep at most N HTTP connections open (1…4096, default 64)", "N" },
+    { "http-header-timeout", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
+      "Close an HTTP connection whose request header takes more than SECONDS (1…3600, default 10)", "SECONDS" },
+    { "http-idle-timeout", 0, 0, G_OPTION_ARG_CALLBACK, parse_range_option,
+      "Close an idle HTTP connection after SECONDS (1…86400, default 60)", "SECONDS" },
     { "upload-url", 0, 0, G_OPTION_ARG_STRING, &upload_url,
       "Send the processes' pings to the telemetry server at URL (http or https; off by default)", "URL" },
     { "pings-dir", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &pings_dirs,
@@ -335,10 +339,42 @@ main (int    argc,
 
   if (metrics_address != NULL)
     {
-      metrics_socket_address = parse_metrics_address (metrics_address, &error);
+      metrics_socket_address = perfmond_http_parse_address ("metrics-address", metrics_address, &error);
       if (metrics_socket_address == NULL)
         {
           g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
+          return EXIT_USAGE;
+        }
+      if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (metrics_socket_address))) &&
+          !allow_remote)
+        {
+          g_printerr ("perfmond: --metrics-address: %s is not a loopback address: anyone who can reach it "
+                      "would read the metrics; add --allow-remote if that is what you want\n"
+                      "Try “perfmond --help”.\n", metrics_address);
+          return EXIT_USAGE;
+        }
+    }
+
+  if (!no_view)
+    {
+      if (view_address != NULL)
+        view_socket_address = perfmond_http_parse_address ("view-address", view_address, &error);
+      else
+        {
+          g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+
+          view_socket_address = g_inet_socket_address_new (loopback, 0);
+        }
+      if (view_socket_address == NULL)
+        {
+          g_printerr ("perfmond: %s\nTry “perfmond --help”.\n", error->message);
+          return EXIT_USAGE;
+        }
+      if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (view_socket_address))) &&
+          !allow_remote)
+        {
+          g_printerr ("perfmond: --view-address: %s is not a loopback address; add --allow-remote if "
+                      "that is what you want\nTry “perfmond --help”.\n", view_address);
           return EXIT_USAGE;
         }
     }
@@ -379,21 +415,47 @@ main (int    argc,
 
   if (metrics_socket_address != NULL)
     {
-      metrics_server = soup_server_new ("server-header", "perfmond", NULL);
-      soup_server_add_handler (metrics_server, "/metrics", serve_metrics, daemon, NULL);
-      if (!soup_server_listen (metrics_server, metrics_socket_address, 0, &error))
+      g_autofree char *url = NULL;
+
+      metrics_server = perfmond_http_server_new (&http_limits);
+      /* On loopback, /metrics is open to the local users (as
+       * node_exporter's); elsewhere it needs the token as the page does
+       * (Prometheus: authorization: credentials_file). */
+      if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (metrics_socket_address))))
+        {
+          g_autofree char *token = perfmond_http_load_token (&error);
+
+          if (token == NULL)
+            {
+              g_printerr ("perfmond: cannot make the HTTP token: %s\n", error->message);
+              perfmond_daemon_unexport (daemon);
+              return EXIT_FAILED;
+            }
+          perfmond_http_server_set_token (metrics_server, token);
+          perfmond_http_server_add_handler (metrics_server, "/metrics", PERFMOND_HTTP_NEEDS_TOKEN, serve_metrics, daemon);
+        }
+      else
+        perfmond_http_server_add_handler (metrics_server, "/metrics", PERFMOND_HTTP_PUBLIC, serve_metrics, daemon);
+      if (!perfmond_http_server_listen (metrics_server, metrics_socket_address, &error))
         {
           g_printerr ("perfmond: cannot serve metrics at %s: %s\n", metrics_address, error->message);
           perfmond_daemon_unexport (daemon);
           return EXIT_FAILED;
         }
-      g_message ("serves metrics at http://%s/metrics", metrics_address);
+      url = perfmond_http_server_get_url (metrics_server, "/metrics");
+      if (!perfmond_http_server_is_loopback (metrics_server))
+        g_warning ("serves metrics on %s, not only on loopback (--allow-remote): anyone who can reach "
+                   "this port and has the token of $XDG_RUNTIME_DIR/perfmon/http-token reads them",
+                   metrics_address);
+      g_message ("serves metrics at %s", url);
     }
 
   loop = g_main_loop_new (NULL, FALSE);
   state.loop = loop;
   state.status = EXIT_OK;
   state.pidfile = pidfile_path;
+  state.daemon = daemon;
+  state.view_address = view_socket_address;
 
   /* Not queued and not replaceable: one daemon per bus, and one that
    * loses its name has nothing left to do. */
@@ -407,7 +469,8 @@ main (int    argc,
 
   g_bus_unown_name (owner_id);
   if (metrics_server != NULL)
-    soup_server_disconnect (metrics_server);
+    g_object_run_dispose (G_OBJECT (metrics_server));
+  g_clear_pointer (&state.view, perfmond_view_free);
   perfmond_daemon_unexport (daemon);
   if (!g_dbus_connection_is_closed (connection))
     g_dbus_connection_flush_sync (connection, NULL, NULL);

@@ -29,5 +29,6 @@ int perfmon_tool_symbolize (int argc, char **argv);
 int perfmon_tool_run      (int argc, char **argv);
 int perfmon_tool_demo     (int argc, char **argv);
 int perfmon_tool_state    (int argc, char **argv);
+int perfmon_tool_view     (int argc, char **argv);  /* perfmon-tool-view.c */
 
 G_END_DECLS

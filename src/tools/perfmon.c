@@ -30,6 +30,7 @@ static const Command commands[] = {
   { "symbolize", perfmon_tool_symbolize, "Name the frames of reports, pings, stack trees, task logs" },
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
   { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },
+  { "view",     perfmon_tool_view,     "Open the live about:performance page in the browser" },
   { "demo",     perfmon_tool_demo,     "Show perfmon at work on a janky demo program" },
 };
 

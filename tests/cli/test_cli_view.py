@@ -1,0 +1,277 @@
+#!/usr/bin/python3
+# test_cli_view.py: perfmon view and perfmond's about:performance page
+# (issue 25, points 1-4): the hostile cases against the page's server, and
+# the page in Debian's headless chromium with gtk4-demo (under xvfb-run)
+# and a Python program, both run with perfmon run.
+#
+# Screenshots go to $PERFMON_VIEW_SCREENSHOTS when it is set.
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from clitest import BusTestCase, TOOL
+
+CHROMIUM = shutil.which('chromium')
+CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                  '--hide-scrollbars']
+
+# A Python program as people write them: some work every 50 ms, and a
+# callback that blocks the loop 400 ms every 3 s.
+PYTHON_PROGRAM = """
+import time
+from gi.repository import GLib
+
+def work():
+    start = time.process_time()
+    while time.process_time() - start < 0.01:
+        sum(range(1000))
+    return GLib.SOURCE_CONTINUE
+
+def stall():
+    time.sleep(0.4)
+    return GLib.SOURCE_CONTINUE
+
+GLib.timeout_add(50, work)
+GLib.timeout_add(3000, stall)
+GLib.MainLoop().run()
+"""
+
+
+def get(url, headers=None, method='GET'):
+    request = urllib.request.Request(url, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
+
+
+def fds(pid):
+    return len(os.listdir('/proc/%d/fd' % pid))
+
+
+class ViewTest(BusTestCase):
+    def start_view(self, *args):
+        self.log_path = self.path('perfmond.log')
+        log = open(self.log_path, 'w')
+        self.addCleanup(log.close)
+        self.daemon = self.start([os.environ['PERFMOND_PATH'], '--poll-interval', '500'] + list(args),
+                                 env=dict(self.env, G_MESSAGES_DEBUG='all'), stdout=log, stderr=log)
+        result = self.eventually(lambda: (lambda r: r if r.returncode == 0 else None)(
+            self.perfmon('view', '--print-url')), 'perfmon view --print-url', timeout=60)
+        url = result.stdout.strip()
+        match = re.fullmatch(r'(http://127\.0\.0\.1:(\d+)/)\?token=([A-Za-z0-9_-]{43})', url)
+        self.assertTrue(match, url)
+        self.url, self.base, self.port, self.token = url, match.group(1), int(match.group(2)), match.group(3)
+        return url
+
+    def test_print_url_starts_what_it_needs(self):
+        """Without perfmond running, perfmon view --print-url gives a URL that works as given."""
+        with open(os.path.join(self.tmp, 'org.perfmon.Daemon1.service'), 'w') as f:
+            f.write('[D-BUS Service]\nName=org.perfmon.Daemon1\nExec=%s\n' % os.environ['PERFMOND_PATH'])
+        config = self.path('session.conf')
+        with open(config, 'w') as f:
+            f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"\n'
+                    ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+                    '<busconfig><type>session</type><listen>unix:tmpdir=%s</listen>'
+                    '<servicedir>%s</servicedir><policy context="default"><allow send_destination="*"/>'
+                    '<allow eavesdrop="true"/><allow own="*"/></policy></busconfig>\n' % (self.tmp, self.tmp))
+        bus = subprocess.Popen(['dbus-daemon', '--config-file', config, '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, universal_newlines=True, env=self.env)
+        self.addCleanup(self.stop, bus)
+        self.env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+        result = self.perfmon('view', '--print-url')
+        self.assertExit(result, 0)
+        status, headers, body = get(result.stdout.strip())
+        self.assertEqual(status, 200)
+        self.assertIn(b'about:performance', body)
+        # perfmond stops with the bus (SIGTERM from the test's cleanup would
+        # not reach an activated one): stop it by its pid.
+        pid = int(subprocess.run(['dbus-send', '--session', '--print-reply=literal', '--dest=org.freedesktop.DBus',
+                                  '/org/freedesktop/DBus', 'org.freedesktop.DBus.GetConnectionUnixProcessID',
+                                  'string:org.perfmon.Daemon1'], env=self.env, stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout.split()[-1])
+        os.kill(pid, 15)
+
+    def test_token_required_on_every_request(self):
+        self.start_view()
+        for path in ('', 'view.js', 'view.css', 'api/state'):
+            self.assertEqual(get(self.base + path)[0], 401, path)
+            self.assertEqual(get(self.base + path + '?token=' + 'A' * 43)[0], 401, path)
+            self.assertEqual(get(self.base + path, {'Authorization': 'Bearer ' + self.token[:-1] + 'x'})[0], 401)
+            self.assertEqual(get(self.base + path + '?token=' + self.token)[0], 200, path)
+        status, headers, body = get(self.base + 'api/state', {'Authorization': 'Bearer ' + self.token})
+        self.assertEqual(status, 200)
+        self.assertEqual(set(json.loads(body)), {'processes', 'hangs'})
+        # The page says what it may load: nothing but itself.
+        status, headers, body = get(self.url)
+        self.assertIn("default-src 'none'", headers['Content-Security-Policy'])
+        self.assertIn("connect-src 'self'", headers['Content-Security-Policy'])
+        self.assertEqual(headers['Referrer-Policy'], 'no-referrer')
+        # The token is in no log, even with every debug message.
+        self.stop(self.daemon)
+        with open(self.log_path) as f:
+            log = f.read()
+        self.assertIn('serves about:performance at ' + self.base, log)
+        self.assertNotIn(self.token, log)
+
+    def test_files_only_the_user_reads(self):
+        self.start_view()
+        directory = os.path.join(self.env['XDG_RUNTIME_DIR'], 'perfmon')
+        self.assertEqual(os.stat(directory).st_mode & 0o777, 0o700)
+        for name in ('http-token', 'view-url'):
+            self.assertEqual(os.stat(os.path.join(directory, name)).st_mode & 0o777, 0o600, name)
+        if os.getuid() != 0 or shutil.which('setpriv') is None:
+            self.skipTest('another uid needs root and setpriv')
+        # Another uid cannot read the token, so perfmon view fails for it,
+        # and the page answers it 401.
+        other = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups']
+        result = subprocess.run(other + ['cat', os.path.join(directory, 'http-token')],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(result.stdout, b'')
+        result = subprocess.run(other + ['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', self.base + 'api/state'],
+                                stdout=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(result.stdout, '401')
+
+    def test_no_path_traversal_no_state_change(self):
+        self.start_view()
+        auth = {'Authorization': 'Bearer ' + self.token}
+        for path in ('../../../../etc/passwd', 'view.js/../../../etc/passwd', '%2e%2e/%2e%2e/etc/passwd',
+                     '..%2f..%2fetc%2fpasswd', 'org/perfmon/view/view.js', 'view.js%00.css', '//etc/passwd',
+                     'index.html', 'api/state/../../etc/passwd'):
+            with socket.create_connection(('127.0.0.1', self.port), timeout=30) as sock:
+                sock.sendall(('GET /%s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n'
+                              'Connection: close\r\n\r\n' % (path, self.token)).encode())
+                data = b''
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+            self.assertTrue(data.startswith(b'HTTP/1.1 404') or data.startswith(b'HTTP/1.1 400'), (path, data[:100]))
+            self.assertNotIn(b'root:', data)
+        for method in ('POST', 'PUT', 'DELETE'):
+            self.assertEqual(get(self.base + 'api/state', auth, method=method)[0], 405, method)
+
+    def test_huge_headers_slowloris_and_1000_connections(self):
+        self.start_view('--http-header-timeout=2')
+        # Huge headers: 431, and the server still answers.
+        with socket.create_connection(('127.0.0.1', self.port), timeout=30) as sock:
+            try:
+                sock.sendall(b'GET / HTTP/1.1\r\nX-Big: ' + b'a' * 100000 + b'\r\n\r\n')
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            try:
+                self.assertTrue(sock.recv(100).startswith(b'HTTP/1.1 431'))
+            except ConnectionResetError:
+                pass
+        # Slowloris: a header trickling a byte at a time is cut off.
+        with socket.create_connection(('127.0.0.1', self.port), timeout=30) as sock:
+            sock.sendall(b'GET / HTTP/1.1\r\n')
+            deadline = time.monotonic() + 60
+            closed = False
+            while not closed and time.monotonic() < deadline:
+                try:
+                    sock.sendall(b'X')
+                    sock.settimeout(0.5)
+                    closed = sock.recv(100) == b''
+                except socket.timeout:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = True
+            self.assertTrue(closed)
+        # 1,000 connections: at most the limit (64) open in perfmond.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 1100)), hard))
+        base = fds(self.daemon.pid)
+        socks = []
+        peak = base
+        try:
+            for i in range(1000):
+                try:
+                    socks.append(socket.create_connection(('127.0.0.1', self.port), timeout=30))
+                except OSError:
+                    pass
+                if i % 50 == 0:
+                    peak = max(peak, fds(self.daemon.pid))
+        finally:
+            for s in socks:
+                s.close()
+        self.assertLessEqual(peak, base + 64 + 2)
+        self.eventually(lambda: get(self.url)[0] == 200, 'the page after 1,000 connections', timeout=60)
+
+    @unittest.skipIf(CHROMIUM is None, 'chromium missing (Debian: chromium)')
+    @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gtk4-demo') is None,
+                     'xvfb-run or gtk4-demo missing')
+    def test_page_in_chromium(self):
+        self.start_view()
+        env = self.foreign_env(env=dict(self.env, GSK_RENDERER='cairo'))
+        gtk = self.start(['xvfb-run', '-a', TOOL, 'run', '--', 'gtk4-demo', '--run=spinner'], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        script = self.path('worker.py')
+        with open(script, 'w') as f:
+            f.write(PYTHON_PROGRAM)
+        python = self.start([TOOL, 'run', '--threshold', '100', '--', '/usr/bin/python3', script], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        auth = {'Authorization': 'Bearer ' + self.token}
+
+        def ready():
+            if self.daemon.poll() is not None:
+                with open(self.log_path) as f:
+                    self.fail('perfmond exited with %d: %s' % (self.daemon.returncode, f.read()[-3000:]))
+            state = json.loads(get(self.base + 'api/state', auth)[2])
+            names = {p['name'] for p in state['processes']}
+            return state if {'gtk4-demo', 'python3'} <= names and state['hangs'] else None
+        self.eventually(ready, 'both programs and a hang in /api/state', timeout=120)
+
+        def chromium(*args):
+            profile = self.path('chromium-profile-%d' % time.monotonic_ns())
+            os.makedirs(profile)
+            return subprocess.run([CHROMIUM] + CHROMIUM_FLAGS + ['--user-data-dir=' + profile] + list(args),
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
+                                  timeout=180, env=dict(self.env, HOME=profile))
+
+        first = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
+        for expected in ('gtk4-demo', 'python3', 'pid %d' % gtk.pid if False else 'pid ', 'thread',
+                         'hung', 'data-hang'):
+            self.assertIn(expected, first, first[:2000])
+        # Shares are computed from two states at least: the page updated.
+        self.assertRegex(first, r'<td class="num">\d+\.\d %</td>')
+        # The hang shows its stack, frames and not "(no stack)".
+        hang = re.search(r'<div class="hang"[^>]*>.*?<pre>(.*?)</pre>', first, re.S)
+        self.assertTrue(hang, first[:3000])
+        self.assertNotEqual(hang.group(1), '(no stack)')
+        self.assertGreater(len(hang.group(1).splitlines()), 1)
+        # Later, the page shows a later state.
+        time.sleep(2)
+        second = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
+        stamp = re.compile(r'updated ([0-9:]+[^<]*)<')
+        self.assertTrue(stamp.search(first) and stamp.search(second))
+        self.assertNotEqual(stamp.search(first).group(1), stamp.search(second).group(1))
+
+        shots = os.environ.get('PERFMON_VIEW_SCREENSHOTS')
+        if shots:
+            os.makedirs(shots, exist_ok=True)
+            for width, height in ((1280, 800), (390, 844)):
+                path = os.path.join(shots, 'about-performance-%dx%d.png' % (width, height))
+                chromium('--virtual-time-budget=60000', '--window-size=%d,%d' % (width, height),
+                         '--screenshot=' + path, self.url)
+                self.assertTrue(os.path.exists(path), path)
+        python.terminate()
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
