@@ -291,7 +291,7 @@ perfmond_view_new (PerfmondDaemon           *daemon,
       return NULL;
     }
   /* The URL without its token: the token is never logged. */
-  g_message ("serves about:performance at %s (perfmon view opens it)", url);
+  g_info ("serves about:performance at %s (perfmon view opens it)", url);
   return self;
 }
 
