@@ -1145,7 +1145,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 
   g_clear_pointer (&self->owner_context, g_main_context_unref);
   self->owner_context = g_main_context_ref_thread_default ();
-  self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
+  self->watchdog = g_thread_new ("perfmon-hang", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
   if (running_monitors == NULL)
