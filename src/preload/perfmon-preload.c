@@ -93,6 +93,8 @@ static struct
   gboolean            is_command;     /* the direct child of perfmon run */
   GDBusConnection    *bus;            /* exported on */
   PerfmonCheckpointWriter *writer;   /* NULL without a summary path */
+  PerfmonSnapshot    *last_snapshot;  /* the last checkpoint's */
+  double              last_snapshot_seconds;
 } preload;
 
 static void
@@ -223,7 +225,9 @@ checkpoint_free (gpointer data)
   g_free (checkpoint);
 }
 
-/* The checkpoint writer's thread: the summary's text. */
+/* The checkpoint writer's thread: the summary's text. The snapshot and
+ * the hang reports are JSON already (their own writers): they are put in
+ * as they are, not parsed and written again; json-glib writes the rest. */
 static char *
 serialize_checkpoint (gpointer  data,
                       GError  **error)
@@ -232,13 +236,12 @@ serialize_checkpoint (gpointer  data,
   PerfmonSnapshot *snapshot = checkpoint->snapshot;
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonNode) root = NULL;
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autofree char *snapshot_text = perfmon_snapshot_to_json (snapshot);
+  g_autofree char *head = NULL;
   PerfmonGroupStats *thread = thread_stats (snapshot);
-  JsonNode *snapshot_node;
-
-  snapshot_node = json_from_string (snapshot_text, error);
-  if (snapshot_node == NULL)
-    return NULL;
+  GString *text;
+  gsize head_length;
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "version");
@@ -274,34 +277,42 @@ serialize_checkpoint (gpointer  data,
   json_builder_add_int_value (builder, checkpoint->hang_threshold);
   json_builder_set_member_name (builder, "hang_count");
   json_builder_add_int_value (builder, checkpoint->n_hangs);
-  json_builder_set_member_name (builder, "hangs");
-  json_builder_begin_array (builder);
-  for (guint i = 0; i < checkpoint->hangs->len; i++)
-    {
-      g_autofree char *report_text = perfmon_hang_report_to_json (g_ptr_array_index (checkpoint->hangs, i));
-      JsonNode *report_node = json_from_string (report_text, error);
-
-      if (report_node == NULL)
-        {
-          json_node_unref (snapshot_node);
-          return NULL;
-        }
-      json_builder_add_value (builder, report_node);
-    }
-  json_builder_end_array (builder);
-  json_builder_set_member_name (builder, "snapshot");
-  json_builder_add_value (builder, snapshot_node);
   json_builder_end_object (builder);
 
   root = json_builder_get_root (builder);
-  return json_to_string (root, TRUE);
+  json_generator_set_root (generator, root);
+  head = json_generator_to_data (generator, &head_length);
+  /* "{…}": the members above, then the hangs and the snapshot. */
+  if (head_length < 2 || head[head_length - 1] != '}' || snapshot_text == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the summary could not be serialised");
+      return NULL;
+    }
+  text = g_string_sized_new (head_length + strlen (snapshot_text) + 4096 * checkpoint->hangs->len + 64);
+  g_string_append_len (text, head, (gssize) head_length - 1);
+  g_string_append (text, ",\"hangs\":[");
+  for (guint i = 0; i < checkpoint->hangs->len; i++)
+    {
+      g_autofree char *report_text = perfmon_hang_report_to_json (g_ptr_array_index (checkpoint->hangs, i));
+
+      if (i > 0)
+        g_string_append_c (text, ',');
+      g_string_append (text, report_text);
+    }
+  g_string_append (text, "],\"snapshot\":");
+  g_string_append (text, snapshot_text);
+  g_string_append (text, "}\n");
+  return g_string_free (text, FALSE);
 }
 
 /* The watched thread (the monitor's): what the file will say, or NULL when
  * this process is not worth a file. A snapshot and references: no
- * serialisation, no I/O. */
+ * serialisation, no I/O. With @fresh FALSE (a hang), the last snapshot
+ * (at most a second old) is reused: the hang is the news, and a snapshot
+ * of a program with many groups costs more than the rest. */
 static Checkpoint *
-take_checkpoint (gboolean final)
+take_checkpoint (gboolean final,
+                 gboolean fresh)
 {
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   PerfmonGroupStats *thread;
@@ -310,14 +321,22 @@ take_checkpoint (gboolean final)
   /* A child forked without exec: the writer thread did not come along. */
   if (preload.monitor == NULL || getpid () != preload.pid)
     return NULL;
-  /* A snapshot counts finished iterations; at exit the loop's last one
-   * (a program quits its loop from a dispatch, and never polls again) is
-   * finished too. */
-  if (final)
-    perfmon_monitor_iteration_done (preload.monitor);
-  snapshot = perfmon_monitor_snapshot (preload.monitor);
-  if (snapshot == NULL)
-    return NULL;
+  if (fresh || final || preload.last_snapshot == NULL)
+    {
+      /* A snapshot counts finished iterations; at exit the loop's last
+       * one (a program quits its loop from a dispatch, and never polls
+       * again) is finished too. */
+      if (final)
+        perfmon_monitor_iteration_done (preload.monitor);
+      snapshot = perfmon_monitor_snapshot (preload.monitor);
+      if (snapshot == NULL)
+        return NULL;
+      /* Shared with the writer thread: a snapshot is immutable. */
+      g_set_object (&preload.last_snapshot, snapshot);
+      preload.last_snapshot_seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
+    }
+  else
+    snapshot = g_object_ref (preload.last_snapshot);
   thread = thread_stats (snapshot);
   /* Processes without a main loop (the commands of a shell script) are
    * not worth a file; the command itself always is. */
@@ -332,7 +351,7 @@ take_checkpoint (gboolean final)
     g_ptr_array_add (checkpoint->hangs, perfmon_hang_report_ref (g_ptr_array_index (preload.hangs, i)));
   checkpoint->n_hangs = preload.n_hangs;
   checkpoint->hang_threshold = perfmon_hang_monitor_get_threshold (preload.hang_monitor);
-  checkpoint->seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
+  checkpoint->seconds = preload.last_snapshot_seconds;
   checkpoint->final = final;
   return checkpoint;
 }
@@ -341,7 +360,7 @@ take_checkpoint (gboolean final)
 static gpointer
 take_periodic_checkpoint (void)
 {
-  return take_checkpoint (FALSE);
+  return take_checkpoint (FALSE, TRUE);
 }
 
 static void
@@ -351,7 +370,7 @@ request_checkpoint (void)
 
   if (preload.writer == NULL)
     return;
-  checkpoint = take_checkpoint (FALSE);
+  checkpoint = take_checkpoint (FALSE, FALSE);
   if (checkpoint != NULL)
     _perfmon_checkpoint_writer_submit (preload.writer, checkpoint);
 }
@@ -377,7 +396,8 @@ perfmon_preload_at_exit (void)
   /* The final file is written before the process goes: the writer
    * thread is joined. */
   if (preload.writer != NULL)
-    _perfmon_checkpoint_writer_finish (g_steal_pointer (&preload.writer), take_checkpoint (TRUE));
+    _perfmon_checkpoint_writer_finish (g_steal_pointer (&preload.writer), take_checkpoint (TRUE, TRUE));
+  g_clear_object (&preload.last_snapshot);
   if (preload.bus != NULL)
     perfmon_monitor_unexport (preload.monitor, preload.bus);
   g_clear_object (&preload.bus);
