@@ -65,7 +65,13 @@ def one(perfmon):
     own = None
     if perfmon:
         with open(summary) as f:
-            process = [p for p in json.load(f)['processes'] if p['pid'] == pid][0]
+            processes = json.load(f)['processes']
+        found = [p for p in processes if p['pid'] == pid]
+        if not found:
+            print('    the shell (pid %d) is not in the summary: %s'
+                  % (pid, [(p['pid'], p['process_name']) for p in processes]))
+            return used / elapsed, float('nan')
+        process = found[0]
         groups = [g for g in process['snapshot']['groups'] if g.get('name', '').startswith('[perfmon]')]
         own = sum(g['cpu_time'] for g in groups) / 1000 / process['seconds']
     return used / elapsed, own
