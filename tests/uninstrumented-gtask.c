@@ -4,11 +4,13 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * After the jank detector's start-up time (11 s: it ignores the first 10),
- * a timeout adds an idle (gtask_starter), which runs a GTask in GLib's
- * thread pool (gtask_worker); its completion callback (gtask_completed)
- * blocks the loop 1200 ms, a jank over 450 ms, whose trace perfmon writes.
- * LINGER_S seconds later the program exits 0. The three functions are exported
- * (-rdynamic) so that the trace names them.
+ * a timeout blocks the loop 1200 ms, a jank over 450 ms: perfmon starts a
+ * trace's capture when it detects it (at 450 ms) and keeps it 3 s. In
+ * those 3 s, the timeout adds an idle (gtask_starter), which runs a GTask
+ * in GLib's thread pool (gtask_worker), whose completion callback
+ * (gtask_completed) runs on the main thread. LINGER_S seconds later the
+ * program exits 0. The three functions are exported (-rdynamic) so that
+ * the trace names them.
  */
 #include <gio/gio.h>
 
@@ -38,7 +40,6 @@ gtask_completed (GObject      *source,
                  gpointer      data)
 {
   g_assert_true (g_task_propagate_boolean (G_TASK (result), NULL));
-  g_usleep (STALL_MS * 1000);
   g_timeout_add_seconds (LINGER_S, quit, data);
 }
 
@@ -64,6 +65,7 @@ gtask_starter (gpointer data)
 static gboolean
 after_start_up (gpointer data)
 {
+  g_usleep (STALL_MS * 1000);
   g_idle_add (gtask_starter, data);
   return G_SOURCE_REMOVE;
 }

@@ -1140,9 +1140,8 @@ watchdog_main (gpointer data)
     .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
   };
 
-  /* A first tick, on an idle loop: it starts the flight recorder that
-   * jank traces are taken from (if the configuration may ask for
-   * traces), so that it holds the start of the first janky task. */
+  /* A first tick, on an idle loop. (Jank traces start the flight
+   * recorder when a jank is detected, not before: see the sampler.) */
   tick_jank (self, watchdog.sampler, 0);
 
   while (!_perfmon_loop_activity_watcher_stopping (watchdog.activity))
@@ -1388,7 +1387,7 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
   /* Under Sysprof: before the watchdog, which reads it. */
   self->sysprof = _perfmon_sysprof_new_from_env (self->monitor);
   self->owner_thread = g_thread_self ();
-  self->watchdog = g_thread_new ("perfmon-watchdog", watchdog_main, self);
+  self->watchdog = g_thread_new ("perfmon-hang", watchdog_main, self);
 
   g_mutex_lock (&running_lock);
   if (running_monitors == NULL)

@@ -17,10 +17,17 @@
 #include "perfmon-stack-tree-private.h"
 #include "perfmon-tracer-private.h"
 
-/* The flight recorder the sampler keeps running while traces may be
- * captured: long enough for the JANK_TRACE_LEAD_US before a jank, the jank
- * until its detection (450 ms) and the 3 s of checks after it, at the
- * flight recorder's stated rate (see the tracer). */
+/* A trace is captured as OpenHarmony's own design does: the tracer's
+ * flight recorder starts when a jank is detected (a busy stretch passes
+ * the trace threshold, 450 ms) and runs through the session's 3 s of
+ * checks and until its report. It holds this many seconds: the 3 s and
+ * the report's wait for the janky task's end, at the flight recorder's
+ * stated rate (see the tracer). While no trace session runs, nothing is
+ * recorded: a dispatch costs no recording (issue 22). What a trace loses
+ * against a recorder running all the time: what led up to the jank, and
+ * the janky task's own begin (it began before the capture); the jank
+ * event's begin_time, end_time and the hang report still say when it ran
+ * and what it was. */
 #define JANK_FLIGHT_RECORDER_SECONDS 8
 /* How long a report waits past its time for the janky task to end (its
  * end_time), and how often it looks. */
@@ -77,7 +84,8 @@ struct _PerfmonJankSampler
   GString             *failed_samples;     /* what the kernel said instead */
   guint                n_failed_samples;
 
-  /* Whether the sampler holds the tracer's flight recorder. */
+  /* Whether the sampler holds the tracer's flight recorder: during a
+   * trace session only. */
   gboolean             holds_flight_recorder;
 };
 
@@ -105,6 +113,11 @@ static void
 end_session (PerfmonJankSampler *sampler)
 {
   sampler->action = PERFMON_JANK_ACTION_NONE;
+  if (sampler->holds_flight_recorder)
+    {
+      _perfmon_tracer_release_flight_recorder ();
+      sampler->holds_flight_recorder = FALSE;
+    }
   if (sampler->failed_samples != NULL)
     g_string_free (g_steal_pointer (&sampler->failed_samples), TRUE);
   g_clear_pointer (&sampler->tree, _perfmon_stack_tree_free);
@@ -117,8 +130,6 @@ _perfmon_jank_sampler_free (PerfmonJankSampler *sampler)
   if (sampler == NULL)
     return;
   end_session (sampler);
-  if (sampler->holds_flight_recorder)
-    _perfmon_tracer_release_flight_recorder ();
   g_free (sampler);
 }
 
@@ -360,6 +371,12 @@ begin_session (PerfmonJankSampler      *sampler,
        * may all miss (a 300 ms task ends before the first). */
       sampler->wants_stack = TRUE;
     }
+  else if (action == PERFMON_JANK_ACTION_TRACE)
+    {
+      /* The capture starts now: see JANK_FLIGHT_RECORDER_SECONDS. */
+      _perfmon_tracer_hold_flight_recorder (JANK_FLIGHT_RECORDER_SECONDS);
+      sampler->holds_flight_recorder = TRUE;
+    }
 }
 
 gboolean
@@ -403,18 +420,6 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
   PerfmonJankAction due;
 
   *event_out = NULL;
-
-  /* Traces are the flight recorder's records: keep it running whenever the
-   * configuration may ask for one (log_type 0 and 2), from the first tick
-   * on, so that it holds what led up to a jank when one comes. */
-  if ((config->log_type != PERFMON_JANK_LOG_TYPE_STACK) != sampler->holds_flight_recorder)
-    {
-      if (sampler->holds_flight_recorder)
-        _perfmon_tracer_release_flight_recorder ();
-      else
-        _perfmon_tracer_hold_flight_recorder (JANK_FLIGHT_RECORDER_SECONDS);
-      sampler->holds_flight_recorder = !sampler->holds_flight_recorder;
-    }
 
   if (_perfmon_jank_limiter_in_startup (&sampler->limiter, config, g_get_real_time ()))
     return busy ? now_us + (gint64) config->ignore_startup_time_s * G_USEC_PER_SEC : G_MAXINT64;

@@ -9,9 +9,12 @@
  *
  * The summary is not printed here but by "perfmon run", the parent of the
  * command, from what each preloaded process leaves in the run's private
- * directory: "<pid>.json", written atomically (a whole file or the previous
- * one) at exit, after each hang, and, while the main loop works, at most
- * once a second (a checkpoint). So a process that dies of a signal (Ctrl-C,
+ * directory: "<pid>.json", replaced atomically (a whole file or the
+ * previous one; never fsynced: the directory dies with the run) at exit,
+ * after each hang, and, while the main loop works, at most once a second
+ * (a checkpoint). The watched thread only takes a snapshot and references
+ * to the hangs; the "perfmon-ckpt" thread serialises and writes them (see
+ * perfmon-preload-checkpoint.c). So a process that dies of a signal (Ctrl-C,
  * SIGTERM), that exits from another thread, or that closes its standard
  * error still leaves its figures, at worst a second old; "final" says
  * whether the file was written at exit. A process that runs no main loop
@@ -66,8 +69,11 @@
  *
  * Threads: the constructor and the exit handler run on the main thread
  * (an exit from another thread writes no final file: the monitor's
- * snapshot belongs to the main thread); checkpoints and the hang signal
- * come on the default main context, on the thread that iterates it.
+ * snapshot belongs to the main thread); the checkpoints' snapshots are
+ * taken and the hang signal comes on the default main context, on the
+ * thread that iterates it, in sources named "[perfmon] …" (each charged
+ * to an automatic group of that name); files are written by the
+ * "perfmon-ckpt" thread.
  */
 #define _GNU_SOURCE  /* gettid(), execvpe() */
 #include "config.h"
@@ -84,11 +90,10 @@
 #include "perfmon.h"
 #include "perfmon-preload-private.h"
 #include "perfmon-hang-monitor-private.h"
+#include "perfmon-preload-checkpoint.h"
 
 /* Reports kept for the summary; later hangs are only counted. */
 #define MAX_KEPT_HANGS 20
-/* Checkpoints while the loop works: at most one per this many µs. */
-#define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
 
 static struct
 {
@@ -103,12 +108,14 @@ static struct
   char               *ongoing_path;   /* <run dir>/<pid>.hang, or NULL */
   gboolean            is_command;     /* the direct child of perfmon run */
   GDBusConnection    *bus;            /* exported on */
-  GSource            *checkpoint;
   /* The program's own hang monitor, while it watches in place of ours
    * (see on_step_aside()); not referenced. */
   PerfmonHangMonitor *program_hang_monitor;
   gulong              program_hang_handler;
   guint               hang_threshold_ms;  /* of the monitor that reports */
+  PerfmonCheckpointWriter *writer;   /* NULL without a summary path */
+  PerfmonSnapshot    *last_snapshot;  /* the last checkpoint's */
+  double              last_snapshot_seconds;
 } preload;
 
 static void
@@ -147,7 +154,7 @@ env_ms (const char *name)
   return (guint) value;
 }
 
-static void write_checkpoint (gboolean final);
+static void request_checkpoint (void);
 
 static void
 on_hang (PerfmonHangMonitor *hang_monitor,
@@ -157,8 +164,9 @@ on_hang (PerfmonHangMonitor *hang_monitor,
   preload.n_hangs++;
   if (preload.hangs->len < MAX_KEPT_HANGS)
     g_ptr_array_add (preload.hangs, perfmon_hang_report_ref (report));
-  /* A hang is news worth a file at once: the process may not live long. */
-  write_checkpoint (FALSE);
+  /* A hang is news worth a file at once: the process may not live long.
+   * Written by the checkpoint writer's thread, never here. */
+  request_checkpoint ();
 }
 
 /* The program started a hang monitor of its own on the default monitor:
@@ -236,28 +244,52 @@ thread_stats (PerfmonSnapshot *snapshot)
   return NULL;
 }
 
-static gboolean
-write_json_summary (PerfmonSnapshot *snapshot,
-                    double           seconds,
-                    gboolean         final,
-                    GError         **error)
+/* What a checkpoint writes, taken on the watched thread in microseconds
+ * and serialised by the writer's thread: a snapshot, references to the
+ * hangs (finished, immutable reports) and numbers. */
+typedef struct
 {
+  PerfmonSnapshot *snapshot;
+  GPtrArray       *hangs;         /* of PerfmonHangReport */
+  guint            n_hangs;
+  guint            hang_threshold;
+  double           seconds;
+  gboolean         final;
+} Checkpoint;
+
+static void
+checkpoint_free (gpointer data)
+{
+  Checkpoint *checkpoint = data;
+
+  g_clear_object (&checkpoint->snapshot);
+  g_clear_pointer (&checkpoint->hangs, g_ptr_array_unref);
+  g_free (checkpoint);
+}
+
+/* The checkpoint writer's thread: the summary's text. The snapshot and
+ * the hang reports are JSON already (their own writers): they are put in
+ * as they are, not parsed and written again; json-glib writes the rest. */
+static char *
+serialize_checkpoint (gpointer  data,
+                      GError  **error)
+{
+  Checkpoint *checkpoint = data;
+  PerfmonSnapshot *snapshot = checkpoint->snapshot;
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonNode) root = NULL;
+  g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autofree char *snapshot_text = perfmon_snapshot_to_json (snapshot);
-  g_autofree char *text = NULL;
+  g_autofree char *head = NULL;
   PerfmonGroupStats *thread = thread_stats (snapshot);
-  JsonNode *snapshot_node;
-
-  snapshot_node = json_from_string (snapshot_text, error);
-  if (snapshot_node == NULL)
-    return FALSE;
+  GString *text;
+  gsize head_length;
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "version");
   json_builder_add_int_value (builder, 1);
   json_builder_set_member_name (builder, "final");
-  json_builder_add_boolean_value (builder, final);
+  json_builder_add_boolean_value (builder, checkpoint->final);
   json_builder_set_member_name (builder, "command");
   json_builder_add_boolean_value (builder, preload.is_command);
   json_builder_set_member_name (builder, "start_time");
@@ -267,7 +299,7 @@ write_json_summary (PerfmonSnapshot *snapshot,
   json_builder_set_member_name (builder, "process_name");
   json_builder_add_string_value (builder, perfmon_snapshot_get_process_name (snapshot));
   json_builder_set_member_name (builder, "seconds");
-  json_builder_add_double_value (builder, seconds);
+  json_builder_add_double_value (builder, checkpoint->seconds);
   json_builder_set_member_name (builder, "iterations");
   json_builder_add_int_value (builder, thread != NULL ? (gint64) perfmon_group_stats_get_ticks (thread) : 0);
   json_builder_set_member_name (builder, "cpu_time");
@@ -284,32 +316,35 @@ write_json_summary (PerfmonSnapshot *snapshot,
     json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_durations (thread, NULL)[d]);
   json_builder_end_array (builder);
   json_builder_set_member_name (builder, "hang_threshold");
-  json_builder_add_int_value (builder, preload.hang_threshold_ms);
+  json_builder_add_int_value (builder, checkpoint->hang_threshold);
   json_builder_set_member_name (builder, "hang_count");
-  json_builder_add_int_value (builder, preload.n_hangs);
-  json_builder_set_member_name (builder, "hangs");
-  json_builder_begin_array (builder);
-  for (guint i = 0; i < preload.hangs->len; i++)
-    {
-      g_autofree char *report_text = perfmon_hang_report_to_json (g_ptr_array_index (preload.hangs, i));
-      JsonNode *report_node = json_from_string (report_text, error);
-
-      if (report_node == NULL)
-        {
-          json_node_unref (snapshot_node);
-          return FALSE;
-        }
-      json_builder_add_value (builder, report_node);
-    }
-  json_builder_end_array (builder);
-  json_builder_set_member_name (builder, "snapshot");
-  json_builder_add_value (builder, snapshot_node);
+  json_builder_add_int_value (builder, checkpoint->n_hangs);
   json_builder_end_object (builder);
 
   root = json_builder_get_root (builder);
-  text = json_to_string (root, TRUE);
-  /* Atomic: a reader never sees half a summary. */
-  return g_file_set_contents (preload.summary_path, text, -1, error);
+  json_generator_set_root (generator, root);
+  head = json_generator_to_data (generator, &head_length);
+  /* "{…}": the members above, then the hangs and the snapshot. */
+  if (head_length < 2 || head[head_length - 1] != '}' || snapshot_text == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_FAILED, "the summary could not be serialised");
+      return NULL;
+    }
+  text = g_string_sized_new (head_length + strlen (snapshot_text) + 4096 * checkpoint->hangs->len + 64);
+  g_string_append_len (text, head, (gssize) head_length - 1);
+  g_string_append (text, ",\"hangs\":[");
+  for (guint i = 0; i < checkpoint->hangs->len; i++)
+    {
+      g_autofree char *report_text = perfmon_hang_report_to_json (g_ptr_array_index (checkpoint->hangs, i));
+
+      if (i > 0)
+        g_string_append_c (text, ',');
+      g_string_append (text, report_text);
+    }
+  g_string_append (text, "],\"snapshot\":");
+  g_string_append (text, snapshot_text);
+  g_string_append (text, "}\n");
+  return g_string_free (text, FALSE);
 }
 
 /* The hang going on, for perfmon run, in case the process is killed while
@@ -350,89 +385,72 @@ on_ongoing_hang (PerfmonHangReport *report,
     preload_message ("cannot write the ongoing hang to %s: %s", preload.ongoing_path, error->message);
 }
 
-/* Leaves this process's figures for perfmon run; on the monitor's thread. */
-static void
-write_checkpoint (gboolean final)
+/* The watched thread (the monitor's): what the file will say, or NULL when
+ * this process is not worth a file. A snapshot and references: no
+ * serialisation, no I/O. With @fresh FALSE (a hang), the last snapshot
+ * (at most a second old) is reused: the hang is the news, and a snapshot
+ * of a program with many groups costs more than the rest. */
+static Checkpoint *
+take_checkpoint (gboolean final,
+                 gboolean fresh)
 {
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
-  g_autoptr(GError) error = NULL;
   PerfmonGroupStats *thread;
-  double seconds;
+  Checkpoint *checkpoint;
 
-  if (preload.summary_path == NULL)
-    return;
-  seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
-  snapshot = perfmon_monitor_snapshot (preload.monitor);
+  /* A child forked without exec: the writer thread did not come along. */
+  if (preload.monitor == NULL || getpid () != preload.pid)
+    return NULL;
+  if (fresh || final || preload.last_snapshot == NULL)
+    {
+      /* At exit, perfmon_preload_at_exit() finished the loop's last
+       * iteration before it stopped the hang monitor. */
+      snapshot = perfmon_monitor_snapshot (preload.monitor);
+      if (snapshot == NULL)
+        return NULL;
+      /* Shared with the writer thread: a snapshot is immutable. */
+      g_set_object (&preload.last_snapshot, snapshot);
+      preload.last_snapshot_seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
+    }
+  else
+    snapshot = g_object_ref (preload.last_snapshot);
   thread = thread_stats (snapshot);
   /* Processes without a main loop (the commands of a shell script) are
    * not worth a file; the command itself always is. */
   if (!preload.is_command && preload.n_hangs == 0 &&
       (thread == NULL || perfmon_group_stats_get_ticks (thread) == 0))
+    return NULL;
+
+  checkpoint = g_new0 (Checkpoint, 1);
+  checkpoint->snapshot = g_steal_pointer (&snapshot);
+  checkpoint->hangs = g_ptr_array_new_full (preload.hangs->len, (GDestroyNotify) perfmon_hang_report_unref);
+  for (guint i = 0; i < preload.hangs->len; i++)
+    g_ptr_array_add (checkpoint->hangs, perfmon_hang_report_ref (g_ptr_array_index (preload.hangs, i)));
+  checkpoint->n_hangs = preload.n_hangs;
+  checkpoint->hang_threshold = preload.hang_threshold_ms;
+  checkpoint->seconds = preload.last_snapshot_seconds;
+  checkpoint->final = final;
+  return checkpoint;
+}
+
+/* The writer's once-a-second checkpoint, on the watched thread. */
+static gpointer
+take_periodic_checkpoint (void)
+{
+  return take_checkpoint (FALSE, TRUE);
+}
+
+static void
+request_checkpoint (void)
+{
+  Checkpoint *checkpoint;
+
+  if (preload.writer == NULL)
     return;
-  if (!write_json_summary (snapshot, seconds, final, &error))
-    preload_message ("cannot write the summary to %s: %s", preload.summary_path, error->message);
+  checkpoint = take_checkpoint (FALSE, FALSE);
+  if (checkpoint != NULL)
+    _perfmon_checkpoint_writer_submit (preload.writer, checkpoint);
 }
-
-/* The checkpoint source: never wakes an idle loop. Its prepare runs once
- * per iteration; after the loop has iterated, it asks for one wake-up
- * CHECKPOINT_INTERVAL_US after the previous checkpoint, and then sleeps
- * again until the loop does something. */
-typedef struct
-{
-  GSource source;
-  gint64  last_write_us;
-  gint    iterations;   /* since the last checkpoint; -1 just after one */
-} CheckpointSource;
-
-static gboolean
-checkpoint_prepare (GSource *source,
-                    gint    *timeout)
-{
-  CheckpointSource *self = (CheckpointSource *) source;
-  gint64 due;
-
-  if (self->iterations < G_MAXINT)
-    self->iterations++;
-  /* The iteration that follows the checkpoint's own dispatch is no news. */
-  if (self->iterations <= 0)
-    {
-      *timeout = -1;
-      return FALSE;
-    }
-  due = self->last_write_us + CHECKPOINT_INTERVAL_US - g_source_get_time (source);
-  if (due <= 0)
-    return TRUE;
-  *timeout = (gint) ((due + 999) / 1000);
-  return FALSE;
-}
-
-static gboolean
-checkpoint_check (GSource *source)
-{
-  CheckpointSource *self = (CheckpointSource *) source;
-
-  return self->iterations > 0 &&
-         g_source_get_time (source) >= self->last_write_us + CHECKPOINT_INTERVAL_US;
-}
-
-static gboolean
-checkpoint_dispatch (GSource     *source,
-                     GSourceFunc  callback,
-                     gpointer     data)
-{
-  CheckpointSource *self = (CheckpointSource *) source;
-
-  write_checkpoint (FALSE);
-  self->last_write_us = g_get_monotonic_time ();
-  self->iterations = -1;
-  return G_SOURCE_CONTINUE;
-}
-
-static GSourceFuncs checkpoint_funcs = {
-  .prepare = checkpoint_prepare,
-  .check = checkpoint_check,
-  .dispatch = checkpoint_dispatch,
-};
 
 static void
 perfmon_preload_at_exit (void)
@@ -467,15 +485,15 @@ perfmon_preload_at_exit (void)
       preload.program_hang_monitor = NULL;
     }
   perfmon_hang_monitor_stop (preload.hang_monitor);
-  write_checkpoint (TRUE);
+  /* The final file is written before the process goes: the writer
+   * thread is joined. */
+  if (preload.writer != NULL)
+    _perfmon_checkpoint_writer_finish (g_steal_pointer (&preload.writer), take_checkpoint (TRUE, TRUE));
+  g_clear_object (&preload.last_snapshot);
   /* A process worth a summary is worth its task log (--trace). */
   _perfmon_preload_trace_stop (preload.is_command ||
                                (preload.summary_path != NULL &&
                                 g_file_test (preload.summary_path, G_FILE_TEST_EXISTS)));
-
-  if (preload.checkpoint != NULL)
-    g_source_destroy (preload.checkpoint);
-  g_clear_pointer (&preload.checkpoint, g_source_unref);
   if (preload.bus != NULL)
     perfmon_monitor_unexport (preload.monitor, preload.bus);
   g_clear_object (&preload.bus);
@@ -733,15 +751,20 @@ perfmon_preload_init (void)
     }
 
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_EXPORT"), "1") != 0 && session_bus_exists ())
-    g_idle_add_full (G_PRIORITY_DEFAULT, export_on_first_iteration, NULL, NULL);
+    {
+      g_autoptr(GSource) source = g_idle_source_new ();
+
+      /* Named as every source perfmon puts on a watched context, so that
+       * its automatic group says whose it is. */
+      g_source_set_name (source, "[perfmon] export");
+      g_source_set_priority (source, G_PRIORITY_DEFAULT);
+      g_source_set_callback (source, export_on_first_iteration, NULL, NULL);
+      g_source_attach (source, NULL);
+    }
 
   if (preload.summary_path != NULL)
-    {
-      preload.checkpoint = g_source_new (&checkpoint_funcs, sizeof (CheckpointSource));
-      g_source_set_name (preload.checkpoint, "perfmon run checkpoint");
-      ((CheckpointSource *) preload.checkpoint)->last_write_us = preload.start_us;
-      g_source_attach (preload.checkpoint, NULL);
-    }
+    preload.writer = _perfmon_checkpoint_writer_new (preload.summary_path, take_periodic_checkpoint,
+                                                     serialize_checkpoint, checkpoint_free);
 
   /* After the hang monitor's own exit handler, so that this one runs first
    * (atexit is last in, first out) and sees every hang. */

@@ -10,10 +10,11 @@
 # least that much blocked time in the summary's snapshot. (The reply cannot
 # come before the peer's delay: a lower bound, not a timing.)
 #
-# Causality: tests/uninstrumented-gtask runs idle → g_task_run_in_thread →
-# completion callback, which janks; the jank trace holds the GTask's run in
-# the pool as a task, and, with the per-dispatch hook of issue 12 part A,
-# the idle and the completion as its parent and child.
+# Causality: tests/uninstrumented-gtask janks, then, in the 3 s of the jank
+# trace's capture (which starts when the jank is detected), runs idle →
+# g_task_run_in_thread → completion callback; the jank trace holds the
+# GTask's run in the pool as a task, and, with the per-dispatch hook of
+# issue 12 part A, the idle and the completion as its parent and child.
 
 import glob
 import json

@@ -1,0 +1,273 @@
+/* perfmon-preload-checkpoint.c: the checkpoints of "perfmon run", written
+ * off the watched thread
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * A preloaded process leaves its figures in "<pid>.json" of the run's
+ * private directory (see perfmon-preload.c). What may only be done on the
+ * watched thread is done there, and nothing else: a snapshot of the
+ * monitor and references to the hangs, taken in microseconds (the "take"
+ * function). Serialising them and writing the file is the writer thread's
+ * work ("perfmon-ckpt"); the file is replaced atomically (a temporary file
+ * renamed over it) but never fsynced: it lives in a private directory that
+ * dies with the run, and "perfmon run" reads it after the process is gone,
+ * from the page cache.
+ *
+ * Once a second the writer thread looks whether the watched thread used
+ * CPU since the last checkpoint (its CPU clock, read from this thread;
+ * 50 µs or more: the rest of the checkpoint's own iteration is no news).
+ * Only then does it attach a one-shot idle source, "[perfmon] run
+ * checkpoint", to the default main context, whose dispatch takes the
+ * snapshot and hands it back. So an idle loop is never woken, and the
+ * watched context runs nothing per iteration for a once-a-second job.
+ * The dispatch is charged, like every source under "perfmon run", to an
+ * automatic group named after the source.
+ *
+ * Jobs do not queue up: a job handed over while the writer is busy
+ * replaces the one waiting (the newer summary contains the older).
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "perfmon-preload-checkpoint.h"
+
+#define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
+/* CPU the watched thread must have used since the last checkpoint's
+ * dispatch for a new one to be worth a wake-up. */
+#define CHECKPOINT_MIN_CPU_NS 50000
+
+struct _PerfmonCheckpointWriter
+{
+  char                           *path;
+  char                           *temp_path;
+  PerfmonCheckpointTakeFunc       take;
+  PerfmonCheckpointSerializeFunc  serialize;
+  GDestroyNotify                  job_free;
+  clockid_t                       watched_clock;
+  GThread                        *thread;
+
+  GMutex    lock;
+  GCond     cond;
+  gpointer  pending;      /* under lock */
+  gboolean  stopping;     /* under lock */
+  GSource  *poke;         /* under lock: the idle source attached, or NULL */
+
+  gint64    mark_ns;      /* atomic: watched thread's CPU at the last dispatch */
+};
+
+static gint64
+read_clock_ns (clockid_t clock)
+{
+  struct timespec ts;
+
+  if (clock_gettime (clock, &ts) != 0)
+    return 0;
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+/* Writer thread: the whole file or the previous one, without fsync. */
+static gboolean
+write_file (PerfmonCheckpointWriter *writer,
+            const char              *text,
+            GError                 **error)
+{
+  gsize length = strlen (text);
+  gsize done = 0;
+  int fd;
+
+  fd = g_open (writer->temp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved),
+                   "cannot create %s: %s", writer->temp_path, g_strerror (saved));
+      return FALSE;
+    }
+  while (done < length)
+    {
+      ssize_t n = write (fd, text + done, length - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int saved = n < 0 ? errno : ENOSPC;
+
+          close (fd);
+          g_unlink (writer->temp_path);
+          g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved),
+                       "cannot write %s: %s", writer->temp_path, g_strerror (saved));
+          return FALSE;
+        }
+      done += (gsize) n;
+    }
+  if (close (fd) != 0 || g_rename (writer->temp_path, writer->path) != 0)
+    {
+      int saved = errno;
+
+      g_unlink (writer->temp_path);
+      g_set_error (error, G_FILE_ERROR, g_file_error_from_errno (saved),
+                   "cannot replace %s: %s", writer->path, g_strerror (saved));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static void
+write_job (PerfmonCheckpointWriter *writer,
+           gpointer                 job)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = writer->serialize (job, &error);
+
+  if (text == NULL || !write_file (writer, text, &error))
+    g_printerr ("perfmon: cannot write the summary to %s: %s\n", writer->path, error->message);
+  writer->job_free (job);
+}
+
+/* Watched thread: the one-shot "[perfmon] run checkpoint". */
+static gboolean
+poke_dispatch (gpointer data)
+{
+  PerfmonCheckpointWriter *writer = data;
+  gpointer job;
+
+  g_mutex_lock (&writer->lock);
+  g_clear_pointer (&writer->poke, g_source_unref);
+  g_mutex_unlock (&writer->lock);
+
+  job = writer->take ();
+  if (job != NULL)
+    _perfmon_checkpoint_writer_submit (writer, job);
+  __atomic_store_n (&writer->mark_ns, read_clock_ns (CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+  return G_SOURCE_REMOVE;
+}
+
+/* Writer thread, under lock: once a second, a checkpoint if the watched
+ * thread worked. */
+static void
+poke_if_worked_locked (PerfmonCheckpointWriter *writer)
+{
+  gint64 used = read_clock_ns (writer->watched_clock) - __atomic_load_n (&writer->mark_ns, __ATOMIC_RELAXED);
+
+  if (writer->poke != NULL || used < CHECKPOINT_MIN_CPU_NS)
+    return;
+  writer->poke = g_idle_source_new ();
+  g_source_set_name (writer->poke, "[perfmon] run checkpoint");
+  g_source_set_priority (writer->poke, G_PRIORITY_DEFAULT);
+  g_source_set_callback (writer->poke, poke_dispatch, writer, NULL);
+  g_source_attach (writer->poke, NULL);
+}
+
+static gpointer
+writer_main (gpointer data)
+{
+  PerfmonCheckpointWriter *writer = data;
+  gint64 next = g_get_monotonic_time () + CHECKPOINT_INTERVAL_US;
+
+  g_mutex_lock (&writer->lock);
+  for (;;)
+    {
+      gpointer job;
+
+      while (writer->pending == NULL && !writer->stopping &&
+             g_cond_wait_until (&writer->cond, &writer->lock, next))
+        ;
+      job = g_steal_pointer (&writer->pending);
+      if (job != NULL)
+        {
+          g_mutex_unlock (&writer->lock);
+          write_job (writer, job);
+          g_mutex_lock (&writer->lock);
+          continue;
+        }
+      if (writer->stopping)
+        break;
+      if (g_get_monotonic_time () >= next)
+        {
+          poke_if_worked_locked (writer);
+          next = g_get_monotonic_time () + CHECKPOINT_INTERVAL_US;
+        }
+    }
+  g_mutex_unlock (&writer->lock);
+  return NULL;
+}
+
+/* Watched thread (the constructor): starts the writer thread. */
+PerfmonCheckpointWriter *
+_perfmon_checkpoint_writer_new (const char                     *path,
+                                PerfmonCheckpointTakeFunc       take,
+                                PerfmonCheckpointSerializeFunc  serialize,
+                                GDestroyNotify                  job_free)
+{
+  PerfmonCheckpointWriter *writer = g_new0 (PerfmonCheckpointWriter, 1);
+
+  writer->path = g_strdup (path);
+  writer->temp_path = g_strconcat (path, ".tmp", NULL);
+  writer->take = take;
+  writer->serialize = serialize;
+  writer->job_free = job_free;
+  if (pthread_getcpuclockid (pthread_self (), &writer->watched_clock) != 0)
+    writer->watched_clock = CLOCK_PROCESS_CPUTIME_ID;
+  g_mutex_init (&writer->lock);
+  g_cond_init (&writer->cond);
+  /* 12 characters: the kernel keeps 15. */
+  writer->thread = g_thread_new ("perfmon-ckpt", writer_main, writer);
+  return writer;
+}
+
+/* Watched thread: hands @job (owned) to the writer, which replaces the
+ * one still waiting, if any. */
+void
+_perfmon_checkpoint_writer_submit (PerfmonCheckpointWriter *writer,
+                                   gpointer                 job)
+{
+  gpointer older;
+
+  g_mutex_lock (&writer->lock);
+  older = writer->pending;
+  writer->pending = job;
+  g_cond_signal (&writer->cond);
+  g_mutex_unlock (&writer->lock);
+  if (older != NULL)
+    writer->job_free (older);
+}
+
+/* Watched thread, at exit: writes @job (owned; may be NULL) after what
+ * waits, stops the writer thread and frees @writer. */
+void
+_perfmon_checkpoint_writer_finish (PerfmonCheckpointWriter *writer,
+                                   gpointer                 job)
+{
+  g_autoptr(GSource) poke = NULL;
+
+  if (job != NULL)
+    _perfmon_checkpoint_writer_submit (writer, job);
+  g_mutex_lock (&writer->lock);
+  writer->stopping = TRUE;
+  g_cond_signal (&writer->cond);
+  g_mutex_unlock (&writer->lock);
+  g_thread_join (writer->thread);
+
+  /* The writer thread is gone: nothing attaches a checkpoint any more. */
+  poke = g_steal_pointer (&writer->poke);
+  if (poke != NULL)
+    g_source_destroy (poke);
+  if (writer->pending != NULL)
+    writer->job_free (writer->pending);
+  g_mutex_clear (&writer->lock);
+  g_cond_clear (&writer->cond);
+  g_free (writer->temp_path);
+  g_free (writer->path);
+  g_free (writer);
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+# bench-run.py: what "perfmon run" with its defaults (hang monitor,
+# automatic groups, jank traces, summary, export) costs a program that
+# dispatches empty idles, in C and in PyGObject:
+# - callgrind instructions per empty idle dispatch, plain and under
+#   perfmon run (the difference of a run with 2N and one with N
+#   dispatches, divided by N: start-up and exit cancel out);
+# - CPU ratios (perfmon run / plain) in interleaved rounds, with medians
+#   and the machine's load.
+# Prints figures, asserts nothing. By hand:
+#   meson compile -C _build && meson test -C _build --benchmark bench-run -v
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TOOL = os.environ['PERFMON_TOOL']
+C_PROGRAM = os.environ['IDLE_DISPATCHES']
+PY_PROGRAM = [ '/usr/bin/python3', os.environ['IDLE_DISPATCHES_PY'] ]
+ROUNDS = int(os.environ.get('BENCH_ROUNDS', '7'))
+CPU_DISPATCHES = int(os.environ.get('BENCH_DISPATCHES', '2000000'))
+PY_CPU_DISPATCHES = int(os.environ.get('BENCH_PY_DISPATCHES', '300000'))
+
+tmp = tempfile.mkdtemp(prefix='bench-run-')
+env = dict(os.environ)
+env['XDG_STATE_HOME'] = os.path.join(tmp, 'state')
+env['TMPDIR'] = tmp
+
+
+def run(argv, perfmon):
+    if perfmon:
+        argv = [TOOL, 'run', '--'] + argv
+    start = time.monotonic()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = status
+    return usage.ru_utime + usage.ru_stime, time.monotonic() - start
+
+
+def callgrind(argv, perfmon, n):
+    out = os.path.join(tmp, 'callgrind.out')
+    vg = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out]
+    argv = vg + argv + [str(n)]
+    if perfmon:
+        argv = [TOOL, 'run', '--'] + argv
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    with open(out) as f:
+        for line in f:
+            m = re.match(r'(summary|totals): (\d+)', line)
+            if m:
+                return int(m.group(2))
+    raise RuntimeError('no total in ' + out)
+
+
+def per_dispatch(argv, perfmon, n):
+    return (callgrind(argv, perfmon, 2 * n) - callgrind(argv, perfmon, n)) / n
+
+
+def load():
+    with open('/proc/loadavg') as f:
+        return ' '.join(f.read().split()[:3])
+
+
+print('bench-run: perfmon run with its defaults (%s)' % TOOL)
+print('load before: %s' % load())
+if shutil.which('valgrind'):
+    for name, argv, n in (('C', [C_PROGRAM], 20000), ('PyGObject', PY_PROGRAM, 5000)):
+        plain = per_dispatch(argv, False, n)
+        perfmon = per_dispatch(argv, True, n)
+        print('callgrind %-9s instructions per empty idle dispatch: plain %.0f, perfmon run %.0f (+%.0f, %.2fx)'
+              % (name, plain, perfmon, perfmon - plain, perfmon / plain))
+else:
+    print('valgrind is not installed: no instruction counts')
+
+for name, argv, n in (('C', [C_PROGRAM, str(CPU_DISPATCHES)], CPU_DISPATCHES),
+                      ('PyGObject', PY_PROGRAM + [str(PY_CPU_DISPATCHES)], PY_CPU_DISPATCHES)):
+    ratios = []
+    plains = []
+    for r in range(ROUNDS):
+        # Interleaved, the order swapped every round.
+        if r % 2 == 0:
+            plain, _ = run(argv, False)
+            under, _ = run(argv, True)
+        else:
+            under, _ = run(argv, True)
+            plain, _ = run(argv, False)
+        ratios.append(under / plain)
+        plains.append(plain)
+    print('CPU %-9s %d dispatches, %d interleaved rounds: median ratio perfmon run / plain %.3fx '
+          '(min %.3f, max %.3f; plain median %.3f s)'
+          % (name, n, ROUNDS, statistics.median(ratios), min(ratios), max(ratios), statistics.median(plains)))
+print('load after: %s' % load())
+shutil.rmtree(tmp, ignore_errors=True)

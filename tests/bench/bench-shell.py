@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+# bench-shell.py: GNOME Shell 43 (headless) with and without "perfmon run":
+# the shell's CPU over a window once it is up, in interleaved rounds
+# (medians, the load quoted), and perfmon's own groups in ms per second
+# of the shell's main thread, as perfmon measures them. Prints figures,
+# asserts nothing. BENCH_SHELL_ROUNDS (3) pairs of BENCH_SHELL_SECONDS (60)
+# each, after BENCH_SHELL_SETTLE (10) seconds of start-up.
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'shell'))
+from gnome_shell_session import GnomeShellSession, gnome_shell_path  # noqa: E402
+
+ROUNDS = int(os.environ.get('BENCH_SHELL_ROUNDS', '3'))
+SECONDS = float(os.environ.get('BENCH_SHELL_SECONDS', '60'))
+SETTLE = float(os.environ.get('BENCH_SHELL_SETTLE', '10'))
+
+
+def load():
+    with open('/proc/loadavg') as f:
+        return ' '.join(f.read().split()[:3])
+
+
+def thread_cpu(pid):
+    """CPU seconds of each thread of @pid, by name."""
+    result = {}
+    for tid in os.listdir('/proc/%d/task' % pid):
+        try:
+            with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index('(') + 1:stat.rindex(')')]
+        fields = stat.rpartition(')')[2].split()
+        result[name] = result.get(name, 0) + (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return result
+
+
+def one(perfmon):
+    tmp = tempfile.mkdtemp(prefix='bench-shell-')
+    summary = os.path.join(tmp, 'summary.json')
+    args = ['--summary', summary] if perfmon else None
+    with GnomeShellSession(perfmon_args=args) as shell:
+        time.sleep(SETTLE)
+        before = shell.cpu_seconds()
+        threads_before = thread_cpu(shell.shell_pid)
+        start = time.monotonic()
+        time.sleep(SECONDS)
+        used = shell.cpu_seconds() - before
+        elapsed = time.monotonic() - start
+        threads = thread_cpu(shell.shell_pid)
+        if perfmon:
+            print('    perfmon threads (ms/s): %s' % ', '.join(
+                '%s %.2f' % (name, (threads[name] - threads_before.get(name, 0)) * 1000 / elapsed)
+                for name in sorted(threads) if name.startswith('perfmon')))
+        pid = shell.shell_pid
+        shell.stop()
+    own = None
+    if perfmon:
+        with open(summary) as f:
+            processes = json.load(f)['processes']
+        found = [p for p in processes if p['pid'] == pid]
+        if not found:
+            print('    the shell (pid %d) is not in the summary: %s'
+                  % (pid, [(p['pid'], p['process_name']) for p in processes]))
+            return used / elapsed, float('nan')
+        process = found[0]
+        groups = [g for g in process['snapshot']['groups'] if g.get('name', '').startswith('[perfmon]')]
+        own = sum(g['cpu_time'] for g in groups) / 1000 / process['seconds']
+    return used / elapsed, own
+
+
+if gnome_shell_path() is None:
+    print('bench-shell: gnome-shell is not installed')
+    sys.exit(0)
+print('bench-shell: %d interleaved rounds of %.0f s (after %.0f s of start-up)' % (ROUNDS, SECONDS, SETTLE))
+print('load before: %s' % load())
+ratios, plains, unders, owns = [], [], [], []
+for r in range(ROUNDS):
+    order = (False, True) if r % 2 == 0 else (True, False)
+    results = {p: one(p) for p in order}
+    plain, under = results[False][0], results[True][0]
+    plains.append(plain)
+    unders.append(under)
+    owns.append(results[True][1])
+    ratios.append(under / plain if plain > 0 else float('nan'))
+    print('  round %d: shell CPU plain %.2f %%, perfmon run %.2f %% (%.3fx); perfmon own %.3f ms/s; load %s'
+          % (r + 1, plain * 100, under * 100, ratios[-1], owns[-1], load()))
+print('median: shell CPU plain %.2f %%, perfmon run %.2f %%, ratio %.3fx; perfmon own %.3f ms/s'
+      % (statistics.median(plains) * 100, statistics.median(unders) * 100,
+         statistics.median(ratios), statistics.median(owns)))
+print('load after: %s' % load())

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+# test_cli_run_offthread.py: what "perfmon run" does on the thread it
+# watches: nothing that blocks (no fsync, no file written), nothing that
+# makes a hang, every source of its own named "[perfmon] …" and charged to
+# a group of its own; and its threads have names the kernel keeps.
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+from clitest import CliTestCase, TOOL
+
+PERIODIC_HANG = os.environ['PERFMON_PERIODIC_HANG']
+UNINSTRUMENTED = os.environ['PERFMON_UNINSTRUMENTED']
+
+# Bucket 0 of a group's histogram counts iterations in which it used more
+# than 1 ms of CPU.
+OVER_1_MS = 0
+
+
+def perfmon_groups(snapshot):
+    return [g for g in snapshot['groups'] if g.get('name', '').startswith('[perfmon]')]
+
+
+class OffThreadTest(CliTestCase):
+    @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
+    def test_periodic_hangs_do_nothing_blocking_on_the_watched_thread(self):
+        """A program that hangs every 500 ms for 12 s: its main thread makes
+        no fsync and writes no file of perfmon's, no perfmon dispatch uses
+        1 ms, no hang is perfmon's, perfmon's own time stays under
+        0.5 ms per second."""
+        summary = self.path('summary.json')
+        trace = self.path('strace.txt')
+        env = self.foreign_env()
+        env['TMPDIR'] = self.path('tmp')
+        os.makedirs(env['TMPDIR'])
+        result = self.perfmon('run', '--threshold', '100', '--summary', summary, '--',
+                              PERIODIC_HANG, '500', '150', '12',
+                              prefix=('strace', '-f', '-qq', '-o', trace,
+                                      '-e', 'trace=access,fsync,fdatasync,syncfs,openat,rename,renameat,renameat2'),
+                              env=env, timeout=110)
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            processes = json.load(f)['processes']
+        self.assertEqual(len(processes), 1, processes)
+        process = processes[0]
+        main_tid = process['pid']
+
+        # The program's main thread while its loop runs (the program marks
+        # the loop's start and end with access() calls): no fsync at all,
+        # and no file of perfmon's (the run's directory, pings, logs)
+        # opened or renamed. (Starting the hang monitor in the constructor
+        # opens the ping store; stopping it at exit writes the last ping.)
+        on_main = []
+        in_loop = None
+        with open(trace) as f:
+            for line in f:
+                tid, _, call = line.partition(' ')
+                call = call.strip()
+                if not tid.isdigit() or int(tid) != main_tid:
+                    continue
+                if 'periodic-hang: loop starts' in call:
+                    in_loop = True
+                    continue
+                if 'periodic-hang: loop ends' in call:
+                    in_loop = False
+                    break
+                if not in_loop:
+                    continue
+                if re.match(r'(fsync|fdatasync|syncfs)\(', call.strip()):
+                    on_main.append(call.strip())
+                elif re.match(r'(openat|rename\w*)\(', call.strip()) and (
+                        env['TMPDIR'] in call or self.env['XDG_STATE_HOME'] in call):
+                    on_main.append(call.strip())
+        self.assertEqual(in_loop, False, 'the loop marks are not in the trace')
+        self.assertGreaterEqual(process['hang_count'], 15, process)
+        self.maxDiff = None
+        self.assertEqual(on_main, [], 'perfmon did file I/O on the watched thread')
+
+        # No hang is perfmon's own: the dispatch a hang is blamed on (its
+        # longest, first) is the program's.
+        for hang in process['hangs']:
+            dispatches = hang.get('dispatches', [])
+            self.assertTrue(dispatches, hang)
+            self.assertFalse(dispatches[0]['name'].startswith('[perfmon]'), dispatches)
+
+        # Every perfmon source is named and charged to its own group; none
+        # of its dispatches used 1 ms; all of them together under 0.5 ms/s.
+        groups = perfmon_groups(process['snapshot'])
+        self.assertTrue(groups, [g.get('name') for g in process['snapshot']['groups']])
+        names = [g['name'] for g in groups]
+        self.assertIn('[perfmon] run checkpoint', names)
+        self.assertIn('[perfmon] hang monitor signal', names)
+        own_us = 0
+        for group in groups:
+            self.assertEqual(group['durations'][OVER_1_MS], 0, group)
+            own_us += group['cpu_time']   # µs
+        self.assertLess(own_us / 1000 / process['seconds'], 0.5,
+                        [(g['name'], g['cpu_time']) for g in groups])
+
+    def test_thread_names_fit(self):
+        """perfmon's threads carry their own names (15 characters at most,
+        or the kernel shows the program's)."""
+        env = self.foreign_env()
+        env['TMPDIR'] = self.path('tmp')
+        os.makedirs(env['TMPDIR'])
+        process = subprocess.Popen([TOOL, 'run', '--', UNINSTRUMENTED, '60'], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+
+        def stop():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        self.addCleanup(stop)
+
+        deadline = time.monotonic() + 30
+        names = set()
+        while time.monotonic() < deadline:
+            try:
+                with open('/proc/%d/task/%d/children' % (process.pid, process.pid)) as f:
+                    children = f.read().split()
+                names = set()
+                for child in children:
+                    task_dir = '/proc/%s/task' % child
+                    for tid in os.listdir(task_dir):
+                        if tid != child:
+                            with open(os.path.join(task_dir, tid, 'comm')) as f:
+                                names.add(f.read().strip())
+            except OSError:
+                pass
+            if {'perfmon-hang', 'perfmon-ckpt'} <= names:
+                break
+            time.sleep(0.1)
+        self.assertIn('perfmon-hang', names)
+        self.assertIn('perfmon-ckpt', names)
+        # No thread of perfmon's left with the program's name.
+        self.assertNotIn(os.path.basename(UNINSTRUMENTED)[:15], names)
+
+
+if __name__ == '__main__':
+    unittest.main()
