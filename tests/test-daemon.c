@@ -1976,7 +1976,11 @@ test_upload_restart (Fixture       *fixture,
   g_autofree char *pings_dir = g_build_filename (g_get_user_state_dir (), "perfmon", "pings", NULL);
   g_autoptr(GHashTable) hangs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   Receiver *receiver = receiver_start ();
-  const char * const options[] = { "--poll-interval=100", "--max-signals=3", receiver->url_option, NULL };
+  /* A Ping signal dropped behind the Hang signals delays its ping until
+   * the next rescan: every 2 s here (60 s by default), well inside the
+   * test's deadline even on a loaded machine. */
+  const char * const options[] = { "--poll-interval=100", "--max-signals=3", "--pings-rescan=2",
+                                   receiver->url_option, NULL };
   const char * const child_options[] = { "--hang-threshold=50", "--hangs-per-ping=1", "--stall-after=300",
                                          "--stall=120", "--stalls=30", "--seconds=12", NULL };
   UploadState state = { receiver, hangs, 3, pings_dir, FALSE };
