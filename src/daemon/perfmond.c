@@ -3,11 +3,11 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Exit status:
- *   0  stopped on request (SIGTERM/SIGINT), or its session bus closed
- *      after it served it (the session ended: every logout)
+ *   0  stopped on request (SIGTERM/SIGINT)
  *   1  could not start (no session bus, cannot export its object), or lost
- *      its bus name: a failure, so that a supervisor (Restart=on-failure)
- *      starts it again
+ *      its bus or its bus name: a failure, so that a supervisor
+ *      (Restart=on-failure) starts it again; a bus that closes after it
+ *      served it (every logout) is said at debug level only
  *   2  the command line was wrong
  *   3  another perfmond owns org.perfmon.Daemon1 on this bus
  *
@@ -188,10 +188,11 @@ on_name_lost (GDBusConnection *connection,
 
   if ((connection == NULL || g_dbus_connection_is_closed (connection)) && state->acquired)
     {
-      /* The bus of the session it served went away: the session ended
-       * (every logout), which is no failure and no warning. */
-      g_debug ("the session bus closed: the session ended, exiting");
-      stop (state, EXIT_OK);
+      /* The bus of the session it served went away: at every logout,
+       * which deserves no warning in the journal. Still exit status 1, so
+       * that Restart=on-failure brings perfmond back if the bus does. */
+      g_debug ("the session bus closed (the session ended?), exiting with a failure status");
+      stop (state, EXIT_FAILED);
     }
   else if (connection == NULL || g_dbus_connection_is_closed (connection))
     {
@@ -316,9 +317,9 @@ main (int    argc,
                                 "collects their hangs, as org.perfmon.Daemon1.\n"
                                 "Usually started by D-Bus activation or systemd --user.");
   g_option_context_set_description (context,
-                                    "Exit status: 0 stopped on request or the session ended, 1 could not "
-                                    "start or lost its name,\n2 bad command line, 3 another perfmond "
-                                    "owns the name on this bus.\n");
+                                    "Exit status: 0 stopped on request, 1 could not start or lost "
+                                    "its bus, 2 bad command line,\n3 another perfmond owns the name "
+                                    "on this bus.\n");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!g_option_context_parse (context, &argc, &argv, &error))
     {
