@@ -184,12 +184,13 @@ class GnomeShellSession:
         if gnome_shell_path() is None:
             raise SessionError('gnome-shell is not installed')
         self._setup_dirs()
+        # Before anything can fail: the error path reads the log.
+        self.log_path = os.path.join(self.tmp, 'shell.log')
         try:
             deadline = time.monotonic() + self.start_timeout
             self._start_system_bus(deadline)
             address_file = os.path.join(self.tmp, 'session-bus-address')
             pid_file = os.path.join(self.tmp, 'shell-pid')
-            self.log_path = os.path.join(self.tmp, 'shell.log')
             uuids = [self.install_extension(e) for e in self.extensions]
             # Settings go through dconf on the session bus: set them in
             # the session, before the shell starts.
