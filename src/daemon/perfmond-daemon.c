@@ -18,7 +18,6 @@
 #include "perfmond-daemon.h"
 
 #include <limits.h>
-#include <malloc.h>
 #include <perfmon.h>
 #include <unistd.h>
 
@@ -26,6 +25,7 @@
 #include "perfmond-aggregate.h"
 #include "perfmond-log.h"
 #include "perfmond-upload.h"
+#include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
 
@@ -234,29 +234,13 @@ process_reject (Process    *process,
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
 
-static gint trim_pending;   /* atomic */
-
-static gpointer
-trim_heap (gpointer data)
-{
-  /* GDBus lets go of a message after the filters returned. */
-  g_usleep (100 * 1000);
-  malloc_trim (0);
-  /* And once more a little later: a message of the same flood freed
-   * meanwhile. */
-  g_usleep (400 * 1000);
-  malloc_trim (0);
-  g_atomic_int_set (&trim_pending, FALSE);
-  return NULL;
-}
-
-/* Once a big message was dropped, the heap is given back a moment later,
- * by a short-lived thread, one at a time. */
+/* Once a big message was dropped, the heap is given back a moment later
+ * (libperfmon-support.a), by a short-lived thread of perfmon's: never the
+ * program's threads. */
 static void
 schedule_trim (void)
 {
-  if (g_atomic_int_compare_and_exchange (&trim_pending, FALSE, TRUE))
-    g_thread_unref (g_thread_new ("perfmond-trim", trim_heap, NULL));
+  _perfmon_heap_trim_soon ("perfmond-trim");
 }
 
 /* GDBus's worker thread, for every message: the Monitor1 signals of a

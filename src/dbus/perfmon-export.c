@@ -4,7 +4,6 @@
  */
 #include "config.h"
 
-#include <malloc.h>
 
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "perfmon-group.h"
 #include "perfmon-dbus-resources.h"
 #include "perfmon-process-private.h"
+#include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
 
@@ -764,30 +764,13 @@ exports_of (PerfmonMonitor *monitor,
   return exports;
 }
 
-static gint trim_pending;   /* atomic */
-
-static gpointer
-trim_heap (gpointer data)
-{
-  /* GDBus lets go of the message after the filters returned. */
-  g_usleep (100 * 1000);
-  malloc_trim (0);
-  /* And once more a little later: a message of the same flood freed
-   * meanwhile. */
-  g_usleep (400 * 1000);
-  malloc_trim (0);
-  g_atomic_int_set (&trim_pending, FALSE);
-  return NULL;
-}
-
-/* Once a big message was dropped, the heap is given back a moment later,
- * by a short-lived thread of perfmon's: never the program's threads, and
- * one at a time. */
+/* Once a big message was dropped, the heap is given back a moment later
+ * (libperfmon-support.a), by a short-lived thread of perfmon's: never the
+ * program's threads. */
 static void
 schedule_trim (void)
 {
-  if (g_atomic_int_compare_and_exchange (&trim_pending, FALSE, TRUE))
-    g_thread_unref (g_thread_new ("perfmon-trim", trim_heap, NULL));
+  _perfmon_heap_trim_soon ("perfmon-trim");
 }
 
 /* GDBus's worker thread, for every message of the connection (the
