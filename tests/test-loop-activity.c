@@ -78,7 +78,7 @@ test_idle (Fixture      *fixture,
 
   _perfmon_loop_activity_adopt_thread (activity);
   g_assert_cmpint (activity->thread_id, !=, 0);
-  _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
   g_assert_cmpuint (activity->n_stretches, ==, 1);
 
   _perfmon_loop_activity_idle_begin ();
@@ -136,7 +136,7 @@ test_sleep_while_idle (Fixture      *fixture,
   /* Until it sleeps, the phase stays IDLE; then it asked to be woken. */
   while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
     g_usleep (1000);
-  _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
   g_assert_true (g_thread_join (watchdog));
   g_mutex_lock (&activity->mutex);
   wakes = activity->n_wakes;
@@ -148,7 +148,7 @@ test_sleep_while_idle (Fixture      *fixture,
   g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
 
   /* Idle again, then stopped. */
-  _perfmon_loop_activity_busy_end (activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
   watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
   while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
     g_usleep (1000);
@@ -208,7 +208,7 @@ test_marks (Fixture      *fixture,
   PerfmonLoopActivity *activity = &fixture->activity;
   PerfmonLoopMarkCopy marks[PERFMON_LOOP_MARKS];
   /* Long ago: the dispatches below fit in the stretch. */
-  guint64 begin = perfmon_clock_cycles () - 1000000;
+  guint64 begin = _perfmon_clock_cycles () - 1000000;
   guint64 next = 0, lost = 0;
   guint n;
 
@@ -229,7 +229,7 @@ test_marks (Fixture      *fixture,
   g_assert_cmpstr (marks[1].name, ==, "longer");
   g_assert_cmpuint (marks[1].cycles, ==, 2000);
   g_assert_cmpuint (marks[1].end, >=, begin + 2000);
-  g_assert_cmpuint (marks[1].end, <=, perfmon_clock_cycles ());
+  g_assert_cmpuint (marks[1].end, <=, _perfmon_clock_cycles ());
   g_assert_cmpuint (_perfmon_loop_activity_read_marks (activity, &next, marks, 8, &lost), ==, 0);
 
   /* Overrun by 10. */

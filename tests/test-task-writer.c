@@ -91,8 +91,8 @@ put_text (guint8                *at,
 static void
 test_writer_round_trip (void)
 {
-  guint64 now = perfmon_clock_cycles ();
-  guint64 us = (guint64) perfmon_clock_cycles_per_us ();
+  guint64 now = _perfmon_clock_cycles ();
+  guint64 us = (guint64) _perfmon_clock_cycles_per_us ();
   g_autofree guint8 *alpha = g_malloc0 (2 * PERFMON_TASK_CHUNK_SIZE);
   g_autofree guint8 *beta = g_malloc0 (PERFMON_TASK_CHUNK_SIZE);
   gsize at = 0;
@@ -239,8 +239,8 @@ put_auto (guint8  *at,
 static void
 test_writer_automatic_tasks (void)
 {
-  guint64 now = perfmon_clock_cycles ();
-  guint64 us = (guint64) perfmon_clock_cycles_per_us ();
+  guint64 now = _perfmon_clock_cycles ();
+  guint64 us = (guint64) _perfmon_clock_cycles_per_us ();
   g_autofree guint8 *alpha = g_malloc0 (PERFMON_TASK_CHUNK_SIZE);
   gsize at = 0;
   PerfmonTaskWriterSession session = { .start_ns = 1, .since_cycles = now - 5000 * us };

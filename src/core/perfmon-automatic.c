@@ -415,7 +415,7 @@ group_name (const char *text)
   gsize length = strlen (text);
   g_autofree char *valid = g_utf8_make_valid (text, MIN (length, PERFMON_AUTOMATIC_NAME_MAX * 2));
 
-  valid[perfmon_utf8_cut (valid, strlen (valid), PERFMON_AUTOMATIC_NAME_MAX)] = '\0';
+  valid[_perfmon_utf8_cut (valid, strlen (valid), PERFMON_AUTOMATIC_NAME_MAX)] = '\0';
   return g_steal_pointer (&valid);
 }
 

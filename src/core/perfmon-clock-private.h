@@ -16,7 +16,7 @@ G_BEGIN_DECLS
 /* CLOCK_MONOTONIC in nanoseconds: the clock the cycle counter is
  * calibrated against, and what task logs and benchmarks measure in. */
 static inline gint64
-perfmon_clock_monotonic_ns (void)
+_perfmon_clock_monotonic_ns (void)
 {
   struct timespec ts;
 
@@ -30,7 +30,7 @@ perfmon_clock_monotonic_ns (void)
  * not synchronised across cores costs accuracy only for the iteration in
  * which the thread migrated. */
 static inline guint64
-perfmon_clock_cycles (void)
+_perfmon_clock_cycles (void)
 {
 #if defined(__x86_64__) || defined(__i386__)
   return __rdtsc ();
@@ -39,18 +39,18 @@ perfmon_clock_cycles (void)
   __asm__ __volatile__ ("mrs %0, cntvct_el0" : "=r" (value));
   return value;
 #else
-  return (guint64) perfmon_clock_monotonic_ns ();
+  return (guint64) _perfmon_clock_monotonic_ns ();
 #endif
 }
 
-/* Cycles per microsecond of perfmon_clock_cycles(), measured once per
+/* Cycles per microsecond of _perfmon_clock_cycles(), measured once per
  * process against CLOCK_MONOTONIC. Thread-safe. */
-double  perfmon_clock_cycles_per_us (void);
+double  _perfmon_clock_cycles_per_us (void);
 
 static inline guint64
-perfmon_clock_us_to_cycles (gint64 us)
+_perfmon_clock_us_to_cycles (gint64 us)
 {
-  return (guint64) ((double) us * perfmon_clock_cycles_per_us ());
+  return (guint64) ((double) us * _perfmon_clock_cycles_per_us ());
 }
 
 /* The CLOCK_MONOTONIC time, in µs, of the cycle-counter reading @cycles,
@@ -58,11 +58,11 @@ perfmon_clock_us_to_cycles (gint64 us)
  * same on every core (an invariant TSC, as on every x86-64 CPU for years
  * and on KVM). A reading from the future is taken as now. Not for a hot
  * path: it reads both clocks. */
-gint64  perfmon_clock_cycles_to_monotonic_us (guint64 cycles);
+gint64  _perfmon_clock_cycles_to_monotonic_us (guint64 cycles);
 
 /* CPU time consumed by the calling thread, in ns. A real system call
  * (0.35 µs on an idle VM with page-table isolation, more under load):
  * never call it on a hot path. */
-gint64  perfmon_clock_thread_cpu_ns (void);
+gint64  _perfmon_clock_thread_cpu_ns (void);
 
 G_END_DECLS

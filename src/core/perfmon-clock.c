@@ -15,15 +15,15 @@ static double cycles_per_us;
 static double
 calibrate (void)
 {
-  gint64 start_ns = perfmon_clock_monotonic_ns ();
-  guint64 start_cycles = perfmon_clock_cycles ();
+  gint64 start_ns = _perfmon_clock_monotonic_ns ();
+  guint64 start_cycles = _perfmon_clock_cycles ();
   gint64 end_ns;
   guint64 end_cycles;
 
   do
     {
-      end_ns = perfmon_clock_monotonic_ns ();
-      end_cycles = perfmon_clock_cycles ();
+      end_ns = _perfmon_clock_monotonic_ns ();
+      end_cycles = _perfmon_clock_cycles ();
     }
   while (end_ns - start_ns < CALIBRATION_NS);
 
@@ -31,7 +31,7 @@ calibrate (void)
 }
 
 double
-perfmon_clock_cycles_per_us (void)
+_perfmon_clock_cycles_per_us (void)
 {
   static gsize initialized = 0;
 
@@ -47,7 +47,7 @@ perfmon_clock_cycles_per_us (void)
 }
 
 gint64
-perfmon_clock_thread_cpu_ns (void)
+_perfmon_clock_thread_cpu_ns (void)
 {
   struct timespec ts;
 
@@ -58,12 +58,12 @@ perfmon_clock_thread_cpu_ns (void)
 }
 
 gint64
-perfmon_clock_cycles_to_monotonic_us (guint64 cycles)
+_perfmon_clock_cycles_to_monotonic_us (guint64 cycles)
 {
-  guint64 now_cycles = perfmon_clock_cycles ();
+  guint64 now_cycles = _perfmon_clock_cycles ();
   gint64 now_us = g_get_monotonic_time ();
 
   if (cycles >= now_cycles)
     return now_us;
-  return now_us - (gint64) ((double) (now_cycles - cycles) / perfmon_clock_cycles_per_us ());
+  return now_us - (gint64) ((double) (now_cycles - cycles) / _perfmon_clock_cycles_per_us ());
 }

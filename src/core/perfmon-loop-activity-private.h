@@ -48,7 +48,7 @@ typedef enum
 
 typedef struct
 {
-  guint64 begin;   /* perfmon_clock_cycles() at busy_begin */
+  guint64 begin;   /* _perfmon_clock_cycles() at busy_begin */
   guint64 end;     /* at the next busy_end; 0 while still busy */
 } PerfmonLoopStretch;
 
@@ -97,7 +97,7 @@ typedef struct
 typedef struct
 {
   guint64 seq;
-  guint64 end;      /* perfmon_clock_cycles() at the dispatch's end */
+  guint64 end;      /* _perfmon_clock_cycles() at the dispatch's end */
   guint64 cycles;   /* its length */
   guint64 name[PERFMON_LOOP_DISPATCH_NAME_WORDS];   /* NUL-terminated UTF-8 */
 } PerfmonLoopMark;

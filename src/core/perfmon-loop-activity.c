@@ -61,7 +61,7 @@ _perfmon_loop_activity_idle_begin (void)
   PerfmonLoopActivity *activity = current_activity;
 
   if (idle_depth++ == 0 && activity != NULL && g_atomic_int_get (&activity->watched))
-    _perfmon_loop_activity_busy_end (activity, perfmon_clock_cycles ());
+    _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
 }
 
 void
@@ -75,7 +75,7 @@ _perfmon_loop_activity_idle_end (void)
       return;
     }
   if (--idle_depth == 0 && activity != NULL && g_atomic_int_get (&activity->watched))
-    _perfmon_loop_activity_busy_begin (activity, perfmon_clock_cycles ());
+    _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
 }
 
 /* --- the watchdog's side ----------------------------------------------- */
@@ -173,7 +173,7 @@ _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
 {
   guint64 index = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
   PerfmonLoopDispatchList *list = &activity->dispatch_lists[index & (PERFMON_LOOP_RECENT_DISPATCH_LISTS - 1)];
-  guint64 since_begin = perfmon_clock_cycles () -
+  guint64 since_begin = _perfmon_clock_cycles () -
     __atomic_load_n (&_perfmon_loop_activity_stretch (activity, index)->begin, __ATOMIC_RELAXED);
   guint seq = list->seq;
   guint n;
@@ -212,7 +212,7 @@ _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
           for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
             __atomic_store_n (&list->dispatches[i].name[w], list->dispatches[i - 1].name[w], __ATOMIC_RELEASE);
         }
-      memcpy (words, name, perfmon_utf8_cut (name, length, sizeof words - 1));
+      memcpy (words, name, _perfmon_utf8_cut (name, length, sizeof words - 1));
       __atomic_store_n (&list->dispatches[at].cycles, cycles, __ATOMIC_RELEASE);
       for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
         __atomic_store_n (&list->dispatches[at].name[w], words[w], __ATOMIC_RELEASE);
@@ -238,7 +238,7 @@ _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
                             activity, index)->begin, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
         __atomic_store_n (&mark->cycles, cycles, __ATOMIC_RELEASE);
         memset (words, 0, sizeof words);
-        memcpy (words, name, perfmon_utf8_cut (name, length, sizeof words - 1));
+        memcpy (words, name, _perfmon_utf8_cut (name, length, sizeof words - 1));
         for (guint w = 0; w < PERFMON_LOOP_DISPATCH_NAME_WORDS; w++)
           __atomic_store_n (&mark->name[w], words[w], __ATOMIC_RELEASE);
         __atomic_store_n (&mark->seq, 2 * n_marks + 2, __ATOMIC_RELEASE);

@@ -414,7 +414,7 @@ static inline gint64
 read_cpu_clock (PerfmonMonitor *self)
 {
   self->n_cpu_clock_reads++;
-  return (gint64) ((double) perfmon_clock_thread_cpu_ns () * self->cycles_per_ns);
+  return (gint64) ((double) _perfmon_clock_thread_cpu_ns () * self->cycles_per_ns);
 }
 
 /* Takes @cpu, a reading of the CPU clock at @cycles, as the anchor. */
@@ -437,7 +437,7 @@ static void refresh_anchor  (PerfmonMonitor *self,
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 begin_iteration_in_measure (PerfmonMonitor *self)
 {
-  begin_iteration (self, perfmon_clock_cycles (), TRUE);
+  begin_iteration (self, _perfmon_clock_cycles (), TRUE);
 }
 
 /* --- measuring --------------------------------------------------------- */
@@ -517,7 +517,7 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
 
   self->open_measures++;
   measure->start_blocked_us = self->blocked_us;
-  start = perfmon_clock_cycles ();
+  start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
     {
       /* A tail call: enter keeps no frame for the rare read. */
@@ -617,7 +617,7 @@ static inline __attribute__ ((always_inline)) guint64
 _perfmon_monitor_leave (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
 {
-  guint64 now = perfmon_clock_cycles ();
+  guint64 now = _perfmon_clock_cycles ();
   Measure *measure;
   guint64 cycles;
   guint64 blocked;
@@ -802,7 +802,7 @@ queue_alert (PerfmonMonitor     *self,
 
   last = g_hash_table_lookup (self->last_alert_cycles, record);
   if (last != NULL &&
-      now - *(guint64 *) last < perfmon_clock_us_to_cycles (ALERT_INTERVAL_US))
+      now - *(guint64 *) last < _perfmon_clock_us_to_cycles (ALERT_INTERVAL_US))
     return;
 
   if (self->n_pending_alerts == MAX_PENDING_ALERTS)
@@ -1105,13 +1105,13 @@ poll_watched_unmeasured (PerfmonMonitor *self,
 
   if (timeout == 0)
     {
-      _perfmon_loop_activity_busy_next (&self->activity, perfmon_clock_cycles ());
+      _perfmon_loop_activity_busy_next (&self->activity, _perfmon_clock_cycles ());
       return slot->previous (fds, n_fds, timeout);
     }
 
-  _perfmon_loop_activity_busy_end (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (&self->activity, _perfmon_clock_cycles ());
   ret = slot->previous (fds, n_fds, timeout);
-  _perfmon_loop_activity_busy_begin (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_begin (&self->activity, _perfmon_clock_cycles ());
   return ret;
 }
 
@@ -1153,7 +1153,7 @@ poll_then_begin_iteration (PerfmonMonitor *self,
                            gboolean        watched)
 {
   gint ret = slot->previous (fds, n_fds, timeout);
-  guint64 poll_end = perfmon_clock_cycles ();
+  guint64 poll_end = _perfmon_clock_cycles ();
 
   begin_iteration (self, poll_end, poll_end - poll_start >= self->read_stretch_cycles);
   if (watched)
@@ -1184,7 +1184,7 @@ monitor_poll_full (PollSlot *slot,
   if (G_UNLIKELY (!self->enabled || !claim_thread (self)))
     return poll_unmeasured (self, slot, fds, n_fds, timeout);
 
-  poll_start = perfmon_clock_cycles ();
+  poll_start = _perfmon_clock_cycles ();
   if (self->in_iteration)
     {
       end_iteration (self, poll_start, FALSE);
@@ -1249,7 +1249,7 @@ monitor_poll (PollSlot *slot,
                                __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))))
     return monitor_poll_full (slot, fds, n_fds, timeout);
 
-  now = perfmon_clock_cycles ();
+  now = _perfmon_clock_cycles ();
   wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
   /* end_iteration(): no reading; commit(): no renormalisation and nothing
    * to judge (a short iteration is under long_iteration_cycles); then
@@ -1599,13 +1599,13 @@ perfmon_monitor_init (PerfmonMonitor *self)
   self->enabled = TRUE;
   self->iteration = 1;
   self->poll_slot = -1;
-  self->cycles_per_us = perfmon_clock_cycles_per_us ();
+  self->cycles_per_us = _perfmon_clock_cycles_per_us ();
   self->us_per_cycle = 1.0 / self->cycles_per_us;
   self->cycles_per_ns = self->cycles_per_us / 1000.0;
-  self->read_stretch_cycles = perfmon_clock_us_to_cycles (READ_STRETCH_US);
-  self->long_iteration_cycles = perfmon_clock_us_to_cycles (LONG_ITERATION_US);
-  self->anchor_max_age_cycles = perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
-  self->long_dispatch_cycles = perfmon_clock_us_to_cycles (PERFMON_LOOP_DISPATCH_MIN_US);
+  self->read_stretch_cycles = _perfmon_clock_us_to_cycles (READ_STRETCH_US);
+  self->long_iteration_cycles = _perfmon_clock_us_to_cycles (LONG_ITERATION_US);
+  self->anchor_max_age_cycles = _perfmon_clock_us_to_cycles (ANCHOR_MAX_AGE_US);
+  self->long_dispatch_cycles = _perfmon_clock_us_to_cycles (PERFMON_LOOP_DISPATCH_MIN_US);
   self->alert_threshold_ms = DEFAULT_ALERT_THRESHOLD_MS;
   self->alert_threshold_ns = DEFAULT_ALERT_THRESHOLD_MS * 1000000;
 
@@ -2090,7 +2090,7 @@ perfmon_monitor_iteration_done (PerfmonMonitor *self)
   if (!check_thread (self, "perfmon_monitor_iteration_done") || !self->enabled)
     return;
 
-  now = perfmon_clock_cycles ();
+  now = _perfmon_clock_cycles ();
   if (self->in_iteration)
     end_iteration (self, now, TRUE);
   begin_iteration (self, now, FALSE);   /* end_iteration() just read the clock */
@@ -2249,7 +2249,7 @@ perfmon_monitor_work_begin (PerfmonMonitor *self)
     return;
   if (G_UNLIKELY (self->activity.thread_id == 0))
     _perfmon_loop_activity_adopt_thread (&self->activity);
-  _perfmon_loop_activity_busy_begin (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_begin (&self->activity, _perfmon_clock_cycles ());
 }
 
 /**
@@ -2279,7 +2279,7 @@ perfmon_monitor_work_end (PerfmonMonitor *self)
     return;
 
   self->work_published = FALSE;
-  _perfmon_loop_activity_busy_end (&self->activity, perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (&self->activity, _perfmon_clock_cycles ());
 }
 
 /**
@@ -2504,7 +2504,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   measure->n_acquired = 2;
   self->open_measures++;
   measure->start_blocked_us = self->blocked_us;
-  start = perfmon_clock_cycles ();
+  start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
     start_measure_with_new_anchor (self, measure, start);
   else
@@ -2531,7 +2531,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   /* _perfmon_monitor_leave() of a short measure left as it began (a
    * nested loop cancels it: n_acquired 0). Under READ_STRETCH_US, far
    * under a long dispatch. */
-  now = perfmon_clock_cycles ();
+  now = _perfmon_clock_cycles ();
   start = measure->start_cycles;
   if (G_UNLIKELY (self->depth != 1 || self->overflow != 0 || measure->compartment != record ||
                   measure->n_acquired != 2 || now < start || now - start >= self->read_stretch_cycles))

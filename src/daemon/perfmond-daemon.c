@@ -1518,7 +1518,7 @@ handle_get_hang (PerfmonDBusDaemon1    *skeleton,
       return_invalid_args (invocation, "id: expected a hang id of at most %d bytes (\"PID-N\", see "
                            "ListHangs()), got %" G_GSIZE_FORMAT " bytes starting \"%.*s…\"",
                            MAX_HANG_ID_BYTES, strlen (id),
-                           (int) perfmon_utf8_cut (id, strlen (id), QUOTED_PREFIX_BYTES), id);
+                           (int) _perfmon_utf8_cut (id, strlen (id), QUOTED_PREFIX_BYTES), id);
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
 

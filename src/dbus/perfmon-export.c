@@ -335,7 +335,7 @@ refuse_long_string (GDBusMethodInvocation *invocation,
   g_autofree char *message =
     g_strdup_printf ("SetEventConfig: %s: expected at most %d bytes, got %" G_GSIZE_FORMAT
                      " starting \"%.*s…\"", field, MAX_EVENT_STRING_BYTES, length,
-                     (int) perfmon_utf8_cut (text, length, QUOTED_PREFIX_BYTES), text);
+                     (int) _perfmon_utf8_cut (text, length, QUOTED_PREFIX_BYTES), text);
 
   g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS, message);
 }

@@ -522,7 +522,7 @@ stretch_clear (Stretch *stretch)
 static double
 cycles_to_ms (guint64 cycles)
 {
-  return (double) cycles / perfmon_clock_cycles_per_us () / 1000.0;
+  return (double) cycles / _perfmon_clock_cycles_per_us () / 1000.0;
 }
 
 static PerfmonLabelStack *
@@ -987,7 +987,7 @@ follow_stretch (Watchdog *watchdog,
   stretch->index = index;
   stretch->begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (watchdog->activity, index)->begin,
                                            __ATOMIC_RELAXED);
-  stretch->start_us = MAX (perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles), watchdog->resumed_us);
+  stretch->start_us = MAX (_perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles), watchdog->resumed_us);
   /* Read back: if the thread moved on meanwhile, begin belongs to a later
    * stretch. */
   if (__atomic_load_n (&watchdog->activity->n_stretches, __ATOMIC_ACQUIRE) != index)

@@ -71,12 +71,12 @@ bounded_dup (const char *text,
 
   if (text == NULL)
     return NULL;
-  len = perfmon_utf8_cut (text, strnlen (text, max + 1), max);
+  len = _perfmon_utf8_cut (text, strnlen (text, max + 1), max);
   if (g_utf8_validate_len (text, len, NULL))
     return g_strndup (text, len);
   /* Each bad byte becomes U+FFFD, three bytes: cut again. */
   valid = g_utf8_make_valid (text, (gssize) len);
-  return g_strndup (valid, perfmon_utf8_cut (valid, strlen (valid), max));
+  return g_strndup (valid, _perfmon_utf8_cut (valid, strlen (valid), max));
 }
 
 static char *

@@ -131,7 +131,7 @@ get_param (GHashTable  *params,
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
                    "%s: must be a decimal integer in [%u, %u]%s, got “%.*s”",
                    name, min, max, range_suffix,
-                   text != NULL ? (int) perfmon_utf8_cut (text, strlen (text), QUOTED_PREFIX_BYTES) : 0,
+                   text != NULL ? (int) _perfmon_utf8_cut (text, strlen (text), QUOTED_PREFIX_BYTES) : 0,
                    text != NULL ? text : "");
       return FALSE;
     }
@@ -298,7 +298,7 @@ _perfmon_jank_config_apply (PerfmonJankConfig  *config,
       else
         g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_ARGUMENT,
                      "log_type: must be 0, 1 or 2, got “%.*s”",
-                     (int) perfmon_utf8_cut (log_type_text, strlen (log_type_text), QUOTED_PREFIX_BYTES),
+                     (int) _perfmon_utf8_cut (log_type_text, strlen (log_type_text), QUOTED_PREFIX_BYTES),
                      log_type_text);
       return FALSE;
     }

@@ -220,7 +220,7 @@ note_janky_end (PerfmonJankSampler *sampler,
   stretch = _perfmon_loop_activity_stretch (sampler->activity, sampler->janky_index);
   end = __atomic_load_n (&stretch->end, __ATOMIC_ACQUIRE);
   if (current_index - sampler->janky_index < PERFMON_LOOP_RECENT_STRETCHES && end != 0)
-    sampler->janky_end_us = perfmon_clock_cycles_to_monotonic_us (end);
+    sampler->janky_end_us = _perfmon_clock_cycles_to_monotonic_us (end);
   else
     sampler->janky_end_us = g_get_monotonic_time ();   /* overwritten: late by a tick at most */
 }

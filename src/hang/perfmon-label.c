@@ -264,7 +264,7 @@ write_end (PerfmonLabelStack *stack,
 static inline gsize
 dynamic_length (const char *text)
 {
-  return perfmon_utf8_cut (text, strnlen (text, PERFMON_LABEL_DYNAMIC_MAX + 1), PERFMON_LABEL_DYNAMIC_MAX);
+  return _perfmon_utf8_cut (text, strnlen (text, PERFMON_LABEL_DYNAMIC_MAX + 1), PERFMON_LABEL_DYNAMIC_MAX);
 }
 
 /* Stores @len bytes of @text in @frame's words, each an atomic store. */

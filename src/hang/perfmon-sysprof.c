@@ -174,7 +174,7 @@ write_hang (PerfmonSysprof    *self,
     }
   else if (perfmon_hang_report_get_stack_unavailable_reason (report) != NULL)
     g_string_append_printf (message, "\nno stack: %s", perfmon_hang_report_get_stack_unavailable_reason (report));
-  g_string_truncate (message, perfmon_utf8_cut (message->str, message->len, MAX_MESSAGE_BYTES));
+  g_string_truncate (message, _perfmon_utf8_cut (message->str, message->len, MAX_MESSAGE_BYTES));
 
   sysprof_capture_writer_add_mark (self->writer, us_to_ns (start_us), -1, self->pid,
                                    (guint64) (duration_ms * 1000000.0), MARK_GROUP, "Hang", message->str);
@@ -194,8 +194,8 @@ write_marks (PerfmonSysprof *self)
       self->lost_marks += lost;
       for (guint i = 0; i < n; i++)
         {
-          gint64 end_us = perfmon_clock_cycles_to_monotonic_us (marks[i].end);
-          gint64 length_us = (gint64) ((double) marks[i].cycles / perfmon_clock_cycles_per_us ());
+          gint64 end_us = _perfmon_clock_cycles_to_monotonic_us (marks[i].end);
+          gint64 length_us = (gint64) ((double) marks[i].cycles / _perfmon_clock_cycles_per_us ());
 
           sysprof_capture_writer_add_mark (self->writer, us_to_ns (end_us - length_us), -1, self->pid,
                                            (guint64) us_to_ns (length_us), MARK_GROUP, "Dispatch",
@@ -215,9 +215,9 @@ define_counter (PerfmonSysprof *self,
   guint id = sysprof_capture_writer_request_counter (self->writer, 1);
 
   g_strlcpy (counter.category, MARK_GROUP, sizeof counter.category);
-  memcpy (counter.name, name, perfmon_utf8_cut (name, strlen (name), sizeof counter.name - 1));
+  memcpy (counter.name, name, _perfmon_utf8_cut (name, strlen (name), sizeof counter.name - 1));
   memcpy (counter.description, description,
-          perfmon_utf8_cut (description, strlen (description), sizeof counter.description - 1));
+          _perfmon_utf8_cut (description, strlen (description), sizeof counter.description - 1));
   counter.id = id;
   counter.type = SYSPROF_CAPTURE_COUNTER_DOUBLE;
   counter.value.vdbl = 0;
@@ -373,7 +373,7 @@ _perfmon_sysprof_new_from_env (PerfmonMonitor *monitor)
       sysprof_capture_writer_add_process (writer, SYSPROF_CAPTURE_CURRENT_TIME, -1, self->pid, cmdline);
     }
   self->next_mark = __atomic_load_n (&activity->n_marks, __ATOMIC_ACQUIRE);
-  _perfmon_loop_activity_set_mark_min_cycles (activity, perfmon_clock_us_to_cycles ((gint64) dispatch_mark_ms () * 1000));
+  _perfmon_loop_activity_set_mark_min_cycles (activity, _perfmon_clock_us_to_cycles ((gint64) dispatch_mark_ms () * 1000));
   self->thread = g_thread_new ("perfmon-sysprof", writer_main, self);
   self->monitor = g_object_ref (monitor);
   if (perfmon_monitor_get_context (monitor) != NULL)

@@ -12,7 +12,7 @@ G_BEGIN_DECLS
  * @max bytes, that does not end inside a UTF-8 character. Inline and
  * allocation-free: label pushes and trace records call it. */
 static inline gsize
-perfmon_utf8_cut (const char *text,
+_perfmon_utf8_cut (const char *text,
                   gsize       len,
                   gsize       max)
 {

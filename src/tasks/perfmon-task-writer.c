@@ -222,7 +222,7 @@ append_string_record (GByteArray           *out,
 {
   static const guint8 zeros[8];
   gsize prefix = sizeof (PerfmonTaskRecordHeader) + (id != NULL ? sizeof (guint64) : 0);
-  gsize len = perfmon_utf8_cut (text, strlen (text), PERFMON_TASK_CHUNK_SIZE - prefix - 8);
+  gsize len = _perfmon_utf8_cut (text, strlen (text), PERFMON_TASK_CHUNK_SIZE - prefix - 8);
   gsize size = (prefix + len + 1 + 7) & ~(gsize) 7;
   PerfmonTaskRecordHeader header = {
     .type = (guint16) type,
@@ -287,7 +287,7 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
   PerfmonTaskFileHeader header = { PERFMON_TASK_FILE_MAGIC, 0, };
   guint64 ref_cycles;
   gint64 ref_ns;
-  double per_ns = perfmon_clock_cycles_per_us () / 1000.0;
+  double per_ns = _perfmon_clock_cycles_per_us () / 1000.0;
   gsize total_bytes = 0;
   gint64 describe_deadline_us;
   GHashTableIter iter;
@@ -312,8 +312,8 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
   /* An automatic task's records take about twice the room in the file. */
   out = g_byte_array_sized_new (sizeof header + 2 * total_bytes + n_threads * 64 +
                                  g_hash_table_size (callbacks) * 128);
-  ref_cycles = perfmon_clock_cycles ();
-  ref_ns = perfmon_clock_monotonic_ns ();
+  ref_cycles = _perfmon_clock_cycles ();
+  ref_ns = _perfmon_clock_monotonic_ns ();
   /* The rate between the session's start and now, when that is long
    * enough to measure it better than the process-wide estimate: records
    * of a long session would otherwise drift by its error. */
@@ -327,7 +327,7 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
   header.byte_order_mark = PERFMON_TASK_FILE_BYTE_ORDER_MARK;
   header.pid = (guint32) getpid ();
   header.start_time_ns = session->start_ns;
-  header.realtime_offset_ns = g_get_real_time () * 1000 - perfmon_clock_monotonic_ns ();
+  header.realtime_offset_ns = g_get_real_time () * 1000 - _perfmon_clock_monotonic_ns ();
   header.dropped_records = session->dropped_records;
   process_name = _perfmon_process_name ();
   g_strlcpy (header.process_name, process_name, sizeof header.process_name);

@@ -308,7 +308,7 @@ buffer_thread_exit (gpointer data)
 static double
 cycles_per_ns (void)
 {
-  return perfmon_clock_cycles_per_us () / 1000.0;
+  return _perfmon_clock_cycles_per_us () / 1000.0;
 }
 
 /* Under control_lock (and not registry_lock): frees the dead buffers that
@@ -320,7 +320,7 @@ prune_dead_buffers_locked (gboolean all_dead)
 
   if (!all_dead && mode == MODE_FLIGHT)
     {
-      guint64 now = perfmon_clock_cycles ();
+      guint64 now = _perfmon_clock_cycles ();
       guint64 window = (guint64) ((double) flight_seconds * 1e9 * cycles_per_ns ());
 
       horizon = now > window ? now - window : 0;
@@ -541,7 +541,7 @@ record_open_in (RecordSlot *slot,
   slot->buffer = buffer;
   if (!buffer_reserve (buffer, size, &slot->start))
     return NULL;
-  slot->time = slot->cycles = perfmon_clock_cycles ();
+  slot->time = slot->cycles = _perfmon_clock_cycles ();
   /* A flag, not a pointer into the slot: the slot stays in registers. */
   slot->staged = size > sizeof slot->small;
   return slot->staged ? slot->buffer->staging : slot->small;
@@ -655,7 +655,7 @@ record_label (const char *prefix,
    * the usual conversions. */
   n = vsnprintf (record->text + prefix_len, LABEL_MAX + 2 - prefix_len, format, args);
   len = prefix_len + (n > 0 ? (gsize) n : 0);
-  len = perfmon_utf8_cut (record->text, len, LABEL_MAX);
+  len = _perfmon_utf8_cut (record->text, len, LABEL_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   memset (record->text + len, 0, size - sizeof *record - len);
   record->task_id = tls.task_id;
@@ -677,7 +677,7 @@ _perfmon_tracer_record_dbus (PerfmonTaskRecordType type,
 
   if (sender == NULL)
     sender = "";
-  len = perfmon_utf8_cut (sender, strnlen (sender, DBUS_NAME_MAX + 1), DBUS_NAME_MAX);
+  len = _perfmon_utf8_cut (sender, strnlen (sender, DBUS_NAME_MAX + 1), DBUS_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   record = record_open (&slot, size);
   if (record == NULL)
@@ -954,7 +954,7 @@ perfmon_task_label_guard_begin (PerfmonTaskLabelGuard *guard,
   va_start (args, format);
   n = vsnprintf (guard->text, sizeof guard->text, format, args);
   va_end (args);
-  len = perfmon_utf8_cut (guard->text, n > 0 ? (gsize) n : 0, sizeof guard->text - 1);
+  len = _perfmon_utf8_cut (guard->text, n > 0 ? (gsize) n : 0, sizeof guard->text - 1);
   guard->text[len] = '\0';
   add_label ("Begin ", "%s", guard->text);
 }
@@ -1126,7 +1126,7 @@ auto_attached (GSource *source)
   __atomic_store_n (&slot->parent_id, tls.task_id, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->source_event_id, tls.source_event_id, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->source_event_type, tls.source_event_type, __ATOMIC_RELEASE);
-  now = perfmon_clock_cycles ();
+  now = _perfmon_clock_cycles ();
   __atomic_store_n (&slot->attach_cycles, now, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->ready_cycles, source->source_funcs->prepare == g_idle_funcs.prepare ? now : 0, __ATOMIC_RELEASE);
   __atomic_store_n (&slot->seq, seq + 2, __ATOMIC_RELEASE);
@@ -1241,7 +1241,7 @@ name_id_slowly (Buffer     *buffer,
       return slot->id;
     }
 
-  len = perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
+  len = _perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   record = record_open_in (&record_slot, buffer, size);
   if (record == NULL)
@@ -1312,8 +1312,8 @@ static G_GNUC_NO_INLINE guint64
 ready_time_to_cycles (gint64 ready_us)
 {
   gint64 late_us = g_get_monotonic_time () - ready_us;
-  guint64 now = perfmon_clock_cycles ();
-  guint64 late = late_us > 0 ? perfmon_clock_us_to_cycles (late_us) : 0;
+  guint64 now = _perfmon_clock_cycles ();
+  guint64 late = late_us > 0 ? _perfmon_clock_us_to_cycles (late_us) : 0;
 
   return late < now ? now - late : 0;
 }
@@ -1514,8 +1514,8 @@ begin_session_locked (Mode  new_mode,
   flight_seconds = seconds;
   if (++session_counter == 0)
     session_counter = 1;
-  session_start_cycles = perfmon_clock_cycles ();
-  session_start_ns = perfmon_clock_monotonic_ns ();
+  session_start_cycles = _perfmon_clock_cycles ();
+  session_start_ns = _perfmon_clock_monotonic_ns ();
   /* Dead threads' buffers belong to older sessions now. */
   prune_dead_buffers_locked (TRUE);
   __atomic_store_n (&session_overwrite, new_mode == MODE_FLIGHT, __ATOMIC_RELAXED);
@@ -1550,7 +1550,7 @@ user_session_running_locked (void)
 static guint64
 cycles_seconds_ago (guint seconds)
 {
-  guint64 now = perfmon_clock_cycles ();
+  guint64 now = _perfmon_clock_cycles ();
   guint64 back = (guint64) ((double) seconds * 1e9 * cycles_per_ns ());
 
   return now > back ? now - back : 0;
@@ -1708,7 +1708,7 @@ perfmon_tracer_dump (const char  *path,
   if (mode == MODE_FLIGHT)
     {
       since_cycles = cycles_seconds_ago (flight_seconds);
-      start_ns = MAX (start_ns, perfmon_clock_monotonic_ns () - (gint64) flight_seconds * G_GINT64_CONSTANT (1000000000));
+      start_ns = MAX (start_ns, _perfmon_clock_monotonic_ns () - (gint64) flight_seconds * G_GINT64_CONSTANT (1000000000));
       prune_dead_buffers_locked (FALSE);
     }
   bytes = serialize_locked (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED), since_cycles, start_ns);
@@ -1842,8 +1842,8 @@ _perfmon_tracer_serialize_recent (gint64 since_monotonic_us)
   guint64 now_cycles;
 
   g_mutex_lock (&control_lock);
-  now_cycles = perfmon_clock_cycles ();
-  now_ns = perfmon_clock_monotonic_ns ();
+  now_cycles = _perfmon_clock_cycles ();
+  now_ns = _perfmon_clock_monotonic_ns ();
   since_cycles = since_ns >= now_ns
     ? now_cycles
     : now_cycles - MIN (now_cycles, (guint64) ((double) (now_ns - since_ns) * cycles_per_ns ()));

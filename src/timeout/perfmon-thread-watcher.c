@@ -50,7 +50,7 @@ typedef struct
   char                 *name;
   gint64                tid;
   gint64                period_us;
-  guint64               last_report;  /* atomic; perfmon_clock_cycles() */
+  guint64               last_report;  /* atomic; _perfmon_clock_cycles() */
 
   /* Under the timeout lock. */
   guint64               seen_report;
@@ -209,7 +209,7 @@ perfmon_thread_watcher_register (PerfmonThreadWatcher  *self,
   watch->name = g_strdup (name);
   watch->tid = _perfmon_timeout_current_tid ();
   watch->period_us = (gint64) period_ms * 1000;
-  watch->last_report = perfmon_clock_cycles ();
+  watch->last_report = _perfmon_clock_cycles ();
   watch->seen_report = watch->last_report;
   watch->seen_report_us = g_get_monotonic_time ();
 
@@ -268,7 +268,7 @@ perfmon_thread_watcher_report (void)
   ThreadWatch *watch = current_watch;
 
   if (G_LIKELY (watch != NULL))
-    __atomic_store_n (&watch->last_report, perfmon_clock_cycles (), __ATOMIC_RELAXED);
+    __atomic_store_n (&watch->last_report, _perfmon_clock_cycles (), __ATOMIC_RELAXED);
 }
 
 guint
@@ -380,7 +380,7 @@ _perfmon_thread_watcher_run_due (gint64 now_us)
       if (last != watch->seen_report)
         {
           watch->seen_report = last;
-          watch->seen_report_us = perfmon_clock_cycles_to_monotonic_us (last);
+          watch->seen_report_us = _perfmon_clock_cycles_to_monotonic_us (last);
           watch->level = 0;
         }
 

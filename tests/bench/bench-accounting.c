@@ -111,14 +111,14 @@ heap_in_use (void)
 static double
 ns_per_enter_leave (PerfmonGroup *compartment)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < PAIR_BATCH; i++)
     {
       perfmon_group_enter (compartment);
       perfmon_group_leave (compartment);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / PAIR_BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / PAIR_BATCH;
 }
 
 static void
@@ -288,15 +288,15 @@ bench_snapshot (char   figure,
       enter_all (monitor, compartments);
 
       faults_before = minor_faults ();
-      start = perfmon_clock_monotonic_ns ();
+      start = _perfmon_clock_monotonic_ns ();
       newer = perfmon_monitor_snapshot (monitor);
-      after_snapshot = perfmon_clock_monotonic_ns ();
+      after_snapshot = _perfmon_clock_monotonic_ns ();
       faults_after_snapshot = minor_faults ();
       delta = perfmon_snapshot_subtract (newer, older, NULL);
-      after_subtract = perfmon_clock_monotonic_ns ();
+      after_subtract = _perfmon_clock_monotonic_ns ();
       faults_after_subtract = minor_faults ();
       json = perfmon_snapshot_to_json (delta);
-      end = perfmon_clock_monotonic_ns ();
+      end = _perfmon_clock_monotonic_ns ();
       faults[round] = (double) (minor_faults () - faults_before);
       snapshot_faults[round] = (double) (faults_after_snapshot - faults_before);
       subtract_faults[round] = (double) (faults_after_subtract - faults_after_snapshot);
@@ -393,14 +393,14 @@ hot_path_child (PerfmonMonitor *monitor,
   if (forbid_system_calls (TRUE) != 0)
     exit_without_runtime (77);
 
-  start = perfmon_clock_cycles ();
+  start = _perfmon_clock_cycles ();
   for (guint i = 0; i < N_HOT_PAIRS; i++)
     {
       perfmon_group_enter (compartment);
       perfmon_group_leave (compartment);
     }
-  report->elapsed_ns = (gint64) ((double) (perfmon_clock_cycles () - start) * 1000.0 /
-                                 perfmon_clock_cycles_per_us ());
+  report->elapsed_ns = (gint64) ((double) (_perfmon_clock_cycles () - start) * 1000.0 /
+                                 _perfmon_clock_cycles_per_us ());
   report->cpu_clock_reads = _perfmon_monitor_count_cpu_clock_reads (monitor) - reads_before;
 
   after = mallinfo2 ();
@@ -472,7 +472,7 @@ main (int   argc,
       return 2;
     }
 
-  g_print ("perfmon accounting benchmark (%.0f cycles/us)\n", perfmon_clock_cycles_per_us ());
+  g_print ("perfmon accounting benchmark (%.0f cycles/us)\n", _perfmon_clock_cycles_per_us ());
 
 #define WANTED(figure) (argc < 2 || strchr (argv[1], (figure)) != NULL)
   /* Memory first, while the heap holds no freed groups to reuse. */

@@ -48,14 +48,14 @@ static volatile guint64 bench_sink;
 static inline double
 bench_ns_per_two_counter_reads (guint batch)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
   guint64 acc = 0;
 
   for (guint i = 0; i < batch; i++)
     {
-      acc += perfmon_clock_cycles ();
-      acc ^= perfmon_clock_cycles ();
+      acc += _perfmon_clock_cycles ();
+      acc ^= _perfmon_clock_cycles ();
     }
   bench_sink = acc;
-  return (double) (perfmon_clock_monotonic_ns () - start) / batch;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / batch;
 }

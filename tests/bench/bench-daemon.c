@@ -237,7 +237,7 @@ scrape (guint16  port,
   g_autoptr(GSocketClient) client = g_socket_client_new ();
   g_autoptr(GSocketConnection) connection = NULL;
   g_autofree char *request = g_strdup_printf ("GET /metrics HTTP/1.0\r\nHost: 127.0.0.1:%u\r\n\r\n", port);
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
   char buffer[65536];
   gsize total = 0;
   gssize n;
@@ -250,7 +250,7 @@ scrape (guint16  port,
   while ((n = g_input_stream_read (g_io_stream_get_input_stream (G_IO_STREAM (connection)), buffer,
                                    sizeof buffer, NULL, NULL)) > 0)
     total += (gsize) n;
-  *ns = perfmon_clock_monotonic_ns () - start;
+  *ns = _perfmon_clock_monotonic_ns () - start;
   return total;
 }
 
@@ -289,12 +289,12 @@ run_polling (guint n_processes)
   for (guint w = 0; w < N_WINDOWS_OF_MEASURE; w++)
     {
       gint64 ticks_before = process_cpu_ticks (bench.daemon_pid);
-      gint64 start = perfmon_clock_monotonic_ns ();
+      gint64 start = _perfmon_clock_monotonic_ns ();
       gint64 ticks, ns;
 
       g_usleep (WINDOW_S * G_USEC_PER_SEC);
       ticks = process_cpu_ticks (bench.daemon_pid) - ticks_before;
-      ns = perfmon_clock_monotonic_ns () - start;
+      ns = _perfmon_clock_monotonic_ns () - start;
       percents[w] = 100.0 * ((double) ticks / ticks_per_s) / (ns / 1e9);
       total_ticks += ticks;
       total_ns += ns;
@@ -362,7 +362,7 @@ run_flood (Flood flood)
     g_usleep (50 * 1000);
   rss_before = status_kib (bench.daemon_pid, "VmRSS");
   ticks_before = process_cpu_ticks (bench.daemon_pid);
-  start = perfmon_clock_monotonic_ns ();
+  start = _perfmon_clock_monotonic_ns ();
 
   switch (flood)
     {
@@ -419,7 +419,7 @@ run_flood (Flood flood)
       }
     }
 
-  ns = perfmon_clock_monotonic_ns () - start;
+  ns = _perfmon_clock_monotonic_ns () - start;
   g_print ("bench-daemon: flood: %s: perfmond RSS %" G_GUINT64_FORMAT " KiB before, peak %" G_GUINT64_FORMAT
            " KiB, now %" G_GUINT64_FORMAT " KiB; CPU %.2f s over %.1f s (%.1f %% of one core); %s\n",
            names[flood], rss_before, status_kib (bench.daemon_pid, "VmHWM"),

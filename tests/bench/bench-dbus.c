@@ -183,7 +183,7 @@ time_one_call (GDBusConnection *connection,
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
   double ms;
 
   reply = g_dbus_connection_call_sync (connection, name, PERFMON_MONITOR_OBJECT_PATH,
@@ -196,7 +196,7 @@ time_one_call (GDBusConnection *connection,
   snapshot = perfmon_snapshot_new_from_variant (variant, &error);
   if (snapshot == NULL)
     g_error ("decoding the snapshot: %s", error->message);
-  ms = (double) (perfmon_clock_monotonic_ns () - start) / 1e6;
+  ms = (double) (_perfmon_clock_monotonic_ns () - start) / 1e6;
 
   if (perfmon_snapshot_get_groups (snapshot)->len != N_GROUPS)
     g_error ("expected %d groups, got %u", N_GROUPS, perfmon_snapshot_get_groups (snapshot)->len);

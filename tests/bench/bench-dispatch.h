@@ -61,11 +61,11 @@ bench_seconds_for_idle_dispatches (guint         n,
   double cpu_start;
 
   g_idle_add (compartment != NULL ? bench_idle_in_compartment : bench_idle_plain, &run);
-  start = perfmon_clock_monotonic_ns ();
+  start = _perfmon_clock_monotonic_ns ();
   cpu_start = bench_process_cpu_seconds ();
   g_main_loop_run (loop);
   return (BenchSeconds) {
-    .wall = (double) (perfmon_clock_monotonic_ns () - start) / 1e9,
+    .wall = (double) (_perfmon_clock_monotonic_ns () - start) / 1e9,
     .cpu = bench_process_cpu_seconds () - cpu_start,
   };
 }

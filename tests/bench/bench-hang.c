@@ -313,14 +313,14 @@ bench_dispatch (void)
 static void
 bench_labels (void)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < N_LABELS; i++)
     {
       perfmon_label_push ("bench", NULL);
       perfmon_label_pop ();
     }
-  g_print ("4. label push + pop: %.1f ns\n", (double) (perfmon_clock_monotonic_ns () - start) / N_LABELS);
+  g_print ("4. label push + pop: %.1f ns\n", (double) (_perfmon_clock_monotonic_ns () - start) / N_LABELS);
 }
 
 int

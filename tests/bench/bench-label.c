@@ -28,14 +28,14 @@
 static double
 ns_per_push_pop (const char *dynamic)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < BATCH; i++)
     {
       perfmon_label_push ("bench", dynamic);
       perfmon_label_pop ();
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / BATCH;
 }
 
 static void
@@ -117,7 +117,7 @@ bench_read (void)
 
   for (guint round = 0; round < ROUNDS; round++)
     {
-      gint64 start = perfmon_clock_monotonic_ns ();
+      gint64 start = _perfmon_clock_monotonic_ns ();
 
       for (guint i = 0; i < READ_BATCH; i++)
         {
@@ -125,7 +125,7 @@ bench_read (void)
           if (!_perfmon_label_stack_read (owner.stack, frames, NULL))
             n_failed++;
         }
-      times[round] = (double) (perfmon_clock_monotonic_ns () - start) / READ_BATCH;
+      times[round] = (double) (_perfmon_clock_monotonic_ns () - start) / READ_BATCH;
     }
   g_assert (frames->len == N_FRAMES);
 

@@ -56,7 +56,7 @@ symbolize (PerfmonSymbolizer *symbolizer,
            guint              n,
            double            *ms)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
   guint named = 0;
 
   for (guint i = 0; i < n; i++)
@@ -69,7 +69,7 @@ symbolize (PerfmonSymbolizer *symbolizer,
       if (name == NULL && g_getenv ("BENCH_VERBOSE") != NULL)
         g_printerr ("unnamed: %s+0x%" G_GINT64_MODIFIER "x\n", frames[i].ref.path, frames[i].offset);
     }
-  *ms = (double) (perfmon_clock_monotonic_ns () - start) / 1e6;
+  *ms = (double) (_perfmon_clock_monotonic_ns () - start) / 1e6;
   return named;
 }
 

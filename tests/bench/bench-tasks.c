@@ -85,7 +85,7 @@ count_traced (gpointer data)
 static double
 ns_per_batched_dispatch (gboolean traced)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint b = 0; b < BATCHES; b++)
     {
@@ -101,7 +101,7 @@ ns_per_batched_dispatch (gboolean traced)
       while (done < BATCH)
         g_main_context_iteration (NULL, FALSE);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / (BATCHES * BATCH);
+  return (double) (_perfmon_clock_monotonic_ns () - start) / (BATCHES * BATCH);
 }
 
 static double
@@ -109,14 +109,14 @@ ns_per_dispatch (GMainLoop *loop,
                  gboolean   traced)
 {
   ChainRun run = { loop, CHAIN };
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   if (traced)
     perfmon_idle_add (traced_step, &run);
   else
     g_idle_add (plain_step, &run);
   g_main_loop_run (loop);
-  return (double) (perfmon_clock_monotonic_ns () - start) / CHAIN;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / CHAIN;
 }
 
 static void
@@ -180,18 +180,18 @@ bench_dispatch (void)
 static double
 ns_per_label (void)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < EVENTS; i++)
     perfmon_task_add_label ("mark %u", i);
-  return (double) (perfmon_clock_monotonic_ns () - start) / EVENTS;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / EVENTS;
 }
 
 static double
 ns_per_begin_end (void)
 {
   PerfmonTaskIds ids = { 1, 0, 0 };
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < EVENTS; i++)
     {
@@ -200,7 +200,7 @@ ns_per_begin_end (void)
       _perfmon_task_enter (&ids, &saved);
       _perfmon_task_leave (&saved);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / EVENTS;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / EVENTS;
 }
 
 /* Labels into a file session (ns per label in @record_ns), and the stop
@@ -214,14 +214,14 @@ ns_per_label_to_file (const char *path,
 
   if (!perfmon_tracer_start (path, &error))
     g_error ("%s", error->message);
-  start = perfmon_clock_monotonic_ns ();
+  start = _perfmon_clock_monotonic_ns ();
   for (guint i = 0; i < EVENTS; i++)
     perfmon_task_add_label ("mark %u", i);
-  stop = perfmon_clock_monotonic_ns ();
+  stop = _perfmon_clock_monotonic_ns ();
   if (!perfmon_tracer_stop (&error))
     g_error ("%s", error->message);
   *record_ns = (double) (stop - start) / EVENTS;
-  return (double) (perfmon_clock_monotonic_ns () - stop) / EVENTS;
+  return (double) (_perfmon_clock_monotonic_ns () - stop) / EVENTS;
 }
 
 #ifdef HAVE_SYSPROF_CAPTURE
@@ -230,7 +230,7 @@ ns_per_sysprof_mark (const char *path)
 {
   SysprofCaptureWriter *writer = sysprof_capture_writer_new (path, 0);
   int pid = getpid ();
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < EVENTS; i++)
     {
@@ -241,7 +241,7 @@ ns_per_sysprof_mark (const char *path)
     }
   sysprof_capture_writer_flush (writer);
   sysprof_capture_writer_unref (writer);
-  return (double) (perfmon_clock_monotonic_ns () - start) / EVENTS;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / EVENTS;
 }
 #endif
 

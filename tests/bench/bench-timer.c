@@ -31,7 +31,7 @@ never (gpointer data)
 static double
 ns_per_timer_set_cancel (void)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < TIMER_BATCH; i++)
     {
@@ -39,13 +39,13 @@ ns_per_timer_set_cancel (void)
 
       perfmon_timer_cancel (id);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / TIMER_BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / TIMER_BATCH;
 }
 
 static double
 ns_per_glib_timeout (GMainContext *context)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < TIMER_BATCH; i++)
     {
@@ -56,7 +56,7 @@ ns_per_glib_timeout (GMainContext *context)
       g_source_destroy (source);
       g_source_unref (source);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / TIMER_BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / TIMER_BATCH;
 }
 
 static gpointer
@@ -110,11 +110,11 @@ bench_timers (void)
 static double
 ns_per_report (void)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < BATCH; i++)
     perfmon_thread_watcher_report ();
-  return (double) (perfmon_clock_monotonic_ns () - start) / BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / BATCH;
 }
 
 static void
@@ -144,14 +144,14 @@ bench_report (void)
 static double
 ns_per_work_unit (PerfmonMonitor *monitor)
 {
-  gint64 start = perfmon_clock_monotonic_ns ();
+  gint64 start = _perfmon_clock_monotonic_ns ();
 
   for (guint i = 0; i < BATCH; i++)
     {
       perfmon_monitor_work_begin (monitor);
       perfmon_monitor_work_end (monitor);
     }
-  return (double) (perfmon_clock_monotonic_ns () - start) / BATCH;
+  return (double) (_perfmon_clock_monotonic_ns () - start) / BATCH;
 }
 
 static void
