@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "perfmon-test-dirs.h"
+#include "perfmon-test-utils.h"
 #include "perfmon-test-tsan.h"
 
 /* The public names (perfmon-export.h), shorter. */
@@ -263,32 +264,6 @@ name_has_owner_on (GDBusConnection *connection)
   return has_owner;
 }
 
-/* g_test_dbus_up (), and then no descriptor of the test's is left for a
- * later dbus-daemon to inherit. GLib 2.74's GTestDBus spawns dbus-daemon
- * with G_SPAWN_LEAVE_DESCRIPTORS_OPEN, and its watcher process (which
- * kills the buses once the test is gone) waits for the end of a pipe
- * made without FD_CLOEXEC: every dbus-daemon after the first held the
- * pipe open, so a test that died (an assertion, a ThreadSanitizer
- * report) left the watcher waiting and its buses running, holding meson's
- * output pipes until the test's timeout. */
-static void
-test_dbus_up (GTestDBus *bus)
-{
-  g_autoptr(GDir) fds = NULL;
-  const char *name;
-
-  g_test_dbus_up (bus);
-  fds = g_dir_open ("/proc/self/fd", 0, NULL);
-  g_assert_nonnull (fds);
-  while ((name = g_dir_read_name (fds)) != NULL)
-    {
-      int fd = (int) g_ascii_strtoll (name, NULL, 10);
-      int flags;
-
-      if (fd > 2 && (flags = fcntl (fd, F_GETFD)) >= 0)
-        fcntl (fd, F_SETFD, flags | FD_CLOEXEC);
-    }
-}
 
 /* A second private bus, beside the fixture's. Its GTestDBus sets
  * DBUS_SESSION_BUS_ADDRESS: put the fixture's back. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-test-utils.h"
 #include "perfmon-test-dirs.h"
 
 #define NOBODY_UID 65534
@@ -24,12 +25,6 @@ static GTestDBus *test_bus;
 
 /* --- helpers ------------------------------------------------------------ */
 
-static gboolean
-fail_on_timeout (gpointer data)
-{
-  g_error ("timed out: %s", (const char *) data);
-  return G_SOURCE_REMOVE;
-}
 
 /* Iterates the thread-default context until *@done, failing after 20 s
  * (a generous bound for a loaded machine: it only catches a hung test). */
@@ -40,7 +35,7 @@ iterate_until (const gboolean *done,
   g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
   g_autoptr(GSource) timeout = g_timeout_source_new_seconds (20);
 
-  g_source_set_callback (timeout, fail_on_timeout, (gpointer) what, NULL);
+  g_source_set_callback (timeout, test_fail_on_timeout, (gpointer) what, NULL);
   g_source_attach (timeout, context);
   while (!*done)
     g_main_context_iteration (context, TRUE);
@@ -1077,7 +1072,7 @@ wait_for_registrations (FakeDaemon *daemon,
   g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
   g_autoptr(GSource) timeout = g_timeout_source_new_seconds (20);
 
-  g_source_set_callback (timeout, fail_on_timeout, "Register", NULL);
+  g_source_set_callback (timeout, test_fail_on_timeout, "Register", NULL);
   g_source_attach (timeout, context);
   while (daemon->registered->len < n)
     g_main_context_iteration (context, TRUE);
@@ -1113,7 +1108,7 @@ test_register (Fixture       *fixture,
     g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
     g_autoptr(GSource) timeout = g_timeout_source_new_seconds (20);
 
-    g_source_set_callback (timeout, fail_on_timeout, "Unregister", NULL);
+    g_source_set_callback (timeout, test_fail_on_timeout, "Unregister", NULL);
     g_source_attach (timeout, context);
     while (daemon->unregistered->len < 1)
       g_main_context_iteration (context, TRUE);

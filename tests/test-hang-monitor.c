@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-test-utils.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
 #include "perfmon-proc-stack-private.h"
@@ -134,12 +135,6 @@ add_named_source (GMainContext *context,
   g_source_attach (source, context);
 }
 
-static gboolean
-fail_on_timeout (gpointer data)
-{
-  g_error ("timed out: %s", (const char *) data);
-  return G_SOURCE_REMOVE;
-}
 
 static guint
 add_watchdog_timeout (GMainContext *context,
@@ -148,7 +143,7 @@ add_watchdog_timeout (GMainContext *context,
 {
   g_autoptr(GSource) source = g_timeout_source_new_seconds (seconds);
 
-  g_source_set_callback (source, fail_on_timeout, (gpointer) what, NULL);
+  g_source_set_callback (source, test_fail_on_timeout, (gpointer) what, NULL);
   return g_source_attach (source, context);
 }
 
