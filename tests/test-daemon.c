@@ -2211,6 +2211,8 @@ test_huge_calls_memory (Fixture       *fixture,
   g_assert_true (is_registered (fixture, GUINT_TO_POINTER (pid)));
   {
     g_autoptr(PerfmonSnapshot) snapshot = get_snapshot (fixture, pid);
+
+    g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, pid);
   }
   child_after = proc_status_kib (child, "VmRSS");
   daemon_after = proc_status_kib (fixture->daemon, "VmRSS");

@@ -1011,9 +1011,12 @@ give_jank_stack (Watchdog   *watchdog,
 
   if (!_perfmon_jank_sampler_wants_stack (watchdog->sampler, &index) || index != stretch->index)
     return;
+  /* The report itself is not kept: only the stack it took. */
   if (stretch->sample == NULL && still_in_stretch (watchdog->activity, index))
     {
-      g_autoptr(PerfmonHangReport) report = build_report (watchdog->self, look->tid, index, &taken);
+      PerfmonHangReport *report = build_report (watchdog->self, look->tid, index, &taken);
+
+      g_clear_pointer (&report, perfmon_hang_report_unref);
     }
   if (stretch->sample != NULL || taken != NULL)
     _perfmon_jank_sampler_add_running_stack (watchdog->sampler, index,

@@ -51,7 +51,6 @@ daemon_pid (GDBusConnection *bus,
 static char *
 read_private_file (const char *path)
 {
-  g_autofree char *contents = NULL;
   struct stat st;
   int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
   char buffer[512];
