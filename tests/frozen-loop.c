@@ -2,7 +2,8 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Knows nothing of perfmon. Its loop runs a few quick timeouts, then an
+ * A helper program for the tests of perfmon run's frozen programs
+ * (test_cli_run_frozen.py). Knows nothing of perfmon. Its loop runs a few quick timeouts, then an
  * idle callback that waits for ever (a lock never released, a server that
  * never answers): the program is frozen until the user ends it. Prints
  * "frozen-loop: frozen" when it freezes.

@@ -47,6 +47,8 @@ GLib.timeout_add_seconds(GLib.PRIORITY_DEFAULT, 20, () => {
 loop.run();
 hangMonitor.stop();
 
+// What the test expects: one jank event, with at least one sample and one
+// log, and the log names the JavaScript function; else it fails (exit 1).
 let failed = null;
 if (event === null) {
     failed = 'no jank event';

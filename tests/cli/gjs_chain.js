@@ -1,6 +1,7 @@
 // gjs_chain.js: a GJS program as users write it, that knows nothing of
 // perfmon: timeout → GTask in a thread → completion → idle → timeout, then
-// a synchronous D-Bus call when a bus name is given.
+// a synchronous D-Bus call when a bus name is given. A helper program for
+// the tests of perfmon run --trace (test_cli_run_trace.py), which check it.
 //
 // Usage: gjs gjs_chain.js [BUS_NAME OBJECT_PATH INTERFACE METHOD]
 //

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # python_chain.py: a PyGObject program as users write it, that knows
 # nothing of perfmon: timeout → Gio.Task in a thread → completion → idle →
-# timeout, then a synchronous D-Bus call when a bus name is given.
+# timeout, then a synchronous D-Bus call when a bus name is given. A helper
+# program for the tests of perfmon run --trace (test_cli_run_trace.py).
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
