@@ -1,0 +1,345 @@
+/* bench-layers.c: what each layer of the library API adds to an empty
+ * dispatch, side by side in one run
+ *
+ * Prints, never asserts. Every mode adds one layer to the one before it,
+ * on the default main context, with one idle source re-dispatched:
+ *
+ *   plain       no perfmon at all
+ *   thread      plain, plus one parked thread (the hang monitor's watchdog
+ *               is a thread, and glibc's cancellable system calls take a
+ *               slower path once a process has two: the fair yardstick of
+ *               "hang" below)
+ *   monitor     a PerfmonMonitor on the context
+ *   enter-leave the callback enters and leaves an active compartment
+ *   hang        a PerfmonHangMonitor started on that monitor
+ *   automatic   automatic groups on
+ *   tracing     the task tracer's flight recorder on (automatic tasks)
+ *
+ *  1. with valgrind on PATH: instructions per dispatch counted by
+ *     valgrind --tool=callgrind (deterministic on a loaded machine; it
+ *     counts instructions, not what a locked or fenced one costs), and
+ *     the difference to plain. Without valgrind this part says so and is
+ *     skipped;
+ *  2. CPU time (process CPU clock, every thread) of 1,000,000 dispatches
+ *     per mode, modes interleaved in each round and rotated, medians of
+ *     the per-round ratios to plain (and "hang" to "thread").
+ *
+ * Goals (issue 22): enter-leave <= plain + 150 instructions; hang
+ * <= 1.05x CPU; tracing (automatic tasks) <= 1.15x.
+ *
+ *   bench-layers [--instructions-only | --cpu-only] [ROUNDS]
+ *   bench-layers --child MODE N        (what callgrind runs)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#ifdef HAVE_CALLGRIND_H
+#include <valgrind/callgrind.h>
+#else
+#define CALLGRIND_TOGGLE_COLLECT
+#endif
+
+#include "bench-common.h"
+#include "bench-dispatch.h"
+#include "perfmon.h"
+
+#define N_DISPATCHES 1000000
+#define N_CALLGRIND  20000
+#define DEFAULT_ROUNDS 9
+
+typedef enum
+{
+  MODE_PLAIN,
+  MODE_THREAD,
+  MODE_MONITOR,
+  MODE_ENTER_LEAVE,
+  MODE_HANG,
+  MODE_AUTOMATIC,
+  MODE_TRACING,
+  N_MODES
+} Mode;
+
+static const char * const mode_names[N_MODES] = {
+  "plain", "thread", "monitor", "enter-leave", "hang", "automatic", "tracing",
+};
+
+static char *pings_dir;
+
+typedef struct
+{
+  GMutex   mutex;
+  GCond    cond;
+  gboolean done;
+} Parked;
+
+static gpointer
+parked_thread (gpointer data)
+{
+  Parked *parked = data;
+
+  g_mutex_lock (&parked->mutex);
+  while (!parked->done)
+    g_cond_wait (&parked->cond, &parked->mutex);
+  g_mutex_unlock (&parked->mutex);
+  return NULL;
+}
+
+/* Everything @mode sets up, torn down by layers_free(). */
+typedef struct
+{
+  PerfmonMonitor     *monitor;
+  PerfmonGroup       *compartment;
+  PerfmonHangMonitor *hang_monitor;
+  GThread            *thread;
+  Parked              parked;
+  gboolean            tracing;
+} Layers;
+
+static void
+layers_init (Layers *layers,
+             Mode    mode)
+{
+  g_autoptr(GError) error = NULL;
+
+  memset (layers, 0, sizeof *layers);
+  if (mode == MODE_THREAD)
+    layers->thread = g_thread_new ("parked", parked_thread, &layers->parked);
+  if (mode >= MODE_MONITOR)
+    layers->monitor = perfmon_monitor_new (g_main_context_default ());
+  if (mode >= MODE_ENTER_LEAVE)
+    {
+      layers->compartment = perfmon_monitor_create_compartment (layers->monitor, "idle", 1, "addon");
+      perfmon_group_set_active (layers->compartment, TRUE);
+    }
+  if (mode >= MODE_HANG)
+    {
+      layers->hang_monitor = perfmon_hang_monitor_new (layers->monitor);
+      g_object_set (layers->hang_monitor, "pings-dir", pings_dir, NULL);
+      if (!perfmon_hang_monitor_start (layers->hang_monitor, &error))
+        g_error ("could not start the hang monitor: %s", error->message);
+    }
+  if (mode >= MODE_AUTOMATIC)
+    perfmon_monitor_set_automatic_groups (layers->monitor, TRUE);
+  if (mode >= MODE_TRACING)
+    {
+      if (!perfmon_tracer_start_flight_recorder (10, &error))
+        g_error ("could not start the flight recorder: %s", error->message);
+      layers->tracing = TRUE;
+    }
+}
+
+static void
+layers_free (Layers *layers)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (layers->tracing && !perfmon_tracer_stop (&error))
+    g_error ("could not stop the tracer: %s", error->message);
+  if (layers->hang_monitor != NULL)
+    perfmon_hang_monitor_stop (layers->hang_monitor);
+  g_clear_object (&layers->hang_monitor);
+  g_clear_object (&layers->compartment);
+  g_clear_object (&layers->monitor);
+  if (layers->thread != NULL)
+    {
+      g_mutex_lock (&layers->parked.mutex);
+      layers->parked.done = TRUE;
+      g_cond_signal (&layers->parked.cond);
+      g_mutex_unlock (&layers->parked.mutex);
+      g_thread_join (layers->thread);
+    }
+}
+
+static double
+cpu_seconds_for (Mode  mode,
+                 guint n)
+{
+  Layers layers;
+  BenchSeconds seconds;
+
+  layers_init (&layers, mode);
+  seconds = bench_seconds_for_idle_dispatches (n, layers.compartment);
+  layers_free (&layers);
+  return seconds.cpu;
+}
+
+/* What callgrind runs: a warm-up, then @n dispatches collected. */
+static int
+child (const char *name,
+       guint       n)
+{
+  Layers layers;
+  Mode mode;
+
+  for (mode = 0; mode < N_MODES; mode++)
+    if (g_str_equal (name, mode_names[mode]))
+      break;
+  if (mode == N_MODES)
+    g_error ("unknown mode %s", name);
+
+  layers_init (&layers, mode);
+  bench_seconds_for_idle_dispatches (1000, layers.compartment);
+  CALLGRIND_TOGGLE_COLLECT;
+  bench_seconds_for_idle_dispatches (n, layers.compartment);
+  CALLGRIND_TOGGLE_COLLECT;
+  layers_free (&layers);
+  return 0;
+}
+
+/* Instructions callgrind counted in @mode's collected loop, or -1. */
+static gint64
+callgrind_instructions (const char *self,
+                        const char *valgrind,
+                        const char *dir,
+                        Mode        mode)
+{
+  g_autofree char *out = g_strdup_printf ("%s/callgrind.%s", dir, mode_names[mode]);
+  g_autofree char *out_arg = g_strdup_printf ("--callgrind-out-file=%s", out);
+  g_autofree char *n = g_strdup_printf ("%u", N_CALLGRIND);
+  const char *argv[] = { valgrind, "--tool=callgrind", "--collect-atstart=no", out_arg,
+                         self, "--child", mode_names[mode], n, NULL };
+  g_autofree char *contents = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *totals;
+  int status;
+
+  if (!g_spawn_sync (NULL, (char **) argv, NULL,
+                     G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                     NULL, NULL, NULL, NULL, &status, &error) ||
+      !g_spawn_check_wait_status (status, &error) ||
+      !g_file_get_contents (out, &contents, NULL, &error))
+    {
+      g_printerr ("callgrind %s: %s\n", mode_names[mode], error->message);
+      return -1;
+    }
+  if (g_getenv ("BENCH_KEEP_CALLGRIND") == NULL)
+    g_unlink (out);
+  else
+    g_print ("   (kept %s)\n", out);
+  totals = strstr (contents, "\ntotals: ");
+  if (totals == NULL)
+    totals = strstr (contents, "\nsummary: ");
+  if (totals == NULL)
+    return -1;
+  return g_ascii_strtoll (strchr (totals, ':') + 1, NULL, 10);
+}
+
+static void
+bench_instructions (const char *self)
+{
+  g_autofree char *valgrind = g_find_program_in_path ("valgrind");
+  g_autofree char *dir = NULL;
+  double per[N_MODES];
+
+#ifndef HAVE_CALLGRIND_H
+  g_print ("1. (built without valgrind/callgrind.h: no instruction counts)\n");
+  return;
+#endif
+  if (valgrind == NULL)
+    {
+      g_print ("1. (valgrind is not installed: no instruction counts)\n");
+      return;
+    }
+  dir = g_dir_make_tmp ("perfmon-bench-layers-XXXXXX", NULL);
+  g_assert (dir != NULL);
+  for (Mode mode = 0; mode < N_MODES; mode++)
+    per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode) / N_CALLGRIND;
+  g_rmdir (dir);
+
+  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches):\n",
+           N_CALLGRIND);
+  for (Mode mode = 0; mode < N_MODES; mode++)
+    g_print ("   %-12s %7.1f  (%+7.1f against plain, %+7.1f against the line above)\n",
+             mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
+             mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+  g_print ("   goal: enter-leave <= plain + 150\n");
+}
+
+static void
+bench_cpu (guint rounds)
+{
+  g_autofree double *times = g_new0 (double, (gsize) N_MODES * rounds);
+  g_autofree double *ratios = g_new0 (double, (gsize) N_MODES * rounds);
+  g_autofree double *hang_to_thread = g_new0 (double, rounds);
+
+  /* Warm-up. */
+  for (Mode mode = 0; mode < N_MODES; mode++)
+    cpu_seconds_for (mode, N_DISPATCHES / 10);
+
+  for (guint r = 0; r < rounds; r++)
+    {
+      for (guint i = 0; i < N_MODES; i++)
+        {
+          Mode mode = (Mode) ((r + i) % N_MODES);
+
+          times[mode * rounds + r] = cpu_seconds_for (mode, N_DISPATCHES);
+        }
+      for (Mode mode = 0; mode < N_MODES; mode++)
+        ratios[mode * rounds + r] = times[mode * rounds + r] / times[MODE_PLAIN * rounds + r];
+      hang_to_thread[r] = times[MODE_HANG * rounds + r] / times[MODE_THREAD * rounds + r];
+    }
+
+  g_print ("2. %d empty dispatches, process CPU time, %u interleaved rounds, medians:\n",
+           N_DISPATCHES, rounds);
+  for (Mode mode = 0; mode < N_MODES; mode++)
+    {
+      double median_ratio = bench_median (ratios + mode * rounds, rounds);
+      double median_time = bench_median (times + mode * rounds, rounds);
+
+      g_print ("   %-12s %.3f s, %4.0f ns per dispatch, %.3fx plain\n",
+               mode_names[mode], median_time, median_time * 1e9 / N_DISPATCHES, median_ratio);
+    }
+  g_print ("   hang against thread (same number of threads): %.3fx\n",
+           bench_median (hang_to_thread, rounds));
+  g_print ("   goals: hang <= 1.05x, tracing <= 1.15x\n");
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_autofree char *uptime = NULL;
+  g_autofree char *dir = NULL;
+  gboolean cpu = TRUE, instructions = TRUE;
+  guint rounds = DEFAULT_ROUNDS;
+  int arg = 1;
+
+  dir = g_dir_make_tmp ("bench-layers-XXXXXX", NULL);
+  g_assert (dir != NULL);
+  pings_dir = g_build_filename (dir, "pings", NULL);
+
+  if (argc == 4 && g_str_equal (argv[1], "--child"))
+    {
+      int status = child (argv[2], (guint) g_ascii_strtoull (argv[3], NULL, 10));
+
+      g_rmdir (pings_dir);
+      g_rmdir (dir);
+      return status;
+    }
+  if (arg < argc && g_str_equal (argv[arg], "--instructions-only"))
+    cpu = FALSE, arg++;
+  else if (arg < argc && g_str_equal (argv[arg], "--cpu-only"))
+    instructions = FALSE, arg++;
+  if (arg < argc)
+    rounds = MAX (1, (guint) g_ascii_strtoull (argv[arg], NULL, 10));
+
+  if (g_spawn_command_line_sync ("uptime", &uptime, NULL, NULL, NULL))
+    g_print ("uptime: %s", uptime);
+  if (instructions)
+    bench_instructions (argv[0]);
+  if (cpu)
+    bench_cpu (rounds);
+  if (g_spawn_command_line_sync ("uptime", &uptime, NULL, NULL, NULL))
+    g_print ("uptime: %s", uptime);
+
+  g_rmdir (pings_dir);
+  g_rmdir (dir);
+  g_free (pings_dir);
+  return 0;
+}
