@@ -77,14 +77,15 @@ count_signals (Fixture    *fixture,
 typedef gboolean (*Condition) (Fixture *fixture, gpointer data);
 
 /* Runs the main context until @condition holds; fails the test after
- * DEADLINE_S seconds. */
+ * @seconds. */
 static void
-wait_until (Fixture   *fixture,
-            Condition  condition,
-            gpointer   data,
-            const char *what)
+wait_until_for (Fixture    *fixture,
+                Condition   condition,
+                gpointer    data,
+                const char *what,
+                guint       seconds)
 {
-  gint64 deadline = g_get_monotonic_time () + DEADLINE_S * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + (gint64) seconds * G_USEC_PER_SEC;
 
   while (!condition (fixture, data))
     {
@@ -96,15 +97,35 @@ wait_until (Fixture   *fixture,
     }
 }
 
+/* The same, for DEADLINE_S seconds. */
+static void
+wait_until (Fixture   *fixture,
+            Condition  condition,
+            gpointer   data,
+            const char *what)
+{
+  wait_until_for (fixture, condition, data, what, DEADLINE_S);
+}
+
+static GVariant *
+call_with_timeout (Fixture     *fixture,
+                   const char  *method,
+                   GVariant    *parameters,
+                   int          timeout_ms,
+                   GError     **error)
+{
+  return g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH,
+                                      DAEMON_IFACE, method, parameters, NULL,
+                                      G_DBUS_CALL_FLAGS_NO_AUTO_START, timeout_ms, NULL, error);
+}
+
 static GVariant *
 call (Fixture     *fixture,
       const char  *method,
       GVariant    *parameters,
       GError     **error)
 {
-  return g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH,
-                                      DAEMON_IFACE, method, parameters, NULL,
-                                      G_DBUS_CALL_FLAGS_NO_AUTO_START, 20000, NULL, error);
+  return call_with_timeout (fixture, method, parameters, 20000, error);
 }
 
 static gboolean
@@ -1211,6 +1232,8 @@ typedef struct
 {
   guint       pid;
   const char *needle;
+  /* The daemon's --call-timeout. */
+  int         call_timeout_ms;
 } Refusal;
 
 /* GetSnapshot of the process fails, saying @needle. A loaded machine may
@@ -1222,7 +1245,11 @@ snapshot_refused (Fixture  *fixture,
 {
   Refusal *refusal = data;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GVariant) reply = call (fixture, "GetSnapshot", g_variant_new ("(u)", refusal->pid), &error);
+  /* Longer than the daemon's own --call-timeout to the process, so that
+   * the daemon answers first, however slow the machine (ThreadSanitizer). */
+  g_autoptr(GVariant) reply = call_with_timeout (fixture, "GetSnapshot",
+                                                 g_variant_new ("(u)", refusal->pid),
+                                                 refusal->call_timeout_ms + 30000, &error);
 
   g_assert_null (reply);
   g_assert_error (error, G_DBUS_ERROR, G_DBUS_ERROR_FAILED);
@@ -1255,8 +1282,8 @@ test_bad_processes (Fixture       *fixture,
   const char * const flood_options[] = { "--mode=flood", NULL };
   const char * const garbage_options[] = { "--mode=garbage", NULL };
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
-  Refusal flood_refusal = { 0, "--max-groups" };
-  Refusal garbage_refusal = { 0, "expected a snapshot of type" };
+  Refusal flood_refusal = { 0, "--max-groups", 30000 };
+  Refusal garbage_refusal = { 0, "expected a snapshot of type", 30000 };
   guint flood, garbage, healthy, n_alerts;
   gint64 started, elapsed_s;
 
@@ -1267,9 +1294,11 @@ test_bad_processes (Fixture       *fixture,
   healthy = start_child (fixture, NULL);
 
   flood_refusal.pid = flood;
-  wait_until (fixture, snapshot_refused, &flood_refusal, "the flooder's snapshot refused for --max-groups");
+  /* Each try may take up to the daemon's --call-timeout. */
+  wait_until_for (fixture, snapshot_refused, &flood_refusal,
+                  "the flooder's snapshot refused for --max-groups", 180);
   garbage_refusal.pid = garbage;
-  wait_until (fixture, snapshot_refused, &garbage_refusal, "the garbage snapshot refused");
+  wait_until_for (fixture, snapshot_refused, &garbage_refusal, "the garbage snapshot refused", 180);
 
   wait_until (fixture, history_grows, GUINT_TO_POINTER (healthy), "the healthy child's history");
   snapshot = get_snapshot (fixture, healthy);

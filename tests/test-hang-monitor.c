@@ -1313,6 +1313,33 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   g_assert_nonnull (strstr (log, "blocks the signal"));
 }
 
+/* A hang whose stack cannot be taken (the thread blocks the capture
+ * signal, and perf sampling is off) still names its runnable: the name is
+ * read from the thread's memory, without stopping it. */
+static void
+test_runnable_without_stack (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  PerfmonHangReport *report;
+
+  if (test_run_in_own_process ())
+    return;
+
+  _perfmon_perf_stack_set_allowed (FALSE);
+  g_object_set (fixture->hang_monitor, "threshold", 60, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+
+  add_named_source (fixture->context, "blocks signals", hang_blocking_signals, GUINT_TO_POINTER (400), 10);
+  add_watchdog_timeout (fixture->context, 10, "no hang report");
+  g_main_loop_run (fixture->loop);
+
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  report = g_ptr_array_index (fixture->reports, 0);
+  g_assert_cmpstr (perfmon_hang_report_get_annotation (report, "StackMethod"), ==, "none");
+  g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "blocks signals");
+}
+
 /* The child of the permahang test: hangs for ever in its main loop, and
  * is killed by a thread of its own once the permahang was saved. */
 static gboolean
@@ -1564,6 +1591,7 @@ main (int    argc,
   ADD ("/hang-monitor/idle-wakeups", test_idle_wakeups);
   ADD ("/hang-monitor/event-config", test_event_config);
   ADD ("/hang-monitor/ping-batching", test_ping_batching);
+  ADD ("/hang-monitor/runnable-without-stack", test_runnable_without_stack);
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
   ADD ("/hang-monitor/ping-identity", test_ping_identity);
   ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);

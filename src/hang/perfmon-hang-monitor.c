@@ -631,12 +631,20 @@ build_report (PerfmonHangMonitor  *self,
   g_autoptr(GPtrArray) label_texts = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GArray) label_addresses = g_array_new (FALSE, FALSE, sizeof (guint64));
   gboolean have_stack;
+  gboolean have_name;
+  PerfmonCapturedStack named;
   PerfmonHangReport *report;
   /* The seed's "thread": the OS thread's name, not the thread group's. */
   g_autofree char *thread_name = _perfmon_thread_name (tid);
   guint n_dropped = 0;
   guint next_label = 0;
 
+  /* The runnable's name first, read without stopping the thread, so that
+   * the report names it even when its stack cannot be taken in time (a
+   * thread that TSan or a loaded machine keeps from answering the signal):
+   * it is the hang's if the stretch is still the same one after the read. */
+  have_name = _perfmon_stack_capture_runnable_name (tid, &named) &&
+              __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) == index;
   have_stack = _perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error);
   if (have_stack &&
       __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
@@ -649,7 +657,8 @@ build_report (PerfmonHangMonitor  *self,
 
   report = _perfmon_hang_report_new (thread_name,
                                      have_stack && captured->has_runnable_name
-                                       ? captured->runnable_name : NULL,
+                                       ? captured->runnable_name
+                                       : have_name ? named.runnable_name : NULL,
                                      self->process_type,
                                      /* The seed: only a "tab" process has a remote type. */
                                      g_strcmp0 (self->process_type, "tab") == 0 ? self->remote_type : NULL);

@@ -82,6 +82,12 @@ PerfmonProcStackResult _perfmon_perf_stack_capture (gint64                tid,
                                                     PerfmonCapturedStack *out,
                                                     GError              **error);
 
+/* From any thread: the name of what thread @thread dispatches now, read
+ * from its memory without stopping it, into @out's has_runnable_name and
+ * runnable_name (the rest of @out is untouched). */
+void _perfmon_proc_stack_read_runnable_name (const PerfmonThreadAddresses *thread,
+                                             PerfmonCapturedStack         *out);
+
 /* Whether perf sampling was not refused yet in this process, and why it
  * was (NULL while it is available). */
 gboolean    _perfmon_perf_stack_available         (void);

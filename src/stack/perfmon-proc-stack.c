@@ -597,7 +597,7 @@ read_string (guint64  address,
 
 /* The runnable name, as the signal handler takes it: perfmon's name of the
  * dispatch (automatic groups), else the name of the GSource that GLib
- * dispatches. */
+ * dispatches. Read from the thread's memory, without stopping it. */
 static void
 read_runnable_name (const PerfmonThreadAddresses *thread,
                     PerfmonCapturedStack         *out)
@@ -967,4 +967,11 @@ _perfmon_perf_stack_capture (gint64                tid,
 #else
   return PERFMON_PROC_STACK_UNAVAILABLE;
 #endif
+}
+
+void
+_perfmon_proc_stack_read_runnable_name (const PerfmonThreadAddresses *thread,
+                                        PerfmonCapturedStack         *out)
+{
+  read_runnable_name (thread, out);
 }

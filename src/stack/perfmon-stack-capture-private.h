@@ -122,4 +122,12 @@ gboolean _perfmon_stack_capture (gint64                tid,
                                  PerfmonCapturedStack *out,
                                  GError              **error);
 
+/* From any thread: the runnable name of registered thread @tid, as a
+ * capture would give it, read from the thread's memory without stopping it
+ * and without its stack (for a hang whose stack cannot be taken): fills
+ * @out's has_runnable_name and runnable_name only. FALSE if the thread is
+ * not registered or dispatches nothing perfmon can name. */
+gboolean _perfmon_stack_capture_runnable_name (gint64                tid,
+                                               PerfmonCapturedStack *out);
+
 G_END_DECLS

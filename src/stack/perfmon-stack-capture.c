@@ -997,3 +997,24 @@ _perfmon_stack_capture (gint64                tid,
   locker = g_mutex_locker_new (&capture_mutex);
   return _perfmon_stack_capture_locked (tid, timeout_ms, out, error);
 }
+
+gboolean
+_perfmon_stack_capture_runnable_name (gint64                tid,
+                                      PerfmonCapturedStack *out)
+{
+  RegisteredThread registered = { 0, };
+
+  g_return_val_if_fail (out != NULL, FALSE);
+
+  out->has_runnable_name = FALSE;
+  out->runnable_name[0] = '\0';
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      registered = registry[i];
+  g_mutex_unlock (&registry_lock);
+  if (registered.tid == 0)
+    return FALSE;
+  _perfmon_proc_stack_read_runnable_name (&registered.addresses, out);
+  return out->has_runnable_name;
+}
