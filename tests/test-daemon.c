@@ -1274,7 +1274,7 @@ static void
 test_bad_processes (Fixture       *fixture,
                     gconstpointer  data)
 {
-  /* --call-timeout: the flooder builds a snapshot of 20,000 groups, which
+  /* --call-timeout: the flooder answers with a snapshot of 5,000 groups, which
    * under ThreadSanitizer takes longer than the default timeout; what is
    * promised is the refusal of the answer, not a time to get it. */
   const char * const options[] = { "--poll-interval=100", "--max-groups=1000", "--max-signals=5",
