@@ -22,6 +22,13 @@
  *   the task that pushed it (see src/tasks/perfmon-interpose.c), which
  *   covers g_task_run_in_thread(), from the program or from GIO.
  *
+ * - A GApplication's start-up is work of the loop: g_application_run()
+ *   begins an iteration and a busy stretch of the default monitor (see
+ *   _perfmon_monitor_begin_startup()), so that its startup, activate, open
+ *   and command-line handlers, which GApplication calls before its loop
+ *   first polls, are charged to the automatic group "(start-up)" and a
+ *   long one is a hang.
+ *
  * Only calls through the PLT reach these: the program's and other
  * libraries' calls into GLib, and Python's and GJS's, through the
  * g_typelib_symbol() hook (perfmon-preload-typelib.c). GIO's calls inside libgio (a
@@ -38,6 +45,7 @@
 
 #include "perfmon.h"
 #include "perfmon-interpose-private.h"
+#include "perfmon-monitor-private.h"
 
 /* The next definition of @name (GLib's), looked up once. */
 #define REAL(name)                                                          \
@@ -515,4 +523,16 @@ g_thread_pool_free (GThreadPool *pool,
    * this returns: it stays (a few bytes per such pool). */
   if (wait_)
     _perfmon_interpose_pool_freed (func, user_data);
+}
+
+int
+g_application_run (GApplication  *application,
+                   int            argc,
+                   char         **argv)
+{
+  REAL (g_application_run);
+
+  if (on_main_thread)
+    _perfmon_monitor_begin_startup (perfmon_monitor_get_default ());
+  return real (application, argc, argv);
 }
