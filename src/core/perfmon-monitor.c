@@ -984,7 +984,7 @@ commit (PerfmonMonitor *self,
       judge (self, thread_record, iteration_cpu_cycles, now);
     }
 
-  if (G_UNLIKELY (self->outside_on) &&
+  if (G_UNLIKELY (__atomic_load_n (&self->outside_on, __ATOMIC_RELAXED)) &&
       (iteration_cpu_cycles > self->measured_cycles || self->startup_iteration != 0))
     charge_outside_dispatches (self, now, iteration_cpu_cycles > self->measured_cycles
                                           ? iteration_cpu_cycles - self->measured_cycles : 0);
@@ -1918,7 +1918,8 @@ perfmon_monitor_set_automatic_groups (PerfmonMonitor *self,
     return;
 
   _perfmon_automatic_set_on (self->automatic, automatic);
-  self->outside_on = automatic;
+  /* Read by commit() on the monitor's thread: a plain load there. */
+  __atomic_store_n (&self->outside_on, automatic, __ATOMIC_RELAXED);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_AUTOMATIC_GROUPS]);
 }
 
@@ -2636,7 +2637,8 @@ _perfmon_monitor_begin_startup (PerfmonMonitor *self)
 
   g_return_if_fail (PERFMON_IS_MONITOR (self));
 
-  if (!self->enabled || self->poll_slot < 0 || !self->outside_on || self->depth > 0 ||
+  if (!self->enabled || self->poll_slot < 0 || !__atomic_load_n (&self->outside_on, __ATOMIC_RELAXED) ||
+      self->depth > 0 ||
       self->startup_iteration != 0 || !claim_thread (self))
     return;
 
