@@ -442,8 +442,9 @@ test_bounded (Fixture       *fixture,
   g_main_context_iteration (fixture->context, FALSE);
 
   snapshot = perfmon_monitor_snapshot (fixture->monitor);
-  /* Three groups and the overflow group. */
-  g_assert_cmpuint (count_compartments (snapshot), ==, 4);
+  /* Three groups and the overflow group (and "(outside dispatches)",
+   * which the limit does not count). */
+  g_assert_cmpuint (count_compartments (snapshot) - (find_stats (snapshot, "(outside dispatches)") != NULL), ==, 4);
   assert_group_ran (snapshot, "(other sources)");
   {
     GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
@@ -933,6 +934,57 @@ test_permahang_runnable (void)
   g_test_trap_assert_passed ();
 }
 
+/* Issue 23, point 7: what the loop's thread runs between dispatches (here
+ * between two iterations, as a GApplication's activate or a program's
+ * own code between iterations does) is charged to "(outside
+ * dispatches)", so that the compartments add up to the thread group. */
+static void
+test_outside_dispatches (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  guint n_done = 0;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  PerfmonGroupStats *outside;
+  PerfmonGroupStats *thread = NULL;
+  GPtrArray *groups;
+  guint64 in_groups = 0;
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_name (source, "one idle");
+  g_source_set_callback (source, name_and_spin, &n_done, NULL);
+  g_source_attach (source, fixture->context);
+  g_source_unref (source);
+  while (n_done < 1)
+    g_main_context_iteration (fixture->context, TRUE);
+  /* Work of the loop's thread in no dispatch, inside the iteration the
+   * last poll began. */
+  spin_ms (20);
+  g_main_context_iteration (fixture->context, FALSE);
+  g_main_context_iteration (fixture->context, FALSE);
+
+  snapshot = perfmon_monitor_snapshot (fixture->monitor);
+  assert_group_ran (snapshot, "(outside dispatches)");
+  outside = find_stats (snapshot, "(outside dispatches)");
+  groups = perfmon_snapshot_get_groups (snapshot);
+  for (guint i = 0; i < groups->len; i++)
+    {
+      PerfmonGroupStats *stats = g_ptr_array_index (groups, i);
+
+      if (perfmon_group_stats_get_kind (stats) == PERFMON_GROUP_KIND_THREAD)
+        thread = stats;
+      else if (perfmon_group_stats_get_kind (stats) == PERFMON_GROUP_KIND_COMPARTMENT)
+        in_groups += perfmon_group_stats_get_cpu_time (stats);
+    }
+  g_assert_nonnull (thread);
+  /* The busiest group: the 20 ms outside weigh more than the 1 ms idle,
+   * whatever share of them the machine gave the test. */
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (outside), >,
+                    perfmon_group_stats_get_cpu_time (find_stats (snapshot, "one idle")));
+  /* Nothing in no group but the lean path's short iterations. */
+  g_assert_cmpuint (in_groups, <=, perfmon_group_stats_get_cpu_time (thread) + 1);
+  g_assert_cmpuint (in_groups, >=, perfmon_group_stats_get_cpu_time (thread) * 9 / 10);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -951,6 +1003,7 @@ main (int   argc,
   ADD ("/automatic/observer", test_observer_calls);
   ADD ("/automatic/hang-dispatches", test_hang_dispatches);
   ADD ("/automatic/alert-names-group", test_alert_names_group);
+  ADD ("/automatic/outside-dispatches", test_outside_dispatches);
 #undef ADD
   g_test_add_func ("/automatic/permahang-runnable", test_permahang_runnable);
 

@@ -20,6 +20,12 @@ G_BEGIN_DECLS
 /* Bytes of a group's name, NUL excluded. */
 #define PERFMON_AUTOMATIC_NAME_MAX 95
 #define PERFMON_AUTOMATIC_OVERFLOW_NAME "(other sources)"
+/* The loop thread's CPU that no dispatch covers (GLib's own work between
+ * dispatches, code the program runs between two iterations), and the work
+ * of a GApplication's start-up before its loop first polls; see
+ * charge_outside_dispatches() in perfmon-monitor.c. */
+#define PERFMON_AUTOMATIC_OUTSIDE_NAME "(outside dispatches)"
+#define PERFMON_AUTOMATIC_STARTUP_NAME "(start-up)"
 
 typedef struct _PerfmonAutomatic PerfmonAutomatic;
 
@@ -31,6 +37,10 @@ gboolean          _perfmon_automatic_get_on         (PerfmonAutomatic *self);
 void              _perfmon_automatic_set_on         (PerfmonAutomatic *self,
                                                      gboolean          on);
 guint             _perfmon_automatic_get_max_groups (PerfmonAutomatic *self);
+/* The automatic group @name, made if new, not counted towards
+ * max-automatic-groups (for the two groups above). Monitor's thread. */
+PerfmonGroupRecord *_perfmon_automatic_special_group (PerfmonAutomatic *self,
+                                                      const char       *name);
 void              _perfmon_automatic_set_max_groups (PerfmonAutomatic *self,
                                                      guint             max_groups);
 

@@ -484,6 +484,13 @@ group_for_name (PerfmonAutomatic *self,
   return record;
 }
 
+PerfmonGroupRecord *
+_perfmon_automatic_special_group (PerfmonAutomatic *self,
+                                  const char       *name)
+{
+  return group_for_name (self, name, FALSE);
+}
+
 /* GLib names some sources after their type when the caller gives no name
  * (g_idle_source_new() "GIdleSource", g_unix_signal_source_new()
  * "GUnixSignalSource: SIGUSR1", ...): a callback's symbol says

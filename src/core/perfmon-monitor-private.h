@@ -24,6 +24,16 @@ PerfmonLoopActivity *_perfmon_monitor_get_loop_activity (PerfmonMonitor *self);
  * context and the thread marks its units of work with
  * perfmon_monitor_work_begin()/end(). */
 gboolean             _perfmon_monitor_is_attached       (PerfmonMonitor *self);
+/* A GApplication's start-up (from `perfmon run`'s g_application_run()):
+ * on the monitor's thread, before its loop first polls, begins an
+ * iteration, and a busy stretch for a watching hang monitor, so that the
+ * start-up's handlers (startup, activate, open, command-line) are charged
+ * to the automatic group "(start-up)" and a long one is a hang. Does
+ * nothing unless automatic groups are on and the monitor is attached to a
+ * context that no iteration is under way on. Exported for the preload
+ * module alone. */
+PERFMON_AVAILABLE_IN_ALL
+void                 _perfmon_monitor_begin_startup     (PerfmonMonitor *self);
 /* How many main contexts may have a monitor attached at once (the poll
  * trampolines of perfmon-monitor.c). */
 #define PERFMON_MONITOR_MAX_CONTEXTS 32

@@ -175,6 +175,11 @@ struct _PerfmonMonitor
   PendingAlert        pending_alerts[MAX_PENDING_ALERTS];
   GSource            *alert_source;         /* only while alerts wait */
   PerfmonAutomatic   *automatic;            /* see perfmon-automatic.c */
+  /* Work outside dispatches; see charge_outside_dispatches(). */
+  gboolean            outside_on;           /* automatic groups are on */
+  guint32             startup_iteration;    /* begun by _perfmon_monitor_begin_startup(); 0: none */
+  PerfmonGroupRecord *outside_record;       /* the automatic table's; NULL until charged */
+  PerfmonGroupRecord *startup_record;       /* the same */
 
   GMainContext       *context;
   char               *thread_name;          /* construct-only */
@@ -901,6 +906,56 @@ renormalise_executed (PerfmonMonitor *self,
     }
 }
 
+/* --- work outside dispatches ------------------------------------------- */
+
+/* With automatic groups on, what an iteration's thread used outside its
+ * outermost measures (@cycles: GLib's own work between dispatches, and
+ * code the program runs between two iterations of the loop, such as a
+ * GApplication's activate called before its loop first polls) is charged
+ * to the automatic group "(outside dispatches)", or "(start-up)" for the
+ * iteration that _perfmon_monitor_begin_startup() began; so the thread
+ * group is the sum of its compartments. Judged like any group: a long
+ * stretch goes into its histogram and raises an alert naming it.
+ *
+ * Called from commit() only, that is for iterations of READ_STRETCH_US or
+ * more (or with a reading of the CPU clock in them): the lean path of
+ * monitor_poll() leaves the few microseconds of a short iteration to the
+ * thread group alone. No system call; the group is made (a hash lookup
+ * and an allocation) the first time only. */
+static const char startup_dispatch_name[] = PERFMON_AUTOMATIC_STARTUP_NAME;
+
+static G_GNUC_NO_INLINE __attribute__ ((cold)) void
+charge_outside_dispatches (PerfmonMonitor *self,
+                           guint64         now,
+                           guint64         cycles)
+{
+  PerfmonGroupRecord **slot = &self->outside_record;
+  const char *name = PERFMON_AUTOMATIC_OUTSIDE_NAME;
+  PerfmonGroupRecord *record;
+
+  if (self->startup_iteration != 0)
+    {
+      if (self->startup_iteration == self->iteration)
+        {
+          slot = &self->startup_record;
+          name = PERFMON_AUTOMATIC_STARTUP_NAME;
+        }
+      self->startup_iteration = 0;
+      if (_perfmon_current_dispatch_name == startup_dispatch_name)
+        _perfmon_current_dispatch_name = NULL;
+    }
+  if (cycles == 0)
+    return;
+  if (*slot == NULL)
+    *slot = _perfmon_automatic_special_group (self->automatic, name);
+  record = *slot;
+  if (!record->active)
+    return;
+  record->cpu_time_cycles += cycles;
+  record->ticks++;
+  judge (self, record, cycles, now);
+}
+
 /* Ends the iteration at @now that used @iteration_cpu_cycles of the
  * thread's CPU (in cycles). Groups were charged by leave(); the thread
  * group gets the whole iteration.
@@ -928,6 +983,11 @@ commit (PerfmonMonitor *self,
       thread_record->ticks++;
       judge (self, thread_record, iteration_cpu_cycles, now);
     }
+
+  if (G_UNLIKELY (__atomic_load_n (&self->outside_on, __ATOMIC_RELAXED)) &&
+      (iteration_cpu_cycles > self->measured_cycles || self->startup_iteration != 0))
+    charge_outside_dispatches (self, now, iteration_cpu_cycles > self->measured_cycles
+                                          ? iteration_cpu_cycles - self->measured_cycles : 0);
 
   next_iteration (self);
   reap_dead_records (self);
@@ -1858,6 +1918,8 @@ perfmon_monitor_set_automatic_groups (PerfmonMonitor *self,
     return;
 
   _perfmon_automatic_set_on (self->automatic, automatic);
+  /* Read by commit() on the monitor's thread: a plain load there. */
+  __atomic_store_n (&self->outside_on, automatic, __ATOMIC_RELAXED);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_AUTOMATIC_GROUPS]);
 }
 
@@ -2560,6 +2622,39 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   if (--self->open_measures == 0)
     self->measured_cycles += now;
   return again;
+}
+
+/* See perfmon-monitor-private.h. Before the loop first polls, an
+ * iteration may be under way already (begun by a measure: a dispatch the
+ * program made itself, or a compartment): it becomes the start-up's. The
+ * dispatch name is set for stack captures of a hang in it, and cleared at
+ * the start-up's commit, which the anchor made stale takes off
+ * monitor_poll()'s lean path. */
+void
+_perfmon_monitor_begin_startup (PerfmonMonitor *self)
+{
+  guint64 now;
+
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+
+  if (!self->enabled || self->poll_slot < 0 || !__atomic_load_n (&self->outside_on, __ATOMIC_RELAXED) ||
+      self->depth > 0 ||
+      self->startup_iteration != 0 || !claim_thread (self))
+    return;
+
+  now = _perfmon_clock_cycles ();
+  if (!self->in_iteration)
+    begin_iteration (self, now, TRUE);
+  self->startup_iteration = self->iteration;
+  self->anchor_stale_cycles = now;
+  _perfmon_current_dispatch_name = startup_dispatch_name;
+  if (g_atomic_int_get (&self->activity.watched) &&
+      __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY)
+    {
+      if (self->activity.thread_id == 0)
+        adopt_watched_thread (self);
+      _perfmon_loop_activity_busy_begin (&self->activity, now);
+    }
 }
 
 PerfmonGroupRecord *

@@ -22,6 +22,19 @@
  *   the task that pushed it (see src/tasks/perfmon-interpose.c), which
  *   covers g_task_run_in_thread(), from the program or from GIO.
  *
+ * - Handlers of GDBusInterfaceSkeleton exports (gdbus-codegen services,
+ *   GJS's Gio.DBusExportedObject) do the same: GIO registers their object
+ *   inside libgio, where the interposer above is not seen, but calls the
+ *   method through g_dbus_interface_skeleton_get_vtable()->method_call at
+ *   every call: g_dbus_interface_skeleton_export() hooks the skeleton
+ *   class's get_vtable (see hook_skeleton_class()).
+ * - A GApplication's start-up is work of the loop: g_application_run()
+ *   begins an iteration and a busy stretch of the default monitor (see
+ *   _perfmon_monitor_begin_startup()), so that its startup, activate, open
+ *   and command-line handlers, which GApplication calls before its loop
+ *   first polls, are charged to the automatic group "(start-up)" and a
+ *   long one is a hang.
+ *
  * Only calls through the PLT reach these: the program's and other
  * libraries' calls into GLib, and Python's and GJS's, through the
  * g_typelib_symbol() hook (perfmon-preload-typelib.c). GIO's calls inside libgio (a
@@ -38,6 +51,7 @@
 
 #include "perfmon.h"
 #include "perfmon-interpose-private.h"
+#include "perfmon-monitor-private.h"
 
 /* The next definition of @name (GLib's), looked up once. */
 #define REAL(name)                                                          \
@@ -515,4 +529,162 @@ g_thread_pool_free (GThreadPool *pool,
    * this returns: it stays (a few bytes per such pool). */
   if (wait_)
     _perfmon_interpose_pool_freed (func, user_data);
+}
+
+int
+g_application_run (GApplication  *application,
+                   int            argc,
+                   char         **argv)
+{
+  REAL (g_application_run);
+
+  if (on_main_thread)
+    _perfmon_monitor_begin_startup (perfmon_monitor_get_default ());
+  return real (application, argc, argv);
+}
+
+/* --- GDBusInterfaceSkeleton exports ------------------------------------- */
+
+/* GDBusInterfaceSkeleton registers its object from inside libgio, with a
+ * vtable of its own whose method_call, at every call, calls
+ * g_dbus_interface_skeleton_get_vtable (skeleton)->method_call (GLib
+ * 2.74's skeleton_intercept_handle_method_call()) with the skeleton as
+ * user data. That vtable is often const (gdbus-codegen's) or in the
+ * instance (GJS's Gio.DBusExportedObject), so it is not patched: the
+ * skeleton's class's get_vtable is. It hands out, per skeleton, a copy of
+ * the vtable whose method_call is skeleton_method_call(), kept as the
+ * skeleton's data (freed with it). The class's own get_vtable is kept in
+ * skeleton_classes (class → function), under skeleton_lock; subclasses
+ * made later inherit the hook and find their ancestor's entry. Classes
+ * of static types live as long as the process. */
+typedef GDBusInterfaceVTable *(*SkeletonGetVTableFunc) (GDBusInterfaceSkeleton *skeleton);
+
+typedef struct
+{
+  GDBusInterfaceVTable         copy;       /* handed out */
+  GDBusInterfaceVTable        *source;     /* the class's answer it copies */
+  GDBusInterfaceMethodCallFunc method_call;   /* the source's */
+} SkeletonHook;
+
+static GMutex skeleton_lock;
+static GHashTable *skeleton_classes;
+
+/* The get_vtable that @klass, or the nearest of its ancestors that was
+ * hooked, had before. */
+static SkeletonGetVTableFunc
+original_get_vtable (gpointer klass)
+{
+  SkeletonGetVTableFunc found = NULL;
+
+  g_mutex_lock (&skeleton_lock);
+  for (; klass != NULL && found == NULL; klass = g_type_class_peek_parent (klass))
+    found = skeleton_classes != NULL ? g_hash_table_lookup (skeleton_classes, klass) : NULL;
+  g_mutex_unlock (&skeleton_lock);
+  return found;
+}
+
+static GQuark
+skeleton_hook_quark (void)
+{
+  static gsize quark;
+
+  if (g_once_init_enter (&quark))
+    g_once_init_leave (&quark, g_quark_from_static_string ("perfmon-skeleton-hook"));
+  return (GQuark) quark;
+}
+
+/* The method_call of every hooked skeleton's vtable. GIO calls it with the
+ * skeleton as @user_data, on the thread that handles the call (the
+ * skeleton's context, or a pool thread with
+ * G_DBUS_INTERFACE_SKELETON_FLAGS_HANDLE_METHOD_INVOCATIONS_IN_THREAD):
+ * the task running there records the call, as wrap_method_call() does. */
+static void
+skeleton_method_call (GDBusConnection       *connection,
+                      const gchar           *sender,
+                      const gchar           *object_path,
+                      const gchar           *interface_name,
+                      const gchar           *method_name,
+                      GVariant              *parameters,
+                      GDBusMethodInvocation *invocation,
+                      gpointer               user_data)
+{
+  SkeletonHook *hook = G_IS_DBUS_INTERFACE_SKELETON (user_data)
+    ? g_object_get_qdata (user_data, skeleton_hook_quark ()) : NULL;
+
+  if (G_UNLIKELY (hook == NULL))
+    {
+      /* Only a caller of the public g_dbus_interface_skeleton_get_vtable()
+       * that calls the method itself with other user data gets here. */
+      g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
+                                             "perfmon: no method handler of %s for this caller",
+                                             interface_name);
+      return;
+    }
+  _perfmon_interpose_dbus_received (invocation);
+  hook->method_call (connection, sender, object_path, interface_name, method_name, parameters, invocation,
+                     user_data);
+}
+
+/* The hooked classes' get_vtable. */
+static GDBusInterfaceVTable *
+skeleton_get_vtable (GDBusInterfaceSkeleton *skeleton)
+{
+  SkeletonGetVTableFunc original = original_get_vtable (G_DBUS_INTERFACE_SKELETON_GET_CLASS (skeleton));
+  GDBusInterfaceVTable *vtable = original != NULL ? original (skeleton) : NULL;
+  SkeletonHook *hook;
+
+  if (vtable == NULL || vtable->method_call == NULL)
+    return vtable;
+  hook = g_object_get_qdata (G_OBJECT (skeleton), skeleton_hook_quark ());
+  if (hook == NULL)
+    {
+      SkeletonHook *made = g_new0 (SkeletonHook, 1);
+
+      made->copy = *vtable;
+      made->copy.method_call = skeleton_method_call;
+      made->source = vtable;
+      made->method_call = vtable->method_call;
+      /* Two threads may ask at once: the first one's stays. */
+      if (g_object_replace_qdata (G_OBJECT (skeleton), skeleton_hook_quark (), NULL, made, g_free, NULL))
+        hook = made;
+      else
+        {
+          g_free (made);
+          hook = g_object_get_qdata (G_OBJECT (skeleton), skeleton_hook_quark ());
+        }
+    }
+  /* A class whose answer changed over time: its answer, unhooked. */
+  if (hook->source != vtable || hook->method_call != vtable->method_call)
+    return vtable;
+  return &hook->copy;
+}
+
+/* Hooks the get_vtable of @skeleton's class, once per class. */
+static void
+hook_skeleton_class (GDBusInterfaceSkeleton *skeleton)
+{
+  GDBusInterfaceSkeletonClass *klass = G_DBUS_INTERFACE_SKELETON_GET_CLASS (skeleton);
+
+  g_mutex_lock (&skeleton_lock);
+  if (klass->get_vtable != NULL && klass->get_vtable != skeleton_get_vtable)
+    {
+      if (skeleton_classes == NULL)
+        skeleton_classes = g_hash_table_new (NULL, NULL);
+      g_hash_table_insert (skeleton_classes, klass, (gpointer) klass->get_vtable);
+      klass->get_vtable = skeleton_get_vtable;
+    }
+  g_mutex_unlock (&skeleton_lock);
+}
+
+gboolean
+g_dbus_interface_skeleton_export (GDBusInterfaceSkeleton  *interface_,
+                                  GDBusConnection         *connection,
+                                  const gchar             *object_path,
+                                  GError                 **error)
+{
+  REAL (g_dbus_interface_skeleton_export);
+
+  if (G_IS_DBUS_INTERFACE_SKELETON (interface_))
+    hook_skeleton_class (interface_);
+  return real (interface_, connection, object_path, error);
 }

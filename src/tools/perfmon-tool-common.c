@@ -388,6 +388,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
                           guint                max_rows)
 {
   g_autoptr(GPtrArray) groups = perfmon_tool_sorted_groups (snapshot);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
   gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
   guint rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
@@ -397,7 +398,11 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
   /* As wide as the longest name, within the width (less one column: a
    * terminal wraps a line that fills the last one). */
   for (guint i = 0; i < rows; i++)
-    name_width = MAX (name_width, (guint) g_utf8_strlen (perfmon_group_stats_get_name (g_ptr_array_index (groups, i)), -1));
+    {
+      g_ptr_array_add (names, perfmon_tool_readable_name (perfmon_group_stats_get_name (g_ptr_array_index (groups, i)),
+                                                          perfmon_snapshot_get_pid (snapshot)));
+      name_width = MAX (name_width, (guint) g_utf8_strlen (g_ptr_array_index (names, i), -1));
+    }
   if (width > 0)
     name_width = MIN (name_width, MAX (MIN_NAME_WIDTH, width - 1 > REST_WIDTH ? width - 1 - REST_WIDTH : 0));
 
@@ -412,7 +417,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
       PerfmonGroupStats *stats = g_ptr_array_index (groups, i);
       const guint64 *durations = perfmon_group_stats_get_durations (stats, NULL);
       g_autoptr(GString) line = g_string_new (NULL);
-      const char *name = perfmon_group_stats_get_name (stats);
+      const char *name = g_ptr_array_index (names, i);
       double cpu = (double) perfmon_group_stats_get_cpu_time (stats);
       double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
       g_autofree char *shown_name = NULL;
@@ -498,4 +503,130 @@ perfmon_tool_print_taken_at (PerfmonSnapshot *snapshot)
   text = local != NULL ? g_date_time_format (local, "%Y-%m-%d %H:%M:%S") : NULL;
   if (text != NULL)
     g_print ("taken at %s\n", text);
+}
+
+/* --- names a person can read -------------------------------------------- */
+
+/* The tool's one thread. Kept to the end: its cache serves every refresh
+ * of top. */
+static PerfmonSymbolizer *names_symbolizer;
+
+void
+perfmon_tool_use_symbolizer (PerfmonSymbolizer *symbolizer)
+{
+  g_set_object (&names_symbolizer, symbolizer);
+}
+
+static PerfmonSymbolizer *
+tool_symbolizer (void)
+{
+  if (names_symbolizer == NULL)
+    names_symbolizer = perfmon_symbolizer_new ();
+  return names_symbolizer;
+}
+
+/* Module file name → path, from /proc/@pid/maps; NULL if unreadable (a
+ * process gone, or another user's). Cached per pid for the tool's run. */
+static GHashTable *
+module_paths (guint pid)
+{
+  static GHashTable *by_pid;
+  GHashTable *paths;
+  g_autofree char *maps_path = NULL;
+  g_autofree char *maps = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (pid == 0)
+    return NULL;
+  if (by_pid == NULL)
+    by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_hash_table_unref);
+  if (g_hash_table_lookup_extended (by_pid, GUINT_TO_POINTER (pid), NULL, (gpointer *) &paths))
+    return paths;
+
+  paths = NULL;
+  maps_path = g_strdup_printf ("/proc/%u/maps", pid);
+  if (g_file_get_contents (maps_path, &maps, NULL, NULL))
+    {
+      paths = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+      lines = g_strsplit (maps, "\n", -1);
+      for (guint i = 0; lines[i] != NULL; i++)
+        {
+          const char *path = strchr (lines[i], '/');
+
+          if (path != NULL && strstr (path, " (deleted)") == NULL)
+            g_hash_table_replace (paths, g_path_get_basename (path), g_strdup (path));
+        }
+    }
+  g_hash_table_insert (by_pid, GUINT_TO_POINTER (pid), paths);
+  return paths;
+}
+
+static gboolean
+is_module_char (char c)
+{
+  return g_ascii_isalnum (c) || c == '_' || c == '-' || c == '.' || c == '+';
+}
+
+char *
+perfmon_tool_readable_name (const char *name,
+                            guint       pid)
+{
+  GString *out;
+  const char *p;
+
+  if (name == NULL || strstr (name, "+0x") == NULL)
+    return g_strdup (name);
+
+  out = g_string_new (NULL);
+  p = name;
+  while (*p != '\0')
+    {
+      const char *plus = strstr (p, "+0x");
+      const char *start;
+      const char *end;
+      g_autofree char *module = NULL;
+      g_autofree char *function = NULL;
+      const char *path;
+      guint64 offset;
+      guint64 function_offset = 0;
+      GHashTable *paths;
+
+      if (plus == NULL)
+        {
+          g_string_append (out, p);
+          break;
+        }
+      /* The module: the word before "+0x" (a file name). */
+      start = plus;
+      while (start > p && is_module_char (start[-1]))
+        start--;
+      offset = g_ascii_strtoull (plus + 3, (char **) &end, 16);
+      if (start == plus || end == plus + 3 || (*end != '\0' && *end != ')' && *end != ' ' && *end != ','))
+        {
+          g_string_append_len (out, p, plus + 3 - p);
+          p = plus + 3;
+          continue;
+        }
+      module = g_strndup (start, plus - start);
+      paths = module_paths (pid);
+      path = paths != NULL ? g_hash_table_lookup (paths, module) : NULL;
+      /* A callback's own address, not a return address. */
+      function = perfmon_symbolizer_lookup (tool_symbolizer (), path != NULL ? path : module, NULL, offset,
+                                            FALSE, &function_offset);
+      g_string_append_len (out, p, start - p);
+      /* A callback is its function's start: "module+0xOFF (function)",
+       * else as a stack's frame, "module+0xOFF (function+0xD)". */
+      if (function != NULL && function_offset == 0)
+        g_string_append_printf (out, "%s+0x%" G_GINT64_MODIFIER "x (%s)", module, offset, function);
+      else if (function != NULL)
+        {
+          g_autofree char *frame = perfmon_format_native_frame (module, offset, function, function_offset);
+
+          g_string_append (out, frame);
+        }
+      else
+        g_string_append_len (out, start, end - start);
+      p = end;
+    }
+  return g_string_free (out, FALSE);
 }

@@ -121,4 +121,18 @@ JsonArray       *perfmon_tool_json_get_array (JsonObject *object,
  * (perfmon-tool-hangs.c). */
 const char      *perfmon_tool_runnable_name   (const char *runnable);
 
+/* @name (a group's, a task's, a hang's runnable) with each "module+0xOFF"
+ * in it that the tool's symbolizer can name written as a stack's frame is,
+ * "module+0xOFF (function)": the program records only the module's file
+ * name and the offset (never symbolizes), the tool looks the module up in
+ * /proc/@pid/maps while @pid (0: none) lives, else by file name in the
+ * library directories, and reads its symbol table or debug file (by build
+ * id, .gnu_debuglink, $PERFMON_DEBUG_DIRS or /usr/lib/debug). */
+char            *perfmon_tool_readable_name   (const char *name,
+                                               guint       pid);
+/* The symbolizer perfmon_tool_readable_name() uses (by default a new one,
+ * with the default debug directories): perfmon symbolize's, with its
+ * options. */
+void             perfmon_tool_use_symbolizer  (PerfmonSymbolizer *symbolizer);
+
 G_END_DECLS

@@ -222,7 +222,9 @@ list_hangs (GDBusConnection *bus,
     {
       if (n++ == 0)
         g_print ("%-20s %7s %-16s %9s  %s\n", "ID", "PID", "PROCESS", "DURATION", "RUNNABLE");
-      g_print ("%-20s %7u %-16.16s %7.0fms  %s\n", id, pid, name, duration, runnable_or_unknown (runnable));
+      g_autofree char *readable = perfmon_tool_readable_name (runnable_or_unknown (runnable), pid);
+
+      g_print ("%-20s %7u %-16.16s %7.0fms  %s\n", id, pid, name, duration, readable);
     }
   if (n == 0)
     g_print ("No hangs collected.\n");
@@ -239,10 +241,11 @@ print_report (const char        *id,
   g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
   guint n_frames = g_strv_length (stack);
   const char *reason;
+  g_autofree char *runnable = perfmon_tool_readable_name (
+    runnable_or_unknown (perfmon_hang_report_get_runnable_name (report)), 0);
 
   g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id, perfmon_hang_report_get_duration (report),
-           perfmon_hang_report_get_thread (report),
-           runnable_or_unknown (perfmon_hang_report_get_runnable_name (report)));
+           perfmon_hang_report_get_thread (report), runnable);
   g_print ("Process type: %s", perfmon_hang_report_get_process_type (report));
   if (perfmon_hang_report_get_remote_type (report) != NULL)
     g_print (" (%s)", perfmon_hang_report_get_remote_type (report));

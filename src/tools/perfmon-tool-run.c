@@ -428,6 +428,54 @@ print_ongoing_hang (JsonNode   *node,
   print_hang_details (report);
 }
 
+static gint
+compare_cpu_time_descending (gconstpointer a,
+                             gconstpointer b)
+{
+  gint64 cpu_a = json_object_get_int_member_with_default (*(JsonObject **) a, "cpu_time", 0);
+  gint64 cpu_b = json_object_get_int_member_with_default (*(JsonObject **) b, "cpu_time", 0);
+
+  return cpu_a < cpu_b ? 1 : cpu_a > cpu_b ? -1 : 0;
+}
+
+/* The compartments of @process's snapshot that used the most CPU (with
+ * automatic groups, "(start-up)" and "(outside dispatches)" among them:
+ * the loop's CPU that no dispatch covers). */
+static void
+print_busiest_groups (JsonObject *process)
+{
+  JsonNode *snapshot = json_object_get_member (process, "snapshot");
+  JsonArray *groups;
+  g_autoptr(GPtrArray) compartments = g_ptr_array_new ();
+  g_autoptr(GString) line = g_string_new (NULL);
+
+  if (snapshot == NULL || !JSON_NODE_HOLDS_OBJECT (snapshot))
+    return;
+  groups = perfmon_tool_json_get_array (json_node_get_object (snapshot), "groups");
+  for (guint i = 0; groups != NULL && i < json_array_get_length (groups); i++)
+    {
+      JsonNode *node = json_array_get_element (groups, i);
+      JsonObject *group = JSON_NODE_HOLDS_OBJECT (node) ? json_node_get_object (node) : NULL;
+
+      if (group != NULL &&
+          g_strcmp0 (json_object_get_string_member_with_default (group, "kind", ""), "compartment") == 0 &&
+          json_object_get_int_member_with_default (group, "cpu_time", 0) >= 1000)
+        g_ptr_array_add (compartments, group);
+    }
+  if (compartments->len == 0)
+    return;
+  g_ptr_array_sort (compartments, compare_cpu_time_descending);
+  for (guint i = 0; i < MIN (compartments->len, 5); i++)
+    {
+      JsonObject *group = g_ptr_array_index (compartments, i);
+
+      g_string_append_printf (line, "%s%s %.1f ms", i > 0 ? ", " : "",
+                              json_object_get_string_member_with_default (group, "name", "?"),
+                              json_object_get_int_member_with_default (group, "cpu_time", 0) / 1000.0);
+    }
+  g_printerr ("  busiest groups (CPU): %s\n", line->str);
+}
+
 static void
 print_process (JsonObject *process,
                int         wait_status)
@@ -466,6 +514,7 @@ print_process (JsonObject *process,
   g_printerr ("  main loop: %" G_GINT64_FORMAT " iterations, %.1f ms of CPU in them, %.1f ms blocked\n",
               member_int (process, "iterations"), member_int (process, "cpu_time") / 1000.0,
               member_int (process, "blocked_time") / 1000.0);
+  print_busiest_groups (process);
   g_printerr ("  process CPU: user %.1f ms, system %.1f ms\n",
               member_int (process, "user_time") / 1000.0, member_int (process, "system_time") / 1000.0);
   g_printerr ("  iterations that used over N ms of CPU (N:count):%s\n", histogram->str);

@@ -38,6 +38,7 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
 {
   GPtrArray *tasks = perfmon_task_log_get_tasks (log);
   g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   GString *out = g_string_new (NULL);
 
@@ -52,9 +53,23 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
       g_autofree char *frame = NULL;
       guint64 offset = 0, function_offset = 0;
 
-      if (name == NULL || g_hash_table_contains (seen, name) || !parse_module_offset (name, &module, &offset))
+      if (name == NULL || g_hash_table_contains (seen, name))
         continue;
       g_hash_table_add (seen, (gpointer) name);
+      if (!parse_module_offset (name, &module, &offset))
+        {
+          /* A name with a module and offset in it ("GTimeoutSource
+           * (prog+0x13c0)"): the same lookups, the name kept around. */
+          g_autofree char *readable = perfmon_tool_readable_name (
+            name, perfmon_task_get_process (g_ptr_array_index (tasks, i)));
+
+          if (g_strcmp0 (readable, name) != 0)
+            {
+              g_hash_table_insert (names, (gpointer) name, g_steal_pointer (&readable));
+              g_string_append_printf (out, "%s\n", (const char *) g_hash_table_lookup (names, name));
+            }
+          continue;
+        }
       /* A callback's own address, not a return address. */
       function = perfmon_symbolizer_lookup (symbolizer, module, NULL, offset, FALSE, &function_offset);
       json_builder_set_member_name (builder, name);
@@ -65,6 +80,21 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
       frame = perfmon_format_native_frame (module, offset, function, function_offset);
       g_string_append_printf (out, "%s\n", frame);
     }
+  json_builder_end_object (builder);
+  /* Names with a module and offset in them, as the tool shows them. */
+  json_builder_set_member_name (builder, "names");
+  json_builder_begin_object (builder);
+  {
+    GHashTableIter iter;
+    gpointer key, value;
+
+    g_hash_table_iter_init (&iter, names);
+    while (g_hash_table_iter_next (&iter, &key, &value))
+      {
+        json_builder_set_member_name (builder, key);
+        json_builder_add_string_value (builder, value);
+      }
+  }
   json_builder_end_object (builder);
   json_builder_end_object (builder);
 
@@ -139,6 +169,7 @@ perfmon_tool_symbolize (int    argc,
     perfmon_symbolizer_set_debug_dirs (symbolizer, (const char * const *) debug_dirs);
   if (budget_ms != 0)
     perfmon_symbolizer_set_time_budget (symbolizer, (guint) budget_ms);
+  perfmon_tool_use_symbolizer (symbolizer);
 
   if (json && argc > 2)
     {

@@ -27,11 +27,12 @@ print_task (PerfmonTask *task,
 {
   const char * const *labels = perfmon_task_get_labels (task);
   guint n_runs = perfmon_task_get_n_runs (task);
+  g_autofree char *name = perfmon_tool_readable_name (perfmon_task_get_name (task), perfmon_task_get_process (task));
 
   g_print ("0x%-14" G_GINT64_MODIFIER "x parent 0x%-14" G_GINT64_MODIFIER "x %-7s %7u/%-7u %-24s",
            perfmon_task_get_id (task), perfmon_task_get_parent_id (task),
            source_event_nick (perfmon_task_get_source_event_type (task)),
-           perfmon_task_get_process (task), perfmon_task_get_thread (task), perfmon_task_get_name (task));
+           perfmon_task_get_process (task), perfmon_task_get_thread (task), name);
   if (n_runs == 0)
     g_print (" never ran\n");
   else
