@@ -98,8 +98,7 @@ struct _Export
   PerfmonNameSet     *subscribers;
   char               *signal_daemon;
 
-  /* What is sent from the sender thread (see "Sending"), in order;
-   * created at the first item, under signal_lock. */
+  /* What is sent from the sender thread (see "Sending"), in order. */
   GAsyncQueue        *outgoing;          /* of Outgoing * */
   GThread            *sender;
   gboolean            sender_stopped;    /* under signal_lock */
@@ -174,6 +173,7 @@ export_unref (gpointer data)
   g_free (self->process_name);
   g_free (self->peer_uid_problem);
   g_queue_clear_full (&self->reports, g_free);
+  g_clear_pointer (&self->outgoing, g_async_queue_unref);
   g_mutex_clear (&self->reports_lock);
   g_clear_pointer (&self->subscribers, _perfmon_name_set_free);
   g_free (self->signal_daemon);
@@ -317,8 +317,9 @@ serve_properties (Export                *self,
 
 /* Sending. The signals come from the monitor's and the hang monitor's
  * signals, on the watched thread: there, an item is queued (a reference,
- * a pointer move) and nothing else. The export's sender thread, started at
- * the first item and joined at the tear-down, sends them in order: it
+ * a pointer move) and nothing else. The export's sender thread, started
+ * with the export (not at the first hang: creating a thread is a system
+ * call) and joined at the tear-down, sends them in order: it
  * serialises a hang report to JSON, keeps it for GetHangReports, builds
  * each message and hands it to GDBus. GetHangReports is answered there
  * too, after every hang queued before the call, so that a report whose
@@ -465,12 +466,6 @@ queue_outgoing (Export   *self,
       outgoing_free (item);
       return;
     }
-  if (self->sender == NULL)
-    {
-      self->outgoing = g_async_queue_new ();
-      /* 15 bytes: the kernel's limit. */
-      self->sender = g_thread_new ("perfmon-signals", sender_main, self);
-    }
   g_async_queue_push (self->outgoing, item);
   g_mutex_unlock (&self->signal_lock);
 }
@@ -487,14 +482,8 @@ stop_sender (Export *self)
   g_mutex_lock (&self->signal_lock);
   self->sender_stopped = TRUE;
   sender = g_steal_pointer (&self->sender);
-  if (sender != NULL)
-    g_async_queue_push (self->outgoing, stop);
+  g_async_queue_push (self->outgoing, stop);
   g_mutex_unlock (&self->signal_lock);
-  if (sender == NULL)
-    {
-      g_free (stop);
-      return;
-    }
   g_thread_join (sender);
   g_clear_pointer (&self->outgoing, g_async_queue_unref);
 }
@@ -1092,8 +1081,8 @@ on_connection_closed (GDBusConnection *connection,
  * on the same thread. The signals of @hang_monitor may come on another
  * thread. The D-Bus signals (`Alert`, `Hang`, `Jank`, `Ping`) and the
  * answer to `GetHangReports` are built and sent, in order, by a thread of
- * the export's, `perfmon-signals`, started at the first one: the watched
- * thread never serialises a hang report or a message.
+ * the export's, `perfmon-signals`, started with it: the watched thread
+ * never serialises a hang report or a message.
  *
  * The export holds references to @monitor, @hang_monitor and @connection
  * until it is unexported or @connection closes, which unexports it.
@@ -1154,6 +1143,7 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   g_queue_init (&self->reports);
   g_mutex_init (&self->signal_lock);
   self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
+  self->outgoing = g_async_queue_new ();
   if (self->peer_to_peer)
     find_peer_uid (self);
 
@@ -1168,6 +1158,9 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
       export_unref (self);
       return FALSE;
     }
+  /* 15 bytes: the kernel's limit. Joined by the tear-down, which comes
+   * before the export's last reference goes. */
+  self->sender = g_thread_new ("perfmon-signals", sender_main, self);
   g_atomic_int_set (&self->exported, TRUE);
   g_hash_table_insert (exports_of (monitor, TRUE), connection, self);
   self->filter_id = g_dbus_connection_add_filter (connection, export_filter, NULL, NULL);
