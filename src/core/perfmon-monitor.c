@@ -1352,8 +1352,9 @@ monitor_poll (PollSlot *slot,
   next_iteration (self);
   self->iteration_start_cycles = now;
   self->iteration_anchor_cpu = self->anchor_cpu;
+  /* The phase is BUSY: checked above. */
   if (watched)
-    _perfmon_loop_activity_busy_next (&self->activity, now);
+    _perfmon_loop_activity_busy_next_in_busy (&self->activity, now);
 
   /* A tail call: see the end of monitor_poll_full(). */
   return slot->previous (fds, n_fds, timeout);
