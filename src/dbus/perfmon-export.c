@@ -101,6 +101,7 @@ struct _Export
   /* What is sent from the sender thread (see "Sending"), in order. */
   GAsyncQueue        *outgoing;          /* of Outgoing * */
   GThread            *sender;
+  pid_t               sender_pid;        /* a forked child has no sender */
   gboolean            sender_stopped;    /* under signal_lock */
 
   /* Registration with perfmond; export thread only. */
@@ -484,6 +485,11 @@ stop_sender (Export *self)
   sender = g_steal_pointer (&self->sender);
   g_async_queue_push (self->outgoing, stop);
   g_mutex_unlock (&self->signal_lock);
+  /* In a child forked without exec the thread does not exist: joining
+   * (or detaching) it would abort, and what was queued cannot be sent
+   * there anyway (GDBus's own threads are gone too). */
+  if (self->sender_pid != getpid ())
+    return;
   g_thread_join (sender);
   g_clear_pointer (&self->outgoing, g_async_queue_unref);
 }
@@ -1161,6 +1167,7 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   /* 15 bytes: the kernel's limit. Joined by the tear-down, which comes
    * before the export's last reference goes. */
   self->sender = g_thread_new ("perfmon-signals", sender_main, self);
+  self->sender_pid = getpid ();
   g_atomic_int_set (&self->exported, TRUE);
   g_hash_table_insert (exports_of (monitor, TRUE), connection, self);
   self->filter_id = g_dbus_connection_add_filter (connection, export_filter, NULL, NULL);
