@@ -199,9 +199,24 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
     __atomic_store_n (&activity->phase, PERFMON_LOOP_IDLE, __ATOMIC_RELEASE);
 }
 
-/* The first time a watchdog sees the calling thread: makes @activity the
- * thread's (for deliberate waits), runs `prepare_thread` and publishes the
- * thread's id. Once per watched thread; before its first busy_begin. */
+/* _perfmon_loop_activity_busy_next() when the caller knows the phase is
+ * BUSY (the poll wrapper's common case, which checked it): a few plain
+ * stores, small enough to inline, so that the wrapper keeps no frame. */
+static inline __attribute__ ((always_inline)) void
+_perfmon_loop_activity_busy_next_in_busy (PerfmonLoopActivity *activity,
+                                          guint64              now_cycles)
+{
+  guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+  PerfmonLoopStretch *stretch;
+
+  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
+  stretch = _perfmon_loop_activity_stretch (activity, n + 1);
+  __atomic_store_n (&stretch->begin, now_cycles, __ATOMIC_RELAXED);
+  __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
+  /* Publishes the old stretch's end and the new one's begin. */
+  __atomic_store_n (&activity->n_stretches, n + 1, __ATOMIC_RELEASE);
+}
+
 /* A poll that cannot sleep (a timeout of 0) ends the busy stretch and
  * begins the next one at @now_cycles, as busy_end and busy_begin would,
  * but the loop never went idle: the phase stays BUSY, which the watchdog
@@ -213,25 +228,18 @@ static inline void
 _perfmon_loop_activity_busy_next (PerfmonLoopActivity *activity,
                                   guint64              now_cycles)
 {
-  guint64 n;
-  PerfmonLoopStretch *stretch;
-
   if (G_UNLIKELY (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))
     {
       _perfmon_loop_activity_busy_end (activity, now_cycles);
       _perfmon_loop_activity_busy_begin (activity, now_cycles);
       return;
     }
-
-  n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
-  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
-  stretch = _perfmon_loop_activity_stretch (activity, n + 1);
-  __atomic_store_n (&stretch->begin, now_cycles, __ATOMIC_RELAXED);
-  __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
-  /* Publishes the old stretch's end and the new one's begin. */
-  __atomic_store_n (&activity->n_stretches, n + 1, __ATOMIC_RELEASE);
+  _perfmon_loop_activity_busy_next_in_busy (activity, now_cycles);
 }
 
+/* The first time a watchdog sees the calling thread: makes @activity the
+ * thread's (for deliberate waits), runs `prepare_thread` and publishes the
+ * thread's id. Once per watched thread; before its first busy_begin. */
 void _perfmon_loop_activity_adopt_thread (PerfmonLoopActivity *activity);
 
 /* A deliberate wait of the calling thread (perfmon_deliberate_wait_begin()):

@@ -476,15 +476,15 @@ acquire (PerfmonGroupRecord **acquired,
   return n_acquired;
 }
 
+static inline __attribute__ ((always_inline)) void start_measure (PerfmonMonitor     *self,
+                                                                 Measure            *measure,
+                                                                 PerfmonGroupRecord *compartment);
+
 static inline void
 _perfmon_monitor_enter (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
 {
   Measure *measure;
-  guint n_acquired;
-  PerfmonGroupRecord *window;
-  PerfmonGroupRecord *addon;
-  guint64 start;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_enter")))
     return;
@@ -506,6 +506,22 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
    * a context, or work before the loop first polls) starts an iteration. */
   if (G_UNLIKELY (!self->in_iteration))
     begin_iteration_in_measure (self);
+
+  start_measure (self, measure, compartment);
+}
+
+/* The rest of an enter, once @measure is pushed for @compartment on an
+ * enabled monitor in an iteration: acquires the groups and starts the
+ * measure. */
+static inline __attribute__ ((always_inline)) void
+start_measure (PerfmonMonitor     *self,
+               Measure            *measure,
+               PerfmonGroupRecord *compartment)
+{
+  guint n_acquired;
+  PerfmonGroupRecord *window;
+  PerfmonGroupRecord *addon;
+  guint64 start;
 
   window = compartment->key.parents.window;
   addon = compartment->key.parents.addon;
@@ -698,12 +714,41 @@ is_compartment (PerfmonGroup *group)
  *
  * Since: 0.1
  */
-__attribute__ ((hot)) void
-perfmon_group_enter (PerfmonGroup *compartment)
+static G_GNUC_NO_INLINE void
+enter_slowly (PerfmonGroup *compartment)
 {
   g_return_if_fail (is_compartment (compartment));
 
   _perfmon_monitor_enter (compartment->record->monitor, compartment->record);
+}
+
+/* The common case (a compartment, on the monitor's thread, enabled, in an
+ * iteration, nesting left) is a leaf that makes tail calls only, so it
+ * keeps no frame; enter_slowly() takes every other case, checks and all. */
+__attribute__ ((hot)) void
+perfmon_group_enter (PerfmonGroup *compartment)
+{
+  PerfmonGroupRecord *record;
+  PerfmonMonitor *self;
+  Measure *measure;
+
+  if (G_UNLIKELY (!is_compartment (compartment)))
+    {
+      enter_slowly (compartment);
+      return;
+    }
+  record = compartment->record;
+  self = record->monitor;
+  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token || self->depth == MAX_NESTING ||
+                  !self->enabled || !self->in_iteration))
+    {
+      enter_slowly (compartment);
+      return;
+    }
+
+  measure = &self->measures[self->depth++];
+  measure->compartment = record;
+  start_measure (self, measure, record);
 }
 
 /**
@@ -721,12 +766,48 @@ perfmon_group_enter (PerfmonGroup *compartment)
  *
  * Since: 0.1
  */
-__attribute__ ((hot)) void
-perfmon_group_leave (PerfmonGroup *compartment)
+static G_GNUC_NO_INLINE void
+leave_slowly (PerfmonGroup *compartment)
 {
   g_return_if_fail (is_compartment (compartment));
 
   _perfmon_monitor_leave (compartment->record->monitor, compartment->record);
+}
+
+/* The common case (the innermost measure's compartment, on the monitor's
+ * thread, a short measure that acquired groups) is a leaf, as in enter;
+ * leave_slowly() takes every other case, reading the counter again. */
+__attribute__ ((hot)) void
+perfmon_group_leave (PerfmonGroup *compartment)
+{
+  PerfmonGroupRecord *record;
+  PerfmonMonitor *self;
+  Measure *measure;
+  guint64 now;
+
+  if (G_UNLIKELY (!is_compartment (compartment)))
+    {
+      leave_slowly (compartment);
+      return;
+    }
+  now = _perfmon_clock_cycles ();
+  record = compartment->record;
+  self = record->monitor;
+  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token || self->overflow != 0 || self->depth == 0))
+    {
+      leave_slowly (compartment);
+      return;
+    }
+  measure = &self->measures[self->depth - 1];
+  if (G_UNLIKELY (measure->compartment != record || measure->n_acquired == 0 ||
+                  now <= measure->start_cycles || now - measure->start_cycles >= self->read_stretch_cycles))
+    {
+      leave_slowly (compartment);
+      return;
+    }
+
+  self->depth--;
+  charge_acquired (self, measure, now - measure->start_cycles, self->blocked_us - measure->start_blocked_us);
 }
 
 /* The seed's nested event loop rule: code that spins the loop again from
@@ -1331,8 +1412,9 @@ monitor_poll (PollSlot *slot,
   next_iteration (self);
   self->iteration_start_cycles = now;
   self->iteration_anchor_cpu = self->anchor_cpu;
+  /* The phase is BUSY: checked above. */
   if (watched)
-    _perfmon_loop_activity_busy_next (&self->activity, now);
+    _perfmon_loop_activity_busy_next_in_busy (&self->activity, now);
 
   /* A tail call: see the end of monitor_poll_full(). */
   return slot->previous (fds, n_fds, timeout);

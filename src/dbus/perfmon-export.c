@@ -98,6 +98,12 @@ struct _Export
   PerfmonNameSet     *subscribers;
   char               *signal_daemon;
 
+  /* What is sent from the sender thread (see "Sending"), in order. */
+  GAsyncQueue        *outgoing;          /* of Outgoing * */
+  GThread            *sender;
+  pid_t               sender_pid;        /* a forked child has no sender */
+  gboolean            sender_stopped;    /* under signal_lock */
+
   /* Registration with perfmond; export thread only. */
   guint               daemon_watch;
   char               *daemon_owner;      /* current owner of the name */
@@ -168,6 +174,7 @@ export_unref (gpointer data)
   g_free (self->process_name);
   g_free (self->peer_uid_problem);
   g_queue_clear_full (&self->reports, g_free);
+  g_clear_pointer (&self->outgoing, g_async_queue_unref);
   g_mutex_clear (&self->reports_lock);
   g_clear_pointer (&self->subscribers, _perfmon_name_set_free);
   g_free (self->signal_daemon);
@@ -307,22 +314,212 @@ serve_properties (Export                *self,
     }
 }
 
+/* --- sending ------------------------------------------------------------ */
+
+/* Sending. The signals come from the monitor's and the hang monitor's
+ * signals, on the watched thread: there, an item is queued (a reference,
+ * a pointer move) and nothing else. The export's sender thread, started
+ * with the export (not at the first hang: creating a thread is a system
+ * call) and joined at the tear-down, sends them in order: it
+ * serialises a hang report to JSON, keeps it for GetHangReports, builds
+ * each message and hands it to GDBus. GetHangReports is answered there
+ * too, after every hang queued before the call, so that a report whose
+ * Hang signal was seen is in the answer. */
+
+typedef enum
+{
+  OUTGOING_SIGNAL,     /* @name with @parameters */
+  OUTGOING_HANG,       /* @report: keep it, then the Hang signal */
+  OUTGOING_REPORTS,    /* answer @invocation: GetHangReports (@max_reports) */
+  OUTGOING_STOP,
+} OutgoingKind;
+
+typedef struct
+{
+  OutgoingKind           kind;
+  const char            *name;           /* static */
+  GVariant              *parameters;
+  PerfmonHangReport     *report;
+  GDBusMethodInvocation *invocation;
+  guint32                max_reports;
+} Outgoing;
+
 static void
-serve_get_hang_reports (Export                *self,
-                        GDBusMethodInvocation *invocation,
-                        GVariant              *parameters)
+outgoing_free (Outgoing *item)
+{
+  g_clear_pointer (&item->parameters, g_variant_unref);
+  g_clear_pointer (&item->report, perfmon_hang_report_unref);
+  g_clear_object (&item->invocation);
+  g_free (item);
+}
+
+static void
+send_signal (Export     *self,
+             const char *name,
+             GVariant   *parameters)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_autoptr(GPtrArray) destinations = g_ptr_array_new_with_free_func (g_free);
+
+  if (!export_is_live (self))
+    return;
+
+  /* Peer to peer: the peer. On a bus: by unique name, to the daemon and
+   * the subscribers, never broadcast (see Subscribe in the XML). */
+  if (self->peer_to_peer)
+    g_ptr_array_add (destinations, NULL);
+  else
+    {
+      g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
+
+      g_mutex_lock (&self->signal_lock);
+      if (self->signal_daemon != NULL)
+        g_ptr_array_add (destinations, g_strdup (self->signal_daemon));
+      for (guint i = 0; i < subscribers->len; i++)
+        if (g_strcmp0 (g_ptr_array_index (subscribers, i), self->signal_daemon) != 0)
+          g_ptr_array_add (destinations, g_strdup (g_ptr_array_index (subscribers, i)));
+      g_mutex_unlock (&self->signal_lock);
+    }
+
+  for (guint i = 0; i < destinations->len; i++)
+    if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (destinations, i),
+                                        PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE, name,
+                                        parameters, &error))
+      {
+        g_debug ("perfmon: could not emit %s: %s", name, error->message);
+        g_clear_error (&error);
+      }
+}
+
+static void
+send_hang (Export            *self,
+           PerfmonHangReport *report)
+{
+  char *json = perfmon_hang_report_to_json (report);
+
+  g_mutex_lock (&self->reports_lock);
+  g_queue_push_head (&self->reports, g_strdup (json));
+  while (self->reports.length > MAX_HANG_REPORTS)
+    g_free (g_queue_pop_tail (&self->reports));
+  g_mutex_unlock (&self->reports_lock);
+
+  send_signal (self, "Hang", g_variant_new ("(s)", json));
+  g_free (json);
+}
+
+static void
+send_hang_reports (Export                *self,
+                   GDBusMethodInvocation *invocation,
+                   guint32                max_reports)
 {
   GVariantBuilder builder;
-  guint32 max_reports;
   guint n = 0;
 
-  g_variant_get (parameters, "(u)", &max_reports);
   g_variant_builder_init (&builder, G_VARIANT_TYPE ("as"));
   g_mutex_lock (&self->reports_lock);
   for (GList *l = self->reports.head; l != NULL && (max_reports == 0 || n < max_reports); l = l->next, n++)
     g_variant_builder_add (&builder, "s", l->data);
   g_mutex_unlock (&self->reports_lock);
   g_dbus_method_invocation_return_value (invocation, g_variant_new ("(as)", &builder));
+}
+
+static gpointer
+sender_main (gpointer data)
+{
+  Export *self = data;
+
+  for (;;)
+    {
+      Outgoing *item = g_async_queue_pop (self->outgoing);
+      OutgoingKind kind = item->kind;
+
+      switch (kind)
+        {
+        case OUTGOING_SIGNAL:
+          send_signal (self, item->name, item->parameters);
+          break;
+        case OUTGOING_HANG:
+          send_hang (self, item->report);
+          break;
+        case OUTGOING_REPORTS:
+          send_hang_reports (self, g_steal_pointer (&item->invocation), item->max_reports);
+          break;
+        case OUTGOING_STOP:
+          break;
+        }
+      outgoing_free (item);
+      if (kind == OUTGOING_STOP)
+        return NULL;
+    }
+}
+
+/* Any thread: queues @item for the sender thread (dropped once the
+ * export is torn down). */
+static void
+queue_outgoing (Export   *self,
+                Outgoing *item)
+{
+  g_mutex_lock (&self->signal_lock);
+  if (self->sender_stopped)
+    {
+      g_mutex_unlock (&self->signal_lock);
+      outgoing_free (item);
+      return;
+    }
+  g_async_queue_push (self->outgoing, item);
+  g_mutex_unlock (&self->signal_lock);
+}
+
+/* Export thread, at the tear-down: sends what is queued, then stops the
+ * sender. */
+static void
+stop_sender (Export *self)
+{
+  Outgoing *stop = g_new0 (Outgoing, 1);
+  GThread *sender;
+
+  stop->kind = OUTGOING_STOP;
+  g_mutex_lock (&self->signal_lock);
+  self->sender_stopped = TRUE;
+  sender = g_steal_pointer (&self->sender);
+  g_async_queue_push (self->outgoing, stop);
+  g_mutex_unlock (&self->signal_lock);
+  /* In a child forked without exec the thread does not exist: joining
+   * (or detaching) it would abort, and what was queued cannot be sent
+   * there anyway (GDBus's own threads are gone too). */
+  if (self->sender_pid != getpid ())
+    return;
+  g_thread_join (sender);
+  g_clear_pointer (&self->outgoing, g_async_queue_unref);
+}
+
+static void
+emit (Export     *self,
+      const char *name,
+      GVariant   *parameters)
+{
+  Outgoing *item = g_new0 (Outgoing, 1);
+
+  item->kind = OUTGOING_SIGNAL;
+  item->name = name;
+  item->parameters = g_variant_ref_sink (parameters);
+  queue_outgoing (self, item);
+}
+
+static void
+serve_get_hang_reports (Export                *self,
+                        GDBusMethodInvocation *invocation,
+                        GVariant              *parameters)
+{
+  Outgoing *item = g_new0 (Outgoing, 1);
+
+  /* Answered by the sender thread, after the hangs queued before it (see
+   * "Sending"). */
+  item->kind = OUTGOING_REPORTS;
+  item->invocation = g_object_ref (invocation);
+  g_variant_get (parameters, "(u)", &item->max_reports);
+  queue_outgoing (self, item);
 }
 
 /* @field's @text is too long: says so, quoting a prefix only. */
@@ -521,47 +718,6 @@ static const GDBusInterfaceVTable monitor_vtable = {
 
 /* --- signals ------------------------------------------------------------ */
 
-static void
-emit (Export     *self,
-      const char *name,
-      GVariant   *parameters)
-{
-  g_autoptr(GError) error = NULL;
-
-  g_autoptr(GPtrArray) destinations = g_ptr_array_new_with_free_func (g_free);
-
-  g_variant_ref_sink (parameters);
-  if (!export_is_live (self))
-    goto out;
-
-  /* Peer to peer: the peer. On a bus: by unique name, to the daemon and
-   * the subscribers, never broadcast (see Subscribe in the XML). */
-  if (self->peer_to_peer)
-    g_ptr_array_add (destinations, NULL);
-  else
-    {
-      g_autoptr(GPtrArray) subscribers = _perfmon_name_set_dup_names (self->subscribers);
-
-      g_mutex_lock (&self->signal_lock);
-      if (self->signal_daemon != NULL)
-        g_ptr_array_add (destinations, g_strdup (self->signal_daemon));
-      for (guint i = 0; i < subscribers->len; i++)
-        if (g_strcmp0 (g_ptr_array_index (subscribers, i), self->signal_daemon) != 0)
-          g_ptr_array_add (destinations, g_strdup (g_ptr_array_index (subscribers, i)));
-      g_mutex_unlock (&self->signal_lock);
-    }
-
-  for (guint i = 0; i < destinations->len; i++)
-    if (!g_dbus_connection_emit_signal (self->connection, g_ptr_array_index (destinations, i),
-                                        PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE, name,
-                                        parameters, &error))
-      {
-        g_debug ("perfmon: could not emit %s: %s", name, error->message);
-        g_clear_error (&error);
-      }
-out:
-  g_variant_unref (parameters);
-}
 
 static void
 on_alert (PerfmonMonitor *monitor,
@@ -578,17 +734,13 @@ on_hang (PerfmonHangMonitor *hang_monitor,
          PerfmonHangReport  *report,
          gpointer            user_data)
 {
-  Export *self = user_data;
-  char *json = perfmon_hang_report_to_json (report);
+  Outgoing *item = g_new0 (Outgoing, 1);
 
-  g_mutex_lock (&self->reports_lock);
-  g_queue_push_head (&self->reports, g_strdup (json));
-  while (self->reports.length > MAX_HANG_REPORTS)
-    g_free (g_queue_pop_tail (&self->reports));
-  g_mutex_unlock (&self->reports_lock);
-
-  emit (self, "Hang", g_variant_new ("(s)", json));
-  g_free (json);
+  /* Serialised and sent by the sender thread: the watched thread only
+   * takes a reference. */
+  item->kind = OUTGOING_HANG;
+  item->report = perfmon_hang_report_ref (report);
+  queue_outgoing (user_data, item);
 }
 
 static void
@@ -818,6 +970,8 @@ export_tear_down (Export *self)
 {
   GHashTable *exports = exports_of (self->monitor, FALSE);
 
+  /* What was queued while exported is sent, then nothing more. */
+  stop_sender (self);
   g_atomic_int_set (&self->exported, FALSE);
   if (exports != NULL)
     g_hash_table_remove (exports, self->connection);
@@ -931,7 +1085,10 @@ on_connection_closed (GDBusConnection *connection,
  * context: GDBus calls the export there, and snapshots must be taken on
  * the monitor's thread. [method@Perfmon.Monitor.unexport] must be called
  * on the same thread. The signals of @hang_monitor may come on another
- * thread; they are forwarded from there.
+ * thread. The D-Bus signals (`Alert`, `Hang`, `Jank`, `Ping`) and the
+ * answer to `GetHangReports` are built and sent, in order, by a thread of
+ * the export's, `perfmon-signals`, started with it: the watched thread
+ * never serialises a hang report or a message.
  *
  * The export holds references to @monitor, @hang_monitor and @connection
  * until it is unexported or @connection closes, which unexports it.
@@ -992,6 +1149,7 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
   g_queue_init (&self->reports);
   g_mutex_init (&self->signal_lock);
   self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
+  self->outgoing = g_async_queue_new ();
   if (self->peer_to_peer)
     find_peer_uid (self);
 
@@ -1006,6 +1164,10 @@ perfmon_monitor_export_full (PerfmonMonitor     *monitor,
       export_unref (self);
       return FALSE;
     }
+  /* 15 bytes: the kernel's limit. Joined by the tear-down, which comes
+   * before the export's last reference goes. */
+  self->sender = g_thread_new ("perfmon-signals", sender_main, self);
+  self->sender_pid = getpid ();
   g_atomic_int_set (&self->exported, TRUE);
   g_hash_table_insert (exports_of (monitor, TRUE), connection, self);
   self->filter_id = g_dbus_connection_add_filter (connection, export_filter, NULL, NULL);

@@ -14,7 +14,8 @@
  * call is made (_perfmon_task_dispatch()) and the callback runs between
  * _perfmon_task_enter() and _perfmon_task_leave() wherever it runs. The
  * recording itself (ids, buffers, the thread's current task) is the
- * recorder's, perfmon-tracer.c.
+ * recorder's, perfmon-tracer.c; automatic tasks are
+ * perfmon-automatic-tasks.c's.
  *
  * With tracing off, the wrappers of sources, invokes and GTasks are the
  * GLib calls they mirror and nothing more: such a source runs untraced

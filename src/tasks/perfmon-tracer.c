@@ -22,6 +22,8 @@
 #include "perfmon-log-dir-private.h"
 #include "perfmon-tracer.h"
 #include "perfmon-tracer-private.h"
+#include "perfmon-tracer-buffer-private.h"
+#include "perfmon-automatic-tasks-private.h"
 #include "perfmon-task-writer-private.h"
 
 /* Design.
@@ -106,89 +108,8 @@
  * operation most of the time. Source events take their ids from the same
  * counter. */
 
-#define CHUNK_SIZE          PERFMON_TASK_CHUNK_SIZE
-#define MIN_BUFFER_SIZE     ((gsize) 16 * CHUNK_SIZE)
-#define MAX_BUFFER_SIZE     ((gsize) 1 << 30)
-#define DEFAULT_BUFFER_SIZE ((gsize) 2 << 20)
-#define ID_BLOCK            256u
-#define LABEL_MAX           240u   /* bytes of label text, NUL excluded */
-#define DBUS_NAME_MAX       255u
-#define MAX_FLIGHT_SECONDS  3600u
-#define NAME_SLOTS          128u   /* a power of two */
-/* A flight recorder's thread writes a name's NAME_DEF again once this
- * fraction of its buffer was written since the last one. */
-#define NAME_REFRESH_FRACTION 8u
-#define AUTO_NAME_MAX       120u   /* bytes of an automatic task's name, NUL excluded */
-/* The flight recorder's promise: its seconds at this many tasks per second
- * on each recording thread (a task: its DISPATCH, BEGIN and END records),
- * with an eighth more for chunk ends and labels. Unless the buffer size was
- * set, each thread's buffer is sized for that (a power of two). */
-#define FLIGHT_TASKS_PER_SECOND 2000u
-#define FLIGHT_BYTES_PER_TASK \
-  ((sizeof (PerfmonTaskDispatchRecord) + 2 * sizeof (PerfmonTaskIdRecord)) * 9 / 8)
 
-G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 < CHUNK_SIZE);
-
-/* The largest record: a D-Bus record with the longest name. */
-#define RECORD_MAX ((sizeof (PerfmonTaskDBusRecord) + DBUS_NAME_MAX + 1 + 7) & ~(gsize) 7)
-
-/* A name of automatic tasks that the thread defined in its buffer: the
- * pointer it was given, its number, and where its NAME_DEF record is. */
-typedef struct
-{
-  const char *key;
-  guint64     defined_at;   /* the NAME_DEF's offset */
-  guint32     id;           /* 0: the slot is free */
-  guint32     compare_len;  /* bytes of the text to compare: with its NUL unless it was cut */
-  guint       generation;   /* _perfmon_dispatch_names_generation when @key was checked */
-} NameSlot;
-
-typedef struct
-{
-  /* Published by the owner (release), read by readers (acquire). */
-  guint64  head;
-  guint    session;
-  /* Set by the owner before it publishes @session; stable afterwards. */
-  guint64  base;
-  gboolean overwrite;
-  gsize    capacity;        /* a power of two, a multiple of CHUNK_SIZE */
-  guint8  *data;
-  /* Owner stores, readers load, both relaxed. */
-  guint64  dropped;
-  guint64  last_cycles;
-  gboolean alive;           /* atomic */
-  guint32  tid;
-  char     name[17];
-  /* Owner only: where a record larger than a RecordSlot's is built. */
-  guint64  staging[RECORD_MAX / 8];
-  /* The owner's only: the names of its automatic tasks (see "Names"). */
-  guint64  name_refresh;    /* a NAME_DEF older than this many bytes is written again */
-  guint64  name_intact;     /* one at most this many bytes old is still in the ring */
-  guint32  last_name_id;
-  NameSlot names[NAME_SLOTS];
-} Buffer;
-
-typedef struct
-{
-  Buffer  *buffer;
-  /* The task that runs, and the source event it belongs to. */
-  guint64  task_id;
-  guint64  task_source_event_id;
-  guint32  task_source_event_type;
-  /* The source event new tasks belong to: the task's, or one begun since. */
-  guint32  source_event_type;
-  guint64  source_event_id;
-  /* The block of ids the thread takes new ids from. */
-  guint32  id_pid;
-  guint32  next_low;
-  guint32  ids_left;
-  /* How many automatic tasks run nested on the thread (their saved
-   * contexts are in auto_stack): here, so that a dispatch's end needs no
-   * __tls_get_addr(). */
-  guint    auto_depth;
-} ThreadState;
-
-static __thread ThreadState tls __attribute__ ((tls_model ("initial-exec")));
+__thread ThreadState _perfmon_tracer_tls __attribute__ ((tls_model ("initial-exec")));
 
 /* Hot path reads: 0 when tracing is off. */
 guint _perfmon_tracer_session;
@@ -233,7 +154,7 @@ after_fork_in_child (void)
   /* The child is another process: its ids carry its own pid, and the
    * forking thread must not go on with the parent's block. */
   __atomic_store_n (&cached_pid, (guint32) getpid (), __ATOMIC_RELAXED);
-  tls.ids_left = 0;
+  _perfmon_tracer_tls.ids_left = 0;
   /* Buffers are the parent's; the child traces only if it starts a
    * session of its own (and does not write the parent's file). The child
    * has this one thread: no lock is needed, and none may be taken. */
@@ -257,31 +178,15 @@ init_pid (void)
     }
 }
 
-static G_GNUC_NO_INLINE void
-refill_ids (void)
+G_GNUC_NO_INLINE void
+_perfmon_tracer_refill_ids (void)
 {
   init_pid ();
-  tls.next_low = (guint32) g_atomic_int_add (&id_counter, ID_BLOCK);
-  tls.ids_left = ID_BLOCK;
-  tls.id_pid = __atomic_load_n (&cached_pid, __ATOMIC_RELAXED);
+  _perfmon_tracer_tls.next_low = (guint32) g_atomic_int_add (&id_counter, ID_BLOCK);
+  _perfmon_tracer_tls.ids_left = ID_BLOCK;
+  _perfmon_tracer_tls.id_pid = __atomic_load_n (&cached_pid, __ATOMIC_RELAXED);
 }
 
-static inline guint64
-new_id (void)
-{
-  guint32 low;
-
-  /* The counter wraps after 2^32 ids; 0 means "none" and is skipped. */
-  do
-    {
-      if (G_UNLIKELY (tls.ids_left == 0))
-        refill_ids ();
-      tls.ids_left--;
-      low = tls.next_low++;
-    }
-  while (G_UNLIKELY (low == 0));
-  return ((guint64) tls.id_pid << 32) | low;
-}
 
 /* --- buffers ----------------------------------------------------------- */
 
@@ -300,8 +205,8 @@ buffer_thread_exit (gpointer data)
 {
   Buffer *buffer = data;
 
-  if (tls.buffer == buffer)
-    tls.buffer = NULL;
+  if (_perfmon_tracer_tls.buffer == buffer)
+    _perfmon_tracer_tls.buffer = NULL;
   g_atomic_int_set (&buffer->alive, FALSE);
 }
 
@@ -347,10 +252,10 @@ prune_dead_buffers_locked (gboolean all_dead)
 
 /* The slow path of the calling thread's first event in session @session:
  * makes or resets its buffer. NULL if the buffer cannot be had. */
-static G_GNUC_NO_INLINE Buffer *
-buffer_for_session (guint session)
+G_GNUC_NO_INLINE Buffer *
+_perfmon_tracer_buffer_for_session (guint session)
 {
-  Buffer *buffer = tls.buffer;
+  Buffer *buffer = _perfmon_tracer_tls.buffer;
   gsize capacity;
   gboolean overwrite;
 
@@ -377,7 +282,7 @@ buffer_for_session (guint session)
       g_mutex_unlock (&registry_lock);
 
       g_private_set (&buffer_exit_notify, buffer);
-      tls.buffer = buffer;
+      _perfmon_tracer_tls.buffer = buffer;
 
       /* A flight recorder on a program whose thread pools come and go
        * would keep every dead worker's buffer: this is a good time to
@@ -413,187 +318,7 @@ buffer_for_session (guint session)
   return buffer;
 }
 
-static inline Buffer *
-current_buffer (void)
-{
-  guint session = __atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED);
-  Buffer *buffer;
 
-  if (G_LIKELY (session == 0))
-    return NULL;
-  buffer = tls.buffer;
-  if (G_UNLIKELY (buffer == NULL || buffer->session != session))
-    buffer = buffer_for_session (session);
-  return buffer;
-}
-
-/* The ring's words, each an atomic object: the owner stores them with
- * release ordering, readers load them with acquire ordering. */
-#define STORE_WORD(word, value) __atomic_store_n (&(word), (value), __ATOMIC_RELEASE)
-#define LOAD_WORD(word) __atomic_load_n (&(word), __ATOMIC_ACQUIRE)
-
-/* The word at offset @offset (a multiple of 8) of @buffer's ring. */
-static inline guint64 *
-buffer_word (Buffer  *buffer,
-             guint64  offset)
-{
-  return (guint64 *) (gpointer) (buffer->data + (offset & (buffer->capacity - 1)));
-}
-
-/* Room for a record of @size bytes (a multiple of 8, at most a chunk): in
- * @head_out, the offset it starts at; FALSE if the record is dropped.
- * Nothing is visible until buffer_commit(). */
-static inline gboolean
-buffer_reserve (Buffer  *buffer,
-                guint    size,
-                guint64 *head_out)
-{
-  guint64 head = buffer->head;   /* only the owner writes it */
-  guint64 room = CHUNK_SIZE - (head & (CHUNK_SIZE - 1));
-  guint64 start = size <= room ? head : head + room;
-
-  if (!buffer->overwrite && start + size - buffer->base > buffer->capacity)
-    {
-      __atomic_store_n (&buffer->dropped, buffer->dropped + 1, __ATOMIC_RELAXED);
-      return FALSE;
-    }
-  if (start != head)
-    {
-      /* A pad to the end of the chunk: a type-0 header (its first word
-       * zero), or nothing when fewer than a header's bytes are left
-       * (readers skip those). */
-      if (room >= sizeof (PerfmonTaskRecordHeader))
-        STORE_WORD (*buffer_word (buffer, head), 0);
-    }
-  *head_out = start;
-  return TRUE;
-}
-
-/* Stores a record of @size bytes (a multiple of 8) at offset @start,
- * word by word (see "The rule between the owner and readers"), then
- * publishes it: its header's two words, then the rest of @record, which
- * is @staged (a long record, of a size known only now) or not (a short
- * one of a fixed size, whose words, once everything is inlined, the
- * compiler takes straight from registers). */
-static inline void
-buffer_commit (Buffer        *buffer,
-               guint64        start,
-               guint64        header_word,
-               guint64        time,
-               const guint8  *record,
-               gboolean       staged,
-               guint          size,
-               guint64        cycles)
-{
-  guint64 *words = buffer_word (buffer, start);
-  guint64 word;
-
-  STORE_WORD (words[0], header_word);
-  STORE_WORD (words[1], time);
-  if (staged)
-    {
-      for (guint i = 2; i < size / 8; i++)
-        {
-          memcpy (&word, record + i * 8, 8);
-          STORE_WORD (words[i], word);
-        }
-    }
-  else
-    {
-#pragma GCC unroll 8
-      for (guint i = 2; i < size / 8; i++)
-        {
-          memcpy (&word, record + i * 8, 8);
-          STORE_WORD (words[i], word);
-        }
-    }
-  __atomic_store_n (&buffer->last_cycles, cycles, __ATOMIC_RELAXED);
-  __atomic_store_n (&buffer->head, start + size, __ATOMIC_RELEASE);
-}
-
-/* A record being written on the calling thread's buffer: record_open()
- * reserves room and takes the time, the caller fills the payload in
- * @record, and record_close() stores the header and the payload in the
- * buffer. A record of at most @small's size is built in @small, on the
- * caller's stack, where the compiler keeps its fields in registers once
- * everything is inlined (a larger slot would be a large stack frame,
- * which stops the inlining); a larger one in the buffer's @staging. */
-typedef struct
-{
-  Buffer  *buffer;
-  guint64  start;
-  guint64  cycles;
-  guint64  time;      /* the record's time: @cycles unless set earlier */
-  gboolean staged;    /* the record is in the buffer's @staging, not @small */
-  guint64  small[sizeof (PerfmonTaskDispatchRecord) / 8];
-} RecordSlot;
-
-G_STATIC_ASSERT (sizeof (PerfmonTaskLabelRecord) + LABEL_MAX + 8 <= RECORD_MAX);
-G_STATIC_ASSERT (sizeof (PerfmonTaskRingNameRecord) + AUTO_NAME_MAX + 1 + 7 <= RECORD_MAX);
-
-/* Room for at most @size bytes (at most RECORD_MAX), or NULL when tracing
- * is off or the record is dropped. */
-static inline gpointer
-record_open_in (RecordSlot *slot,
-                Buffer     *buffer,
-                guint       size)
-{
-  slot->buffer = buffer;
-  if (!buffer_reserve (buffer, size, &slot->start))
-    return NULL;
-  slot->time = slot->cycles = _perfmon_clock_cycles ();
-  /* A flag, not a pointer into the slot: the slot stays in registers. */
-  slot->staged = size > sizeof slot->small;
-  return slot->staged ? slot->buffer->staging : slot->small;
-}
-
-static inline gpointer
-record_open (RecordSlot *slot,
-             guint       size)
-{
-  Buffer *buffer = current_buffer ();
-
-  if (buffer == NULL)
-    return NULL;
-  return record_open_in (slot, buffer, size);
-}
-
-/* @type: a PerfmonTaskRecordType, or a ring-only PERFMON_TASK_RING_*. */
-static inline void
-record_close (RecordSlot              *slot,
-              PerfmonTaskRecordHeader *header,
-              guint                    type,
-              guint                    size)
-{
-  /* The header (at @header, the start of the slot's record) is stored
-   * from registers: its first word is type, size and tid, as
-   * PerfmonTaskRecordHeader lays them out; its second, the time (cycles
-   * until the file is written). */
-  guint64 first = (guint64) (guint16) type | (guint64) (guint16) size << 16 | (guint64) slot->buffer->tid << 32;
-
-  G_STATIC_ASSERT (G_STRUCT_OFFSET (PerfmonTaskRecordHeader, size) == 2 &&
-                   G_STRUCT_OFFSET (PerfmonTaskRecordHeader, tid) == 4 &&
-                   G_STRUCT_OFFSET (PerfmonTaskRecordHeader, time_ns) == 8);
-#if G_BYTE_ORDER == G_BIG_ENDIAN
-  first = (guint64) (guint16) type << 48 | (guint64) (guint16) size << 32 | slot->buffer->tid;
-#endif
-  buffer_commit (slot->buffer, slot->start, first, slot->time,
-                 (const guint8 *) (slot->staged ? slot->buffer->staging : slot->small), slot->staged,
-                 size, slot->cycles);
-}
-
-static inline void
-record_id (PerfmonTaskRecordType type,
-           guint64               task_id)
-{
-  RecordSlot slot;
-  PerfmonTaskIdRecord *record = record_open (&slot, sizeof *record);
-
-  if (record == NULL)
-    return;
-  record->task_id = task_id;
-  record_close (&slot, &record->header, type, sizeof *record);
-}
 
 static inline void
 record_dispatch_at (guint64               task_id,
@@ -658,7 +383,7 @@ record_label (const char *prefix,
   len = _perfmon_utf8_cut (record->text, len, LABEL_MAX);
   size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
   memset (record->text + len, 0, size - sizeof *record - len);
-  record->task_id = tls.task_id;
+  record->task_id = _perfmon_tracer_tls.task_id;
   record_close (&slot, &record->header, PERFMON_TASK_RECORD_LABEL, size);
 }
 
@@ -697,11 +422,11 @@ _perfmon_task_dispatch_delayed (PerfmonTaskIds *ids,
                                 gconstpointer   callback,
                                 guint32         delay_ms)
 {
-  guint64 parent = tls.task_id;
+  guint64 parent = _perfmon_tracer_tls.task_id;
 
   ids->task_id = new_id ();
-  ids->source_event_id = tls.source_event_id;
-  ids->source_event_type = tls.source_event_type;
+  ids->source_event_id = _perfmon_tracer_tls.source_event_id;
+  ids->source_event_type = _perfmon_tracer_tls.source_event_type;
   record_dispatch (ids->task_id, parent != 0 ? parent : ids->task_id, ids, callback, delay_ms);
 }
 
@@ -729,32 +454,6 @@ _perfmon_task_dispatch_root (PerfmonTaskIds         *ids,
   record_dispatch (ids->task_id, ids->task_id, ids, callback, 0);
 }
 
-/* The thread's task context: saved in @saved, @ids made current. */
-static inline void
-context_enter (const PerfmonTaskIds *ids,
-               PerfmonTaskContext   *saved)
-{
-  saved->task_id = tls.task_id;
-  saved->task_source_event_id = tls.task_source_event_id;
-  saved->task_source_event_type = tls.task_source_event_type;
-  saved->source_event_id = tls.source_event_id;
-  saved->source_event_type = tls.source_event_type;
-  tls.task_id = ids->task_id;
-  tls.task_source_event_id = tls.source_event_id = ids->source_event_id;
-  tls.task_source_event_type = tls.source_event_type = ids->source_event_type;
-}
-
-/* Records END of the current task and restores @saved. */
-static inline void
-context_leave (const PerfmonTaskContext *saved)
-{
-  record_id (PERFMON_TASK_RECORD_END, tls.task_id);
-  tls.task_id = saved->task_id;
-  tls.task_source_event_id = saved->task_source_event_id;
-  tls.task_source_event_type = saved->task_source_event_type;
-  tls.source_event_id = saved->source_event_id;
-  tls.source_event_type = saved->source_event_type;
-}
 
 void
 _perfmon_task_enter (const PerfmonTaskIds *ids,
@@ -794,9 +493,9 @@ _perfmon_task_leave (const PerfmonTaskContext *saved)
 guint64
 perfmon_source_event_begin (PerfmonSourceEventType type)
 {
-  tls.source_event_id = new_id ();
-  tls.source_event_type = (guint32) type;
-  return tls.source_event_id;
+  _perfmon_tracer_tls.source_event_id = new_id ();
+  _perfmon_tracer_tls.source_event_type = (guint32) type;
+  return _perfmon_tracer_tls.source_event_id;
 }
 
 /**
@@ -810,8 +509,8 @@ perfmon_source_event_begin (PerfmonSourceEventType type)
 void
 perfmon_source_event_end (void)
 {
-  tls.source_event_id = tls.task_source_event_id;
-  tls.source_event_type = tls.task_source_event_type;
+  _perfmon_tracer_tls.source_event_id = _perfmon_tracer_tls.task_source_event_id;
+  _perfmon_tracer_tls.source_event_type = _perfmon_tracer_tls.task_source_event_type;
 }
 
 /**
@@ -829,8 +528,8 @@ guint64
 perfmon_source_event_get_current (PerfmonSourceEventType *type)
 {
   if (type != NULL)
-    *type = (PerfmonSourceEventType) tls.source_event_type;
-  return tls.source_event_id;
+    *type = (PerfmonSourceEventType) _perfmon_tracer_tls.source_event_type;
+  return _perfmon_tracer_tls.source_event_id;
 }
 
 /**
@@ -847,7 +546,7 @@ perfmon_source_event_get_current (PerfmonSourceEventType *type)
 guint64
 perfmon_task_get_current (void)
 {
-  return tls.task_id;
+  return _perfmon_tracer_tls.task_id;
 }
 
 /* --- labels ------------------------------------------------------------ */
@@ -970,420 +669,6 @@ perfmon_task_label_guard_end (PerfmonTaskLabelGuard *guard)
   if (guard->text[0] != '\0')
     add_label ("End ", "%s", guard->text);
 }
-
-/* --- automatic tasks: the observer of core/'s per-dispatch hook ------- */
-
-/* With the tracer on, every GSource dispatch on a monitored context is a
- * task, whose parent is the task that was current on the thread that
- * attached the source, whatever thread that was. It costs two records: an
- * AUTO record where it begins (its ids, parent, source event, when it
- * became ready and its name's number) and an END; the writer makes the
- * file's DISPATCH, NAME and BEGIN of the AUTO record.
- *
- * Parents. attached() writes (source, its id, the attaching task, its
- * source event, when the source became ready) into a fixed table of
- * PARENT_SLOTS slots: the source's address picks PARENT_PROBE neighbouring
- * slots, and the entry goes to the first free one, else to the oldest.
- * Memory is bounded whatever the program does, and an entry whose source
- * died is never freed one by one: it is overwritten by a later attach. An
- * entry matches a dispatch only if both the address and the source id
- * (GLib's per-context counter) match, so a new source at a dead one's
- * address does not inherit its parent. (A hook may tell of a source just
- * before GLib attaches it, so that a dispatch on another thread cannot
- * come first; its id is 0 then, and the address alone matches.) A source attached while the tracer
- * was off, or whose entry was overwritten, runs as a root task (its own
- * parent) of the dispatching thread's source event.
- *
- * Each slot is a seqlock: a writer claims it by moving its sequence from
- * even to odd with a compare-and-swap (a writer that loses the race drops
- * its entry, which only makes that source's tasks roots), stores the
- * fields and releases it with the next even number; a reader copies the
- * fields between two loads of the sequence and ignores what changed
- * meanwhile. Every field is accessed atomically (relaxed), so the table is
- * free of data races in C11's sense too. No lock, no system call, no
- * allocation.
- *
- * Queueing. The DISPATCH record is dated when the source became ready,
- * where that is knowable: a source with a ready time (every GLib timeout,
- * g_source_set_ready_time()) at its ready time; an idle (g_idle_funcs) at
- * its attach, for its first dispatch (an idle is known by its prepare,
- * which the hook leaves alone). Other sources (file descriptors,
- * child watches, custom prepare/check) are dated at the dispatch: their
- * queueing time is unknown and shows as 0.
- *
- * Lookups. A thread keeps its last lookup: a source dispatched again with
- * no attach anywhere since (attached() moves attach_generation after it
- * wrote its entry) needs none.
- *
- * Names. Each thread numbers the names it is given and writes a NAME_DEF
- * record (number and text) into its buffer the first time, not one per
- * task: its buffer keeps a small cache, NAME_SLOTS slots picked by the
- * name's pointer, of (pointer, number, where its NAME_DEF is). A hit
- * compares the pointer only, which core allows until it moves
- * _perfmon_dispatch_names_generation (a name freed); after that the slot's
- * text (its NAME_DEF, still in the ring) is compared once again. A name
- * that lost its slot to another gets a new number. What readers need: a
- * dump or a jank capture copies the last capacity of the ring, less a
- * chunk or two, and resolves a number by any NAME_DEF of the copy. A file
- * session never overwrites, so one NAME_DEF per name and session does; the
- * flight recorder writes a name's NAME_DEF again, under the same number,
- * once 1/NAME_REFRESH_FRACTION of its buffer was written since the last
- * one. So every task of the copy but those of its oldest eighth has its
- * name's NAME_DEF before it in the copy, and of those, every one whose
- * name was used again later; the writer leaves out the few others (whose
- * NAME_DEF the ring overwrote). A NAME_DEF that a full file buffer drops
- * is not cached: its tasks' AUTO records carry number 0 and are left out
- * too, like the records dropped around them.
- *
- * Nesting. A dispatch saves the thread's task context on a small
- * per-thread stack (the token is its slot) and its end restores it; more
- * than AUTO_DEPTH nested dispatches (main loops run inside dispatches)
- * are not tasks. */
-
-#define PARENT_SLOTS 4096u   /* a power of two; 56 bytes each */
-#define PARENT_PROBE 4u
-#define AUTO_DEPTH   16u
-
-typedef struct
-{
-  guint    seq;                /* odd while written */
-  guint    source_id;
-  gpointer source;
-  guint64  parent_id;          /* 0: the attacher ran no task */
-  guint64  source_event_id;
-  guint32  source_event_type;
-  guint32  reserved;
-  guint64  attach_cycles;      /* which entry is oldest */
-  guint64  ready_cycles;       /* idle: its attach, until its first dispatch; else 0 */
-} ParentSlot;
-
-static ParentSlot parent_slots[PARENT_SLOTS];
-
-typedef struct
-{
-  PerfmonTaskContext saved[AUTO_DEPTH];   /* tls.auto_depth of them used */
-  /* The thread's last lookup (see "Lookups"). */
-  GSource           *looked_up;
-  guint              looked_up_id;
-  guint              looked_up_generation;
-  gboolean           found;
-  ParentSlot         entry;
-} AutoStack;
-
-/* Not initial-exec: dlopen()ed with PyGObject, the library must not take
- * this much of the static TLS surplus. Each access may be a call to
- * __tls_get_addr(): the observer takes its address once. */
-static __thread AutoStack auto_stack;
-
-/* Moved by every attached(), after its entry is written. */
-static guint attach_generation;
-
-static inline guint
-parent_slot_index (gconstpointer source)
-{
-  guint64 key = (guint64) (guintptr) source;
-
-  /* Fibonacci hashing of the address, without its alignment bits. */
-  return (guint) (((key >> 4) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 52) & (PARENT_SLOTS - 1) & ~(PARENT_PROBE - 1);
-}
-
-static void
-auto_attached (GSource *source)
-{
-  guint first = parent_slot_index (source);
-  ParentSlot *slot = NULL;
-  guint64 oldest = G_MAXUINT64;
-  guint64 now;
-  guint seq;
-
-  if (G_UNLIKELY (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0 || source == NULL))
-    return;
-
-  for (guint i = 0; i < PARENT_PROBE; i++)
-    {
-      ParentSlot *candidate = &parent_slots[first + i];
-      gpointer owner = __atomic_load_n (&candidate->source, __ATOMIC_RELAXED);
-      guint64 attached_at = __atomic_load_n (&candidate->attach_cycles, __ATOMIC_RELAXED);
-
-      if (owner == NULL || owner == source)
-        {
-          slot = candidate;
-          break;
-        }
-      if (attached_at < oldest)
-        {
-          oldest = attached_at;
-          slot = candidate;
-        }
-    }
-
-  seq = __atomic_load_n (&slot->seq, __ATOMIC_RELAXED);
-  if ((seq & 1) != 0 ||
-      !__atomic_compare_exchange_n (&slot->seq, &seq, seq + 1, FALSE, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-    return;
-  __atomic_store_n (&slot->source, source, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->source_id, source->source_id, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->parent_id, tls.task_id, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->source_event_id, tls.source_event_id, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->source_event_type, tls.source_event_type, __ATOMIC_RELEASE);
-  now = _perfmon_clock_cycles ();
-  __atomic_store_n (&slot->attach_cycles, now, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->ready_cycles, source->source_funcs->prepare == g_idle_funcs.prepare ? now : 0, __ATOMIC_RELEASE);
-  __atomic_store_n (&slot->seq, seq + 2, __ATOMIC_RELEASE);
-  __atomic_fetch_add (&attach_generation, 1, __ATOMIC_RELEASE);
-}
-
-/* The entry of @source, copied into @out; FALSE if it has none. The
- * entry's ready time is taken: the first lookup (the first dispatch of an
- * idle) gets it, later ones 0. */
-static G_GNUC_NO_INLINE gboolean
-auto_lookup (GSource    *source,
-             ParentSlot *out)
-{
-  guint first = parent_slot_index (source);
-
-  for (guint i = 0; i < PARENT_PROBE; i++)
-    {
-      ParentSlot *slot = &parent_slots[first + i];
-      guint seq = __atomic_load_n (&slot->seq, __ATOMIC_ACQUIRE);
-
-      if ((seq & 1) != 0 || __atomic_load_n (&slot->source, __ATOMIC_RELAXED) != source)
-        continue;
-      /* Acquires, not a fence (ThreadSanitizer models none): the seq's
-       * second load is not done before them. Plain moves on x86. */
-      out->source_id = __atomic_load_n (&slot->source_id, __ATOMIC_ACQUIRE);
-      out->parent_id = __atomic_load_n (&slot->parent_id, __ATOMIC_ACQUIRE);
-      out->source_event_id = __atomic_load_n (&slot->source_event_id, __ATOMIC_ACQUIRE);
-      out->source_event_type = __atomic_load_n (&slot->source_event_type, __ATOMIC_ACQUIRE);
-      out->ready_cycles = __atomic_load_n (&slot->ready_cycles, __ATOMIC_ACQUIRE);
-      /* Id 0: the hook told of the source before GLib attached it. */
-      if (__atomic_load_n (&slot->seq, __ATOMIC_RELAXED) != seq ||
-          (out->source_id != 0 && out->source_id != source->source_id))
-        continue;
-      /* Only the first dispatch of an idle waited since its attach. */
-      if (out->ready_cycles != 0)
-        {
-          guint64 expected = out->ready_cycles;
-
-          if (!__atomic_compare_exchange_n (&slot->ready_cycles, &expected, 0, FALSE,
-                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-            out->ready_cycles = 0;
-        }
-      return TRUE;
-    }
-  return FALSE;
-}
-
-/* auto_lookup(), or the calling thread's last answer for @source if no
- * source was attached since: its entry, or NULL. */
-static inline const ParentSlot *
-auto_lookup_cached (AutoStack *stack,
-                    GSource   *source)
-{
-  guint generation = __atomic_load_n (&attach_generation, __ATOMIC_ACQUIRE);
-
-  if (G_LIKELY (stack->looked_up == source && stack->looked_up_id == source->source_id &&
-                stack->looked_up_generation == generation))
-    {
-      /* The ready time is the first dispatch's only. */
-      stack->entry.ready_cycles = 0;
-      return stack->found ? &stack->entry : NULL;
-    }
-  stack->found = auto_lookup (source, &stack->entry);
-  stack->looked_up = source;
-  stack->looked_up_id = source->source_id;
-  stack->looked_up_generation = generation;
-  return stack->found ? &stack->entry : NULL;
-}
-
-/* The text of @slot's NAME_DEF, in the owner's buffer. Intact while the
- * record is less than a capacity behind the head: name_refresh sees to
- * that. */
-static inline const char *
-name_slot_text (const Buffer   *buffer,
-                const NameSlot *slot)
-{
-  return (const char *) buffer->data + (slot->defined_at & (buffer->capacity - 1)) +
-         sizeof (PerfmonTaskRingNameRecord);
-}
-
-static inline NameSlot *
-name_slot_for (Buffer     *buffer,
-               const char *name)
-{
-  guint64 key = (guint64) (guintptr) name;
-
-  return &buffer->names[((key * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15)) >> 57) & (NAME_SLOTS - 1)];
-}
-
-/* The number of @name in @buffer when the name cache cannot tell at once:
- * the slot's, if it holds the same text, else a new one; a NAME_DEF is
- * written unless the slot's is recent enough. 0 if that record was
- * dropped. */
-static G_GNUC_NO_INLINE guint32
-name_id_slowly (Buffer     *buffer,
-                NameSlot   *slot,
-                const char *name,
-                guint       generation)
-{
-  RecordSlot record_slot;
-  PerfmonTaskRingNameRecord *record;
-  guint64 age = buffer->head - slot->defined_at;
-  gboolean same = slot->key == name && slot->id != 0 && age < buffer->name_intact &&
-                  strncmp (name, name_slot_text (buffer, slot), slot->compare_len) == 0;
-  gsize len;
-  guint size;
-  guint32 id;
-
-  if (same && age < buffer->name_refresh)
-    {
-      slot->generation = generation;
-      return slot->id;
-    }
-
-  len = _perfmon_utf8_cut (name, strnlen (name, AUTO_NAME_MAX + 1), AUTO_NAME_MAX);
-  size = (guint) ((sizeof *record + len + 1 + 7) & ~(gsize) 7);
-  record = record_open_in (&record_slot, buffer, size);
-  if (record == NULL)
-    return 0;
-  /* A refresh keeps the number: a reader may find only the later one. */
-  if (same)
-    id = slot->id;
-  else if ((id = ++buffer->last_name_id) == 0)
-    id = ++buffer->last_name_id;
-  record->name_id = id;
-  record->reserved = 0;
-  memcpy (record->text, name, len);
-  memset (record->text + len, 0, size - sizeof *record - len);
-  record_close (&record_slot, &record->header, PERFMON_TASK_RING_NAME_DEF, size);
-
-  slot->key = name;
-  slot->id = id;
-  slot->defined_at = record_slot.start;
-  slot->compare_len = (guint32) (name[len] == '\0' ? len + 1 : len);
-  slot->generation = generation;
-  return id;
-}
-
-/* The number of @name in @buffer, defining it if needed. The common case
- * compares the pointer only: core says when a pointer may name another
- * text. */
-static inline guint32
-name_id_for (Buffer     *buffer,
-             const char *name)
-{
-  NameSlot *slot = name_slot_for (buffer, name);
-  guint generation = __atomic_load_n (&_perfmon_dispatch_names_generation, __ATOMIC_ACQUIRE);
-
-  if (G_LIKELY (slot->key == name && slot->generation == generation && slot->id != 0 &&
-                buffer->head - slot->defined_at < buffer->name_refresh))
-    return slot->id;
-  return name_id_slowly (buffer, slot, name, generation);
-}
-
-static inline void
-record_auto (const PerfmonTaskIds *ids,
-             guint64               parent_id,
-             guint64               ready_cycles,
-             const char           *name)
-{
-  Buffer *buffer = current_buffer ();
-  RecordSlot slot;
-  PerfmonTaskRingAutoRecord *record;
-  guint32 name_id;
-
-  if (buffer == NULL)
-    return;
-  name_id = name_id_for (buffer, name);
-  record = record_open_in (&slot, buffer, sizeof *record);
-  if (record == NULL)
-    return;
-  record->task_id = ids->task_id;
-  record->parent_id = parent_id;
-  record->source_event_id = ids->source_event_id;
-  record->source_event_type = ids->source_event_type;
-  record->name_id = name_id;
-  record->ready_time = ready_cycles;
-  record_close (&slot, &record->header, PERFMON_TASK_RING_AUTO, sizeof *record);
-}
-
-/* A source's ready time (monotonic µs) as a cycle-counter reading. */
-static G_GNUC_NO_INLINE guint64
-ready_time_to_cycles (gint64 ready_us)
-{
-  gint64 late_us = g_get_monotonic_time () - ready_us;
-  guint64 now = _perfmon_clock_cycles ();
-  guint64 late = late_us > 0 ? _perfmon_clock_us_to_cycles (late_us) : 0;
-
-  return late < now ? now - late : 0;
-}
-
-static gpointer
-auto_dispatch_begin (GSource    *source,
-                     const char *name)
-{
-  AutoStack *stack;
-  PerfmonTaskContext *saved;
-  PerfmonTaskIds ids;
-  const ParentSlot *entry;
-  guint64 parent;
-  guint64 ready_cycles = 0;
-  gint64 ready_us;
-
-  if (G_UNLIKELY (__atomic_load_n (&_perfmon_tracer_session, __ATOMIC_RELAXED) == 0))
-    return NULL;
-  /* The wrappers' sources are tasks of their own already. (By prepare:
-   * the hook may replace a source's dispatch, not its prepare.) */
-  if (_perfmon_dispatch_is_task_source (source))
-    return NULL;
-  stack = &auto_stack;
-  /* Keeps the address in a register: gcc would call __tls_get_addr() again
-   * after every call. */
-  __asm__ ("" : "+r" (stack));
-  if (G_UNLIKELY (tls.auto_depth >= AUTO_DEPTH))
-    return NULL;
-
-  ids.task_id = new_id ();
-  entry = auto_lookup_cached (stack, source);
-  if (entry != NULL)
-    {
-      parent = entry->parent_id != 0 ? entry->parent_id : ids.task_id;
-      ids.source_event_id = entry->source_event_id;
-      ids.source_event_type = entry->source_event_type;
-      ready_cycles = entry->ready_cycles;
-    }
-  else
-    {
-      parent = ids.task_id;
-      ids.source_event_id = tls.source_event_id;
-      ids.source_event_type = tls.source_event_type;
-    }
-
-  ready_us = g_source_get_ready_time (source);
-  if (ready_us >= 0)
-    ready_cycles = ready_time_to_cycles (ready_us);
-
-  record_auto (&ids, parent, ready_cycles, name);
-  saved = &stack->saved[tls.auto_depth++];
-  context_enter (&ids, saved);
-  return saved;
-}
-
-static void
-auto_dispatch_end (GSource  *source,
-                   gpointer  token)
-{
-  if (token == NULL)
-    return;
-  context_leave (token);
-  tls.auto_depth--;
-}
-
-static const PerfmonDispatchObserver auto_task_observer = {
-  .attached = auto_attached,
-  .dispatch_begin = auto_dispatch_begin,
-  .dispatch_end = auto_dispatch_end,
-};
 
 /* --- copying the buffers for the writer (perfmon-task-writer.c) ------- */
 
@@ -1521,7 +806,7 @@ begin_session_locked (Mode  new_mode,
   __atomic_store_n (&session_overwrite, new_mode == MODE_FLIGHT, __ATOMIC_RELAXED);
   __atomic_store_n (&session_capacity, capacity, __ATOMIC_RELAXED);
   __atomic_store_n (&_perfmon_tracer_session, session_counter, __ATOMIC_RELEASE);
-  _perfmon_dispatch_set_observer (&auto_task_observer);
+  _perfmon_dispatch_set_observer (&_perfmon_automatic_task_observer);
 }
 
 static void
