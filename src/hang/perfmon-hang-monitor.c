@@ -1122,6 +1122,15 @@ on_deadline (Watchdog   *watchdog,
         }
       __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
       stretch->report = build_report (self, look->tid, stretch->index, &stretch->sample);
+      if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
+        {
+          /* stop() came while the stack was being taken: the thread has
+           * left its stretch for perfmon's own stop(), which joins this
+           * thread, and its stack says so. Not a hang of the program:
+           * dropped, as is the stretch. */
+          stretch_clear (stretch);
+          return;
+        }
       stretch->state = WATCH_HUNG;
       if (self->ongoing_func != NULL)
         self->ongoing_func (stretch->report, g_get_real_time () - (g_get_monotonic_time () - stretch->start_us),

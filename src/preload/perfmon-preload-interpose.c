@@ -531,16 +531,64 @@ g_thread_pool_free (GThreadPool *pool,
     _perfmon_interpose_pool_freed (func, user_data);
 }
 
+/* The main thread's outermost loop has returned (g_main_loop_run() or
+ * g_application_run()): what the thread does next, Python's finalization,
+ * exit handlers, perfmon's own stop(), is not work of the loop, and a long
+ * stretch of it is no hang. The thread is idle for the hang monitor (a
+ * deliberate wait) until it runs a loop again. */
+static __thread guint loop_depth;
+static __thread gboolean loop_left;
+
+static void
+main_loop_enter (void)
+{
+  if (loop_depth++ == 0 && loop_left)
+    {
+      loop_left = FALSE;
+      perfmon_deliberate_wait_end ();
+    }
+}
+
+static void
+main_loop_leave (void)
+{
+  if (--loop_depth == 0 && !loop_left)
+    {
+      loop_left = TRUE;
+      perfmon_deliberate_wait_begin ();
+    }
+}
+
 int
 g_application_run (GApplication  *application,
                    int            argc,
                    char         **argv)
 {
   REAL (g_application_run);
+  int status;
 
-  if (on_main_thread)
-    _perfmon_monitor_begin_startup (perfmon_monitor_get_default ());
-  return real (application, argc, argv);
+  if (!on_main_thread)
+    return real (application, argc, argv);
+  _perfmon_monitor_begin_startup (perfmon_monitor_get_default ());
+  main_loop_enter ();
+  status = real (application, argc, argv);
+  main_loop_leave ();
+  return status;
+}
+
+void
+g_main_loop_run (GMainLoop *loop)
+{
+  REAL (g_main_loop_run);
+
+  if (!on_main_thread)
+    {
+      real (loop);
+      return;
+    }
+  main_loop_enter ();
+  real (loop);
+  main_loop_leave ();
 }
 
 /* --- GDBusInterfaceSkeleton exports ------------------------------------- */

@@ -80,6 +80,53 @@ class RunAutomaticTest(CliTestCase):
         self.assertEqual(hang['dispatches'][0]['name'], '__main__.Worker.long_job')
         self.assertGreaterEqual(hang['dispatches'][0]['duration'], 250)
 
+    def test_work_after_the_loop_is_no_hang(self):
+        # Once the main loop has returned, the program is ending: 400 ms of
+        # clean-up (Python's finalization, exit handlers) is no hang of the
+        # loop, and perfmon's own stop() at exit is never one either. A
+        # loop run again later is watched again.
+        script = '''
+import time
+from gi.repository import GLib, Gio
+
+def spin(ms):
+    end = time.monotonic() + ms / 1000
+    while time.monotonic() < end:
+        pass
+
+def stop(loop):
+    loop.quit()
+    return GLib.SOURCE_REMOVE
+
+def busy_then_stop(loop):
+    spin(300)
+    loop.quit()
+    return GLib.SOURCE_REMOVE
+
+loop = GLib.MainLoop()
+GLib.timeout_add(300, stop, loop)
+loop.run()
+spin(400)
+app = Gio.Application(application_id="org.perfmon.AfterLoop", flags=Gio.ApplicationFlags.NON_UNIQUE)
+def activate(app):
+    app.hold()
+    GLib.timeout_add(300, lambda: (app.release(), GLib.SOURCE_REMOVE)[1])
+app.connect("activate", activate)
+app.run([])
+spin(400)
+loop = GLib.MainLoop()
+GLib.timeout_add(300, busy_then_stop, loop)
+loop.run()
+spin(400)
+print("done")
+'''
+        result, data = self.run_summary('/usr/bin/python3', '-c', script, own=False)
+        self.assertExit(result, 0)
+        self.assertIn('done', result.stdout)
+        # The one hang is the 300 ms callback of the loop run again.
+        self.assertEqual([h['runnableName'] for h in data['hangs']], ['__main__.busy_then_stop'],
+                         data['hangs'])
+
     def test_python_hook_keeps_debian_sitecustomize(self):
         # The hook hides Debian's sitecustomize on sys.path and runs it.
         script = ('import sys, sitecustomize; '
