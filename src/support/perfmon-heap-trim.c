@@ -28,3 +28,13 @@ _perfmon_heap_trim_soon (const char *thread_name)
   if (g_atomic_int_compare_and_exchange (&trim_pending, FALSE, TRUE))
     g_thread_unref (g_thread_new (thread_name, trim_heap, NULL));
 }
+
+/* glibc's M_MMAP_THRESHOLD default, kept: setting it at all is what turns
+ * the dynamic threshold off. */
+#define MAP_BLOCKS_FROM_BYTES (128 * 1024)
+
+void
+_perfmon_heap_map_big_blocks (void)
+{
+  mallopt (M_MMAP_THRESHOLD, MAP_BLOCKS_FROM_BYTES);
+}

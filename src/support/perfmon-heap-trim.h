@@ -18,4 +18,13 @@ G_BEGIN_DECLS
  * blocks. */
 void _perfmon_heap_trim_soon (const char *thread_name);
 
+/* For perfmond only, never the library (it would change the program's
+ * malloc): blocks of 128 KiB and more (glibc's default threshold) are
+ * always mapped, and unmapped when freed. glibc otherwise raises the
+ * threshold to the largest block freed (up to 32 MiB), and the next such
+ * blocks come from a thread's arena (GDBus's worker parses messages
+ * there), whose top malloc_trim() never gives back: a second 30 MB copy
+ * of a refused message stayed. Call before any thread is started. */
+void _perfmon_heap_map_big_blocks (void);
+
 G_END_DECLS
