@@ -1324,6 +1324,7 @@ test_aggregate_bounded (Fixture       *fixture,
   g_autoptr(PerfmonSnapshot) aggregate = NULL;
   guint pids[8];
   guint32 omitted;
+  guint64 peak_kib;
 
   /* Under ThreadSanitizer, since the merges of session 7, the later big
    * children's Register() times out (25 s) behind perfmond's polls of the
@@ -1348,6 +1349,8 @@ test_aggregate_bounded (Fixture       *fixture,
       g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, 9999);
     }
 
+  g_test_message ("perfmond peak RSS before GetAggregate: %" G_GUINT64_FORMAT " KiB, now %" G_GUINT64_FORMAT,
+                  proc_status_kib (fixture->daemon, "VmHWM"), proc_status_kib (fixture->daemon, "VmRSS"));
   reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE,
                                        "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, &error);
@@ -1358,6 +1361,9 @@ test_aggregate_bounded (Fixture       *fixture,
   g_assert_cmpuint (perfmon_snapshot_get_groups (aggregate)->len + omitted, ==, 8 * 9999);
   g_assert_cmpuint (perfmon_snapshot_get_groups (aggregate)->len, >, 0);
   g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+  peak_kib = proc_status_kib (fixture->daemon, "VmHWM");
+  g_test_message ("perfmond peak RSS: %" G_GUINT64_FORMAT " KiB, reply %" G_GSIZE_FORMAT " bytes",
+                  peak_kib, g_variant_get_size (wire));
 }
 
 /* Losing the bus is a failure (exit 1), so that Restart=on-failure

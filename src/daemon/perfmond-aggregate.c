@@ -26,25 +26,48 @@ struct _PerfmondAggregator
   guint64     next_id;
 };
 
+/* A group of the merged snapshot while it is summed. Its strings are
+ * borrowed from the processes' snapshots, which outlive the merge: the
+ * names of every group of every process (8 × 9,999 windows of 1 KiB names
+ * are 80 MiB) are never copied, only those of the groups kept, once, by
+ * the builder. A thread group's name gains its process's name and pid
+ * then (merged_group_name()). */
 typedef struct
 {
   guint64           id;
   PerfmonGroupKind  kind;
-  char             *name;
+  const char       *name;
+  const char       *process_name;   /* for a thread group's name, or NULL */
+  guint             pid;            /* with process_name */
   guint64           window_id;
-  char             *addon_id;
+  const char       *addon_id;
   guint64           cpu_time;
   guint64           blocked_time;
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
 } MergedGroup;
 
+#define THREAD_NAME_FORMAT "%s (%s, pid %u)"
+
+static char *
+merged_group_name (const MergedGroup *group)
+{
+  if (group->process_name == NULL)
+    return g_strdup (group->name);
+  return g_strdup_printf (THREAD_NAME_FORMAT, group->name, group->process_name, group->pid);
+}
+
 /* What a group adds to the merged snapshot's variant, about: its
- * counters, its strings and their framing. */
+ * counters, its strings and their framing (a thread group's name with
+ * " (PROCESS, pid 4294967295)"). */
 static gsize
 merged_group_bytes (const MergedGroup *group)
 {
-  return 160 + strlen (group->name) + (group->addon_id != NULL ? strlen (group->addon_id) : 0);
+  gsize bytes = 160 + strlen (group->name) + (group->addon_id != NULL ? strlen (group->addon_id) : 0);
+
+  if (group->process_name != NULL)
+    bytes += strlen (group->process_name) + sizeof " (, pid 4294967295)";
+  return bytes;
 }
 
 /* The most CPU first; ties by id, so that the choice is stable. */
@@ -92,21 +115,23 @@ keep_within (GPtrArray *merged,
       total += bytes;
       g_hash_table_add (kept, group);
     }
-  for (guint i = merged->len; i > 0; i--)
-    if (!g_hash_table_contains (kept, g_ptr_array_index (merged, i - 1)))
-      {
-        g_ptr_array_remove_index (merged, i - 1);
-        omitted++;
-      }
-  return omitted;
-}
+  /* Compacted in one pass (removing one at a time would move the rest of
+   * 80,000 pointers each time); the tail, emptied, is cut off. */
+  for (guint i = 0, j = 0; i < merged->len; i++)
+    {
+      gpointer group = g_ptr_array_index (merged, i);
 
-static void
-merged_group_free (MergedGroup *group)
-{
-  g_free (group->name);
-  g_free (group->addon_id);
-  g_free (group);
+      merged->pdata[i] = NULL;
+      if (g_hash_table_contains (kept, group))
+        merged->pdata[j++] = group;
+      else
+        {
+          g_free (group);
+          omitted++;
+        }
+    }
+  g_ptr_array_set_size (merged, merged->len - omitted);
+  return omitted;
 }
 
 /* Counters of long-lived processes are large; a sum that would wrap around
@@ -179,7 +204,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
 {
   g_autoptr(GHashTable) new_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr(GPtrArray) merged = g_ptr_array_new_with_free_func ((GDestroyNotify) merged_group_free);
+  g_autoptr(GPtrArray) merged = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   g_autoptr(GError) error = NULL;
@@ -216,21 +241,21 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
               group = g_new0 (MergedGroup, 1);
               group->id = lookup_id (self, new_ids, key);
               group->kind = kind;
+              group->name = perfmon_group_stats_get_name (s);
               if (key[0] == 't')
-                group->name = g_strdup_printf ("%s (%s, pid %u)", perfmon_group_stats_get_name (s),
-                                               process_name, pids[i]);
-              else
-                group->name = g_strdup (perfmon_group_stats_get_name (s));
+                {
+                  group->process_name = process_name;
+                  group->pid = pids[i];
+                }
               group->window_id = perfmon_group_stats_get_window_id (s);
-              group->addon_id = g_strdup (perfmon_group_stats_get_addon_id (s));
+              group->addon_id = perfmon_group_stats_get_addon_id (s);
               g_ptr_array_add (merged, group);
               g_hash_table_insert (by_key, g_steal_pointer (&key), group);
             }
           else if (group->name[0] == '\0')
             {
               /* Another process may know the window's title. */
-              g_free (group->name);
-              group->name = g_strdup (perfmon_group_stats_get_name (s));
+              group->name = perfmon_group_stats_get_name (s);
             }
 
           group->cpu_time = add_saturated (group->cpu_time, perfmon_group_stats_get_cpu_time (s));
@@ -257,8 +282,9 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   for (guint i = 0; i < merged->len; i++)
     {
       const MergedGroup *group = g_ptr_array_index (merged, i);
+      g_autofree char *name = merged_group_name (group);
 
-      perfmon_snapshot_builder_add_group (builder, group->id, group->kind, group->name,
+      perfmon_snapshot_builder_add_group (builder, group->id, group->kind, name,
                                           group->window_id, group->addon_id, group->cpu_time,
                                           group->blocked_time, group->ticks,
                                           group->durations, PERFMON_N_DURATIONS);
