@@ -1427,6 +1427,10 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
                                                    "perfmond could not merge the snapshots (see its log)");
   else
     perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged), omitted);
+  /* The merge's memory goes back once the reply is written (a merge of
+   * many big snapshots leaves tens of MiB in the heap otherwise). */
+  if (omitted > 0)
+    schedule_trim ();
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

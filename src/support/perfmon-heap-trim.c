@@ -29,6 +29,12 @@ _perfmon_heap_trim_soon (const char *thread_name)
     g_thread_unref (g_thread_new (thread_name, trim_heap, NULL));
 }
 
+void
+_perfmon_heap_trim_now (void)
+{
+  malloc_trim (0);
+}
+
 /* glibc's M_MMAP_THRESHOLD default, kept: setting it at all is what turns
  * the dynamic threshold off. */
 #define MAP_BLOCKS_FROM_BYTES (128 * 1024)

@@ -18,6 +18,11 @@ G_BEGIN_DECLS
  * blocks. */
 void _perfmon_heap_trim_soon (const char *thread_name);
 
+/* malloc_trim() now, on the caller's thread: for perfmond's main thread
+ * between the steps of a big reply (a merge's groups freed before its
+ * reply is written), never from the library. */
+void _perfmon_heap_trim_now (void);
+
 /* For perfmond only, never the library (it would change the program's
  * malloc): blocks of 128 KiB and more (glibc's default threshold) are
  * always mapped, and unmapped when freed. glibc otherwise raises the
