@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "perfmond-aggregate.h"
+#include "perfmon-heap-trim.h"
 
 struct _PerfmondAggregator
 {
@@ -26,33 +27,58 @@ struct _PerfmondAggregator
   guint64     next_id;
 };
 
+/* A group of the merged snapshot while it is summed. Its strings are
+ * borrowed from the processes' snapshots, which outlive the merge: the
+ * names of every group of every process (8 × 9,999 windows of 1 KiB names
+ * are 80 MiB) are never copied, only those of the groups kept, once, by
+ * the builder. A thread group's name gains its process's name and pid
+ * then (merged_group_name()). */
 typedef struct
 {
   guint64           id;
   PerfmonGroupKind  kind;
-  char             *name;
+  const char       *name;
+  const char       *process_name;   /* for a thread group's name, or NULL */
+  guint             pid;            /* with process_name */
   guint64           window_id;
-  char             *addon_id;
+  const char       *addon_id;
   guint64           cpu_time;
   guint64           blocked_time;
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
 } MergedGroup;
 
+#define THREAD_NAME_FORMAT "%s (%s, pid %u)"
+
+static char *
+merged_group_name (const MergedGroup *group)
+{
+  if (group->process_name == NULL)
+    return g_strdup (group->name);
+  return g_strdup_printf (THREAD_NAME_FORMAT, group->name, group->process_name, group->pid);
+}
+
 /* What a group adds to the merged snapshot's variant, about: its
- * counters, its strings and their framing. */
+ * counters, its strings and their framing (a thread group's name with
+ * " (PROCESS, pid 4294967295)"). */
 static gsize
 merged_group_bytes (const MergedGroup *group)
 {
-  return 160 + strlen (group->name) + (group->addon_id != NULL ? strlen (group->addon_id) : 0);
+  gsize bytes = 160 + strlen (group->name) + (group->addon_id != NULL ? strlen (group->addon_id) : 0);
+
+  if (group->process_name != NULL)
+    bytes += strlen (group->process_name) + sizeof " (, pid 4294967295)";
+  return bytes;
 }
 
 /* The most CPU first; ties by id, so that the choice is stable. */
 static int
 compare_cpu_desc (gconstpointer a,
-                  gconstpointer b)
+                  gconstpointer b,
+                  gpointer      data)
 {
-  const MergedGroup *x = *(const MergedGroup * const *) a, *y = *(const MergedGroup * const *) b;
+  const MergedGroup *groups = data;
+  const MergedGroup *x = &groups[*(const guint *) a], *y = &groups[*(const guint *) b];
 
   if (x->cpu_time != y->cpu_time)
     return x->cpu_time > y->cpu_time ? -1 : 1;
@@ -62,51 +88,42 @@ compare_cpu_desc (gconstpointer a,
 /* Over @max_bytes, keeps the groups with the most CPU that fit (in their
  * order) and returns how many it left out. */
 static guint
-keep_within (GPtrArray *merged,
-             gsize      max_bytes)
+keep_within (GArray *merged,
+             gsize   max_bytes)
 {
-  g_autoptr(GPtrArray) by_cpu = NULL;
-  g_autoptr(GHashTable) kept = NULL;
+  MergedGroup *groups = (MergedGroup *) (gpointer) merged->data;
+  g_autofree guint *by_cpu = NULL;
+  g_autofree guint8 *kept = NULL;
   gsize total = 0;
-  guint omitted = 0;
+  guint n_kept = 0;
 
   for (guint i = 0; i < merged->len; i++)
-    total += merged_group_bytes (g_ptr_array_index (merged, i));
+    total += merged_group_bytes (&groups[i]);
   if (total <= max_bytes)
     return 0;
 
-  /* Not g_ptr_array_copy(): it would take the free function along. */
-  by_cpu = g_ptr_array_sized_new (merged->len);
+  by_cpu = g_new (guint, merged->len);
   for (guint i = 0; i < merged->len; i++)
-    g_ptr_array_add (by_cpu, g_ptr_array_index (merged, i));
-  g_ptr_array_sort (by_cpu, compare_cpu_desc);
-  kept = g_hash_table_new (NULL, NULL);
+    by_cpu[i] = i;
+  g_qsort_with_data (by_cpu, merged->len, sizeof *by_cpu, compare_cpu_desc, groups);
+  kept = g_new0 (guint8, merged->len);
   total = 0;
-  for (guint i = 0; i < by_cpu->len; i++)
+  for (guint i = 0; i < merged->len; i++)
     {
-      MergedGroup *group = g_ptr_array_index (by_cpu, i);
-      gsize bytes = merged_group_bytes (group);
+      gsize bytes = merged_group_bytes (&groups[by_cpu[i]]);
 
       if (total + bytes > max_bytes)
         break;
       total += bytes;
-      g_hash_table_add (kept, group);
+      kept[by_cpu[i]] = TRUE;
     }
-  for (guint i = merged->len; i > 0; i--)
-    if (!g_hash_table_contains (kept, g_ptr_array_index (merged, i - 1)))
-      {
-        g_ptr_array_remove_index (merged, i - 1);
-        omitted++;
-      }
-  return omitted;
-}
-
-static void
-merged_group_free (MergedGroup *group)
-{
-  g_free (group->name);
-  g_free (group->addon_id);
-  g_free (group);
+  /* Compacted in one pass, in their order. */
+  for (guint i = 0; i < merged->len; i++)
+    if (kept[i])
+      groups[n_kept++] = groups[i];
+  total = merged->len - n_kept;
+  g_array_set_size (merged, n_kept);
+  return (guint) total;
 }
 
 /* Counters of long-lived processes are large; a sum that would wrap around
@@ -139,15 +156,16 @@ perfmond_aggregator_free (PerfmondAggregator *self)
   g_free (self);
 }
 
+/* Takes @key, which @new_ids keeps. */
 static guint64
 lookup_id (PerfmondAggregator *self,
            GHashTable         *new_ids,
-           const char         *key)
+           char               *key)
 {
   guint64 *old = g_hash_table_lookup (self->ids, key);
   guint64 id = old != NULL ? *old : self->next_id++;
 
-  g_hash_table_insert (new_ids, g_strdup (key), g_memdup2 (&id, sizeof id));
+  g_hash_table_insert (new_ids, key, g_memdup2 (&id, sizeof id));
   return id;
 }
 
@@ -178,11 +196,16 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
                            guint               *omitted)
 {
   g_autoptr(GHashTable) new_ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) by_key = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr(GPtrArray) merged = g_ptr_array_new_with_free_func ((GDestroyNotify) merged_group_free);
+  /* The keys are new_ids's, borrowed; freed first. */
+  g_autoptr(GHashTable) by_key = g_hash_table_new (g_str_hash, g_str_equal);
+  /* One block, given back whole: small blocks freed between the ids'
+   * keys, which stay, would be holes the builder's 1 KiB groups do not
+   * fit in. The hash table's values are indexes + 1. */
+  g_autoptr(GArray) merged = g_array_new (FALSE, TRUE, sizeof (MergedGroup));
   g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
   g_autoptr(GError) error = NULL;
+  GVariant *variant;
   guint64 user_time = 0, system_time = 0;
 
   g_return_val_if_fail (own_pid > 0, NULL);
@@ -200,7 +223,8 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
           const PerfmonGroupStats *s = g_ptr_array_index (stats, j);
           PerfmonGroupKind kind = perfmon_group_stats_get_kind (s);
           const guint64 *durations = perfmon_group_stats_get_durations (s, NULL);
-          g_autofree char *key = NULL;
+          char *key;
+          gpointer index;
           MergedGroup *group;
 
           if (kind == PERFMON_GROUP_KIND_WINDOW)
@@ -210,27 +234,30 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
           else
             key = g_strdup_printf ("t:%u:%" G_GUINT64_FORMAT, pids[i], perfmon_group_stats_get_id (s));
 
-          group = g_hash_table_lookup (by_key, key);
-          if (group == NULL)
+          index = g_hash_table_lookup (by_key, key);
+          if (index == NULL)
             {
-              group = g_new0 (MergedGroup, 1);
+              g_array_set_size (merged, merged->len + 1);
+              group = &g_array_index (merged, MergedGroup, merged->len - 1);
               group->id = lookup_id (self, new_ids, key);
+              g_hash_table_insert (by_key, key, GUINT_TO_POINTER (merged->len));
               group->kind = kind;
+              group->name = perfmon_group_stats_get_name (s);
               if (key[0] == 't')
-                group->name = g_strdup_printf ("%s (%s, pid %u)", perfmon_group_stats_get_name (s),
-                                               process_name, pids[i]);
-              else
-                group->name = g_strdup (perfmon_group_stats_get_name (s));
+                {
+                  group->process_name = process_name;
+                  group->pid = pids[i];
+                }
               group->window_id = perfmon_group_stats_get_window_id (s);
-              group->addon_id = g_strdup (perfmon_group_stats_get_addon_id (s));
-              g_ptr_array_add (merged, group);
-              g_hash_table_insert (by_key, g_steal_pointer (&key), group);
+              group->addon_id = perfmon_group_stats_get_addon_id (s);
             }
-          else if (group->name[0] == '\0')
+          else
             {
+              group = &g_array_index (merged, MergedGroup, GPOINTER_TO_UINT (index) - 1);
+              g_free (key);
               /* Another process may know the window's title. */
-              g_free (group->name);
-              group->name = g_strdup (perfmon_group_stats_get_name (s));
+              if (group->name[0] == '\0')
+                group->name = perfmon_group_stats_get_name (s);
             }
 
           group->cpu_time = add_saturated (group->cpu_time, perfmon_group_stats_get_cpu_time (s));
@@ -241,6 +268,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
         }
     }
 
+  g_clear_pointer (&by_key, g_hash_table_unref);
   g_hash_table_unref (self->ids);
   self->ids = g_steal_pointer (&new_ids);
 
@@ -256,13 +284,17 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
                                         user_time, system_time);
   for (guint i = 0; i < merged->len; i++)
     {
-      const MergedGroup *group = g_ptr_array_index (merged, i);
+      const MergedGroup *group = &g_array_index (merged, MergedGroup, i);
+      g_autofree char *name = merged_group_name (group);
 
-      perfmon_snapshot_builder_add_group (builder, group->id, group->kind, group->name,
+      perfmon_snapshot_builder_add_group (builder, group->id, group->kind, name,
                                           group->window_id, group->addon_id, group->cpu_time,
                                           group->blocked_time, group->ticks,
                                           group->durations, PERFMON_N_DURATIONS);
     }
+  /* Before the snapshot and its variant are made: the merge's cost is
+   * then theirs, twice the reply, and the ids. */
+  g_clear_pointer (&merged, g_array_unref);
 
   snapshot = perfmon_snapshot_builder_end (builder, &error);
   if (snapshot == NULL)
@@ -273,7 +305,18 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
       return NULL;
     }
 
-  return perfmon_snapshot_to_variant (snapshot);
+  /* Never more than two copies of the reply at once, and each given back
+   * as soon as the next is made: the snapshot's groups, then the
+   * variant's tree of strings, then the variant in one block (which GDBus
+   * reads to write its message: a last copy). The tree is freed once
+   * flattened; without this, GDBus flattened it next to the message. */
+  variant = perfmon_snapshot_to_variant (snapshot);
+  g_clear_object (&snapshot);
+  g_clear_object (&builder);
+  _perfmon_heap_trim_now ();
+  g_variant_get_data (variant);
+  _perfmon_heap_trim_now ();
+  return variant;
 }
 
 /* The column of group ids in PERFMON_SNAPSHOT_VARIANT_TYPE: after the

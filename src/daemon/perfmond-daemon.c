@@ -340,27 +340,12 @@ filter_message (GDBusConnection *connection,
       return NULL;
     }
 
-  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && size > MAX_CALL_BODY_BYTES &&
-      g_strcmp0 (g_dbus_message_get_path (message), PERFMON_DAEMON_OBJECT_PATH) == 0)
+  if (_perfmon_refuse_big_call (connection, message, PERFMON_DAEMON_OBJECT_PATH, MAX_CALL_BODY_BYTES,
+                                "perfmond-trim"))
     {
-      g_autoptr(GDBusMessage) reply = NULL;
-
       g_mutex_lock (&self->filter_lock);
       self->calls_refused++;
       g_mutex_unlock (&self->filter_lock);
-      if (!(g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
-        {
-          reply = g_dbus_message_new_method_error (message, "org.freedesktop.DBus.Error.InvalidArgs",
-                                                   "%s: arguments of %" G_GSIZE_FORMAT " bytes, more than "
-                                                   "the %d this interface takes",
-                                                   g_dbus_message_get_member (message), size,
-                                                   MAX_CALL_BODY_BYTES);
-          g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
-        }
-      g_object_unref (message);
-      /* glibc keeps a freed heap: three refused 30 MB calls kept 38 MB. */
-      if (size >= TRIM_AFTER_BYTES)
-        schedule_trim ();
       return NULL;
     }
 
@@ -1427,6 +1412,10 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
                                                    "perfmond could not merge the snapshots (see its log)");
   else
     perfmon_dbus_daemon1_complete_get_aggregate (skeleton, invocation, g_variant_new_variant (merged), omitted);
+  /* The merge's memory goes back once the reply is written (a merge of
+   * many big snapshots leaves tens of MiB in the heap otherwise). */
+  if (omitted > 0)
+    schedule_trim ();
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 

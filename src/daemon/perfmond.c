@@ -29,6 +29,7 @@
 #include "perfmond-log.h"
 #include "perfmond-http.h"
 #include "perfmond-view.h"
+#include "perfmon-heap-trim.h"
 
 enum
 {
@@ -305,6 +306,9 @@ main (int    argc,
     { NULL }
   };
 
+  /* Before any thread: what a peer's big message or a big snapshot took
+   * goes back once freed (doc/perfmond.md, "Memory"). */
+  _perfmon_heap_map_big_blocks ();
   setlocale (LC_ALL, "");
   g_set_prgname ("perfmond");
 

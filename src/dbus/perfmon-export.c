@@ -49,8 +49,6 @@
 /* The arguments of a call to the monitor's object: its methods take a few
  * strings at most (SetEventConfig: 32 parameters of 64 bytes). */
 #define MAX_CALL_BODY_BYTES (64 * 1024)
-/* A message dropped this big gives its memory back to the system. */
-#define TRIM_AFTER_BYTES (1024 * 1024)
 #define DBUS_ERROR_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 #define DBUS_ERROR_NOT_SUPPORTED "org.freedesktop.DBus.Error.NotSupported"
 #define DBUS_ERROR_UNKNOWN_OBJECT "org.freedesktop.DBus.Error.UnknownObject"
@@ -916,53 +914,23 @@ exports_of (PerfmonMonitor *monitor,
   return exports;
 }
 
-/* Once a big message was dropped, the heap is given back a moment later
- * (libperfmon-support.a), by a short-lived thread of perfmon's: never the
- * program's threads. */
-static void
-schedule_trim (void)
-{
-  _perfmon_heap_trim_soon ("perfmon-trim");
-}
-
 /* GDBus's worker thread, for every message of the connection (the
  * program's own too, which pass): a call to the monitor's object with
  * arguments far bigger than any of its methods takes is answered with an
  * error and dropped here, before GDBus queues it for the export's thread,
- * and a big one's memory is given back to the system (glibc keeps a freed
- * heap otherwise: three refused 30 MB calls kept 191 MB). Never the
- * watched thread. */
+ * and a big one's memory is given back to the system by a thread of
+ * perfmon's (libperfmon-support.a; glibc keeps a freed heap otherwise:
+ * three refused 30 MB calls kept 191 MB). Never the watched thread. */
 static GDBusMessage *
 export_filter (GDBusConnection *connection,
                GDBusMessage    *message,
                gboolean         incoming,
                gpointer         user_data)
 {
-  GVariant *body;
-  gsize size;
-
-  if (!incoming || g_dbus_message_get_message_type (message) != G_DBUS_MESSAGE_TYPE_METHOD_CALL ||
-      g_strcmp0 (g_dbus_message_get_path (message), PERFMON_MONITOR_OBJECT_PATH) != 0)
-    return message;
-  body = g_dbus_message_get_body (message);
-  size = body != NULL ? g_variant_get_size (body) : 0;
-  if (size <= MAX_CALL_BODY_BYTES)
-    return message;
-
-  if (!(g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
-    {
-      g_autoptr(GDBusMessage) reply =
-        g_dbus_message_new_method_error (message, DBUS_ERROR_INVALID_ARGS,
-                                         "%s: arguments of %" G_GSIZE_FORMAT " bytes, more than the %d "
-                                         "that %s takes", g_dbus_message_get_member (message), size,
-                                         MAX_CALL_BODY_BYTES, PERFMON_MONITOR_OBJECT_PATH);
-
-      g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
-    }
-  g_object_unref (message);
-  if (size >= TRIM_AFTER_BYTES)
-    schedule_trim ();
-  return NULL;
+  if (incoming && _perfmon_refuse_big_call (connection, message, PERFMON_MONITOR_OBJECT_PATH,
+                                            MAX_CALL_BODY_BYTES, "perfmon-trim"))
+    return NULL;
+  return message;
 }
 
 static void
