@@ -92,4 +92,19 @@ void _perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
  * "scriptStackUnavailable" (why). */
 JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
 
+/* The reader of perfmon_hang_report_new_from_json(), on a parsed object
+ * (whose document the caller bounded and prescanned): a report, or NULL
+ * with PERFMON_ERROR_INVALID_DATA naming the field. A hang of a ping has
+ * no "modules" of its own: its native frames index @shared_modules, which
+ * the caller checked with _perfmon_hang_report_read_modules(); NULL for a
+ * report. */
+PerfmonHangReport *_perfmon_hang_report_read_object (JsonObject  *object,
+                                                     JsonArray   *shared_modules,
+                                                     GError     **error);
+/* Checks that each element of @modules is a [debug name, breakpad id]
+ * pair of strings as a report's are; @field names it in errors. */
+gboolean _perfmon_hang_report_read_modules (JsonArray   *modules,
+                                            const char  *field,
+                                            GError     **error);
+
 G_END_DECLS
