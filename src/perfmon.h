@@ -18,6 +18,7 @@
 #include "perfmon-symbolizer.h"
 #include "perfmon-hang-report.h"
 #include "perfmon-bhr-ping.h"
+#include "perfmon-hang-symbolize.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"
 #include "perfmon-timer.h"

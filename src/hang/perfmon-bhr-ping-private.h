@@ -66,6 +66,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmonBhrPingBuilder, _perfmon_bhr_ping_builder_
 /* @ping as the JSON object the writer writes (see
  * perfmon_bhr_ping_to_json()). */
 JsonObject            *_perfmon_bhr_ping_to_json_object   (PerfmonBhrPing         *ping);
+/* A ping with the envelope of @ping and @hangs (PerfmonHangReport, the
+ * same number as @ping's, under the same ids): @ping's hangs symbolized. */
+PerfmonBhrPing        *_perfmon_bhr_ping_new_with_hangs   (PerfmonBhrPing         *ping,
+                                                           GPtrArray              *hangs);
 /* @ping's "application" section, as read. */
 JsonObject            *_perfmon_bhr_ping_get_application  (PerfmonBhrPing         *ping);
 

@@ -663,6 +663,29 @@ perfmon_bhr_ping_get_hang_id (PerfmonBhrPing *self,
   return g_ptr_array_index (self->hang_ids, index);
 }
 
+PerfmonBhrPing *
+_perfmon_bhr_ping_new_with_hangs (PerfmonBhrPing *ping,
+                                  GPtrArray      *hangs)
+{
+  PerfmonBhrPing *self = g_new0 (PerfmonBhrPing, 1);
+
+  g_return_val_if_fail (hangs->len == ping->hangs->len, NULL);
+
+  g_atomic_ref_count_init (&self->ref_count);
+  self->id = g_strdup (ping->id);
+  self->client_id = g_strdup (ping->client_id);
+  self->creation_date = g_strdup (ping->creation_date);
+  self->application = json_object_ref (ping->application);
+  self->time_since_last_ping_ms = ping->time_since_last_ping_ms;
+  self->hangs = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
+  for (guint i = 0; i < hangs->len; i++)
+    g_ptr_array_add (self->hangs, perfmon_hang_report_ref (g_ptr_array_index (hangs, i)));
+  self->hang_ids = g_ptr_array_new_full (ping->hang_ids->len, g_free);
+  for (guint i = 0; i < ping->hang_ids->len; i++)
+    g_ptr_array_add (self->hang_ids, g_strdup (g_ptr_array_index (ping->hang_ids, i)));
+  return self;
+}
+
 JsonObject *
 _perfmon_bhr_ping_get_application (PerfmonBhrPing *self)
 {
