@@ -25,6 +25,20 @@
 /* "2026-11-28T09:31:52.123Z" and its variants. */
 #define MAX_DATE_BYTES 64
 
+/**
+ * PerfmonBhrPing:
+ *
+ * A "bhr" ping read back ([ctor@BhrPing.new_from_json]): the file of
+ * Mozilla's Background Hang Reporter format that a [class@HangMonitor]
+ * writes under its [property@HangMonitor:pings-dir] every
+ * [property@HangMonitor:hangs-per-ping] hangs, and that perfmond sends to
+ * a telemetry server. It carries its envelope (ids, creation date, the
+ * application) and its hangs, each a [struct@HangReport] with its id.
+ *
+ * A ping is immutable: any thread may read it.
+ *
+ * Since: 0.3
+ */
 struct _PerfmonBhrPing
 {
   gatomicrefcount ref_count;
