@@ -681,10 +681,11 @@ PerfmonBhrPing *
 _perfmon_bhr_ping_new_with_hangs (PerfmonBhrPing *ping,
                                   GPtrArray      *hangs)
 {
-  PerfmonBhrPing *self = g_new0 (PerfmonBhrPing, 1);
+  PerfmonBhrPing *self;
 
   g_return_val_if_fail (hangs->len == ping->hangs->len, NULL);
 
+  self = g_new0 (PerfmonBhrPing, 1);
   g_atomic_ref_count_init (&self->ref_count);
   self->id = g_strdup (ping->id);
   self->client_id = g_strdup (ping->client_id);
