@@ -305,7 +305,6 @@ test_hang_report_cases (void)
       g_autoptr(JsonParser) parser = json_parser_new ();
       g_autoptr(JsonNode) node = NULL;
       g_autoptr(JsonObject) hang = NULL;
-      g_autoptr(JsonArray) modules = NULL;
       g_autoptr(GError) error = NULL;
       g_autoptr(PerfmonBhrPing) ping = NULL;
       g_autofree char *hang_text = NULL;
