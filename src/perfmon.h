@@ -17,6 +17,8 @@
 #include "perfmon-label.h"
 #include "perfmon-symbolizer.h"
 #include "perfmon-hang-report.h"
+#include "perfmon-bhr-ping.h"
+#include "perfmon-hang-symbolize.h"
 #include "perfmon-hang-monitor.h"
 #include "perfmon-source-event.h"
 #include "perfmon-timer.h"

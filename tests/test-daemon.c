@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
+#include <utime.h>
 
 #include "perfmon-test-dirs.h"
 #include "perfmon-test-utils.h"
@@ -2089,17 +2090,39 @@ has_ok_line (Fixture  *fixture,
   return FALSE;
 }
 
+/* A ping as a hang monitor writes one, with the id @doc_id (a UUID):
+ * perfmond would send it, were it allowed to read it. @stack is the
+ * frames of its one hang, against one module. */
+#define SECRET_DOC "5ec2e700-0000-4000-8000-000000000001"
+#define NOBODY_DOC "5ec2e700-0000-4000-8000-000000000002"
+#define GOOD_DOC   "5ec2e700-0000-4000-8000-000000000003"
+static void
+write_ping_with (const char *path,
+                 const char *doc_id,
+                 int         version,
+                 const char *stack)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text =
+    g_strdup_printf ("{\"type\":\"bhr\",\"id\":\"%s\",\"creationDate\":\"2026-11-28T09:31:52.123Z\","
+                     "\"version\":%d,\"application\":{\"architecture\":\"x86-64\",\"buildId\":\"20250101000000\","
+                     "\"channel\":\"c\",\"name\":\"x\",\"platformVersion\":\"00.0.3.0\",\"vendor\":\"perfmon\","
+                     "\"version\":\"00.1\",\"xpcomAbi\":\"x86_64-gcc3\"},"
+                     "\"clientId\":\"11111111-2222-4333-8444-555555555555\","
+                     "\"payload\":{\"timeSinceLastPing\":0,\"modules\":[[\"libx.so\",\"0A0B\"]],"
+                     "\"hangs\":[{\"duration\":300,\"thread\":\"main\",\"runnableName\":\"x\","
+                     "\"process\":\"default\",\"remoteType\":null,\"annotations\":[],\"stack\":%s,"
+                     "\"hangId\":\"h1\"}]}}", doc_id, version, stack);
+
+  g_file_set_contents (path, text, -1, &error);
+  g_assert_no_error (error);
+}
+
 static void
 write_fake_ping (const char *path,
                  const char *doc_id)
 {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *text = g_strdup_printf ("{\"id\":\"%s\",\"type\":\"bhr\",\"application\":{\"name\":\"x\","
-                                           "\"version\":\"1\",\"channel\":\"c\",\"buildId\":\"20250101000000\"},"
-                                           "\"payload\":{\"hangs\":[]}}", doc_id);
-
-  g_file_set_contents (path, text, -1, &error);
-  g_assert_no_error (error);
+  write_ping_with (path, doc_id, 4, "[[0,\"10\"]]");
 }
 
 /* A process announces paths that are no pings of its pings directory: a
@@ -2131,10 +2154,10 @@ test_upload_only_pings (Fixture       *fixture,
   gsize length;
 
   g_assert_cmpint (g_mkdir (pings_dir, 0700), ==, 0);
-  write_fake_ping (secret, "secret-doc");
+  write_fake_ping (secret, SECRET_DOC);
   g_assert_cmpint (symlink (secret, link), ==, 0);
   g_assert_cmpint (mkfifo (fifo, 0600), ==, 0);
-  write_fake_ping (other, "nobody-doc");
+  write_fake_ping (other, NOBODY_DOC);
   if (geteuid () == 0)
     g_assert_cmpint (chown (other, 65534, 65534), ==, 0);
   announce[0] = g_strdup_printf ("--announce=%s", secret);
@@ -2164,8 +2187,8 @@ test_upload_only_pings (Fixture       *fixture,
       const char *line = g_ptr_array_index (receiver->lines, i);
 
       g_assert_true (g_str_has_prefix (line, "OK "));
-      g_assert_null (strstr (line, "secret-doc"));
-      g_assert_null (strstr (line, "nobody-doc"));
+      g_assert_null (strstr (line, SECRET_DOC));
+      g_assert_null (strstr (line, NOBODY_DOC));
     }
   g_assert_true (g_file_test (secret, G_FILE_TEST_IS_REGULAR));
   g_assert_true (g_file_test (link, G_FILE_TEST_IS_SYMLINK));
@@ -2199,6 +2222,68 @@ test_upload_only_pings (Fixture       *fixture,
   g_assert_cmpuint (warnings, <=, 12);
   for (guint i = 0; i < G_N_ELEMENTS (announce); i++)
     g_free (announce[i]);
+  receiver_stop (receiver);
+}
+
+/* perfmond reads each ping with the ping's one strict reader before it
+ * sends it: a file of its pings directory that is no ping it could have
+ * written (a version it does not know, a frame of no module, a name too
+ * long) is kept and never sent, and the warning names the field without
+ * quoting the file; the good ping beside them is sent. */
+static void
+test_upload_refuses_malformed_pings (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autofree char *pings_dir = g_build_filename (fixture->tmp_dir, "pings", NULL);
+  g_autofree char *pings_dir_option = g_strdup_printf ("--pings-dir=%s", pings_dir);
+  g_autofree char *version = g_build_filename (pings_dir, "version.json", NULL);
+  g_autofree char *frame = g_build_filename (pings_dir, "frame.json", NULL);
+  g_autofree char *good = g_build_filename (pings_dir, "good.json", NULL);
+  g_autofree char *long_stack = NULL;
+  Receiver *receiver = receiver_start ();
+  const char * const options[] = { "--poll-interval=100", "--pings-rescan=1", receiver->url_option,
+                                   pings_dir_option, NULL };
+  g_autoptr(GInputStream) err = NULL;
+  g_autoptr(GBytes) said = NULL;
+  g_autoptr(GError) error = NULL;
+  struct utimbuf old_times = { 1000000000, 1000000000 };
+  const char *said_text;
+  gsize length;
+
+  g_assert_cmpint (g_mkdir (pings_dir, 0700), ==, 0);
+  write_ping_with (version, "5ec2e700-0000-4000-8000-000000000004", 5, "[[0,\"10\"]]");
+  /* A label of 20 KiB, past a report's 16 KiB strings. */
+  {
+    g_autofree char *label = g_strnfill (20 * 1024, 'x');
+
+    long_stack = g_strdup_printf ("[\"%s\",[1,\"10\"]]", label);
+  }
+  write_ping_with (frame, "5ec2e700-0000-4000-8000-000000000005", 4, long_stack);
+  /* Older: sent (or refused) first. */
+  g_assert_cmpint (utime (version, &old_times), ==, 0);
+  g_assert_cmpint (utime (frame, &old_times), ==, 0);
+  write_fake_ping (good, GOOD_DOC);
+
+  fixture->daemon = start_daemon_full (fixture, G_SUBPROCESS_FLAGS_STDERR_PIPE, options);
+  err = g_object_ref (g_subprocess_get_stderr_pipe (fixture->daemon));
+  wait_until (fixture, has_ok_line, receiver, "the good ping uploaded");
+  for (guint i = 0; i < receiver->lines->len; i++)
+    {
+      const char *line = g_ptr_array_index (receiver->lines, i);
+
+      g_assert_true (g_str_has_prefix (line, "OK " GOOD_DOC));
+    }
+  g_assert_true (g_file_test (version, G_FILE_TEST_IS_REGULAR));
+  g_assert_true (g_file_test (frame, G_FILE_TEST_IS_REGULAR));
+
+  stop_daemon (fixture);
+  said = g_input_stream_read_bytes (err, 1024 * 1024, NULL, &error);
+  g_assert_no_error (error);
+  said_text = g_bytes_get_data (said, &length);
+  g_test_message ("perfmond: %.*s", (int) length, said_text);
+  g_assert_nonnull (g_strstr_len (said_text, length, "version.json: version: expected 4, got 5"));
+  g_assert_nonnull (g_strstr_len (said_text, length, "frame.json: payload.hangs[0].stack[0]: "));
+  g_assert_null (g_strstr_len (said_text, length, "xxxxxxxx"));
   receiver_stop (receiver);
 }
 
@@ -2393,6 +2478,7 @@ main (int    argc,
   ADD ("/daemon/no-upload-without-configuration", test_no_upload_without_configuration);
   ADD ("/daemon/upload-restart", test_upload_restart);
   ADD ("/daemon/upload-only-pings", test_upload_only_pings);
+  ADD ("/daemon/upload-refuses-malformed-pings", test_upload_refuses_malformed_pings);
   ADD ("/daemon/huge-calls-memory", test_huge_calls_memory);
 #undef ADD
 

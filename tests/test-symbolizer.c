@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "perfmon-error.h"
+#include "perfmon.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-symbolizer-private.h"
 
@@ -137,8 +137,12 @@ symbolize (PerfmonSymbolizer *symbolizer,
   return out;
 }
 
-/* Inputs that are not what perfmon writes: an error or, for well-formed
- * files with odd frames, frames left unnamed; never a crash. */
+#define REQUIRED "\"duration\": 1, \"thread\": \"main\", \"runnableName\": \"x\", \"process\": \"default\"," \
+                 " \"remoteType\": null, \"annotations\": []"
+
+/* Inputs that are not what perfmon writes: an error, never a crash.
+ * Reports and pings are read by their strict readers, whose errors name
+ * the field: odd frames are refused, not left as they are. */
 static void
 test_bad_input (void)
 {
@@ -156,26 +160,22 @@ test_bad_input (void)
   assert_invalid (symbolizer, "#00 pc zzzz /lib/x.so\n", -1);
   assert_invalid (symbolizer, "1 #00 pc 123456789012345678 /lib/x.so\n", -1);
 
-  /* Odd frames in a report: left as they are. */
+  /* Odd frames in a report, odd hangs in a ping: refused. */
+  assert_invalid (symbolizer,
+                  "{\"stack\": [[0, \"zz\"], [99, \"10\"], [-5, \"10\"], \"label\", [0], {\"a\": 1}, null,"
+                  " [0, \"ffffffffffffffffff\"], [\"0\", \"1\"], [0, \"1\"]],"
+                  " \"modules\": [[\"x.so\", \"not an id\"], 3], \"symbols\": 5, \"duration\": \"long\"}", -1);
+  assert_invalid (symbolizer, "{" REQUIRED ", \"stack\": [[0, \"zz\"]], \"modules\": [[\"x.so\", \"\"]]}", -1);
+  assert_invalid (symbolizer,
+                  "{\"type\": \"bhr\", \"payload\": {\"hangs\": [1, {\"stack\": [[0, \"1\"]]}, {}],"
+                  " \"modules\": \"no\"}}", -1);
+
+  /* A report: innermost first; the name the report had is kept. */
   out = symbolize (symbolizer,
-                   "{\"stack\": [[0, \"zz\"], [99, \"10\"], [-5, \"10\"], \"label\", [0], {\"a\": 1}, null,"
-                   " [0, \"ffffffffffffffffff\"], [\"0\", \"1\"], [0, \"1\"]],"
-                   " \"modules\": [[\"x.so\", \"not an id\"], 3], \"symbols\": 5, \"duration\": \"long\"}",
-                   TRUE);
-  g_assert_nonnull (strstr (out, "\"symbols\""));
-  g_free (out);
-  out = symbolize (symbolizer,
-                   "{\"stack\": [[0, \"1\"], \"a label\"], \"modules\": [[\"x.so\", \"\"]],"
+                   "{" REQUIRED ", \"stack\": [[0, \"1\"], \"a label\"], \"modules\": [[\"x.so\", \"\"]],"
                    " \"symbols\": [\"known+0x4\", null]}",
                    FALSE);
-  /* Innermost first; the name the report had is kept. */
   g_assert_nonnull (strstr (out, "#0   a label\n  #1   x.so+0x1 (known+0x4)\n"));
-  g_free (out);
-
-  out = symbolize (symbolizer,
-                   "{\"type\": \"bhr\", \"payload\": {\"hangs\": [1, {\"stack\": [[0, \"1\"]]}, {}],"
-                   " \"modules\": \"no\"}}",
-                   TRUE);
   g_free (out);
 
   /* A stack tree: names kept, unknown files left unnamed, the rest of the
@@ -196,6 +196,49 @@ test_bad_input (void)
   g_free (out);
 }
 
+/* A report names the frames it can with this program's own symbol table
+ * (its static function, which dladdr() cannot name), as an object:
+ * perfmon_hang_report_symbolize() gives a new report, the same but for
+ * the names, and keeps the names the report had. */
+static void
+test_symbolize_report_object (void)
+{
+  g_autoptr(PerfmonSymbolizer) symbolizer = perfmon_symbolizer_new ();
+  guint64 pc = (guint64) (gsize) symbolizer_test_static_function;
+  g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
+  guint index;
+  guint64 offset;
+  const char *path;
+  g_autofree char *json = NULL;
+  g_autoptr(PerfmonHangReport) report = NULL;
+  g_autoptr(PerfmonHangReport) named = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) stack = NULL;
+  g_autofree char *expected = NULL;
+
+  g_assert_true (_perfmon_modules_lookup (modules, pc + 4, &index, &offset));
+  path = _perfmon_modules_get_path (modules, index);
+  /* The module by its path, as a report written elsewhere names it; the
+   * frame is a return address, 4 bytes into the function. */
+  json = g_strdup_printf ("{" REQUIRED ", \"stack\": [[0, \"%" G_GINT64_MODIFIER "x\"], \"label\", [0, \"1\"]],"
+                          " \"symbols\": [null, null, \"kept+0x1\"], \"modules\": [[\"%s\", \"\"]]}",
+                          offset, path);
+  report = perfmon_hang_report_new_from_json (json, -1, &error);
+  g_assert_no_error (error);
+  named = perfmon_hang_report_symbolize (report, symbolizer);
+  stack = perfmon_hang_report_dup_stack (named);
+  expected = g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x (symbolizer_test_static_function+0x4)",
+                              path, offset);
+  g_assert_cmpstr (stack[0], ==, expected);
+  g_assert_cmpstr (stack[1], ==, "label");
+  g_assert_true (g_str_has_suffix (stack[2], "(kept+0x1)"));
+  g_assert_cmpstr (perfmon_hang_report_get_thread (named), ==, "main");
+  g_clear_pointer (&stack, g_strfreev);
+  /* The report itself is not changed. */
+  stack = perfmon_hang_report_dup_stack (report);
+  g_assert_null (strchr (stack[0], '('));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -208,5 +251,6 @@ main (int    argc,
   g_test_add_func ("/symbolizer/lookup-self", test_lookup_self);
   g_test_add_func ("/symbolizer/debug-dirs", test_debug_dirs);
   g_test_add_func ("/symbolizer/bad-input", test_bad_input);
+  g_test_add_func ("/symbolizer/report-object", test_symbolize_report_object);
   return g_test_run ();
 }

@@ -19,7 +19,7 @@ LIBRARY_MAY_USE = {
     'support': set(),   # libperfmon-support.a: below everything
     'core': {'support'},
     'stack': {'support', 'core'},
-    'tasks': {'support', 'core', 'stack'},
+    'tasks': {'support', 'core', 'stack'},   # stack/: the symbolizer, log-dir aging
     'hang': {'support', 'core', 'stack', 'tasks'},   # tasks/: the jank flight recorder
     'timeout': {'support', 'core', 'stack'},
     'dbus': {'support', 'core', 'stack', 'hang', 'tasks', 'timeout'},
@@ -100,6 +100,24 @@ class LayeringTest(unittest.TestCase):
                    if os.path.isdir(os.path.join(SOURCEDIR, 'src', d))}
         library -= set(PUBLIC_ONLY) | set(BESIDE)
         self.assertEqual(library, set(LIBRARY_MAY_USE))
+
+
+# The symbolizer knows modules and functions only: the files that carry
+# frames (hang reports, pings, jank stack trees, task logs) are read and
+# named by the rooms that own their formats (doc/design.md, "Frames are
+# named above the symbolizer").
+SYMBOLIZER_FILES = ('perfmon-symbolizer.c', 'perfmon-symbolizer.h', 'perfmon-symbolizer-private.h')
+FORMAT_MARKERS = ('json-glib', 'perfmon-stack-tree', 'perfmon-task-log', '"payload"', '"hangs"')
+
+
+class SymbolizerTest(unittest.TestCase):
+    def test_symbolizer_reads_no_file_format(self):
+        wrong = []
+        for name in SYMBOLIZER_FILES:
+            with open(os.path.join(SOURCEDIR, 'src', 'stack', name), encoding='utf-8') as f:
+                text = f.read()
+            wrong += [f'src/stack/{name} knows {marker}' for marker in FORMAT_MARKERS if marker in text]
+        self.assertEqual(wrong, [])
 
 
 # The D-Bus names of perfmond and of the per-process export: spelled once,

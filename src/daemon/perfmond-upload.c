@@ -29,10 +29,12 @@
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
+#include <perfmon.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A ping of 50 hangs is a few hundred KiB at most. */
+/* A ping of 50 hangs is a few hundred KiB at most; the reader takes 8 MiB
+ * (perfmon_bhr_ping_new_from_json()). */
 #define MAX_PING_BYTES (8 * 1024 * 1024)
 #define MAX_QUEUED 1000
 /* Files that will never be sent (not a ping, refused by the server) are
@@ -400,15 +402,13 @@ prepare (PerfmondUploader  *self,
          gboolean          *permanent,
          GError           **error)
 {
-  g_autoptr(JsonParser) parser = json_parser_new ();
+  g_autoptr(PerfmonBhrPing) ping = NULL;
   g_autoptr(GConverter) compressor = NULL;
   g_autoptr(GOutputStream) memory = NULL;
   g_autoptr(GOutputStream) gzip = NULL;
   g_autofree char *text = NULL;
   const char *fields[5];
-  const char *names[] = { "id", "name", "version", "channel", "buildId" };
-  g_auto(GStrv) escaped = g_new0 (char *, 6);
-  JsonObject *ping, *application;
+  g_auto(GStrv) escaped = g_new0 (char *, G_N_ELEMENTS (fields) + 1);
   gsize length = 0;
   int fd;
 
@@ -427,31 +427,19 @@ prepare (PerfmondUploader  *self,
   close (fd);
   if (text == NULL)
     return NULL;
+  /* Checked by the ping's one reader: a file that is not a ping we
+   * wrote is never sent, and never will be. */
   *permanent = TRUE;
-  if (!json_parser_load_from_data (parser, text, (gssize) length, error))
+  ping = perfmon_bhr_ping_new_from_json (text, (gssize) length, error);
+  if (ping == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)) ||
-      (ping = json_node_get_object (json_parser_get_root (parser))) == NULL ||
-      !json_object_has_member (ping, "application") ||
-      !JSON_NODE_HOLDS_OBJECT (json_object_get_member (ping, "application")))
-    {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "not a ping: no application object");
-      return NULL;
-    }
-  application = json_object_get_object_member (ping, "application");
+  fields[0] = perfmon_bhr_ping_get_id (ping);
+  fields[1] = perfmon_bhr_ping_get_app_name (ping);
+  fields[2] = perfmon_bhr_ping_get_app_version (ping);
+  fields[3] = perfmon_bhr_ping_get_app_channel (ping);
+  fields[4] = perfmon_bhr_ping_get_app_build_id (ping);
   for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
-    {
-      JsonObject *from = i == 0 ? ping : application;
-      JsonNode *node = json_object_get_member (from, names[i]);
-
-      if (node == NULL || !JSON_NODE_HOLDS_VALUE (node) || json_node_get_value_type (node) != G_TYPE_STRING ||
-          *(fields[i] = json_node_get_string (node)) == '\0')
-        {
-          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "not a ping: no %s", names[i]);
-          return NULL;
-        }
-      escaped[i] = g_uri_escape_string (fields[i], NULL, FALSE);
-    }
+    escaped[i] = g_uri_escape_string (fields[i], NULL, FALSE);
   *url = g_strdup_printf ("%s/submit/telemetry/%s/bhr/%s/%s/%s/%s", self->base_url, escaped[0],
                           escaped[1], escaped[2], escaped[3], escaped[4]);
 

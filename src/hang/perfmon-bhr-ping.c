@@ -7,7 +7,7 @@
  * and the Background Hang Reporter payload, whose hangs share one
  * "modules" list. The pending-directory store (perfmon-ping-store.c)
  * decides which records go into a ping and when; this file only shapes
- * them.
+ * them. The one reader of what it writes is perfmon-bhr-ping-reader.c.
  */
 #include "config.h"
 
@@ -17,9 +17,11 @@
 
 #include "perfmon-bhr-ping-private.h"
 #include "perfmon-error.h"
+#include "perfmon-hang-report-private.h"
 #include "perfmon-process-private.h"
+#include "perfmon-utf8.h"
 
-struct _PerfmonBhrPing
+struct _PerfmonBhrPingBuilder
 {
   char       *creation_date;
   JsonObject *application;
@@ -101,6 +103,31 @@ creation_date (void)
   return g_strdup_printf ("%s.%03dZ", seconds, g_date_time_get_microsecond (now) / 1000);
 }
 
+/* @text as the reader takes it: valid UTF-8 of at most
+ * PERFMON_BHR_PING_MAX_STRING_BYTES; NULL and "" are @fallback. */
+static char *
+ping_string (const char *text,
+             const char *fallback)
+{
+  g_autofree char *valid = NULL;
+
+  if (text == NULL || *text == '\0')
+    text = fallback;
+  valid = g_utf8_make_valid (text, -1);
+  return g_strndup (valid, _perfmon_utf8_cut (valid, strlen (valid), PERFMON_BHR_PING_MAX_STRING_BYTES));
+}
+
+static void
+set_ping_string (JsonObject *object,
+                 const char *member,
+                 const char *text,
+                 const char *fallback)
+{
+  g_autofree char *value = ping_string (text, fallback);
+
+  json_object_set_string_member (object, member, value);
+}
+
 static JsonObject *
 build_application (const PerfmonPingInfo  *info,
                    GError                **error)
@@ -130,12 +157,12 @@ build_application (const PerfmonPingInfo  *info,
 
   json_object_set_string_member (application, "architecture", PING_ARCHITECTURE);
   json_object_set_string_member (application, "buildId", build_id);
-  json_object_set_string_member (application, "channel",
-                                 info->channel != NULL ? info->channel : "default");
-  json_object_set_string_member (application, "name", name != NULL ? name : "unknown");
-  json_object_set_string_member (application, "platformVersion", platform_version);
+  /* The uploader puts name and channel in the URL: never empty. */
+  set_ping_string (application, "channel", info->channel, "default");
+  set_ping_string (application, "name", name, "unknown");
+  set_ping_string (application, "platformVersion", platform_version, "00.0");
   json_object_set_string_member (application, "vendor", "perfmon");
-  json_object_set_string_member (application, "version", version);
+  set_ping_string (application, "version", version, "00.0");
   json_object_set_string_member (application, "xpcomAbi", PING_XPCOM_ABI);
   return g_steal_pointer (&application);
 }
@@ -231,19 +258,21 @@ hang_for_ping (JsonObject *hang,
   return out;
 }
 
-PerfmonBhrPing *
-_perfmon_bhr_ping_new (const PerfmonPingInfo  *info,
-                       GError                **error)
+PerfmonBhrPingBuilder *
+_perfmon_bhr_ping_builder_new (const PerfmonPingInfo  *info,
+                               GError                **error)
 {
   static const PerfmonPingInfo default_info = { 0 };
-  g_autoptr(PerfmonBhrPing) ping = g_new0 (PerfmonBhrPing, 1);
+  g_autoptr(PerfmonBhrPingBuilder) ping = g_new0 (PerfmonBhrPingBuilder, 1);
 
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   if (info == NULL)
     info = &default_info;
   ping->creation_date = creation_date ();
-  ping->time_since_last_ping_ms = info->time_since_last_ping_ms;
+  /* The reader's range. */
+  ping->time_since_last_ping_ms = CLAMP (info->time_since_last_ping_ms, 0,
+                                         (gint64) PERFMON_HANG_REPORT_MAX_DURATION_MS);
   ping->application = build_application (info, error);
   if (ping->application == NULL)
     return NULL;
@@ -253,10 +282,24 @@ _perfmon_bhr_ping_new (const PerfmonPingInfo  *info,
   return g_steal_pointer (&ping);
 }
 
+PerfmonBhrPingBuilder *
+_perfmon_bhr_ping_builder_new_like (PerfmonBhrPing *read)
+{
+  PerfmonBhrPingBuilder *ping = g_new0 (PerfmonBhrPingBuilder, 1);
+
+  ping->creation_date = g_strdup (perfmon_bhr_ping_get_creation_date (read));
+  ping->time_since_last_ping_ms = perfmon_bhr_ping_get_time_since_last_ping (read);
+  ping->application = json_object_ref (_perfmon_bhr_ping_get_application (read));
+  ping->modules = json_array_new ();
+  ping->hangs = json_array_new ();
+  ping->module_indices = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  return ping;
+}
+
 void
-_perfmon_bhr_ping_add_hang (PerfmonBhrPing *ping,
-                            JsonObject     *hang,
-                            const char     *hang_id)
+_perfmon_bhr_ping_builder_add_hang (PerfmonBhrPingBuilder *ping,
+                                    JsonObject            *hang,
+                                    const char            *hang_id)
 {
   g_return_if_fail (ping != NULL && hang != NULL && hang_id != NULL);
 
@@ -265,9 +308,9 @@ _perfmon_bhr_ping_add_hang (PerfmonBhrPing *ping,
 }
 
 JsonObject *
-_perfmon_bhr_ping_end (PerfmonBhrPing *ping,
-                       const char     *ping_id,
-                       const char     *client_id)
+_perfmon_bhr_ping_builder_end (PerfmonBhrPingBuilder *ping,
+                               const char            *ping_id,
+                               const char            *client_id)
 {
   JsonObject *envelope = json_object_new ();
   JsonObject *payload = json_object_new ();
@@ -288,12 +331,12 @@ _perfmon_bhr_ping_end (PerfmonBhrPing *ping,
   json_object_set_string_member (envelope, "clientId", client_id);
   json_object_set_object_member (envelope, "payload", payload);
 
-  _perfmon_bhr_ping_free (ping);
+  _perfmon_bhr_ping_builder_free (ping);
   return envelope;
 }
 
 void
-_perfmon_bhr_ping_free (PerfmonBhrPing *ping)
+_perfmon_bhr_ping_builder_free (PerfmonBhrPingBuilder *ping)
 {
   if (ping == NULL)
     return;

@@ -92,4 +92,36 @@ void _perfmon_hang_report_set_script_stack_unavailable (PerfmonHangReport *self,
  * "scriptStackUnavailable" (why). */
 JsonObject *_perfmon_hang_report_to_json_object (PerfmonHangReport *self);
 
+/* Names a native frame: the function at @offset of the module
+ * @debug_name (@breakpad_id may be ""), and @offset's distance from its
+ * start in @function_offset; NULL if unknown. */
+typedef char *(*PerfmonHangFrameNamer) (const char *debug_name,
+                                        const char *breakpad_id,
+                                        guint64     offset,
+                                        gboolean    is_return_address,
+                                        guint64    *function_offset,
+                                        gpointer    data);
+
+/* A new report, @self with the native frames that have no function yet
+ * named by @namer (every frame of the stack but the innermost native one
+ * is a return address); the rest is the same. */
+PerfmonHangReport *_perfmon_hang_report_name_frames (PerfmonHangReport     *self,
+                                                     PerfmonHangFrameNamer  namer,
+                                                     gpointer               data);
+
+/* The reader of perfmon_hang_report_new_from_json(), on a parsed object
+ * (whose document the caller bounded and prescanned): a report, or NULL
+ * with PERFMON_ERROR_INVALID_DATA naming the field. A hang of a ping has
+ * no "modules" of its own: its native frames index @shared_modules, which
+ * the caller checked with _perfmon_hang_report_read_modules(); NULL for a
+ * report. */
+PerfmonHangReport *_perfmon_hang_report_read_object (JsonObject  *object,
+                                                     JsonArray   *shared_modules,
+                                                     GError     **error);
+/* Checks that each element of @modules is a [debug name, breakpad id]
+ * pair of strings as a report's are; @field names it in errors. */
+gboolean _perfmon_hang_report_read_modules (JsonArray   *modules,
+                                            const char  *field,
+                                            GError     **error);
+
 G_END_DECLS

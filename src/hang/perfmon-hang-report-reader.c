@@ -239,10 +239,27 @@ read_pseudo_stack (JsonObject         *object,
   return TRUE;
 }
 
+gboolean
+_perfmon_hang_report_read_modules (JsonArray   *modules,
+                                   const char  *field,
+                                   GError     **error)
+{
+  for (guint i = 0; i < json_array_get_length (modules); i++)
+    {
+      const char *debug_name, *breakpad_id;
+
+      if (!read_pair (modules, field, i, &debug_name, &breakpad_id, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
 /* "stack" with "symbols" (one per frame, null for a label frame) and
- * "modules" (what native frames index). */
+ * "modules" (what native frames index): the report's own, or
+ * @shared_modules, already checked, for a hang of a ping. */
 static gboolean
 read_stack (JsonObject         *object,
+            JsonArray          *shared_modules,
             PerfmonHangReport  *report,
             GError            **error)
 {
@@ -250,22 +267,23 @@ read_stack (JsonObject         *object,
   guint n_frames, n_modules;
 
   if (!read_array_member (object, "stack", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &stack, error) ||
-      !read_array_member (object, "symbols", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &symbols, error) ||
-      !read_array_member (object, "modules", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &modules, error))
+      !read_array_member (object, "symbols", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &symbols, error))
+    return FALSE;
+  if (shared_modules != NULL)
+    {
+      if (json_object_has_member (object, "modules"))
+        return invalid (error, "modules: expected none (the hangs of a ping share payload.modules)");
+      modules = shared_modules;
+    }
+  else if (!read_array_member (object, "modules", FALSE, PERFMON_HANG_REPORT_MAX_FRAMES, &modules, error) ||
+           /* Checked before any frame refers to them. */
+           (modules != NULL && !_perfmon_hang_report_read_modules (modules, "modules", error)))
     return FALSE;
   n_frames = stack != NULL ? json_array_get_length (stack) : 0;
   n_modules = modules != NULL ? json_array_get_length (modules) : 0;
   if (symbols != NULL && json_array_get_length (symbols) != n_frames)
     return invalid (error, "symbols: expected one entry per frame of stack (%u), got %u",
                     n_frames, json_array_get_length (symbols));
-  /* Checked before any frame refers to them. */
-  for (guint i = 0; i < n_modules; i++)
-    {
-      const char *debug_name, *breakpad_id;
-
-      if (!read_pair (modules, "modules", i, &debug_name, &breakpad_id, error))
-        return FALSE;
-    }
 
   for (guint i = 0; i < n_frames; i++)
     {
@@ -310,7 +328,7 @@ read_stack (JsonObject         *object,
       module = json_array_get_int_element (native, 0);
       if (module < -1 || module >= (gint64) n_modules)
         return invalid (error, "stack[%u]: expected a module index in [-1, %d] (-1: outside every "
-                        "module), got %" G_GINT64_FORMAT, i, (int) n_modules - 1, module);
+                        "module), got %" G_GINT64_FORMAT, i, (int) MIN (n_modules, (guint) G_MAXINT) - 1, module);
 
       if (module < 0)
         _perfmon_hang_report_add_native_frame (report, NULL, NULL, g_ascii_strtoull (hex, NULL, 16),
@@ -424,13 +442,9 @@ perfmon_hang_report_new_from_json (const char  *json,
                                    GError     **error)
 {
   g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(PerfmonHangReport) report = NULL;
   g_autoptr(GError) local_error = NULL;
-  const char *thread, *runnable_name, *process_type, *remote_type;
   gsize size;
-  JsonObject *object;
   JsonNode *root;
-  double duration;
 
   g_return_val_if_fail (json != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
@@ -468,7 +482,18 @@ perfmon_hang_report_new_from_json (const char  *json,
                root != NULL ? _perfmon_json_describe_node (root) : "an empty document");
       return NULL;
     }
-  object = json_node_get_object (root);
+  return _perfmon_hang_report_read_object (json_node_get_object (root), NULL, error);
+}
+
+PerfmonHangReport *
+_perfmon_hang_report_read_object (JsonObject  *object,
+                                  JsonArray   *shared_modules,
+                                  GError     **error)
+{
+  g_autoptr(PerfmonHangReport) report = NULL;
+  g_autoptr(GError) local_error = NULL;
+  const char *thread, *runnable_name, *process_type, *remote_type;
+  double duration;
 
   if (!read_duration (json_object_get_member (object, "duration"), "duration", &duration, error) ||
       (thread = read_string_member (object, "thread", FALSE, error)) == NULL ||
@@ -486,7 +511,7 @@ perfmon_hang_report_new_from_json (const char  *json,
   _perfmon_hang_report_set_duration (report, duration);
   if (!read_annotations (object, report, error) ||
       !read_pseudo_stack (object, report, error) ||
-      !read_stack (object, report, error) ||
+      !read_stack (object, shared_modules, report, error) ||
       !read_dispatches (object, report, runnable_name, error) ||
       !read_optional_reason (object, "stackUnavailable", report,
                              _perfmon_hang_report_set_stack_unavailable, error) ||

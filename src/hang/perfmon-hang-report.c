@@ -606,6 +606,63 @@ perfmon_hang_report_get_script_stack_unavailable_reason (PerfmonHangReport *self
   return self->script_stack_unavailable;
 }
 
+PerfmonHangReport *
+_perfmon_hang_report_name_frames (PerfmonHangReport     *self,
+                                  PerfmonHangFrameNamer  namer,
+                                  gpointer               data)
+{
+  PerfmonHangReport *named = _perfmon_hang_report_new (self->thread, self->runnable_name,
+                                                       self->process_type, self->remote_type);
+  gint innermost = -1;
+
+  named->duration_ms = self->duration_ms;
+  for (guint i = 0; i < self->annotation_keys->len; i++)
+    {
+      const char *key = g_ptr_array_index (self->annotation_keys, i);
+
+      _perfmon_hang_report_annotate (named, key, g_hash_table_lookup (self->annotations, key));
+    }
+  for (guint i = 0; i + 1 < self->pseudo_stack->len; i++)
+    _perfmon_hang_report_add_pseudo_frame (named, g_ptr_array_index (self->pseudo_stack, i));
+  for (guint i = 0; i < self->dispatch_durations->len; i++)
+    _perfmon_hang_report_add_dispatch (named, g_ptr_array_index (self->dispatch_names, i),
+                                       g_array_index (self->dispatch_durations, double, i));
+  if (self->stack_unavailable != NULL)
+    _perfmon_hang_report_set_stack_unavailable (named, self->stack_unavailable);
+  if (self->script_stack_unavailable != NULL)
+    _perfmon_hang_report_set_script_stack_unavailable (named, self->script_stack_unavailable);
+
+  /* The stack is outermost first: its last native frame is the innermost,
+   * the only one that is not a return address. */
+  for (guint i = 0; i < self->stack->len; i++)
+    if (g_array_index (self->stack, StackEntry, i).label == NULL)
+      innermost = (gint) i;
+  for (guint i = 0; i < self->stack->len; i++)
+    {
+      const StackEntry *entry = &g_array_index (self->stack, StackEntry, i);
+      const char *debug_name = entry->module < 0 ? NULL
+                               : g_ptr_array_index (self->module_names, 2 * entry->module);
+      const char *breakpad_id = entry->module < 0 ? NULL
+                                : g_ptr_array_index (self->module_names, 2 * entry->module + 1);
+      g_autofree char *function = NULL;
+      guint64 function_offset = entry->symbol_offset;
+
+      if (entry->label != NULL)
+        {
+          _perfmon_hang_report_add_label_frame (named, entry->label);
+          continue;
+        }
+      /* A name the report has is kept; a frame outside every module has
+       * none to find. */
+      if (entry->symbol == NULL && debug_name != NULL)
+        function = namer (debug_name, breakpad_id, entry->offset, (gint) i != innermost, &function_offset, data);
+      _perfmon_hang_report_add_native_frame (named, debug_name, breakpad_id, entry->offset,
+                                             function != NULL ? function : entry->symbol,
+                                             function != NULL ? function_offset : entry->symbol_offset);
+    }
+  return named;
+}
+
 static JsonArray *
 string_pair (const char *first,
              const char *second)

@@ -861,7 +861,7 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
                                 const PerfmonPingInfo  *info,
                                 GError                **error)
 {
-  g_autoptr(PerfmonBhrPing) bhr = NULL;
+  g_autoptr(PerfmonBhrPingBuilder) bhr = NULL;
   g_autoptr(GArray) pendings = g_array_new (FALSE, FALSE, sizeof (Pending));
   g_autoptr(JsonObject) ping = NULL;
   g_autofree char *ping_id = NULL;
@@ -884,7 +884,7 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
   if (!load_pending (store, pendings, error) || pendings->len == 0)
     goto out;
 
-  bhr = _perfmon_bhr_ping_new (info, error);
+  bhr = _perfmon_bhr_ping_builder_new (info, error);
   if (bhr == NULL)
     goto out;
   for (guint i = 0; i < pendings->len; i++)
@@ -892,10 +892,10 @@ _perfmon_ping_store_write_ping (PerfmonPingStore       *store,
       const Pending *pending = &g_array_index (pendings, Pending, i);
       g_autofree char *hang_id = g_strndup (pending->name, strlen (pending->name) - strlen (HANG_SUFFIX));
 
-      _perfmon_bhr_ping_add_hang (bhr, pending->hang, hang_id);
+      _perfmon_bhr_ping_builder_add_hang (bhr, pending->hang, hang_id);
     }
   ping_id = g_uuid_string_random ();
-  ping = _perfmon_bhr_ping_end (g_steal_pointer (&bhr), ping_id, ensure_client_id (store));
+  ping = _perfmon_bhr_ping_builder_end (g_steal_pointer (&bhr), ping_id, ensure_client_id (store));
 
   json = object_to_json (ping, &length);
   name = g_strconcat (ping_id, ".json", NULL);

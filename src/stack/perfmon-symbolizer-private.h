@@ -36,6 +36,17 @@ char *_perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
                                       gint64                  deadline_us,
                                       guint64                *function_offset);
 
+/* perfmon_symbolizer_lookup() with a deadline, as
+ * _perfmon_symbolizer_lookup_ref(): @id is a breakpad id if it is 33 hex
+ * digits ending in the age 0, else a GNU build id (NULL or "": none). */
+char *_perfmon_symbolizer_lookup_until (PerfmonSymbolizer *self,
+                                        const char        *module,
+                                        const char        *id,
+                                        guint64            offset,
+                                        gboolean           is_return_address,
+                                        gint64             deadline_us,
+                                        guint64           *function_offset);
+
 /* Empties the cache. */
 void _perfmon_symbolizer_clear_cache (PerfmonSymbolizer *self);
 

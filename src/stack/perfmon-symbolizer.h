@@ -43,13 +43,6 @@ char               *perfmon_symbolizer_lookup          (PerfmonSymbolizer  *self
                                                         guint64            *function_offset);
 
 PERFMON_AVAILABLE_IN_0_2
-char               *perfmon_symbolizer_symbolize       (PerfmonSymbolizer  *self,
-                                                        const char         *contents,
-                                                        gssize              length,
-                                                        gboolean            json,
-                                                        GError            **error);
-
-PERFMON_AVAILABLE_IN_0_2
 guint               perfmon_symbolizer_get_n_cached_modules (PerfmonSymbolizer *self);
 
 PERFMON_AVAILABLE_IN_0_2

@@ -58,14 +58,10 @@ parse_report (const char *text,
               GError    **error)
 {
   g_autoptr(PerfmonHangReport) report = perfmon_hang_report_new_from_json (text, -1, error);
-  g_autofree char *named = NULL;
-  PerfmonHangReport *named_report;
 
   if (report == NULL)
     return NULL;
-  named = perfmon_symbolizer_symbolize (get_symbolizer (), text, -1, TRUE, NULL);
-  named_report = named != NULL ? perfmon_hang_report_new_from_json (named, -1, NULL) : NULL;
-  return named_report != NULL ? named_report : g_steal_pointer (&report);
+  return perfmon_hang_report_symbolize (report, get_symbolizer ());
 }
 
 static PerfmonHangReport *
