@@ -382,17 +382,57 @@ abbreviate_middle (const char *name,
   return g_strconcat (start, "…", end, NULL);
 }
 
+gboolean
+perfmon_tool_is_idle_row (PerfmonGroupStats *stats,
+                          double             interval_us)
+{
+  const guint64 *durations = perfmon_group_stats_get_durations (stats, NULL);
+  PerfmonGroupKind kind = perfmon_group_stats_get_kind (stats);
+
+  if (kind != PERFMON_GROUP_KIND_COMPARTMENT &&
+      !g_str_has_prefix (perfmon_group_stats_get_name (stats), "[perfmon] "))
+    return FALSE;
+  /* What the table shows as 0.0 (%, one decimal). */
+  if (interval_us <= 0 ||
+      1000.0 * (double) perfmon_group_stats_get_cpu_time (stats) / interval_us >= 0.5 ||
+      1000.0 * (double) perfmon_group_stats_get_blocked_time (stats) / interval_us >= 0.5)
+    return FALSE;
+  for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
+    if (durations[d] != 0)
+      return FALSE;
+  return TRUE;
+}
+
 void
 perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
                           PerfmonToolTableMode mode,
                           guint                max_rows)
 {
+  perfmon_tool_print_table_full (snapshot, mode, max_rows, PERFMON_TOOL_TABLE_ALL);
+}
+
+guint
+perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
+                               PerfmonToolTableMode  mode,
+                               guint                 max_rows,
+                               PerfmonToolTableFlags flags)
+{
   g_autoptr(GPtrArray) groups = perfmon_tool_sorted_groups (snapshot);
   double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
   gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
-  guint rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+  guint n_hidden = 0;
+  guint rows;
   guint width = output_width ();
   guint name_width = MIN_NAME_WIDTH;
+
+  if (flags & PERFMON_TOOL_TABLE_HIDE_IDLE)
+    for (guint i = groups->len; i-- > 0;)
+      if (perfmon_tool_is_idle_row (g_ptr_array_index (groups, i), interval_us))
+        {
+          g_ptr_array_remove_index (groups, i);
+          n_hidden++;
+        }
+  rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
 
   /* As wide as the longest name, within the width (less one column: a
    * terminal wraps a line that fills the last one). */
@@ -434,6 +474,9 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
     }
   if (rows < groups->len)
     g_print ("(%u more groups)\n", groups->len - rows);
+  if (n_hidden > 0)
+    g_print ("(%u idle groups hidden: --all, or the a key, shows them)\n", n_hidden);
+  return n_hidden;
 }
 
 JsonNode *
