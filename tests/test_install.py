@@ -132,6 +132,9 @@ class InstallTest(unittest.TestCase):
         overrides = os.path.dirname(self.installed('Perfmon.py'))
         env['PYTHONPATH'] = os.path.dirname(os.path.dirname(overrides))
         env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
+        # GJS's override, in DATADIR/gjs-1.0/overrides, first.
+        env['XDG_DATA_DIRS'] = ':'.join([os.path.dirname(os.path.dirname(os.path.dirname(
+            self.installed('Perfmon.js'))))] + os.environ.get('XDG_DATA_DIRS', '/usr/local/share:/usr/share').split(':'))
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         return env
 
@@ -194,6 +197,23 @@ class InstallTest(unittest.TestCase):
         self.assertIn('ImportError', result.stderr)
         self.assertIn('LD_LIBRARY_PATH=%s' % libdir, result.stderr)
         self.assertNotIn('AssertionError', result.stderr)
+
+    @unittest.skipIf(shutil.which('gjs') is None, 'gjs missing')
+    def test_gjs_says_what_to_set(self):
+        # The same in GJS: its override says what to set, not GJS's
+        # "Unsupported type void".
+        prefix = self.options['prefix'].rstrip('/') + '/'
+        self.assertTrue(self.where['Perfmon.js'].startswith(prefix), self.where['Perfmon.js'])
+        self.assertTrue(self.where['Perfmon.js'].endswith('/gjs-1.0/overrides/Perfmon.js'))
+        if self.library_in_the_system():
+            self.skipTest('a libperfmon-1.so.0 is installed where the loader looks')
+        result = subprocess.run(['gjs', '-c', GJS_SCRIPT], env=self.env_without_library_path(),
+                                cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=120)
+        self.assertNotEqual(result.returncode, 0)
+        libdir = os.path.dirname(self.installed('libperfmon-1.so.0'))
+        self.assertIn('libperfmon-1.so.0 cannot be loaded', result.stderr)
+        self.assertIn('set LD_LIBRARY_PATH=%s ' % libdir, result.stderr)
 
     def test_programs_find_their_library(self):
         # perfmon, perfmond (started by D-Bus activation, whose environment
