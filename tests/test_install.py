@@ -215,6 +215,49 @@ class InstallTest(unittest.TestCase):
         self.assertIn('libperfmon-1.so.0 cannot be loaded', result.stderr)
         self.assertIn('set LD_LIBRARY_PATH=%s ' % libdir, result.stderr)
 
+    @unittest.skipIf(shutil.which('dbus-daemon') is None, 'dbus-daemon missing')
+    def test_activation_failure_says_why(self):
+        # D-Bus finds the installed activation file, but the perfmond it
+        # names cannot load its library (the staged copy's RUNPATH names
+        # the final prefix): exit status 127. perfmon says what failed and
+        # what to run, not only "exited with status 127".
+        if self.library_in_the_system() or os.path.exists(os.path.join(self.dir_of('libdir'), 'libperfmon-1.so.0')):
+            self.skipTest('a libperfmon-1.so.0 is installed where perfmond finds it: it would start')
+        services = os.path.join(self.tmp, 'services')
+        os.makedirs(services, exist_ok=True)
+        with open(self.installed('org.perfmon.Daemon1.service')) as f:
+            service = f.read()
+        perfmond = os.path.join(self.dir_of('libexecdir'), 'perfmond')
+        self.assertIn('Exec=%s\n' % perfmond, service)
+        with open(os.path.join(services, 'org.perfmon.Daemon1.service'), 'w') as f:
+            f.write(service.replace('Exec=%s\n' % perfmond, 'Exec=%s\n' % self.installed('perfmond'))
+                    .replace('SystemdService=', '#SystemdService='))
+        config = os.path.join(self.tmp, 'session.conf')
+        with open(config, 'w') as f:
+            f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"'
+                    ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+                    '<busconfig><type>session</type><listen>unix:tmpdir=%s</listen>'
+                    '<servicedir>%s</servicedir><policy context="default">'
+                    '<allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+                    '<allow own="*"/></policy></busconfig>\n' % (self.tmp, services))
+        bus = subprocess.Popen(['dbus-daemon', '--config-file', config, '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+        try:
+            env = self.env()
+            env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+            env['XDG_RUNTIME_DIR'] = self.tmp
+            result = subprocess.run([self.installed('perfmon'), 'top', '--once'], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    universal_newlines=True, timeout=120)
+        finally:
+            bus.terminate()
+            bus.wait()
+            bus.stdout.close()
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn('exited with status 127', result.stderr)
+        self.assertIn('D-Bus could not start the perfmond daemon', result.stderr)
+        self.assertIn('Run that file\'s Exec= program (this perfmon\'s is %s)' % perfmond, result.stderr)
+
     def test_programs_find_their_library(self):
         # perfmon, perfmond (started by D-Bus activation, whose environment
         # has no LD_LIBRARY_PATH), the demo and the preload module find the

@@ -159,6 +159,24 @@ perfmon_tool_explain_daemon_error (GError **error)
                            "start perfmond, or use 'perfmon demo'");
       return;
     }
+  if (g_str_has_prefix (remote, "org.freedesktop.DBus.Error.Spawn."))
+    {
+      /* D-Bus found an activation file but what it names did not start:
+       * "exited with status 127" is the dynamic loader's (the program or
+       * a library it needs not found: an install moved or removed). */
+      g_autofree char *message = NULL;
+
+      g_dbus_error_strip_remote_error (*error);
+      message = g_strdup ((*error)->message);
+      g_clear_error (error);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "D-Bus could not start the perfmond daemon (%s): the program that its activation "
+                   "file (" PERFMON_DAEMON_BUS_NAME ".service, in a dbus-1/services directory of the "
+                   "session bus) names is missing or cannot load its libraries. Run that file's "
+                   "Exec= program (this perfmon's is %s) to see why, or start perfmond yourself",
+                   message, PERFMON_DAEMON_INSTALLED_PATH);
+      return;
+    }
   /* The remote error name is for programs; people want the message. */
   g_dbus_error_strip_remote_error (*error);
 }
