@@ -13,7 +13,7 @@ import sys
 import time
 import unittest
 
-from clitest import BusTestCase
+from clitest import BusTestCase, CliTestCase
 
 # A Python program as users write them, run under perfmon run: it works
 # 20 ms every 100 ms, so that its own callback has a row with figures.
@@ -149,6 +149,65 @@ class TopTest(BusTestCase):
             self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
         finally:
             os.close(fd)
+
+
+def matches(shown, name):
+    """Whether @shown (a name abbreviated with "…") can stand for @name."""
+    parts = shown.split('…')
+    if len(parts) == 1:
+        return shown == name
+    if not (name.startswith(parts[0]) and name.endswith(parts[-1])):
+        return False
+    at = len(parts[0])
+    for part in parts[1:-1]:
+        at = name.find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return at <= len(name) - len(parts[-1])
+
+
+class NarrowTableTest(CliTestCase):
+    """At 80 columns the names are cut to 18 characters: each cut name
+    still tells its group apart from the others of the table."""
+
+    NAMES = ['[gtk] gdk_frame_clock_paint_idle (gtk4-demo, pid 1234)',
+             '[gtk] gdk_frame_clock_flush_idle (gtk4-demo, pid 1234)',
+             '[perfmon] run checkpoint (python3, pid 28972)',
+             '[perfmon] export (python3, pid 28972)',
+             'main thread (python3, pid 28972)',
+             'main thread (gjs, pid 28973)',
+             'window 12: Inbox',
+             'window 13: Inbox']
+
+    def snapshot(self, timestamp, cpu):
+        groups = [{'id': i + 1, 'kind': 'thread' if name.startswith('main') else 'compartment',
+                   'name': name, 'window_id': 0, 'addon_id': None, 'cpu_time': cpu * (i + 1),
+                   'blocked_time': 0, 'ticks': cpu, 'durations': [cpu] + [0] * 9}
+                  for i, name in enumerate(self.NAMES)]
+        path = self.path('%d.json' % timestamp)
+        with open(path, 'w') as f:
+            json.dump({'version': 1, 'timestamp': timestamp, 'interval': 0, 'pid': 4242,
+                       'process_name': 'perfmond aggregate', 'user_time': 0, 'system_time': 0,
+                       'groups': groups}, f)
+        return path
+
+    def test_cut_names_tell_groups_apart(self):
+        older = self.snapshot(1000000, 1)
+        newer = self.snapshot(2000000, 5)
+        result = self.perfmon('diff', older, newer, env=dict(self.env, COLUMNS='80'))
+        self.assertExit(result, 0)
+        lines = result.stdout.splitlines()
+        for line in lines:
+            self.assertLessEqual(len(line), 79, line)
+        header = [line for line in lines if line.startswith('GROUP')][0]
+        shown = [line[:header.index('KIND')].rstrip() for line in lines[lines.index(header) + 1:]
+                 if line.strip()]
+        self.assertEqual(len(shown), len(self.NAMES), result.stdout)
+        for cut in shown:
+            self.assertLessEqual(len(cut), 18, cut)
+            self.assertEqual([n for n in self.NAMES if matches(cut, n)].__len__(), 1,
+                             '%r stands for %r' % (cut, [n for n in self.NAMES if matches(cut, n)]))
 
 
 if __name__ == '__main__':
