@@ -14,6 +14,7 @@
 
 #include <perfmon.h>
 
+#include "perfmon-hang-monitor-private.h"
 #include "perfmon-log-event.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-test-utils.h"
@@ -83,19 +84,50 @@ entries_with_id (const char *message_id)
   return found;
 }
 
-static void
-spin_ms (guint ms)
+/* The hang: the loop's callback spins until the watchdog has caught it,
+ * stack and runnable taken (and, for a permahang, logged it as one), so
+ * that a loaded machine, whose watchdog may wake late, only makes it
+ * longer. */
+typedef struct
 {
-  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
+  gint     caught;   /* atomic: the watchdog built the report */
+  gboolean permahang;
+} Hang;
 
-  while (g_get_monotonic_time () < end)
-    ;
+/* The watchdog thread, with the report it built (then NULL at the end). */
+static void
+on_ongoing (PerfmonHangReport *report,
+            gint64             start_real_us,
+            gpointer           data)
+{
+  Hang *hang = data;
+
+  if (report != NULL)
+    g_atomic_int_set (&hang->caught, 1);
+}
+
+static gboolean
+permahang_logged (void)
+{
+  gboolean found = FALSE;
+
+  g_mutex_lock (&entries_lock);
+  for (guint i = 0; i < entries->len && !found; i++)
+    found = g_strcmp0 (field (g_ptr_array_index (entries, i), "MESSAGE_ID"), PERFMON_MESSAGE_ID_PERMAHANG) == 0;
+  g_mutex_unlock (&entries_lock);
+  return found;
 }
 
 static gboolean
 hang_once (gpointer data)
 {
-  spin_ms (GPOINTER_TO_UINT (data));
+  Hang *hang = data;
+  gint64 give_up = g_get_monotonic_time () + TEST_ITERATE_TIMEOUT_S * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < give_up &&
+         !(hang->permahang ? permahang_logged ()
+                           : g_atomic_int_get (&hang->caught) != 0))
+    ;
   return G_SOURCE_REMOVE;
 }
 
@@ -110,12 +142,12 @@ on_hang (PerfmonHangMonitor *hang_monitor,
     *out = perfmon_hang_report_ref (report);
 }
 
-/* A hang of @hang_ms in a source named @name, caught with a threshold of
- * 100 ms and a permahang threshold of @permahang_ms; returns its report. */
+/* A hang in a source named @name, caught with a threshold of 100 ms and
+ * a permahang threshold of 200 ms if @permahang (else 8192 ms); returns
+ * its report. */
 static PerfmonHangReport *
 run_hang (const char *name,
-          guint       hang_ms,
-          guint       permahang_ms)
+          gboolean    permahang)
 {
   g_autoptr(GError) error = NULL;
   g_autofree char *dir = test_make_tmp_dir ("perfmon-hang-journal-XXXXXX");
@@ -125,18 +157,20 @@ run_hang (const char *name,
   g_autoptr(PerfmonHangMonitor) hang_monitor = NULL;
   g_autoptr(GSource) source = g_timeout_source_new (50);
   PerfmonHangReport *report = NULL;
+  Hang hang = { 0, permahang };
 
   g_main_context_push_thread_default (context);
   monitor = perfmon_monitor_new (context);
   hang_monitor = perfmon_hang_monitor_new (monitor);
   g_object_set (hang_monitor, "pings-dir", pings_dir, "log-dir", dir,
-                "threshold", 100, "permahang-threshold", permahang_ms, NULL);
+                "threshold", 100, "permahang-threshold", permahang ? 200 : 8192, NULL);
   g_signal_connect (hang_monitor, "hang", G_CALLBACK (on_hang), &report);
+  _perfmon_hang_monitor_set_ongoing_func (hang_monitor, on_ongoing, &hang);
   g_assert_true (perfmon_hang_monitor_start (hang_monitor, &error));
   g_assert_no_error (error);
 
   g_source_set_name (source, name);
-  g_source_set_callback (source, hang_once, GUINT_TO_POINTER (hang_ms), NULL);
+  g_source_set_callback (source, hang_once, &hang, NULL);
   g_source_attach (source, context);
   test_iterate_until (context, (const gboolean *) &report, "no hang report");
 
@@ -149,7 +183,7 @@ run_hang (const char *name,
 static void
 test_hang_entry (void)
 {
-  g_autoptr(PerfmonHangReport) report = run_hang ("journal-test-idle", 300, 8192);
+  g_autoptr(PerfmonHangReport) report = run_hang ("journal-test-idle", FALSE);
   g_autoptr(GPtrArray) hangs = entries_with_id (PERFMON_MESSAGE_ID_HANG);
   g_autoptr(GPtrArray) permahangs = entries_with_id (PERFMON_MESSAGE_ID_PERMAHANG);
   g_autofree char *pid = g_strdup_printf ("%d", (int) getpid ());
@@ -180,15 +214,16 @@ test_hang_entry (void)
 static void
 test_permahang_entry (void)
 {
-  g_autoptr(PerfmonHangReport) report = run_hang ("journal-test-permahang", 700, 300);
+  g_autoptr(PerfmonHangReport) report = run_hang ("journal-test-permahang", TRUE);
   g_autoptr(GPtrArray) hangs = entries_with_id (PERFMON_MESSAGE_ID_HANG);
   g_autoptr(GPtrArray) permahangs = entries_with_id (PERFMON_MESSAGE_ID_PERMAHANG);
+  g_autofree char *duration = g_strdup_printf ("%.0f", perfmon_hang_report_get_duration (report));
   Entry *entry;
 
   g_assert_cmpuint (permahangs->len, ==, 1);
   entry = g_ptr_array_index (permahangs, 0);
   g_assert_cmpstr (field (entry, "PERFMON_RUNNABLE"), ==, "journal-test-permahang");
-  g_assert_cmpint (atoi (field (entry, "PERFMON_DURATION_MS")), >=, 300);
+  g_assert_cmpint (atoi (field (entry, "PERFMON_DURATION_MS")), >=, 200);
   g_assert_true (g_str_has_prefix (field (entry, "MESSAGE"), "hung for "));
   g_assert_true (entry->thread != g_thread_self ());
 
@@ -196,7 +231,8 @@ test_permahang_entry (void)
   g_assert_cmpuint (hangs->len, ==, 2);
   entry = g_ptr_array_index (hangs, 1);
   g_assert_cmpstr (field (entry, "PERFMON_RUNNABLE"), ==, "journal-test-permahang");
-  g_assert_cmpint (atoi (field (entry, "PERFMON_DURATION_MS")), >=, 690);
+  g_assert_cmpint (atoi (field (entry, "PERFMON_DURATION_MS")), >=, 200);
+  g_assert_cmpstr (field (entry, "PERFMON_DURATION_MS"), ==, duration);
 }
 
 /* Fixed, distinct, 128-bit ids: 32 lower-case hex digits. */
