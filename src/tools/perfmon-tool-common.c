@@ -465,9 +465,11 @@ abbreviate_middle (const char *name,
   }
 }
 
-gboolean
-perfmon_tool_is_idle_row (PerfmonGroupStats *stats,
-                          double             interval_us)
+/* Whether @stats is a row that PERFMON_TOOL_TABLE_HIDE_IDLE leaves out
+ * of a table of an interval of @interval_us. */
+static gboolean
+is_idle_row (PerfmonGroupStats *stats,
+             double             interval_us)
 {
   const guint64 *durations = perfmon_group_stats_get_durations (stats, NULL);
   PerfmonGroupKind kind = perfmon_group_stats_get_kind (stats);
@@ -511,7 +513,7 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
 
   if (flags & PERFMON_TOOL_TABLE_HIDE_IDLE)
     for (guint i = groups->len; i-- > 0;)
-      if (perfmon_tool_is_idle_row (g_ptr_array_index (groups, i), interval_us))
+      if (is_idle_row (g_ptr_array_index (groups, i), interval_us))
         {
           g_ptr_array_remove_index (groups, i);
           n_hidden++;

@@ -118,10 +118,6 @@ guint            perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
                                                 PerfmonToolTableMode  mode,
                                                 guint                 max_rows,
                                                 PerfmonToolTableFlags flags);
-/* Whether @stats is a row that PERFMON_TOOL_TABLE_HIDE_IDLE leaves out
- * of a table of an interval of @interval_us. */
-gboolean         perfmon_tool_is_idle_row      (PerfmonGroupStats *stats,
-                                                double             interval_us);
 
 /* The same as a JSON object: the snapshot's fields plus, per group, the
  * percentages of the interval when @with_percent. */
