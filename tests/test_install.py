@@ -132,6 +132,9 @@ class InstallTest(unittest.TestCase):
         overrides = os.path.dirname(self.installed('Perfmon.py'))
         env['PYTHONPATH'] = os.path.dirname(os.path.dirname(overrides))
         env['XDG_STATE_HOME'] = os.path.join(self.tmp, 'state')
+        # GJS's override, in DATADIR/gjs-1.0/overrides, first.
+        env['XDG_DATA_DIRS'] = ':'.join([os.path.dirname(os.path.dirname(os.path.dirname(
+            self.installed('Perfmon.js'))))] + os.environ.get('XDG_DATA_DIRS', '/usr/local/share:/usr/share').split(':'))
         env.pop('DBUS_SESSION_BUS_ADDRESS', None)
         return env
 
@@ -176,6 +179,26 @@ class InstallTest(unittest.TestCase):
                               env=self.env_without_library_path(), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL).returncode == 0
 
+    def shadowing_python_override(self):
+        """A Perfmon.py in PyGObject's own gi/overrides (an install of
+        before 0.3 put it there, whatever the prefix): PyGObject looks
+        there before any PYTHONPATH directory, so it shadows the one
+        installed here. The path, or None."""
+        result = subprocess.run(['/usr/bin/python3', '-c',
+                                 'import gi.overrides, os; print(os.path.dirname(gi.overrides.__file__))'],
+                                env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                universal_newlines=True)
+        path = os.path.join(result.stdout.strip(), 'Perfmon.py')
+        overrides = os.path.dirname(self.installed('Perfmon.py'))
+        if result.returncode == 0 and os.path.exists(path) and os.path.dirname(path) != overrides:
+            return path
+        return None
+
+    def skip_if_python_override_shadowed(self):
+        path = self.shadowing_python_override()
+        if path:
+            self.skipTest('%s (an earlier install) shadows any PYTHONPATH: delete it' % path)
+
     def env_without_library_path(self):
         env = self.env()
         del env['LD_LIBRARY_PATH']
@@ -186,6 +209,7 @@ class InstallTest(unittest.TestCase):
         # to set, not PyGObject's AssertionError.
         if self.library_in_the_system():
             self.skipTest('a libperfmon-1.so.0 is installed where the loader looks')
+        self.skip_if_python_override_shadowed()
         result = subprocess.run(['/usr/bin/python3', '-c', PYTHON_SCRIPT], env=self.env_without_library_path(),
                                 cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 universal_newlines=True, timeout=120)
@@ -194,6 +218,66 @@ class InstallTest(unittest.TestCase):
         self.assertIn('ImportError', result.stderr)
         self.assertIn('LD_LIBRARY_PATH=%s' % libdir, result.stderr)
         self.assertNotIn('AssertionError', result.stderr)
+
+    @unittest.skipIf(shutil.which('gjs') is None, 'gjs missing')
+    def test_gjs_says_what_to_set(self):
+        # The same in GJS: its override says what to set, not GJS's
+        # "Unsupported type void".
+        prefix = self.options['prefix'].rstrip('/') + '/'
+        self.assertTrue(self.where['Perfmon.js'].startswith(prefix), self.where['Perfmon.js'])
+        self.assertTrue(self.where['Perfmon.js'].endswith('/gjs-1.0/overrides/Perfmon.js'))
+        if self.library_in_the_system():
+            self.skipTest('a libperfmon-1.so.0 is installed where the loader looks')
+        result = subprocess.run(['gjs', '-c', GJS_SCRIPT], env=self.env_without_library_path(),
+                                cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                universal_newlines=True, timeout=120)
+        self.assertNotEqual(result.returncode, 0)
+        libdir = os.path.dirname(self.installed('libperfmon-1.so.0'))
+        self.assertIn('libperfmon-1.so.0 cannot be loaded', result.stderr)
+        self.assertIn('set LD_LIBRARY_PATH=%s ' % libdir, result.stderr)
+
+    @unittest.skipIf(shutil.which('dbus-daemon') is None, 'dbus-daemon missing')
+    def test_activation_failure_says_why(self):
+        # D-Bus finds the installed activation file, but the perfmond it
+        # names cannot load its library (the staged copy's RUNPATH names
+        # the final prefix): exit status 127. perfmon says what failed and
+        # what to run, not only "exited with status 127".
+        if self.library_in_the_system() or os.path.exists(os.path.join(self.dir_of('libdir'), 'libperfmon-1.so.0')):
+            self.skipTest('a libperfmon-1.so.0 is installed where perfmond finds it: it would start')
+        services = os.path.join(self.tmp, 'services')
+        os.makedirs(services, exist_ok=True)
+        with open(self.installed('org.perfmon.Daemon1.service')) as f:
+            service = f.read()
+        perfmond = os.path.join(self.dir_of('libexecdir'), 'perfmond')
+        self.assertIn('Exec=%s\n' % perfmond, service)
+        with open(os.path.join(services, 'org.perfmon.Daemon1.service'), 'w') as f:
+            f.write(service.replace('Exec=%s\n' % perfmond, 'Exec=%s\n' % self.installed('perfmond'))
+                    .replace('SystemdService=', '#SystemdService='))
+        config = os.path.join(self.tmp, 'session.conf')
+        with open(config, 'w') as f:
+            f.write('<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"'
+                    ' "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">\n'
+                    '<busconfig><type>session</type><listen>unix:tmpdir=%s</listen>'
+                    '<servicedir>%s</servicedir><policy context="default">'
+                    '<allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+                    '<allow own="*"/></policy></busconfig>\n' % (self.tmp, services))
+        bus = subprocess.Popen(['dbus-daemon', '--config-file', config, '--nofork', '--print-address=1'],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+        try:
+            env = self.env()
+            env['DBUS_SESSION_BUS_ADDRESS'] = bus.stdout.readline().strip()
+            env['XDG_RUNTIME_DIR'] = self.tmp
+            result = subprocess.run([self.installed('perfmon'), 'top', '--once'], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    universal_newlines=True, timeout=120)
+        finally:
+            bus.terminate()
+            bus.wait()
+            bus.stdout.close()
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn('exited with status 127', result.stderr)
+        self.assertIn('D-Bus could not start the perfmond daemon', result.stderr)
+        self.assertIn('Run that file\'s Exec= program (this perfmon\'s is %s)' % perfmond, result.stderr)
 
     def test_programs_find_their_library(self):
         # perfmon, perfmond (started by D-Bus activation, whose environment
@@ -228,6 +312,7 @@ class InstallTest(unittest.TestCase):
         self.assertEqual(PERFMON_VERSION_S, info['version'])
 
     def test_python(self):
+        self.skip_if_python_override_shadowed()
         typelib, override, version = self.run_checked(['/usr/bin/python3', '-c', PYTHON_SCRIPT],
                                                       self.env()).split()
         self.assertEqual(version, PERFMON_VERSION_S)

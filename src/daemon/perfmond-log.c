@@ -16,28 +16,11 @@ perfmond_log_event (GLogLevelFlags  level,
                     const char     *format,
                     ...)
 {
-  g_autofree char *message = NULL;
-  char pid_text[16];
-  char duration_text[32];
-  GLogField fields[7];
-  gsize n = 0;
   va_list args;
 
   va_start (args, format);
-  message = g_strdup_vprintf (format, args);
+  _perfmon_log_event_valist (G_LOG_DOMAIN, level, message_id, pid, runnable, duration_ms, format, args);
   va_end (args);
-  g_snprintf (pid_text, sizeof pid_text, "%u", pid);
-  g_snprintf (duration_text, sizeof duration_text, "%.0f", duration_ms);
-
-  fields[n++] = (GLogField) { "GLIB_DOMAIN", G_LOG_DOMAIN, -1 };
-  fields[n++] = (GLogField) { "MESSAGE_ID", message_id, -1 };
-  fields[n++] = (GLogField) { "PERFMON_PID", pid_text, -1 };
-  if (runnable != NULL)
-    fields[n++] = (GLogField) { "PERFMON_RUNNABLE", runnable, -1 };
-  if (duration_ms >= 0)
-    fields[n++] = (GLogField) { "PERFMON_DURATION_MS", duration_text, -1 };
-  fields[n++] = (GLogField) { "MESSAGE", message, -1 };
-  g_log_structured_array (level, fields, n);
 }
 
 static gboolean

@@ -20,6 +20,7 @@
 #include "perfmon-jank-sampler-private.h"
 #include "perfmon-label-private.h"
 #include "perfmon-log-dir-private.h"
+#include "perfmon-log-event.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-js-stack-private.h"
@@ -47,6 +48,14 @@
  * [property@HangMonitor:permahang-threshold] is saved while it still goes
  * on, annotated `Unrecovered`, so that if the process dies hung, the next
  * start's ping carries it.
+ *
+ * Each hang is also a structured log entry (log domain `Perfmon`,
+ * `MESSAGE_ID=7d63bc06d0624852854174148686ce46`, with the fields
+ * `PERFMON_PID`, `PERFMON_RUNNABLE` and `PERFMON_DURATION_MS`), written by
+ * the watchdog thread when it ends, and one with
+ * `MESSAGE_ID=03693b67961e4c46942ec9022f7bfe1f` when it reaches the
+ * permahang threshold: at %G_LOG_LEVEL_MESSAGE when standard error is the
+ * journal, else at %G_LOG_LEVEL_DEBUG.
  *
  * Every [property@HangMonitor:hangs-per-ping] hangs, on
  * perfmon_hang_monitor_flush_ping(), at perfmon_hang_monitor_stop() and at
@@ -824,6 +833,33 @@ save_report_locked (PerfmonHangMonitor *self,
   *record_id = id;
 }
 
+/* Watchdog thread (never the watched one: the writer may block on the
+ * journal's socket): @report in the journal, with the MESSAGE_ID of a
+ * hang (of a permahang that goes on, if @ongoing) and the fields of
+ * src/support/perfmon-log-event.h, so that `journalctl MESSAGE_ID=…`
+ * finds every hang. When standard error is the journal
+ * (a service, an application the desktop started), at MESSAGE level,
+ * which GLib's default writer always sends there; in a terminal at DEBUG
+ * level (G_MESSAGES_DEBUG=Perfmon shows it), as the program's own output
+ * is no place for them. */
+static void
+log_hang (PerfmonHangReport *report,
+          gboolean           ongoing)
+{
+  GLogLevelFlags level = g_log_writer_is_journald (STDERR_FILENO) ? G_LOG_LEVEL_MESSAGE : G_LOG_LEVEL_DEBUG;
+  const char *runnable = perfmon_hang_report_get_runnable_name (report);
+  double duration_ms = perfmon_hang_report_get_duration (report);
+  const char *thread = perfmon_hang_report_get_thread (report);
+
+  _perfmon_log_event (G_LOG_DOMAIN, level, ongoing ? PERFMON_MESSAGE_ID_PERMAHANG : PERFMON_MESSAGE_ID_HANG,
+                      (guint) getpid (), runnable, duration_ms,
+                      "%s %.0f ms in %s (thread %s of %s, pid %u)",
+                      ongoing ? "hung for" : "hang of", duration_ms,
+                      runnable != NULL ? runnable : "an unnamed callback",
+                      thread != NULL ? thread : "?", _perfmon_process_name (),
+                      (guint) getpid ());
+}
+
 /* Watchdog thread: the stretch reached the permahang threshold and still
  * goes on; save it now, in case the process never gets out of it. */
 static void
@@ -838,6 +874,7 @@ save_permahang (PerfmonHangMonitor *self,
   g_mutex_unlock (&self->state_lock);
   _perfmon_hang_report_annotate (stretch->report, PERFMON_ANNOTATION_UNRECOVERED, NULL);
   stretch->state = WATCH_PERMAHANG;
+  log_hang (stretch->report, TRUE);
 }
 
 /* Watchdog thread: the caught stretch is over; the longest dispatches the
@@ -883,6 +920,7 @@ finish_hang (PerfmonHangMonitor *self,
   g_mutex_unlock (&self->state_lock);
 
   __atomic_fetch_add (&self->n_hangs, 1, __ATOMIC_RELAXED);
+  log_hang (stretch->report, FALSE);
   if (self->ongoing_func != NULL)
     self->ongoing_func (NULL, 0, self->ongoing_data);
   queue_emission (self, stretch->report, NULL);

@@ -159,6 +159,24 @@ perfmon_tool_explain_daemon_error (GError **error)
                            "start perfmond, or use 'perfmon demo'");
       return;
     }
+  if (g_str_has_prefix (remote, "org.freedesktop.DBus.Error.Spawn."))
+    {
+      /* D-Bus found an activation file but what it names did not start:
+       * "exited with status 127" is the dynamic loader's (the program or
+       * a library it needs not found: an install moved or removed). */
+      g_autofree char *message = NULL;
+
+      g_dbus_error_strip_remote_error (*error);
+      message = g_strdup ((*error)->message);
+      g_clear_error (error);
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   "D-Bus could not start the perfmond daemon (%s): the program that its activation "
+                   "file (" PERFMON_DAEMON_BUS_NAME ".service, in a dbus-1/services directory of the "
+                   "session bus) names is missing or cannot load its libraries. Run that file's "
+                   "Exec= program (this perfmon's is %s) to see why, or start perfmond yourself",
+                   message, PERFMON_DAEMON_INSTALLED_PATH);
+      return;
+    }
   /* The remote error name is for programs; people want the message. */
   g_dbus_error_strip_remote_error (*error);
 }
@@ -361,25 +379,113 @@ output_width (void)
   return 0;
 }
 
-/* @name in @width characters at most: its start and its end, which tell
- * groups apart ("[gtk] gdk_frame_clock_paint_idle" and "…_flush_idle",
- * "window 12: Inbox" and "window 13: Inbox"), with "…" for the middle. */
+/* Whether another name of @names than @self starts with @head and ends
+ * with @tail (UTF-8 strings): then "@head…@tail" would not tell them
+ * apart. */
+static gboolean
+abbreviation_is_ambiguous (GPtrArray  *names,
+                           const char *self,
+                           const char *head,
+                           const char *tail)
+{
+  for (guint i = 0; i < names->len; i++)
+    {
+      const char *other = g_ptr_array_index (names, i);
+
+      if (other != self && g_strcmp0 (other, self) != 0 &&
+          g_str_has_prefix (other, head) && g_str_has_suffix (other, tail) &&
+          strlen (other) >= strlen (head) + strlen (tail))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* How many characters @a and @b share from their start. */
+static glong
+common_prefix_chars (const char *a,
+                     const char *b)
+{
+  glong n = 0;
+
+  while (*a != '\0' && g_utf8_get_char (a) == g_utf8_get_char (b))
+    {
+      a = g_utf8_next_char (a);
+      b = g_utf8_next_char (b);
+      n++;
+    }
+  return n;
+}
+
+/* @name in @width characters at most, keeping what tells it apart from
+ * the other names of the table, @names: its start and its end ("main
+ * thread (python3, pid 12)" and "… pid 13)"), with "…" for the middle,
+ * the cut moved from the middle towards the end or the start until no
+ * other name has the same start and end; if no cut does, its start, "…",
+ * and where it differs from the name most like it ("[gtk] gdk_fr…paint_id…"
+ * and "…flush_id…"). */
 static char *
 abbreviate_middle (const char *name,
-                   guint       width)
+                   guint       width,
+                   GPtrArray  *names)
 {
   glong length = g_utf8_strlen (name, -1);
-  glong head, tail;
-  g_autofree char *start = NULL;
-  g_autofree char *end = NULL;
+  glong keep, balanced, differs = 0;
 
   if (length <= (glong) width || width < 3)
     return g_strdup (name);
-  head = ((glong) width - 1) / 2;
-  tail = (glong) width - 1 - head;
-  start = g_utf8_substring (name, 0, head);
-  end = g_utf8_substring (name, length - tail, length);
-  return g_strconcat (start, "…", end, NULL);
+  keep = (glong) width - 1;
+  balanced = keep / 2;
+  for (glong step = 0; step <= keep; step++)
+    {
+      /* balanced, balanced + 1, balanced - 1, balanced + 2, … */
+      glong head = step % 2 == 1 ? balanced + (step + 1) / 2 : balanced - step / 2;
+      g_autofree char *start = NULL;
+      g_autofree char *end = NULL;
+
+      if (head < 0 || head > keep)
+        continue;
+      start = g_utf8_substring (name, 0, head);
+      end = g_utf8_substring (name, length - (keep - head), length);
+      if (names == NULL || !abbreviation_is_ambiguous (names, name, start, end))
+        return g_strconcat (start, "…", end, NULL);
+    }
+
+  /* Where it differs from the name most like it. */
+  for (guint i = 0; i < names->len; i++)
+    if (g_strcmp0 (g_ptr_array_index (names, i), name) != 0)
+      differs = MAX (differs, common_prefix_chars (name, g_ptr_array_index (names, i)));
+  {
+    glong head = ((glong) width - 2) / 2;
+    glong middle = (glong) width - 2 - head;
+    glong from = MIN (MAX (differs, head), length - middle);
+    g_autofree char *start = g_utf8_substring (name, 0, head);
+    g_autofree char *part = g_utf8_substring (name, from, from + middle);
+
+    return g_strconcat (start, "…", part, "…", NULL);
+  }
+}
+
+/* Whether @stats is a row that PERFMON_TOOL_TABLE_HIDE_IDLE leaves out
+ * of a table of an interval of @interval_us. */
+static gboolean
+is_idle_row (PerfmonGroupStats *stats,
+             double             interval_us)
+{
+  const guint64 *durations = perfmon_group_stats_get_durations (stats, NULL);
+  PerfmonGroupKind kind = perfmon_group_stats_get_kind (stats);
+
+  if (kind != PERFMON_GROUP_KIND_COMPARTMENT &&
+      !g_str_has_prefix (perfmon_group_stats_get_name (stats), "[perfmon] "))
+    return FALSE;
+  /* What the table shows as 0.0 (%, one decimal). */
+  if (interval_us <= 0 ||
+      1000.0 * (double) perfmon_group_stats_get_cpu_time (stats) / interval_us >= 0.5 ||
+      1000.0 * (double) perfmon_group_stats_get_blocked_time (stats) / interval_us >= 0.5)
+    return FALSE;
+  for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
+    if (durations[d] != 0)
+      return FALSE;
+  return TRUE;
 }
 
 void
@@ -387,13 +493,36 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
                           PerfmonToolTableMode mode,
                           guint                max_rows)
 {
+  perfmon_tool_print_table_full (snapshot, mode, max_rows, PERFMON_TOOL_TABLE_ALL);
+}
+
+guint
+perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
+                               PerfmonToolTableMode  mode,
+                               guint                 max_rows,
+                               PerfmonToolTableFlags flags)
+{
   g_autoptr(GPtrArray) groups = perfmon_tool_sorted_groups (snapshot);
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
   gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
-  guint rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+  guint n_hidden = 0;
+  g_autoptr(GPtrArray) names = NULL;   /* the names shown, not owned */
+  guint rows;
   guint width = output_width ();
   guint name_width = MIN_NAME_WIDTH;
+
+  if (flags & PERFMON_TOOL_TABLE_HIDE_IDLE)
+    for (guint i = groups->len; i-- > 0;)
+      if (is_idle_row (g_ptr_array_index (groups, i), interval_us))
+        {
+          g_ptr_array_remove_index (groups, i);
+          n_hidden++;
+        }
+  rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+  names = g_ptr_array_sized_new (rows);
+  for (guint i = 0; i < rows; i++)
+    g_ptr_array_add (names, (gpointer) perfmon_group_stats_get_name (g_ptr_array_index (groups, i)));
 
   /* As wide as the longest name, within the width (less one column: a
    * terminal wraps a line that fills the last one). */
@@ -422,7 +551,7 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
       double blocked = (double) perfmon_group_stats_get_blocked_time (stats);
       g_autofree char *shown_name = NULL;
 
-      shown_name = abbreviate_middle (name, name_width);
+      shown_name = abbreviate_middle (name, name_width, names);
 
       /* Padded by characters, not bytes: names are UTF-8. */
       g_string_append (line, shown_name);
@@ -439,6 +568,9 @@ perfmon_tool_print_table (PerfmonSnapshot     *snapshot,
     }
   if (rows < groups->len)
     g_print ("(%u more groups)\n", groups->len - rows);
+  if (n_hidden > 0)
+    g_print ("(%u idle groups hidden: --all, or the a key, shows them)\n", n_hidden);
+  return n_hidden;
 }
 
 JsonNode *

@@ -100,6 +100,25 @@ GPtrArray       *perfmon_tool_sorted_groups  (PerfmonSnapshot *snapshot);
 void             perfmon_tool_print_table    (PerfmonSnapshot     *snapshot,
                                               PerfmonToolTableMode mode,
                                               guint                max_rows);
+/* What perfmon_tool_print_table_full() leaves out. */
+typedef enum
+{
+  PERFMON_TOOL_TABLE_ALL = 0,
+  /* Rows that show nothing in the interval (0.0 % of CPU and of blocked
+   * time, no iteration over 1 ms) of perfmon's own groups ("[perfmon] …")
+   * and of compartments (automatic groups: one per kind of callback the
+   * loop ran); threads, windows and add-ons are always shown. A last line
+   * says how many were left out. */
+  PERFMON_TOOL_TABLE_HIDE_IDLE = 1 << 0,
+} PerfmonToolTableFlags;
+
+/* perfmon_tool_print_table() with @flags; returns how many rows @flags
+ * left out. */
+guint            perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
+                                                PerfmonToolTableMode  mode,
+                                                guint                 max_rows,
+                                                PerfmonToolTableFlags flags);
+
 /* The same as a JSON object: the snapshot's fields plus, per group, the
  * percentages of the interval when @with_percent. */
 JsonNode        *perfmon_tool_table_to_json  (PerfmonSnapshot *snapshot,

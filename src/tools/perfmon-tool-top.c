@@ -61,16 +61,22 @@ read_keys_one_by_one (void)
     termios_changed = 1;
 }
 
-/* Waits @seconds; TRUE early if q (or Q) was typed at the terminal. */
-static gboolean
-wait_or_quit (double seconds)
+typedef enum
 {
-  gint64 end = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+  WAIT_DONE,
+  WAIT_QUIT,        /* q or Q */
+  WAIT_TOGGLE_ALL,  /* a or A: show or hide the idle rows */
+} WaitResult;
 
+/* Waits until @end (monotonic); early if a key that does something was
+ * typed at the terminal. */
+static WaitResult
+wait_for_key (gint64 end)
+{
   if (!termios_changed)
     {
-      g_usleep ((gulong) (seconds * G_USEC_PER_SEC));
-      return FALSE;
+      g_usleep ((gulong) MAX (end - g_get_monotonic_time (), 0));
+      return WAIT_DONE;
     }
   for (;;)
     {
@@ -79,17 +85,19 @@ wait_or_quit (double seconds)
       char key;
 
       if (left <= 0)
-        return FALSE;
+        return WAIT_DONE;
       if (poll (&pfd, 1, (int) ((left + 999) / 1000)) > 0)
         {
           if (read (STDIN_FILENO, &key, 1) != 1)
             {
               /* The terminal is gone: no more keys, only the wait. */
               g_usleep ((gulong) MAX (end - g_get_monotonic_time (), 0));
-              return FALSE;
+              return WAIT_DONE;
             }
           if (key == 'q' || key == 'Q')
-            return TRUE;
+            return WAIT_QUIT;
+          if (key == 'a' || key == 'A')
+            return WAIT_TOGGLE_ALL;
         }
     }
 }
@@ -127,7 +135,8 @@ static void
 print_refresh (PerfmonSnapshot *delta,
                guint            pid,
                gboolean         json,
-               gboolean         clear)
+               gboolean         clear,
+               gboolean         all)
 {
   if (json)
     {
@@ -150,7 +159,8 @@ print_refresh (PerfmonSnapshot *delta,
   perfmon_tool_print_taken_at (delta);
   g_print ("\n");
   /* A terminal of 24 lines keeps the header and the busiest groups. */
-  perfmon_tool_print_table (delta, PERFMON_TOOL_TABLE_PERCENT, clear ? 18 : 0);
+  perfmon_tool_print_table_full (delta, PERFMON_TOOL_TABLE_PERCENT, clear ? 17 : 0,
+                                 all ? PERFMON_TOOL_TABLE_ALL : PERFMON_TOOL_TABLE_HIDE_IDLE);
   if (!clear)
     g_print ("\n");
 }
@@ -162,6 +172,7 @@ perfmon_tool_top (int    argc,
   gint64 pid = 0;
   gboolean once = FALSE;
   gboolean json = FALSE;
+  gboolean all = FALSE;
   g_autofree char *interval_text = NULL;
   int count = -1;
   const GOptionEntry entries[] = {
@@ -169,12 +180,14 @@ perfmon_tool_top (int    argc,
     { "once", '1', 0, G_OPTION_ARG_NONE, &once, "Print one table, after one interval, and exit", NULL },
     { "count", 'n', 0, G_OPTION_ARG_INT, &count, "Print N tables and exit (default: until interrupted)", "N" },
     { "interval", 'i', 0, G_OPTION_ARG_STRING, &interval_text, "Seconds between refreshes (default 1)", "S" },
-    { "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per refresh, one per line", NULL },
+    { "json", 'j', 0, G_OPTION_ARG_NONE, &json, "Print one JSON object per refresh, one per line (every group)", NULL },
+    { "all", 'a', 0, G_OPTION_ARG_NONE, &all, "Also show idle groups of perfmon and of callbacks", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new (NULL);
   g_autoptr(GDBusConnection) bus = NULL;
   g_autoptr(PerfmonSnapshot) previous = NULL;
+  g_autoptr(PerfmonSnapshot) last_delta = NULL;  /* shown last, redrawn by a */
   g_autoptr(GError) error = NULL;
   double interval = 1.0;
   gboolean clear;
@@ -184,7 +197,10 @@ perfmon_tool_top (int    argc,
                                 "(merged by window and add-on by perfmond) or of one (--pid): the CPU\n"
                                 "and the blocked time of each group as a share of the last interval,\n"
                                 "and its histogram: in how many main-loop iterations it used over 1, 2,\n"
-                                "4 … 512 ms of CPU time. Sorted by CPU. At a terminal, q quits.");
+                                "4 … 512 ms of CPU time. Sorted by CPU. The rows of perfmon's own groups\n"
+                                "([perfmon] …) and of callbacks that show nothing in the interval are\n"
+                                "hidden unless --all is given. At a terminal, q quits and a shows or\n"
+                                "hides them.");
   g_option_context_add_main_entries (context, entries, NULL);
   if (!perfmon_tool_parse_options (context, &argc, &argv))
     return PERFMON_TOOL_EXIT_USAGE;
@@ -222,8 +238,18 @@ perfmon_tool_top (int    argc,
     {
       g_autoptr(PerfmonSnapshot) current = NULL;
       g_autoptr(PerfmonSnapshot) delta = NULL;
+      gint64 refresh_at = g_get_monotonic_time () + (gint64) (interval * G_USEC_PER_SEC);
+      WaitResult waited;
 
-      if (wait_or_quit (interval))
+      while ((waited = wait_for_key (refresh_at)) == WAIT_TOGGLE_ALL)
+        {
+          /* At once, on the table shown: the next one comes on time. */
+          all = !all;
+          if (last_delta != NULL)
+            print_refresh (last_delta, (guint) pid, json, clear, all);
+          fflush (stdout);
+        }
+      if (waited == WAIT_QUIT)
         break;
       current = fetch_newer (bus, (guint) pid, previous, &error);
       if (current == NULL)
@@ -242,7 +268,8 @@ perfmon_tool_top (int    argc,
           continue;
         }
 
-      print_refresh (delta, (guint) pid, json, clear);
+      print_refresh (delta, (guint) pid, json, clear, all);
+      g_set_object (&last_delta, delta);
       shown++;
       /* Whoever read the output is gone (perfmon top | head): stop. GDBus
        * ignores SIGPIPE, so the failed write is how we learn it. */
