@@ -507,7 +507,6 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
   double interval_us = (double) perfmon_snapshot_get_interval (snapshot);
   gboolean percent = mode == PERFMON_TOOL_TABLE_PERCENT && interval_us > 0;
   guint n_hidden = 0;
-  g_autoptr(GPtrArray) names = NULL;   /* the names shown, not owned */
   guint rows;
   guint width = output_width ();
   guint name_width = MIN_NAME_WIDTH;
@@ -520,9 +519,6 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
           n_hidden++;
         }
   rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
-  names = g_ptr_array_sized_new (rows);
-  for (guint i = 0; i < rows; i++)
-    g_ptr_array_add (names, (gpointer) perfmon_group_stats_get_name (g_ptr_array_index (groups, i)));
 
   /* As wide as the longest name, within the width (less one column: a
    * terminal wraps a line that fills the last one). */
