@@ -11,9 +11,8 @@
  * and in total), so that a buggy or hostile process can waste its own share
  * and nothing more.
  *
- * A Process is reference-counted because D-Bus callbacks may still arrive
- * after it is gone (a reply in flight, a queued signal); they check
- * `removed` and touch nothing else then.
+ * A Process, its record and its history of snapshots, is in
+ * perfmond-process.c.
  */
 #include "perfmond-daemon.h"
 
@@ -24,6 +23,7 @@
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
 #include "perfmond-log.h"
+#include "perfmond-process.h"
 #include "perfmond-upload.h"
 #include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
@@ -66,14 +66,6 @@
 
 typedef struct
 {
-  gint64    timestamp;
-  GVariant *variant;
-  gsize     variant_size;
-  gsize     size;          /* what it costs to keep, all told */
-} HistoryEntry;
-
-typedef struct
-{
   char   *id;
   guint   pid;
   char   *process_name;
@@ -90,30 +82,6 @@ typedef struct
   char  *process_name;
   char  *path;
 } Ping;
-
-typedef struct
-{
-  PerfmondDaemon  *daemon;        /* unowned, valid while !removed */
-  gboolean         removed;
-  guint            pid;
-  char            *bus_name;
-  char            *process_name;
-  char            *process_type;
-  gint64           registered_at;
-  guint            watch_id;
-  guint            signal_id;
-  GCancellable    *cancellable;
-  gboolean         poll_pending;
-  PerfmonSnapshot *latest;
-  GQueue           history;       /* HistoryEntry *, oldest first */
-  gsize            history_bytes;
-  GPtrArray       *waiters;       /* GDBusMethodInvocation * for GetSnapshot */
-  guint            n_hangs;       /* the last hang id's number */
-  guint64          polls;
-  guint64          poll_failures;
-  guint64          rejected;
-  guint            slot;          /* of the poll interval, 0…POLL_SLOTS-1 */
-} Process;
 
 /* The signal budget of a registered process, kept by the connection's
  * filter (GDBus's worker thread) under filter_lock. */
@@ -145,7 +113,7 @@ struct _PerfmondDaemon
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
-  gsize               history_bytes;
+  PerfmondHistory     history;    /* of every process in by_pid */
   GQueue              hangs;      /* Hang *, newest first */
   gsize               hangs_bytes;
   guint               next_slot;
@@ -164,15 +132,7 @@ struct _PerfmondDaemon
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 
 static void poll_process (PerfmondDaemon *self, Process *process);
-static void drop_history (PerfmondDaemon *self, Process *process);
 static GPtrArray *processes_by_pid (PerfmondDaemon *self);
-
-static void
-history_entry_free (HistoryEntry *entry)
-{
-  g_variant_unref (entry->variant);
-  g_free (entry);
-}
 
 static void
 hang_free (Hang *hang)
@@ -190,46 +150,6 @@ ping_free (Ping *ping)
   g_free (ping->process_name);
   g_free (ping->path);
   g_free (ping);
-}
-
-static void
-process_clear (Process *process)
-{
-  g_assert (process->watch_id == 0 && process->signal_id == 0);
-  g_assert (process->waiters->len == 0);
-  g_free (process->bus_name);
-  g_free (process->process_name);
-  g_free (process->process_type);
-  g_clear_object (&process->cancellable);
-  g_clear_object (&process->latest);
-  g_queue_clear_full (&process->history, (GDestroyNotify) history_entry_free);
-  g_ptr_array_unref (process->waiters);
-}
-
-static Process *
-process_ref (Process *process)
-{
-  return g_rc_box_acquire (process);
-}
-
-static void
-process_unref (Process *process)
-{
-  g_rc_box_release_full (process, (GDestroyNotify) process_clear);
-}
-
-/* Rejections are logged for the first few, then for every 100th, so that a
- * process sending garbage every second does not fill the journal. */
-static void
-process_reject (Process    *process,
-                const char *what,
-                const char *why)
-{
-  process->rejected++;
-  if (process->rejected <= 3 || process->rejected % 100 == 0)
-    perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REJECTED, process->pid, NULL, -1,
-                        "pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
-                        process->pid, process->bus_name, what, process->rejected, why);
 }
 
 /* --- the connection's filter: what is dropped before it is queued ----- */
@@ -437,16 +357,6 @@ return_invalid_args (GDBusMethodInvocation *invocation,
                                                  G_DBUS_ERROR_INVALID_ARGS, message);
 }
 
-/* The newest snapshot, as a "v" for a reply: the tail of the history,
- * which always keeps the newest one. */
-static GVariant *
-latest_variant (Process *process)
-{
-  HistoryEntry *newest = g_queue_peek_tail (&process->history);
-
-  return g_variant_new_variant (newest->variant);
-}
-
 static void
 answer_waiters (Process    *process,
                 const char *failure)
@@ -457,7 +367,7 @@ answer_waiters (Process    *process,
 
       if (process->latest != NULL && failure == NULL)
         g_dbus_method_invocation_return_value (invocation,
-                                               g_variant_new ("(@v)", latest_variant (process)));
+                                               g_variant_new ("(@v)", perfmond_history_latest_variant (process)));
       else
         g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                "pid %u has no snapshot: %s",
@@ -465,17 +375,6 @@ answer_waiters (Process    *process,
     }
   /* return_* took the references. */
   g_ptr_array_set_size (process->waiters, 0);
-}
-
-static void
-history_pop_oldest (PerfmondDaemon *self,
-                    Process        *process)
-{
-  HistoryEntry *entry = g_queue_pop_head (&process->history);
-
-  process->history_bytes -= entry->size;
-  self->history_bytes -= entry->size;
-  history_entry_free (entry);
 }
 
 static void
@@ -497,7 +396,7 @@ remove_process (PerfmondDaemon *self,
       process->signal_id = 0;
     }
   answer_waiters (process, why);
-  drop_history (self, process);
+  perfmond_history_drop (&self->history, process);
 
   budget_remove (self, process->bus_name);
   g_hash_table_remove (self->by_name, process->bus_name);
@@ -505,111 +404,6 @@ remove_process (PerfmondDaemon *self,
 
   if (self->skeleton != NULL)
     emit_signal (self, "ProcessRemoved", g_variant_new ("(u)", pid));
-}
-
-/* What keeping a snapshot of @variant_size bytes costs: the variant, and
- * while it is the newest, its decoded copy (about as big). */
-static gsize
-history_cost (gsize variant_size)
-{
-  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
-}
-
-static void
-drop_history (PerfmondDaemon *self,
-              Process        *process)
-{
-  while (!g_queue_is_empty (&process->history))
-    history_pop_oldest (self, process);
-  g_clear_object (&process->latest);
-}
-
-/* Whether a snapshot of @variant_size bytes of @process fits in the total
- * budget next to the newest snapshot of every other process (older ones
- * make room). */
-static gboolean
-history_has_room (PerfmondDaemon *self,
-                  Process        *process,
-                  gsize           variant_size)
-{
-  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
-  gsize needed = history_cost (variant_size);
-  GHashTableIter iter;
-  gpointer value;
-
-  g_hash_table_iter_init (&iter, self->by_pid);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    {
-      Process *other = value;
-      HistoryEntry *newest = g_queue_peek_tail (&other->history);
-
-      if (other != process && newest != NULL)
-        needed += newest->size;
-      if (needed > budget)
-        return FALSE;
-    }
-  return TRUE;
-}
-
-static void
-add_history (PerfmondDaemon  *self,
-             Process         *process,
-             PerfmonSnapshot *snapshot,
-             GVariant        *variant,
-             gsize            variant_size)
-{
-  HistoryEntry *entry = g_new0 (HistoryEntry, 1);
-  gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
-  guint max_count = self->config.history_s * 1000u / self->config.poll_interval_ms + 1;
-  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
-  HistoryEntry *newest;
-
-  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  /* The variant as received, checked by decoding it: GDBus built it as a
-   * tree of small values, which g_variant_get_data() flattens into one
-   * buffer, the compact form to keep. Cheaper than writing it again from
-   * the snapshot, and the same content. */
-  entry->variant = g_variant_ref (variant);
-  g_variant_get_data (entry->variant);
-  entry->variant_size = variant_size;
-  entry->size = history_cost (variant_size);
-  g_queue_push_tail (&process->history, entry);
-  process->history_bytes += entry->size;
-  self->history_bytes += entry->size;
-
-  newest = entry;
-  while (process->history.length > 1)
-    {
-      HistoryEntry *oldest = g_queue_peek_head (&process->history);
-
-      if (process->history.length <= max_count && newest->timestamp - oldest->timestamp <= max_age)
-        break;
-      history_pop_oldest (self, process);
-    }
-
-  /* Over the total budget, the process holding the most history gives up
-   * its oldest snapshot: a process with huge snapshots shortens its own
-   * history before anyone else's. Everyone keeps their newest one, which
-   * history_has_room() made sure fit. */
-  while (self->history_bytes > budget)
-    {
-      Process *victim = NULL;
-      GHashTableIter iter;
-      gpointer value;
-
-      g_hash_table_iter_init (&iter, self->by_pid);
-      while (g_hash_table_iter_next (&iter, NULL, &value))
-        {
-          Process *candidate = value;
-
-          if (candidate->history.length > 1 &&
-              (victim == NULL || candidate->history_bytes > victim->history_bytes))
-            victim = candidate;
-        }
-      if (victim == NULL)
-        break;
-      history_pop_oldest (self, victim);
-    }
 }
 
 static void
@@ -647,14 +441,14 @@ poll_done (GObject      *source,
    * snapshots as well, so a snapshot that cannot fit is refused, and the
    * process's older ones go (nothing stale is served in its place). */
   variant_size = g_variant_get_size (variant);
-  if (!history_has_room (self, process, variant_size))
+  if (!perfmond_history_has_room (&self->history, process, variant_size))
     {
       g_autofree char *why = g_strdup_printf ("a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in "
                                               "the history's %u MiB next to the other processes' "
                                               "(--max-history-mib)", variant_size,
                                               self->config.max_history_mib);
-      drop_history (self, process);
-      process_reject (process, "a snapshot", why);
+      perfmond_history_drop (&self->history, process);
+      perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
     }
@@ -663,7 +457,7 @@ poll_done (GObject      *source,
   snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
   if (snapshot == NULL)
     {
-      process_reject (process, "a snapshot", error->message);
+      perfmond_process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
       goto out;
     }
@@ -671,7 +465,7 @@ poll_done (GObject      *source,
     {
       g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
                                               perfmon_snapshot_get_pid (snapshot), process->pid);
-      process_reject (process, "a snapshot", why);
+      perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
     }
@@ -682,12 +476,12 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot, variant, variant_size);
+  perfmond_history_add (&self->history, process, snapshot, variant, variant_size);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static void
@@ -704,7 +498,7 @@ poll_process (PerfmondDaemon *self,
                           PERFMON_MONITOR_INTERFACE, "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
-                          process->cancellable, poll_done, process_ref (process));
+                          process->cancellable, poll_done, perfmond_process_ref (process));
 }
 
 /* Every POLL_SLOTS-th of the interval: the processes of this slot. Each
@@ -857,14 +651,14 @@ add_hang (PerfmondDaemon *self,
     {
       g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes, more than the %d allowed",
                                               length, MAX_HANG_REPORT_BYTES);
-      process_reject (process, "a hang report", why);
+      perfmond_process_reject (process, "a hang report", why);
       return;
     }
 
   report = perfmon_hang_report_new_from_json (json, (gssize) length, &error);
   if (report == NULL)
     {
-      process_reject (process, "a hang report", error->message);
+      perfmond_process_reject (process, "a hang report", error->message);
       return;
     }
 
@@ -932,14 +726,14 @@ add_ping (PerfmondDaemon *self,
 
   if (!g_path_is_absolute (path) || strlen (path) > PATH_MAX || !g_utf8_validate (path, -1, NULL))
     {
-      process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
+      perfmond_process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
       return;
     }
   /* Nothing outside the pings directories perfmond knows is relayed,
    * listed or read: a process cannot point perfmond at another file. */
   if (perfmond_pings_dir_of ((const char * const *) self->pings_dirs, path) == NULL)
     {
-      process_reject (process, "a Ping signal",
+      perfmond_process_reject (process, "a Ping signal",
                       "the path is not a <name>.json file directly in a pings directory of perfmond's "
                       "(the default or a --pings-dir)");
       return;
@@ -981,7 +775,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
         {
-          process_reject (process, "a Hang signal", "expected arguments of type (s)");
+          perfmond_process_reject (process, "a Hang signal", "expected arguments of type (s)");
           return;
         }
       g_variant_get (parameters, "(&s)", &json);
@@ -994,7 +788,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(tst)")))
         {
-          process_reject (process, "an Alert signal", "expected arguments of type (tst)");
+          perfmond_process_reject (process, "an Alert signal", "expected arguments of type (tst)");
           return;
         }
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
@@ -1006,7 +800,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
         {
-          process_reject (process, "a Ping signal", "expected arguments of type (s)");
+          perfmond_process_reject (process, "a Ping signal", "expected arguments of type (s)");
           return;
         }
       g_variant_get (parameters, "(&s)", &path);
@@ -1058,7 +852,7 @@ get_properties_done (GObject      *source,
     }
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static void
@@ -1091,7 +885,7 @@ get_hang_reports_done (GObject      *source,
     }
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static Process *
@@ -1123,25 +917,25 @@ add_process (PerfmondDaemon *self,
                                                            PERFMON_MONITOR_INTERFACE, NULL,
                                                            PERFMON_MONITOR_OBJECT_PATH, NULL,
                                                            G_DBUS_SIGNAL_FLAGS_NONE,
-                                                           on_monitor_signal, process_ref (process),
-                                                           (GDestroyNotify) process_unref);
+                                                           on_monitor_signal, perfmond_process_ref (process),
+                                                           (GDestroyNotify) perfmond_process_unref);
   process->watch_id = g_bus_watch_name_on_connection (self->connection, bus_name,
                                                       G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                       NULL, on_name_vanished,
-                                                      process_ref (process),
-                                                      (GDestroyNotify) process_unref);
+                                                      perfmond_process_ref (process),
+                                                      (GDestroyNotify) perfmond_process_unref);
 
   g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, "org.freedesktop.DBus.Properties",
                           "GetAll", g_variant_new ("(s)", PERFMON_MONITOR_INTERFACE), G_VARIANT_TYPE ("(a{sv})"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
-                          process->cancellable, get_properties_done, process_ref (process));
+                          process->cancellable, get_properties_done, perfmond_process_ref (process));
   if (self->config.max_hangs > 0)
     g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
                             "GetHangReports",
                             g_variant_new ("(u)", MIN (self->config.max_hangs, MAX_INITIAL_HANGS)),
                             G_VARIANT_TYPE ("(as)"),
                             G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
-                            process->cancellable, get_hang_reports_done, process_ref (process));
+                            process->cancellable, get_hang_reports_done, perfmond_process_ref (process));
 
   g_debug ("pid %u (%s) registered", pid, bus_name);
   emit_signal (self, "ProcessAdded", g_variant_new ("(us)", pid, bus_name));
@@ -1380,7 +1174,7 @@ handle_get_snapshot (PerfmonDBusDaemon1    *skeleton,
 
   if (process->latest != NULL)
     {
-      perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, latest_variant (process));
+      perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, perfmond_history_latest_variant (process));
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
 
@@ -1579,7 +1373,7 @@ perfmond_daemon_class_init (PerfmondDaemonClass *klass)
 static void
 perfmond_daemon_init (PerfmondDaemon *self)
 {
-  self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) process_unref);
+  self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) perfmond_process_unref);
   self->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&self->hangs);
   g_queue_init (&self->pings);
@@ -1599,6 +1393,7 @@ perfmond_daemon_new (const PerfmondConfig *config)
   self->config = *config;
   self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
   self->config.pings_dirs = NULL;   /* nor these: self->pings_dirs */
+  perfmond_history_init (&self->history, &self->config, self->by_pid);
   {
     GPtrArray *dirs = g_ptr_array_new ();
 
