@@ -22,16 +22,13 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-filter.h"
 #include "perfmond-log.h"
 #include "perfmond-process.h"
 #include "perfmond-upload.h"
-#include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
 
-/* A hang report of the library is a few KiB (at most a few hundred frames
- * and modules); anything much bigger is not one. */
-#define MAX_HANG_REPORT_BYTES (256 * 1024)
 /* Clients waiting for a process's first snapshot (GetSnapshot right after
  * Register). */
 #define MAX_WAITERS 16
@@ -41,19 +38,6 @@
 #define MAX_AGGREGATE_REPLY_BYTES (16 * 1024 * 1024)
 /* All the hang reports kept, in bytes (besides --max-hangs). */
 #define MAX_HANGS_BYTES (32 * 1024 * 1024)
-/* The bytes of Monitor1 signals taken from one process per second (besides
- * --max-signals): a few hang reports. */
-#define MAX_SIGNAL_BYTES_PER_S (1024 * 1024)
-/* Ping signals of one process per second, a budget of their own: a ping
- * is written every hangs-per-ping hangs (50), a signal is a path, and one
- * dropped only delays its ping until the next rescan of the directory. */
-#define MAX_PING_SIGNALS_PER_S 50
-/* The arguments of a call to the daemon: its methods take a pid, a time
- * and a hang id at most. */
-#define MAX_CALL_BODY_BYTES 4096
-/* A message dropped this big gives its memory back to the system (in the
- * filter: GDBus's worker thread). */
-#define TRIM_AFTER_BYTES (1024 * 1024)
 #define MAX_HANG_ID_BYTES 64
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
@@ -83,22 +67,6 @@ typedef struct
   char  *path;
 } Ping;
 
-/* The signal budget of a registered process, kept by the connection's
- * filter (GDBus's worker thread) under filter_lock. */
-typedef struct
-{
-  guint    pid;
-  gint64   window_start;
-  guint    window_signals;
-  gsize    window_bytes;
-  guint64  dropped;
-  gint64   drop_logged_at;
-  /* Ping signals have a budget of their own: a Hang flood never delays
-   * a ping (and a dropped Ping only delays one: the uploader rescans). */
-  gint64   ping_window_start;
-  guint    ping_window_signals;
-} SignalBudget;
-
 struct _PerfmondDaemon
 {
   GObject             parent_instance;
@@ -119,10 +87,7 @@ struct _PerfmondDaemon
   guint               next_slot;
   guint               tick;
   guint               filter_id;
-  GMutex              filter_lock;
-  GHashTable         *budgets;    /* unique name → SignalBudget *; filter_lock */
-  guint64             signals_dropped;  /* atomic-ish: under filter_lock */
-  guint64             calls_refused;    /* under filter_lock */
+  PerfmondFilter     *filter;     /* the connection's, of Monitor1 signals and calls */
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
   PerfmondUploader   *uploader;   /* nullable: without --upload-url */
@@ -150,163 +115,6 @@ ping_free (Ping *ping)
   g_free (ping->process_name);
   g_free (ping->path);
   g_free (ping);
-}
-
-/* --- the connection's filter: what is dropped before it is queued ----- */
-
-/* Once a big message was dropped, the heap is given back a moment later
- * (libperfmon-support.a), by a short-lived thread of perfmon's: never the
- * program's threads. */
-static void
-schedule_trim (void)
-{
-  _perfmon_heap_trim_soon ("perfmond-trim");
-}
-
-/* GDBus's worker thread, for every message: the Monitor1 signals of a
- * process that is not registered, or over its budget, and calls to the
- * daemon with oversize arguments are dropped here, before GDBus queues
- * them for the main thread, so that a flood costs the time to read it and
- * nothing piles up. */
-static GDBusMessage *
-filter_message (GDBusConnection *connection,
-                GDBusMessage    *message,
-                gboolean         incoming,
-                gpointer         user_data)
-{
-  PerfmondDaemon *self = user_data;
-  GDBusMessageType type;
-  GVariant *body;
-  gsize size;
-
-  if (!incoming)
-    return message;
-
-  type = g_dbus_message_get_message_type (message);
-  body = g_dbus_message_get_body (message);
-  size = body != NULL ? g_variant_get_size (body) : 0;
-
-  if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
-      g_strcmp0 (g_dbus_message_get_interface (message), PERFMON_MONITOR_INTERFACE) == 0)
-    {
-      const char *sender = g_dbus_message_get_sender (message);
-      SignalBudget *budget;
-      gint64 now = g_get_monotonic_time ();
-      gboolean keep = FALSE;
-      gboolean log = FALSE;
-      guint64 dropped = 0;
-      guint pid = 0;
-
-      g_mutex_lock (&self->filter_lock);
-      budget = sender != NULL ? g_hash_table_lookup (self->budgets, sender) : NULL;
-      if (budget != NULL && g_strcmp0 (g_dbus_message_get_member (message), "Ping") == 0)
-        {
-          if (now - budget->ping_window_start >= G_USEC_PER_SEC)
-            {
-              budget->ping_window_start = now;
-              budget->ping_window_signals = 0;
-            }
-          keep = size <= PATH_MAX + 64 && budget->ping_window_signals < MAX_PING_SIGNALS_PER_S;
-          if (keep)
-            budget->ping_window_signals++;
-          else
-            budget->dropped++;
-        }
-      else if (budget != NULL)
-        {
-          if (now - budget->window_start >= G_USEC_PER_SEC)
-            {
-              budget->window_start = now;
-              budget->window_signals = 0;
-              budget->window_bytes = 0;
-            }
-          keep = size <= MAX_HANG_REPORT_BYTES + 1024 &&
-                 budget->window_signals < self->config.max_signals &&
-                 budget->window_bytes + size <= MAX_SIGNAL_BYTES_PER_S;
-          if (keep)
-            {
-              budget->window_signals++;
-              budget->window_bytes += size;
-            }
-          else
-            {
-              budget->dropped++;
-              if (budget->drop_logged_at == 0 || now - budget->drop_logged_at >= 60 * G_USEC_PER_SEC)
-                {
-                  budget->drop_logged_at = now;
-                  log = TRUE;
-                  dropped = budget->dropped;
-                  pid = budget->pid;
-                }
-            }
-        }
-      if (!keep)
-        self->signals_dropped++;
-      g_mutex_unlock (&self->filter_lock);
-
-      /* Said at most once a minute, so that the flood does not move on to
-       * the journal. */
-      if (log)
-        perfmond_log_event (G_LOG_LEVEL_MESSAGE, PERFMOND_MESSAGE_ID_THROTTLED, pid, NULL, -1,
-                   "pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
-                   "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
-                   self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
-                   MAX_HANG_REPORT_BYTES / 1024, dropped);
-      if (keep)
-        return message;
-      g_object_unref (message);
-      if (size >= TRIM_AFTER_BYTES)
-        schedule_trim ();
-      return NULL;
-    }
-
-  if (type == G_DBUS_MESSAGE_TYPE_METHOD_CALL && size > MAX_CALL_BODY_BYTES &&
-      g_strcmp0 (g_dbus_message_get_path (message), PERFMON_DAEMON_OBJECT_PATH) == 0)
-    {
-      g_autoptr(GDBusMessage) reply = NULL;
-
-      g_mutex_lock (&self->filter_lock);
-      self->calls_refused++;
-      g_mutex_unlock (&self->filter_lock);
-      if (!(g_dbus_message_get_flags (message) & G_DBUS_MESSAGE_FLAGS_NO_REPLY_EXPECTED))
-        {
-          reply = g_dbus_message_new_method_error (message, "org.freedesktop.DBus.Error.InvalidArgs",
-                                                   "%s: arguments of %" G_GSIZE_FORMAT " bytes, more than "
-                                                   "the %d this interface takes",
-                                                   g_dbus_message_get_member (message), size,
-                                                   MAX_CALL_BODY_BYTES);
-          g_dbus_connection_send_message (connection, reply, G_DBUS_SEND_MESSAGE_FLAGS_NONE, NULL, NULL);
-        }
-      g_object_unref (message);
-      /* glibc keeps a freed heap: three refused 30 MB calls kept 38 MB. */
-      if (size >= TRIM_AFTER_BYTES)
-        schedule_trim ();
-      return NULL;
-    }
-
-  return message;
-}
-
-static void
-budget_add (PerfmondDaemon *self,
-            const char     *bus_name,
-            guint           pid)
-{
-  SignalBudget *budget = g_new0 (SignalBudget, 1);
-
-  budget->pid = pid;
-  g_mutex_lock (&self->filter_lock);
-  g_hash_table_replace (self->budgets, g_strdup (bus_name), budget);
-  g_mutex_unlock (&self->filter_lock);
-}
-
-static void
-budget_remove (PerfmondDaemon *self,
-               const char     *bus_name)
-{
-  g_mutex_lock (&self->filter_lock);
-  g_hash_table_remove (self->budgets, bus_name);
-  g_mutex_unlock (&self->filter_lock);
 }
 
 /* The skeleton is not exported (the uid gate stands before it), so its
@@ -398,7 +206,7 @@ remove_process (PerfmondDaemon *self,
   answer_waiters (process, why);
   perfmond_history_drop (&self->history, process);
 
-  budget_remove (self, process->bus_name);
+  perfmond_filter_budget_remove (self->filter, process->bus_name);
   g_hash_table_remove (self->by_name, process->bus_name);
   g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
 
@@ -542,10 +350,7 @@ perfmond_daemon_write_metrics (PerfmondDaemon        *self,
   g_autoptr(GArray) processes = perfmond_daemon_get_processes (self);
   PerfmondMetricsHealth health = { 0, };
 
-  g_mutex_lock (&self->filter_lock);
-  health.dropped_signals = self->signals_dropped;
-  health.refused_calls = self->calls_refused;
-  g_mutex_unlock (&self->filter_lock);
+  perfmond_filter_get_counts (self->filter, &health.dropped_signals, &health.refused_calls);
   health.processes = g_hash_table_size (self->by_pid);
   perfmond_metrics_write (self->metrics, (PerfmondMetricsProcess *) (void *) processes->data, processes->len,
                           &health, format, out);
@@ -647,10 +452,10 @@ add_hang (PerfmondDaemon *self,
   Hang *hang;
   gsize length = strlen (json);
 
-  if (length > MAX_HANG_REPORT_BYTES)
+  if (length > PERFMOND_MAX_HANG_REPORT_BYTES)
     {
       g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes, more than the %d allowed",
-                                              length, MAX_HANG_REPORT_BYTES);
+                                              length, PERFMOND_MAX_HANG_REPORT_BYTES);
       perfmond_process_reject (process, "a hang report", why);
       return;
     }
@@ -909,7 +714,7 @@ add_process (PerfmondDaemon *self,
   g_hash_table_insert (self->by_pid, GUINT_TO_POINTER (pid), process);
   g_hash_table_insert (self->by_name, process->bus_name, process);
   /* Before the subscription: its signals pass the filter from now on. */
-  budget_add (self, bus_name, pid);
+  perfmond_filter_budget_add (self->filter, bus_name, pid);
 
   /* Subscribed before GetHangReports, so that no hang falls in between;
    * add_hang() drops the ones seen twice. */
@@ -1354,9 +1159,8 @@ perfmond_daemon_finalize (GObject *object)
   perfmond_aggregator_free (self->aggregator);
   perfmond_uploader_free (self->uploader);
   g_strfreev (self->pings_dirs);
-  g_hash_table_unref (self->budgets);
+  perfmond_filter_unref (self->filter);
   perfmond_metrics_free (self->metrics);
-  g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
 }
@@ -1378,8 +1182,6 @@ perfmond_daemon_init (PerfmondDaemon *self)
   g_queue_init (&self->hangs);
   g_queue_init (&self->pings);
   self->aggregator = perfmond_aggregator_new ();
-  g_mutex_init (&self->filter_lock);
-  self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->metrics = perfmond_metrics_new ();
 }
 
@@ -1393,6 +1195,7 @@ perfmond_daemon_new (const PerfmondConfig *config)
   self->config = *config;
   self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
   self->config.pings_dirs = NULL;   /* nor these: self->pings_dirs */
+  self->filter = perfmond_filter_new (config->max_signals);
   perfmond_history_init (&self->history, &self->config, self->by_pid);
   {
     GPtrArray *dirs = g_ptr_array_new ();
@@ -1529,8 +1332,9 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
   /* The filter may still run a moment after its removal (another
    * thread): it holds a reference until GDBus says it is done. */
-  self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
-                                                  g_object_unref);
+  self->filter_id = g_dbus_connection_add_filter (connection, perfmond_filter_message,
+                                                  perfmond_filter_ref (self->filter),
+                                                  (GDestroyNotify) perfmond_filter_unref);
   self->poll_source = g_timeout_add (MAX (self->config.poll_interval_ms / POLL_SLOTS, 1), poll_tick, self);
   return TRUE;
 }
