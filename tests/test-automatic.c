@@ -22,6 +22,7 @@
 #include "perfmon.h"
 #include "perfmon-dispatch-observer-private.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-test-utils.h"
 
 typedef struct
 {
@@ -79,21 +80,6 @@ count_compartments (PerfmonSnapshot *snapshot)
   for (guint i = 0; i < groups->len; i++)
     n += perfmon_group_stats_get_kind (g_ptr_array_index (groups, i)) == PERFMON_GROUP_KIND_COMPARTMENT;
   return n;
-}
-
-static void
-iterate_until (GMainContext *context,
-               gboolean     *done)
-{
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-
-  while (!*done)
-    {
-      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
-      g_main_context_iteration (context, TRUE);
-    }
-  /* One more, to commit the last iteration. */
-  g_main_context_iteration (context, FALSE);
 }
 
 /* Callbacks named by their symbols: global, for -rdynamic. */
@@ -209,7 +195,7 @@ run_source (Fixture  *fixture,
 {
   g_source_attach (source, fixture->context);
   g_source_unref (source);
-  iterate_until (fixture->context, done);
+  test_iterate_until (fixture->context, done, "the source to run");
   return perfmon_monitor_snapshot (fixture->monitor);
 }
 
@@ -283,7 +269,7 @@ test_glib_kinds (Fixture       *fixture,
   g_source_attach (source, fixture->context);
   g_source_unref (source);
   raise (SIGUSR1);
-  iterate_until (fixture->context, &done);
+  test_iterate_until (fixture->context, &done, "the sources to run");
 
   {
     g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (fixture->monitor);
@@ -894,7 +880,7 @@ test_alert_names_group (Fixture       *fixture,
   g_source_set_name (source, "[test] spell check");
   g_source_set_callback (source, slow_spell_check, &done, NULL);
   g_source_attach (source, fixture->context);
-  iterate_until (fixture->context, &done);
+  test_iterate_until (fixture->context, &done, "the sources to run");
   /* Alerts come from a source of their own. */
   deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
   while (!names_contain (names, "[test] spell check") && g_get_monotonic_time () < deadline)

@@ -310,15 +310,10 @@ second_bus_up (Fixture          *fixture,
                GDBusConnection **connection)
 {
   g_autofree char *first = g_strdup (g_test_dbus_get_bus_address (fixture->bus));
-  g_autoptr(GError) error = NULL;
   GTestDBus *bus = g_test_dbus_new (G_TEST_DBUS_NONE);
 
   test_dbus_up (bus);
-  *connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
-                                                        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                        G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                        NULL, NULL, &error);
-  g_assert_no_error (error);
+  *connection = test_bus_connect (bus);
   g_setenv ("DBUS_SESSION_BUS_ADDRESS", first, TRUE);
   return bus;
 }
@@ -501,7 +496,6 @@ fixture_set_up (Fixture       *fixture,
   g_autofree char *services = NULL;
   g_autofree char *service = NULL;
   g_autofree char *service_text = NULL;
-  const char *address;
 
   fixture->tmp_dir = test_make_tmp_dir ("perfmon-test-daemon-XXXXXX");
 
@@ -521,12 +515,7 @@ fixture_set_up (Fixture       *fixture,
   fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
   g_test_dbus_add_service_dir (fixture->bus, services);
   test_dbus_up (fixture->bus);
-  address = g_test_dbus_get_bus_address (fixture->bus);
-  fixture->connection = g_dbus_connection_new_for_address_sync (address,
-                                                                G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                                G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                                NULL, NULL, &error);
-  g_assert_no_error (error);
+  fixture->connection = test_bus_connect (fixture->bus);
   fixture->children = g_ptr_array_new_with_free_func (g_object_unref);
   fixture->signals = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
   fixture->signal_id = g_dbus_connection_signal_subscribe (fixture->connection, NULL, DAEMON_NAME, NULL,
@@ -622,11 +611,7 @@ test_register (Fixture       *fixture,
 
   start_daemon (fixture, fast_daemon);
   /* A listener of the same uid with a match rule that did not subscribe. */
-  bystander = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
-                                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                      G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                      NULL, NULL, &error);
-  g_assert_no_error (error);
+  bystander = test_bus_connect (fixture->bus);
   bystander_id = g_dbus_connection_signal_subscribe (bystander, NULL, DAEMON_NAME, NULL, DAEMON_PATH, NULL,
                                                      G_DBUS_SIGNAL_FLAGS_NONE, count_bystander_signal,
                                                      &bystander_signals, NULL);

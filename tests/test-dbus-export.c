@@ -25,51 +25,6 @@ static GTestDBus *test_bus;
 
 /* --- helpers ------------------------------------------------------------ */
 
-
-/* Iterates the thread-default context until *@done, failing after 20 s
- * (a generous bound for a loaded machine: it only catches a hung test). */
-static void
-iterate_until (const gboolean *done,
-               const char     *what)
-{
-  g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
-  g_autoptr(GSource) timeout = g_timeout_source_new_seconds (20);
-
-  g_source_set_callback (timeout, test_fail_on_timeout, (gpointer) what, NULL);
-  g_source_attach (timeout, context);
-  while (!*done)
-    g_main_context_iteration (context, TRUE);
-  g_source_destroy (timeout);
-}
-
-/* Iterates the thread-default context for about @ms. */
-static void
-iterate_for (guint ms)
-{
-  g_autoptr(GMainContext) context = g_main_context_ref_thread_default ();
-  gint64 end = g_get_monotonic_time () + (gint64) ms * 1000;
-
-  while (g_get_monotonic_time () < end)
-    {
-      g_main_context_iteration (context, FALSE);
-      g_usleep (1000);
-    }
-}
-
-static GDBusConnection *
-new_bus_connection (void)
-{
-  g_autoptr(GError) error = NULL;
-  GDBusConnection *connection =
-    g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (test_bus),
-                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                            NULL, NULL, &error);
-
-  g_assert_no_error (error);
-  return connection;
-}
-
 typedef struct
 {
   gboolean  done;
@@ -104,7 +59,7 @@ call_full (GDBusConnection  *connection,
   g_dbus_connection_call (connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, interface, method,
                           parameters, NULL, G_DBUS_CALL_FLAGS_NO_AUTO_START, 10000, NULL,
                           on_call_done, &call);
-  iterate_until (&call.done, method);
+  test_iterate_until (NULL, &call.done, method);
   if (call.error != NULL)
     g_propagate_error (error, call.error);
   return call.reply;
@@ -188,7 +143,7 @@ collector_main (gpointer data)
   guint subscription;
 
   g_main_context_push_thread_default (collector->context);
-  collector->connection = new_bus_connection ();
+  collector->connection = test_bus_connect (test_bus);
   subscription = g_dbus_connection_signal_subscribe (collector->connection, collector->sender,
                                                      PERFMON_MONITOR_INTERFACE, NULL,
                                                      PERFMON_MONITOR_OBJECT_PATH, NULL,
@@ -251,7 +206,7 @@ collector_new_full (const char *sender,
       g_dbus_connection_call (collector->connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
                               "org.freedesktop.DBus", "GetId", NULL, NULL, G_DBUS_CALL_FLAGS_NONE, -1,
                               NULL, subscription_round_trip_done, &done);
-    iterate_until (&done, "subscription round trip");
+    test_iterate_until (NULL, &done, "subscription round trip");
   }
   return collector;
 }
@@ -389,8 +344,8 @@ fixture_set_up (Fixture       *fixture,
   g_ptr_array_add (fixture->groups, g_object_ref (perfmon_monitor_get_addon_group (fixture->monitor, "calm@addons", "Calm")));
   g_ptr_array_add (fixture->groups, perfmon_monitor_create_compartment (fixture->monitor, "busy-compartment", 7, "calm@addons"));
 
-  fixture->server = new_bus_connection ();
-  fixture->client = new_bus_connection ();
+  fixture->server = test_bus_connect (test_bus);
+  fixture->client = test_bus_connect (test_bus);
   fixture->name = g_dbus_connection_get_unique_name (fixture->server);
   if (!GPOINTER_TO_INT (data))
     {
@@ -409,7 +364,7 @@ fixture_tear_down (Fixture       *fixture,
   g_dbus_connection_close_sync (fixture->client, NULL, NULL);
   g_dbus_connection_close_sync (fixture->server, NULL, NULL);
   /* Let what the connections and the export queued run. */
-  iterate_for (20);
+  test_iterate_for (NULL, 20);
   g_clear_object (&fixture->client);
   g_clear_object (&fixture->server);
   g_clear_pointer (&fixture->groups, g_ptr_array_unref);
@@ -581,7 +536,7 @@ test_subscribers_gone_before_served (Fixture       *fixture,
 
   for (guint i = 0; i < 17; i++)
     {
-      g_autoptr(GDBusConnection) ghost = new_bus_connection ();
+      g_autoptr(GDBusConnection) ghost = test_bus_connect (test_bus);
       g_autofree char *name = g_strdup (g_dbus_connection_get_unique_name (ghost));
       g_autoptr(GVariant) pid = get_property (ghost, fixture->name, "Pid", &error);
 
@@ -599,7 +554,7 @@ test_subscribers_gone_before_served (Fixture       *fixture,
       while (bus_name_has_owner (fixture->server, name))
         g_usleep (1000);
     }
-  iterate_for (200);
+  test_iterate_for (NULL, 200);
 
   reply = call_full (fixture->client, fixture->name, PERFMON_MONITOR_INTERFACE, "Subscribe", NULL, &error);
   g_assert_no_error (error);
@@ -1015,7 +970,7 @@ fake_daemon_own (FakeDaemon *daemon)
   daemon->owner_id = g_bus_own_name_on_connection (daemon->connection, PERFMON_DAEMON_BUS_NAME,
                                                    G_BUS_NAME_OWNER_FLAGS_NONE,
                                                    on_fake_daemon_name_acquired, NULL, daemon, NULL);
-  iterate_until (&daemon->owned, "owning org.perfmon.Daemon1");
+  test_iterate_until (NULL, &daemon->owned, "owning org.perfmon.Daemon1");
 }
 
 static void
@@ -1040,7 +995,7 @@ fake_daemon_new (void)
   node = g_dbus_node_info_new_for_xml (xml, &error);
   g_assert_no_error (error);
 
-  daemon->connection = new_bus_connection ();
+  daemon->connection = test_bus_connect (test_bus);
   daemon->registered = g_ptr_array_new_with_free_func (g_free);
   daemon->unregistered = g_ptr_array_new_with_free_func (g_free);
   daemon->registration =
@@ -1093,13 +1048,13 @@ test_register (Fixture       *fixture,
 
   /* The daemon goes away and comes back: the process registers again. */
   fake_daemon_disown (daemon);
-  iterate_for (50);
+  test_iterate_for (NULL, 50);
   fake_daemon_own (daemon);
   wait_for_registrations (daemon, 2);
   g_assert_cmpstr (g_ptr_array_index (daemon->registered, 1), ==, fixture->name);
 
   /* And once only per appearance. */
-  iterate_for (100);
+  test_iterate_for (NULL, 100);
   g_assert_cmpuint (daemon->registered->len, ==, 2);
 
   /* Unexporting unregisters. */
@@ -1130,7 +1085,7 @@ test_register_late_daemon (Fixture       *fixture,
   /* No daemon and no activation file: not an error. */
   g_assert_true (perfmon_monitor_export (fixture->monitor, fixture->server, &error));
   g_assert_no_error (error);
-  iterate_for (100);
+  test_iterate_for (NULL, 100);
 
   daemon = fake_daemon_new ();
   wait_for_registrations (daemon, 1);
@@ -1146,8 +1101,8 @@ test_register_opt_out (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(PerfmonMonitor) by_env = perfmon_monitor_new (fixture->context);
   g_autoptr(PerfmonMonitor) control = perfmon_monitor_new (fixture->context);
-  g_autoptr(GDBusConnection) env_connection = new_bus_connection ();
-  g_autoptr(GDBusConnection) control_connection = new_bus_connection ();
+  g_autoptr(GDBusConnection) env_connection = test_bus_connect (test_bus);
+  g_autoptr(GDBusConnection) control_connection = test_bus_connect (test_bus);
 
   /* By flag, ... */
   g_assert_true (perfmon_monitor_export_full (fixture->monitor, NULL, fixture->server,
@@ -1164,7 +1119,7 @@ test_register_opt_out (Fixture       *fixture,
   g_assert_no_error (error);
 
   wait_for_registrations (daemon, 1);
-  iterate_for (200);
+  test_iterate_for (NULL, 200);
   g_assert_cmpuint (daemon->registered->len, ==, 1);
   g_assert_cmpstr (g_ptr_array_index (daemon->registered, 0), ==,
                    g_dbus_connection_get_unique_name (control_connection));
@@ -1173,7 +1128,7 @@ test_register_opt_out (Fixture       *fixture,
   perfmon_monitor_unexport (control, control_connection);
   g_dbus_connection_close_sync (env_connection, NULL, NULL);
   g_dbus_connection_close_sync (control_connection, NULL, NULL);
-  iterate_for (20);
+  test_iterate_for (NULL, 20);
   fake_daemon_free (daemon);
 }
 
@@ -1254,13 +1209,9 @@ test_register_activates_daemon (Fixture       *fixture,
   g_file_set_contents (service, service_text, -1, &error);
   g_assert_no_error (error);
   g_test_dbus_add_service_dir (bus, services);
-  g_test_dbus_up (bus);
+  test_dbus_up (bus);
 
-  connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bus),
-                                                       G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                       G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                       NULL, NULL, &error);
-  g_assert_no_error (error);
+  connection = test_bus_connect (bus);
   g_assert_true (perfmon_monitor_export (fixture->monitor, connection, &error));
   g_assert_no_error (error);
 
@@ -1269,13 +1220,13 @@ test_register_activates_daemon (Fixture       *fixture,
   while ((log == NULL || !g_str_has_prefix (log, expected)) && g_get_monotonic_time () < deadline)
     {
       g_clear_pointer (&log, g_free);
-      iterate_for (10);
+      test_iterate_for (NULL, 10);
       g_file_get_contents (log_path, &log, NULL, NULL);
     }
   g_assert_cmpstr (log, ==, expected);
 
   /* Once only, though the name appeared while Register was on its way. */
-  iterate_for (200);
+  test_iterate_for (NULL, 200);
   g_clear_pointer (&log, g_free);
   g_file_get_contents (log_path, &log, NULL, NULL);
   g_assert_cmpstr (log, ==, expected);
@@ -1440,7 +1391,7 @@ test_peer_closes (Fixture       *fixture,
       }
     g_assert_true (closed);
   }
-  iterate_for (20);
+  test_iterate_for (NULL, 20);
   g_assert_false (perfmon_monitor_unexport (fixture->monitor, server_side));
   /* The export let go of the monitor. */
   g_assert_cmpuint (G_OBJECT (fixture->monitor)->ref_count, ==, monitor_refs);
@@ -1553,7 +1504,7 @@ test_peer_other_uid (Fixture       *fixture,
 
   /* The exporter is on this thread: iterate while the child calls. */
   g_subprocess_communicate_utf8_async (child, NULL, NULL, on_communicated, &communication);
-  iterate_until (&communication.done, "the client running as nobody");
+  test_iterate_until (NULL, &communication.done, "the client running as nobody");
   g_assert_no_error (communication.error);
   g_assert_true (g_subprocess_get_if_exited (child));
   g_assert_cmpint (g_subprocess_get_exit_status (child), ==, 0);
@@ -1584,8 +1535,7 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_set_prgname ("test-dbus-export");
 
-  test_bus = g_test_dbus_new (G_TEST_DBUS_NONE);
-  g_test_dbus_up (test_bus);
+  test_bus = test_private_bus_new ();
 
 #define ADD(path, func, data) \
   g_test_add ("/dbus-export/" path, Fixture, data, fixture_set_up, func, fixture_tear_down)

@@ -22,6 +22,7 @@
 #include "perfmon.h"
 #include "perfmon-hang-report-private.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-test-utils.h"
 
 #define BLOCK_MS 400
 
@@ -124,13 +125,6 @@ quit_when_done (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-fail_on_timeout (gpointer data)
-{
-  g_error ("timed out: no hang report, or the callback never ran");
-  return G_SOURCE_REMOVE;
-}
-
 static void
 attach_timeout (GMainContext *context,
                 GSource      *source,
@@ -188,7 +182,8 @@ run_case (gconstpointer data)
   g_source_set_callback (source, c->callback, &fixture, NULL);
   g_source_attach (source, fixture.context);
   attach_timeout (fixture.context, g_timeout_source_new (20), quit_when_done, &fixture);
-  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), fail_on_timeout, NULL);
+  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), test_fail_on_timeout,
+                  (gpointer) "no hang report, or the callback never ran");
   g_main_loop_run (fixture.loop);
   if (fixture.feeder != NULL)
     g_thread_join (fixture.feeder);
@@ -325,7 +320,8 @@ test_jank_samples (void)
   g_source_set_callback (source, jank_in_poll, &fixture, NULL);
   g_source_attach (source, fixture.context);
   attach_timeout (fixture.context, g_timeout_source_new (20), quit_when_jank, &fixture);
-  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), fail_on_timeout, NULL);
+  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), test_fail_on_timeout,
+                  (gpointer) "no jank event");
   g_main_loop_run (fixture.loop);
 
   g_test_message ("jank_in_poll: %d (%s) after %" G_GINT64_FORMAT " µs", fixture.result,

@@ -23,6 +23,7 @@
 #include "perfmon-task-private.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-test-tsan.h"
+#include "perfmon-test-utils.h"
 #include "perfmon-chrome-trace-test.h"
 
 /* Functions whose names the SYMBOL records must carry are not static (the
@@ -928,20 +929,6 @@ dbus_caller (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-static GDBusConnection *
-connect_to_bus (const char *address)
-{
-  g_autoptr(GError) error = NULL;
-  GDBusConnection *connection =
-    g_dbus_connection_new_for_address_sync (address,
-                                            G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                            G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                            NULL, NULL, &error);
-
-  g_assert_no_error (error);
-  return connection;
-}
-
 /* Finds the DBUS_SEND or DBUS_RECV record of @sender and @serial (0: any)
  * whose task is @task_id (0: any). */
 static const PerfmonTaskDBusRecord *
@@ -1017,7 +1004,7 @@ static void
 test_dbus_one_process (Fixture       *fixture,
                        gconstpointer  data)
 {
-  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GTestDBus) bus = NULL;
   g_autoptr(GDBusConnection) server_connection = NULL;
   g_autoptr(GDBusConnection) client_connection = NULL;
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
@@ -1027,9 +1014,9 @@ test_dbus_one_process (Fixture       *fixture,
   Client client = { loop, NULL, };
   guint registration;
 
-  g_test_dbus_up (bus);
-  server_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
-  client_connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
+  bus = test_private_bus_new ();
+  server_connection = test_bus_connect (bus);
+  client_connection = test_bus_connect (bus);
   registration = register_server (server_connection, &server);
 
   client.connection = client_connection;
@@ -1094,7 +1081,7 @@ static void
 test_dbus_two_processes (Fixture       *fixture,
                          gconstpointer  data)
 {
-  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GTestDBus) bus = NULL;
   g_autoptr(GDBusConnection) connection = NULL;
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autoptr(GError) error = NULL;
@@ -1107,7 +1094,7 @@ test_dbus_two_processes (Fixture       *fixture,
   g_autofree char *line = NULL;
   Client client = { loop, NULL, };
 
-  g_test_dbus_up (bus);
+  bus = test_private_bus_new ();
   server = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE, &error,
                              "/proc/self/exe", "--dbus-server", server_path, NULL);
   g_assert_no_error (error);
@@ -1116,7 +1103,7 @@ test_dbus_two_processes (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_true (g_str_has_prefix (line, "ready :"));
 
-  connection = connect_to_bus (g_test_dbus_get_bus_address (bus));
+  connection = test_bus_connect (bus);
   client.connection = connection;
   client.destination = TEST_SERVER_NAME;
   g_assert_true (perfmon_tracer_start (fixture->path, &error));

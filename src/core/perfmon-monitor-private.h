@@ -30,9 +30,8 @@ gboolean             _perfmon_monitor_is_attached       (PerfmonMonitor *self);
  * start-up's handlers (startup, activate, open, command-line) are charged
  * to the automatic group "(start-up)" and a long one is a hang. Does
  * nothing unless automatic groups are on and the monitor is attached to a
- * context that no iteration is under way on. Exported for the preload
- * module alone. */
-PERFMON_AVAILABLE_IN_ALL
+ * context that no iteration is under way on. Handed to the preload
+ * module in its table (hang/perfmon-preload-internals-private.h). */
 void                 _perfmon_monitor_begin_startup     (PerfmonMonitor *self);
 /* How many main contexts may have a monitor attached at once (the poll
  * trampolines of perfmon-monitor.c). */

@@ -11,9 +11,8 @@
  * and in total), so that a buggy or hostile process can waste its own share
  * and nothing more.
  *
- * A Process is reference-counted because D-Bus callbacks may still arrive
- * after it is gone (a reply in flight, a queued signal); they check
- * `removed` and touch nothing else then.
+ * A Process, its record and its history of snapshots, is in
+ * perfmond-process.c.
  */
 #include "perfmond-daemon.h"
 
@@ -23,15 +22,14 @@
 
 #include "perfmon-dbus-daemon.h"
 #include "perfmond-aggregate.h"
+#include "perfmond-filter.h"
 #include "perfmond-log.h"
+#include "perfmond-process.h"
 #include "perfmond-upload.h"
 #include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
 
-/* A hang report of the library is a few KiB (at most a few hundred frames
- * and modules); anything much bigger is not one. */
-#define MAX_HANG_REPORT_BYTES (256 * 1024)
 /* Clients waiting for a process's first snapshot (GetSnapshot right after
  * Register). */
 #define MAX_WAITERS 16
@@ -41,19 +39,6 @@
 #define MAX_AGGREGATE_REPLY_BYTES (16 * 1024 * 1024)
 /* All the hang reports kept, in bytes (besides --max-hangs). */
 #define MAX_HANGS_BYTES (32 * 1024 * 1024)
-/* The bytes of Monitor1 signals taken from one process per second (besides
- * --max-signals): a few hang reports. */
-#define MAX_SIGNAL_BYTES_PER_S (1024 * 1024)
-/* Ping signals of one process per second, a budget of their own: a ping
- * is written every hangs-per-ping hangs (50), a signal is a path, and one
- * dropped only delays its ping until the next rescan of the directory. */
-#define MAX_PING_SIGNALS_PER_S 50
-/* The arguments of a call to the daemon: its methods take a pid, a time
- * and a hang id at most. */
-#define MAX_CALL_BODY_BYTES 4096
-/* A message dropped this big gives its memory back to the system (in the
- * filter: GDBus's worker thread). */
-#define TRIM_AFTER_BYTES (1024 * 1024)
 #define MAX_HANG_ID_BYTES 64
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
@@ -63,14 +48,6 @@
 #define MAX_SUBSCRIBERS 64
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
-
-typedef struct
-{
-  gint64    timestamp;
-  GVariant *variant;
-  gsize     variant_size;
-  gsize     size;          /* what it costs to keep, all told */
-} HistoryEntry;
 
 typedef struct
 {
@@ -91,46 +68,6 @@ typedef struct
   char  *path;
 } Ping;
 
-typedef struct
-{
-  PerfmondDaemon  *daemon;        /* unowned, valid while !removed */
-  gboolean         removed;
-  guint            pid;
-  char            *bus_name;
-  char            *process_name;
-  char            *process_type;
-  gint64           registered_at;
-  guint            watch_id;
-  guint            signal_id;
-  GCancellable    *cancellable;
-  gboolean         poll_pending;
-  PerfmonSnapshot *latest;
-  GQueue           history;       /* HistoryEntry *, oldest first */
-  gsize            history_bytes;
-  GPtrArray       *waiters;       /* GDBusMethodInvocation * for GetSnapshot */
-  guint            n_hangs;       /* the last hang id's number */
-  guint64          polls;
-  guint64          poll_failures;
-  guint64          rejected;
-  guint            slot;          /* of the poll interval, 0…POLL_SLOTS-1 */
-} Process;
-
-/* The signal budget of a registered process, kept by the connection's
- * filter (GDBus's worker thread) under filter_lock. */
-typedef struct
-{
-  guint    pid;
-  gint64   window_start;
-  guint    window_signals;
-  gsize    window_bytes;
-  guint64  dropped;
-  gint64   drop_logged_at;
-  /* Ping signals have a budget of their own: a Hang flood never delays
-   * a ping (and a dropped Ping only delays one: the uploader rescans). */
-  gint64   ping_window_start;
-  guint    ping_window_signals;
-} SignalBudget;
-
 struct _PerfmondDaemon
 {
   GObject             parent_instance;
@@ -145,16 +82,13 @@ struct _PerfmondDaemon
   GHashTable         *by_pid;     /* pid → Process * (a reference) */
   GHashTable         *by_name;    /* unique name (the Process's) → Process * */
   guint               poll_source;
-  gsize               history_bytes;
+  PerfmondHistory     history;    /* of every process in by_pid */
   GQueue              hangs;      /* Hang *, newest first */
   gsize               hangs_bytes;
   guint               next_slot;
   guint               tick;
   guint               filter_id;
-  GMutex              filter_lock;
-  GHashTable         *budgets;    /* unique name → SignalBudget *; filter_lock */
-  guint64             signals_dropped;  /* atomic-ish: under filter_lock */
-  guint64             calls_refused;    /* under filter_lock */
+  PerfmondFilter     *filter;     /* the connection's, of Monitor1 signals and calls */
   GQueue              pings;      /* Ping *, newest first */
   PerfmondAggregator *aggregator;
   PerfmondUploader   *uploader;   /* nullable: without --upload-url */
@@ -164,15 +98,7 @@ struct _PerfmondDaemon
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 
 static void poll_process (PerfmondDaemon *self, Process *process);
-static void drop_history (PerfmondDaemon *self, Process *process);
 static GPtrArray *processes_by_pid (PerfmondDaemon *self);
-
-static void
-history_entry_free (HistoryEntry *entry)
-{
-  g_variant_unref (entry->variant);
-  g_free (entry);
-}
 
 static void
 hang_free (Hang *hang)
@@ -190,188 +116,6 @@ ping_free (Ping *ping)
   g_free (ping->process_name);
   g_free (ping->path);
   g_free (ping);
-}
-
-static void
-process_clear (Process *process)
-{
-  g_assert (process->watch_id == 0 && process->signal_id == 0);
-  g_assert (process->waiters->len == 0);
-  g_free (process->bus_name);
-  g_free (process->process_name);
-  g_free (process->process_type);
-  g_clear_object (&process->cancellable);
-  g_clear_object (&process->latest);
-  g_queue_clear_full (&process->history, (GDestroyNotify) history_entry_free);
-  g_ptr_array_unref (process->waiters);
-}
-
-static Process *
-process_ref (Process *process)
-{
-  return g_rc_box_acquire (process);
-}
-
-static void
-process_unref (Process *process)
-{
-  g_rc_box_release_full (process, (GDestroyNotify) process_clear);
-}
-
-/* Rejections are logged for the first few, then for every 100th, so that a
- * process sending garbage every second does not fill the journal. */
-static void
-process_reject (Process    *process,
-                const char *what,
-                const char *why)
-{
-  process->rejected++;
-  if (process->rejected <= 3 || process->rejected % 100 == 0)
-    perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REJECTED, process->pid, NULL, -1,
-                        "pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
-                        process->pid, process->bus_name, what, process->rejected, why);
-}
-
-/* --- the connection's filter: what is dropped before it is queued ----- */
-
-/* Once a big message was dropped, the heap is given back a moment later
- * (libperfmon-support.a), by a short-lived thread of perfmon's: never the
- * program's threads. */
-static void
-schedule_trim (void)
-{
-  _perfmon_heap_trim_soon ("perfmond-trim");
-}
-
-/* GDBus's worker thread, for every message: the Monitor1 signals of a
- * process that is not registered, or over its budget, and calls to the
- * daemon with oversize arguments are dropped here, before GDBus queues
- * them for the main thread, so that a flood costs the time to read it and
- * nothing piles up. */
-static GDBusMessage *
-filter_message (GDBusConnection *connection,
-                GDBusMessage    *message,
-                gboolean         incoming,
-                gpointer         user_data)
-{
-  PerfmondDaemon *self = user_data;
-  GDBusMessageType type;
-  GVariant *body;
-  gsize size;
-
-  if (!incoming)
-    return message;
-
-  type = g_dbus_message_get_message_type (message);
-  body = g_dbus_message_get_body (message);
-  size = body != NULL ? g_variant_get_size (body) : 0;
-
-  if (type == G_DBUS_MESSAGE_TYPE_SIGNAL &&
-      g_strcmp0 (g_dbus_message_get_interface (message), PERFMON_MONITOR_INTERFACE) == 0)
-    {
-      const char *sender = g_dbus_message_get_sender (message);
-      SignalBudget *budget;
-      gint64 now = g_get_monotonic_time ();
-      gboolean keep = FALSE;
-      gboolean log = FALSE;
-      guint64 dropped = 0;
-      guint pid = 0;
-
-      g_mutex_lock (&self->filter_lock);
-      budget = sender != NULL ? g_hash_table_lookup (self->budgets, sender) : NULL;
-      if (budget != NULL && g_strcmp0 (g_dbus_message_get_member (message), "Ping") == 0)
-        {
-          if (now - budget->ping_window_start >= G_USEC_PER_SEC)
-            {
-              budget->ping_window_start = now;
-              budget->ping_window_signals = 0;
-            }
-          keep = size <= PATH_MAX + 64 && budget->ping_window_signals < MAX_PING_SIGNALS_PER_S;
-          if (keep)
-            budget->ping_window_signals++;
-          else
-            budget->dropped++;
-        }
-      else if (budget != NULL)
-        {
-          if (now - budget->window_start >= G_USEC_PER_SEC)
-            {
-              budget->window_start = now;
-              budget->window_signals = 0;
-              budget->window_bytes = 0;
-            }
-          keep = size <= MAX_HANG_REPORT_BYTES + 1024 &&
-                 budget->window_signals < self->config.max_signals &&
-                 budget->window_bytes + size <= MAX_SIGNAL_BYTES_PER_S;
-          if (keep)
-            {
-              budget->window_signals++;
-              budget->window_bytes += size;
-            }
-          else
-            {
-              budget->dropped++;
-              if (budget->drop_logged_at == 0 || now - budget->drop_logged_at >= 60 * G_USEC_PER_SEC)
-                {
-                  budget->drop_logged_at = now;
-                  log = TRUE;
-                  dropped = budget->dropped;
-                  pid = budget->pid;
-                }
-            }
-        }
-      if (!keep)
-        self->signals_dropped++;
-      g_mutex_unlock (&self->filter_lock);
-
-      /* Said at most once a minute, so that the flood does not move on to
-       * the journal. */
-      if (log)
-        perfmond_log_event (G_LOG_LEVEL_MESSAGE, PERFMOND_MESSAGE_ID_THROTTLED, pid, NULL, -1,
-                   "pid %u (%s): dropping its signals over %u or %d KiB a second (--max-signals), "
-                   "or of more than %d KiB, %" G_GUINT64_FORMAT " so far", pid, sender,
-                   self->config.max_signals, MAX_SIGNAL_BYTES_PER_S / 1024,
-                   MAX_HANG_REPORT_BYTES / 1024, dropped);
-      if (keep)
-        return message;
-      g_object_unref (message);
-      if (size >= TRIM_AFTER_BYTES)
-        schedule_trim ();
-      return NULL;
-    }
-
-  if (_perfmon_refuse_big_call (connection, message, PERFMON_DAEMON_OBJECT_PATH, MAX_CALL_BODY_BYTES,
-                                "perfmond-trim"))
-    {
-      g_mutex_lock (&self->filter_lock);
-      self->calls_refused++;
-      g_mutex_unlock (&self->filter_lock);
-      return NULL;
-    }
-
-  return message;
-}
-
-static void
-budget_add (PerfmondDaemon *self,
-            const char     *bus_name,
-            guint           pid)
-{
-  SignalBudget *budget = g_new0 (SignalBudget, 1);
-
-  budget->pid = pid;
-  g_mutex_lock (&self->filter_lock);
-  g_hash_table_replace (self->budgets, g_strdup (bus_name), budget);
-  g_mutex_unlock (&self->filter_lock);
-}
-
-static void
-budget_remove (PerfmondDaemon *self,
-               const char     *bus_name)
-{
-  g_mutex_lock (&self->filter_lock);
-  g_hash_table_remove (self->budgets, bus_name);
-  g_mutex_unlock (&self->filter_lock);
 }
 
 /* The skeleton is not exported (the uid gate stands before it), so its
@@ -422,16 +166,6 @@ return_invalid_args (GDBusMethodInvocation *invocation,
                                                  G_DBUS_ERROR_INVALID_ARGS, message);
 }
 
-/* The newest snapshot, as a "v" for a reply: the tail of the history,
- * which always keeps the newest one. */
-static GVariant *
-latest_variant (Process *process)
-{
-  HistoryEntry *newest = g_queue_peek_tail (&process->history);
-
-  return g_variant_new_variant (newest->variant);
-}
-
 static void
 answer_waiters (Process    *process,
                 const char *failure)
@@ -442,7 +176,7 @@ answer_waiters (Process    *process,
 
       if (process->latest != NULL && failure == NULL)
         g_dbus_method_invocation_return_value (invocation,
-                                               g_variant_new ("(@v)", latest_variant (process)));
+                                               g_variant_new ("(@v)", perfmond_history_latest_variant (process)));
       else
         g_dbus_method_invocation_return_error (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                "pid %u has no snapshot: %s",
@@ -450,17 +184,6 @@ answer_waiters (Process    *process,
     }
   /* return_* took the references. */
   g_ptr_array_set_size (process->waiters, 0);
-}
-
-static void
-history_pop_oldest (PerfmondDaemon *self,
-                    Process        *process)
-{
-  HistoryEntry *entry = g_queue_pop_head (&process->history);
-
-  process->history_bytes -= entry->size;
-  self->history_bytes -= entry->size;
-  history_entry_free (entry);
 }
 
 static void
@@ -482,119 +205,14 @@ remove_process (PerfmondDaemon *self,
       process->signal_id = 0;
     }
   answer_waiters (process, why);
-  drop_history (self, process);
+  perfmond_history_drop (&self->history, process);
 
-  budget_remove (self, process->bus_name);
+  perfmond_filter_budget_remove (self->filter, process->bus_name);
   g_hash_table_remove (self->by_name, process->bus_name);
   g_hash_table_remove (self->by_pid, GUINT_TO_POINTER (pid));  /* drops the table's reference */
 
   if (self->skeleton != NULL)
     emit_signal (self, "ProcessRemoved", g_variant_new ("(u)", pid));
-}
-
-/* What keeping a snapshot of @variant_size bytes costs: the variant, and
- * while it is the newest, its decoded copy (about as big). */
-static gsize
-history_cost (gsize variant_size)
-{
-  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
-}
-
-static void
-drop_history (PerfmondDaemon *self,
-              Process        *process)
-{
-  while (!g_queue_is_empty (&process->history))
-    history_pop_oldest (self, process);
-  g_clear_object (&process->latest);
-}
-
-/* Whether a snapshot of @variant_size bytes of @process fits in the total
- * budget next to the newest snapshot of every other process (older ones
- * make room). */
-static gboolean
-history_has_room (PerfmondDaemon *self,
-                  Process        *process,
-                  gsize           variant_size)
-{
-  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
-  gsize needed = history_cost (variant_size);
-  GHashTableIter iter;
-  gpointer value;
-
-  g_hash_table_iter_init (&iter, self->by_pid);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    {
-      Process *other = value;
-      HistoryEntry *newest = g_queue_peek_tail (&other->history);
-
-      if (other != process && newest != NULL)
-        needed += newest->size;
-      if (needed > budget)
-        return FALSE;
-    }
-  return TRUE;
-}
-
-static void
-add_history (PerfmondDaemon  *self,
-             Process         *process,
-             PerfmonSnapshot *snapshot,
-             GVariant        *variant,
-             gsize            variant_size)
-{
-  HistoryEntry *entry = g_new0 (HistoryEntry, 1);
-  gint64 max_age = (gint64) self->config.history_s * G_USEC_PER_SEC;
-  guint max_count = self->config.history_s * 1000u / self->config.poll_interval_ms + 1;
-  gsize budget = (gsize) self->config.max_history_mib * 1024 * 1024;
-  HistoryEntry *newest;
-
-  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  /* The variant as received, checked by decoding it: GDBus built it as a
-   * tree of small values, which g_variant_get_data() flattens into one
-   * buffer, the compact form to keep. Cheaper than writing it again from
-   * the snapshot, and the same content. */
-  entry->variant = g_variant_ref (variant);
-  g_variant_get_data (entry->variant);
-  entry->variant_size = variant_size;
-  entry->size = history_cost (variant_size);
-  g_queue_push_tail (&process->history, entry);
-  process->history_bytes += entry->size;
-  self->history_bytes += entry->size;
-
-  newest = entry;
-  while (process->history.length > 1)
-    {
-      HistoryEntry *oldest = g_queue_peek_head (&process->history);
-
-      if (process->history.length <= max_count && newest->timestamp - oldest->timestamp <= max_age)
-        break;
-      history_pop_oldest (self, process);
-    }
-
-  /* Over the total budget, the process holding the most history gives up
-   * its oldest snapshot: a process with huge snapshots shortens its own
-   * history before anyone else's. Everyone keeps their newest one, which
-   * history_has_room() made sure fit. */
-  while (self->history_bytes > budget)
-    {
-      Process *victim = NULL;
-      GHashTableIter iter;
-      gpointer value;
-
-      g_hash_table_iter_init (&iter, self->by_pid);
-      while (g_hash_table_iter_next (&iter, NULL, &value))
-        {
-          Process *candidate = value;
-
-          if (candidate->history.length > 1 &&
-              (victim == NULL || candidate->history_bytes > victim->history_bytes))
-            victim = candidate;
-        }
-      if (victim == NULL)
-        break;
-      history_pop_oldest (self, victim);
-    }
 }
 
 static void
@@ -632,14 +250,14 @@ poll_done (GObject      *source,
    * snapshots as well, so a snapshot that cannot fit is refused, and the
    * process's older ones go (nothing stale is served in its place). */
   variant_size = g_variant_get_size (variant);
-  if (!history_has_room (self, process, variant_size))
+  if (!perfmond_history_has_room (&self->history, process, variant_size))
     {
       g_autofree char *why = g_strdup_printf ("a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in "
                                               "the history's %u MiB next to the other processes' "
                                               "(--max-history-mib)", variant_size,
                                               self->config.max_history_mib);
-      drop_history (self, process);
-      process_reject (process, "a snapshot", why);
+      perfmond_history_drop (&self->history, process);
+      perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
     }
@@ -648,7 +266,7 @@ poll_done (GObject      *source,
   snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
   if (snapshot == NULL)
     {
-      process_reject (process, "a snapshot", error->message);
+      perfmond_process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
       goto out;
     }
@@ -656,7 +274,7 @@ poll_done (GObject      *source,
     {
       g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
                                               perfmon_snapshot_get_pid (snapshot), process->pid);
-      process_reject (process, "a snapshot", why);
+      perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
     }
@@ -667,12 +285,12 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
     }
 
-  add_history (self, process, snapshot, variant, variant_size);
+  perfmond_history_add (&self->history, process, snapshot, variant, variant_size);
   g_set_object (&process->latest, snapshot);
   answer_waiters (process, NULL);
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static void
@@ -689,7 +307,7 @@ poll_process (PerfmondDaemon *self,
                           PERFMON_MONITOR_INTERFACE, "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
-                          process->cancellable, poll_done, process_ref (process));
+                          process->cancellable, poll_done, perfmond_process_ref (process));
 }
 
 /* Every POLL_SLOTS-th of the interval: the processes of this slot. Each
@@ -733,10 +351,7 @@ perfmond_daemon_write_metrics (PerfmondDaemon        *self,
   g_autoptr(GArray) processes = perfmond_daemon_get_processes (self);
   PerfmondMetricsHealth health = { 0, };
 
-  g_mutex_lock (&self->filter_lock);
-  health.dropped_signals = self->signals_dropped;
-  health.refused_calls = self->calls_refused;
-  g_mutex_unlock (&self->filter_lock);
+  perfmond_filter_get_counts (self->filter, &health.dropped_signals, &health.refused_calls);
   health.processes = g_hash_table_size (self->by_pid);
   perfmond_metrics_write (self->metrics, (PerfmondMetricsProcess *) (void *) processes->data, processes->len,
                           &health, format, out);
@@ -838,18 +453,18 @@ add_hang (PerfmondDaemon *self,
   Hang *hang;
   gsize length = strlen (json);
 
-  if (length > MAX_HANG_REPORT_BYTES)
+  if (length > PERFMOND_MAX_HANG_REPORT_BYTES)
     {
       g_autofree char *why = g_strdup_printf ("%" G_GSIZE_FORMAT " bytes, more than the %d allowed",
-                                              length, MAX_HANG_REPORT_BYTES);
-      process_reject (process, "a hang report", why);
+                                              length, PERFMOND_MAX_HANG_REPORT_BYTES);
+      perfmond_process_reject (process, "a hang report", why);
       return;
     }
 
   report = perfmon_hang_report_new_from_json (json, (gssize) length, &error);
   if (report == NULL)
     {
-      process_reject (process, "a hang report", error->message);
+      perfmond_process_reject (process, "a hang report", error->message);
       return;
     }
 
@@ -917,14 +532,14 @@ add_ping (PerfmondDaemon *self,
 
   if (!g_path_is_absolute (path) || strlen (path) > PATH_MAX || !g_utf8_validate (path, -1, NULL))
     {
-      process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
+      perfmond_process_reject (process, "a Ping signal", "the path is not an absolute UTF-8 path of at most PATH_MAX bytes");
       return;
     }
   /* Nothing outside the pings directories perfmond knows is relayed,
    * listed or read: a process cannot point perfmond at another file. */
   if (perfmond_pings_dir_of ((const char * const *) self->pings_dirs, path) == NULL)
     {
-      process_reject (process, "a Ping signal",
+      perfmond_process_reject (process, "a Ping signal",
                       "the path is not a <name>.json file directly in a pings directory of perfmond's "
                       "(the default or a --pings-dir)");
       return;
@@ -966,7 +581,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
         {
-          process_reject (process, "a Hang signal", "expected arguments of type (s)");
+          perfmond_process_reject (process, "a Hang signal", "expected arguments of type (s)");
           return;
         }
       g_variant_get (parameters, "(&s)", &json);
@@ -979,7 +594,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(tst)")))
         {
-          process_reject (process, "an Alert signal", "expected arguments of type (tst)");
+          perfmond_process_reject (process, "an Alert signal", "expected arguments of type (tst)");
           return;
         }
       g_variant_get (parameters, "(t&st)", &group_id, &group_name, &duration_us);
@@ -991,7 +606,7 @@ on_monitor_signal (GDBusConnection *connection,
 
       if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(s)")))
         {
-          process_reject (process, "a Ping signal", "expected arguments of type (s)");
+          perfmond_process_reject (process, "a Ping signal", "expected arguments of type (s)");
           return;
         }
       g_variant_get (parameters, "(&s)", &path);
@@ -1043,7 +658,7 @@ get_properties_done (GObject      *source,
     }
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static void
@@ -1076,7 +691,7 @@ get_hang_reports_done (GObject      *source,
     }
 
 out:
-  process_unref (process);
+  perfmond_process_unref (process);
 }
 
 static Process *
@@ -1100,7 +715,7 @@ add_process (PerfmondDaemon *self,
   g_hash_table_insert (self->by_pid, GUINT_TO_POINTER (pid), process);
   g_hash_table_insert (self->by_name, process->bus_name, process);
   /* Before the subscription: its signals pass the filter from now on. */
-  budget_add (self, bus_name, pid);
+  perfmond_filter_budget_add (self->filter, bus_name, pid);
 
   /* Subscribed before GetHangReports, so that no hang falls in between;
    * add_hang() drops the ones seen twice. */
@@ -1108,25 +723,25 @@ add_process (PerfmondDaemon *self,
                                                            PERFMON_MONITOR_INTERFACE, NULL,
                                                            PERFMON_MONITOR_OBJECT_PATH, NULL,
                                                            G_DBUS_SIGNAL_FLAGS_NONE,
-                                                           on_monitor_signal, process_ref (process),
-                                                           (GDestroyNotify) process_unref);
+                                                           on_monitor_signal, perfmond_process_ref (process),
+                                                           (GDestroyNotify) perfmond_process_unref);
   process->watch_id = g_bus_watch_name_on_connection (self->connection, bus_name,
                                                       G_BUS_NAME_WATCHER_FLAGS_NONE,
                                                       NULL, on_name_vanished,
-                                                      process_ref (process),
-                                                      (GDestroyNotify) process_unref);
+                                                      perfmond_process_ref (process),
+                                                      (GDestroyNotify) perfmond_process_unref);
 
   g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, "org.freedesktop.DBus.Properties",
                           "GetAll", g_variant_new ("(s)", PERFMON_MONITOR_INTERFACE), G_VARIANT_TYPE ("(a{sv})"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
-                          process->cancellable, get_properties_done, process_ref (process));
+                          process->cancellable, get_properties_done, perfmond_process_ref (process));
   if (self->config.max_hangs > 0)
     g_dbus_connection_call (self->connection, bus_name, PERFMON_MONITOR_OBJECT_PATH, PERFMON_MONITOR_INTERFACE,
                             "GetHangReports",
                             g_variant_new ("(u)", MIN (self->config.max_hangs, MAX_INITIAL_HANGS)),
                             G_VARIANT_TYPE ("(as)"),
                             G_DBUS_CALL_FLAGS_NO_AUTO_START, (int) self->config.call_timeout_ms,
-                            process->cancellable, get_hang_reports_done, process_ref (process));
+                            process->cancellable, get_hang_reports_done, perfmond_process_ref (process));
 
   g_debug ("pid %u (%s) registered", pid, bus_name);
   emit_signal (self, "ProcessAdded", g_variant_new ("(us)", pid, bus_name));
@@ -1365,7 +980,7 @@ handle_get_snapshot (PerfmonDBusDaemon1    *skeleton,
 
   if (process->latest != NULL)
     {
-      perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, latest_variant (process));
+      perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, perfmond_history_latest_variant (process));
       return G_DBUS_METHOD_INVOCATION_HANDLED;
     }
 
@@ -1415,7 +1030,7 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   /* The merge's memory goes back once the reply is written (a merge of
    * many big snapshots leaves tens of MiB in the heap otherwise). */
   if (omitted > 0)
-    schedule_trim ();
+    _perfmon_heap_trim_soon ("perfmond-trim");
   return G_DBUS_METHOD_INVOCATION_HANDLED;
 }
 
@@ -1549,9 +1164,8 @@ perfmond_daemon_finalize (GObject *object)
   perfmond_aggregator_free (self->aggregator);
   perfmond_uploader_free (self->uploader);
   g_strfreev (self->pings_dirs);
-  g_hash_table_unref (self->budgets);
+  perfmond_filter_unref (self->filter);
   perfmond_metrics_free (self->metrics);
-  g_mutex_clear (&self->filter_lock);
 
   G_OBJECT_CLASS (perfmond_daemon_parent_class)->finalize (object);
 }
@@ -1568,13 +1182,11 @@ perfmond_daemon_class_init (PerfmondDaemonClass *klass)
 static void
 perfmond_daemon_init (PerfmondDaemon *self)
 {
-  self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) process_unref);
+  self->by_pid = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) perfmond_process_unref);
   self->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   g_queue_init (&self->hangs);
   g_queue_init (&self->pings);
   self->aggregator = perfmond_aggregator_new ();
-  g_mutex_init (&self->filter_lock);
-  self->budgets = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->metrics = perfmond_metrics_new ();
 }
 
@@ -1588,6 +1200,8 @@ perfmond_daemon_new (const PerfmondConfig *config)
   self->config = *config;
   self->config.upload_url = NULL;   /* not kept: the uploader has its copy */
   self->config.pings_dirs = NULL;   /* nor these: self->pings_dirs */
+  self->filter = perfmond_filter_new (config->max_signals);
+  perfmond_history_init (&self->history, &self->config, self->by_pid);
   {
     GPtrArray *dirs = g_ptr_array_new ();
 
@@ -1723,8 +1337,9 @@ perfmond_daemon_export (PerfmondDaemon   *self,
   self->subscribers = _perfmon_name_set_new (connection, MAX_SUBSCRIBERS);
   /* The filter may still run a moment after its removal (another
    * thread): it holds a reference until GDBus says it is done. */
-  self->filter_id = g_dbus_connection_add_filter (connection, filter_message, g_object_ref (self),
-                                                  g_object_unref);
+  self->filter_id = g_dbus_connection_add_filter (connection, perfmond_filter_message,
+                                                  perfmond_filter_ref (self->filter),
+                                                  (GDestroyNotify) perfmond_filter_unref);
   self->poll_source = g_timeout_add (MAX (self->config.poll_interval_ms / POLL_SLOTS, 1), poll_tick, self);
   return TRUE;
 }

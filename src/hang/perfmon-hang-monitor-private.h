@@ -29,11 +29,11 @@ void    _perfmon_hang_monitor_get_jank_config (PerfmonHangMonitor *self,
  * place; when the program's monitor stops (perfmon_hang_monitor_stop(),
  * or its last reference goes), @func is called with @successor %NULL
  * (after the last of its signals) and @self is started again. @func runs
- * on that thread. Exported for the preload module alone. */
+ * on that thread. For the preload module alone, which gets it through
+ * perfmon-preload-internals-private.h. */
 typedef void (*PerfmonHangMonitorStepAsideFunc) (PerfmonHangMonitor *self,
                                                  PerfmonHangMonitor *successor,
                                                  gpointer            data);
-PERFMON_AVAILABLE_IN_ALL
 void    _perfmon_hang_monitor_set_step_aside (PerfmonHangMonitor             *self,
                                               PerfmonHangMonitorStepAsideFunc func,
                                               gpointer                        data);
@@ -48,7 +48,6 @@ void    _perfmon_hang_monitor_set_step_aside (PerfmonHangMonitor             *se
 typedef void (*PerfmonHangOngoingFunc) (PerfmonHangReport *report,
                                         gint64             start_real_us,
                                         gpointer           data);
-PERFMON_AVAILABLE_IN_ALL   /* for the preload module */
 void    _perfmon_hang_monitor_set_ongoing_func (PerfmonHangMonitor     *self,
                                                 PerfmonHangOngoingFunc  func,
                                                 gpointer                data);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "perfmon-annotations-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-process-private.h"
 #include "perfmon-error.h"
@@ -24,7 +25,7 @@
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-js-stack-private.h"
-#include "perfmon-python-stack-private.h"
+#include "perfmon-mixed-stack-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-ping-store-private.h"
 #include "perfmon-stack-capture-private.h"
@@ -179,57 +180,6 @@ static GParamSpec *properties[N_PROPS];
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (PerfmonHangMonitor, perfmon_hang_monitor, G_TYPE_OBJECT)
-
-/* --- annotations ------------------------------------------------------- */
-
-static GMutex annotations_lock;
-static GPtrArray *annotation_pairs;   /* key, value, key, value, ... */
-
-/**
- * perfmon_annotate:
- * @key: the annotation's name, e.g. "UserInteracting"
- * @value: (nullable): its value, e.g. "true"; %NULL removes the annotation
- *
- * Sets an annotation of the process: every hang caught from now on carries
- * `[@key, @value]` in its annotations, until the annotation is changed or
- * removed. Any thread may call it; it takes a lock, so keep it off paths
- * that run on every iteration.
- *
- * Since: 0.1
- */
-void
-perfmon_annotate (const char *key,
-                  const char *value)
-{
-  g_return_if_fail (key != NULL);
-
-  g_mutex_lock (&annotations_lock);
-  if (annotation_pairs == NULL)
-    annotation_pairs = g_ptr_array_new_with_free_func (g_free);
-  for (guint i = 0; i < annotation_pairs->len; i += 2)
-    if (g_str_equal (g_ptr_array_index (annotation_pairs, i), key))
-      {
-        g_ptr_array_remove_range (annotation_pairs, i, 2);
-        break;
-      }
-  if (value != NULL)
-    {
-      g_ptr_array_add (annotation_pairs, g_strdup (key));
-      g_ptr_array_add (annotation_pairs, g_strdup (value));
-    }
-  g_mutex_unlock (&annotations_lock);
-}
-
-static void
-annotate_report (PerfmonHangReport *report)
-{
-  g_mutex_lock (&annotations_lock);
-  if (annotation_pairs != NULL)
-    for (guint i = 0; i < annotation_pairs->len; i += 2)
-      _perfmon_hang_report_annotate (report, g_ptr_array_index (annotation_pairs, i),
-                                     g_ptr_array_index (annotation_pairs, i + 1));
-  g_mutex_unlock (&annotations_lock);
-}
 
 /* --- deliberate waits -------------------------------------------------- */
 
@@ -563,22 +513,6 @@ add_native_frame (PerfmonHangReport   *report,
     _perfmon_hang_report_add_native_frame (report, NULL, NULL, info->pc, info->symbol, info->symbol_offset);
 }
 
-/* Whether a native frame is the interpreter's evaluation loop, after which
- * (innermost) the script frames go: Python's, or any frame of the
- * JavaScript engine (whose functions have no names without debug files). */
-static gboolean
-is_eval_frame (PerfmonModules      *modules,
-               const PerfmonPcInfo *info,
-               gboolean             javascript)
-{
-  if (javascript)
-    return info->module_index >= 0 &&
-           g_str_has_prefix (_perfmon_modules_get_debug_name (modules, info->module_index), "libmozjs");
-  return info->symbol != NULL &&
-         (g_str_has_prefix (info->symbol, "_PyEval_EvalFrame") ||
-          g_str_equal (info->symbol, "PyEval_EvalCode"));
-}
-
 /* The watched thread, at its first watched poll. */
 static void
 prepare_watched_thread (void)
@@ -624,6 +558,22 @@ add_sample_script_frame (PerfmonStackSample *sample,
     _perfmon_stack_sample_add_frame (sample, &frame);
 }
 
+/* Where a stretch is: its index in the loop's activity. */
+typedef struct
+{
+  PerfmonLoopActivity *activity;
+  guint64              index;
+} StretchRef;
+
+/* Whether the stretch @data (a StretchRef) still goes on. */
+static gboolean
+stretch_goes_on (gpointer data)
+{
+  StretchRef *ref = data;
+
+  return __atomic_load_n (&ref->activity->n_stretches, __ATOMIC_ACQUIRE) == ref->index;
+}
+
 /* The report's frames, the same stack, outermost first, in a stack sample
  * for the jank sampler: @sample_out (if not NULL) gets it when the stack
  * could be taken while the stretch ran, else NULL. */
@@ -645,8 +595,8 @@ build_report (PerfmonHangMonitor  *self,
   PerfmonHangReport *report;
   /* The seed's "thread": the OS thread's name, not the thread group's. */
   g_autofree char *thread_name = _perfmon_thread_name (tid);
+  g_autoptr(PerfmonMixedStack) mixed = NULL;
   guint n_dropped = 0;
-  guint next_label = 0;
 
   /* The runnable's name first, read without stopping the thread, so that
    * the report names it even when its stack cannot be taken in time (a
@@ -671,7 +621,7 @@ build_report (PerfmonHangMonitor  *self,
                                      self->process_type,
                                      /* The seed: only a "tab" process has a remote type. */
                                      g_strcmp0 (self->process_type, "tab") == 0 ? self->remote_type : NULL);
-  annotate_report (report);
+  _perfmon_annotate_report (report);
   /* How the stack was taken: "proc-syscall" (the thread was blocked in a
    * system call and was not disturbed), "signal" (it was running), or
    * "none". */
@@ -694,113 +644,35 @@ build_report (PerfmonHangMonitor  *self,
                                           : "(not in a dispatch)");
   if (have_stack)
     {
-      g_autoptr(PerfmonModules) modules = _perfmon_modules_new ();
-      gint64 deadline_us = g_get_monotonic_time () + PERFMON_SYMBOLIZE_BUDGET_MS * 1000;
-      g_autofree PerfmonPcInfo *infos = g_new0 (PerfmonPcInfo, captured->n_frames);
-      g_autofree gint *python_at = g_new0 (gint, captured->n_frames);
-      g_autoptr(GPtrArray) python_frames = g_ptr_array_new_with_free_func (g_free);
-      g_autofree char *python_reason = NULL;
-      gboolean have_python;
-      gboolean javascript = FALSE;
-      guint n_eval = 0;
-      guint next_python = 0;
+      StretchRef stretch_ref = { self->activity, index };
 
-      /* First, while the thread is still hung: its Python frames, if it
-       * runs Python, read without stalling it. */
-      have_python = _perfmon_python_stack_capture (captured->thread_handle,
-                                                   PERFMON_PYTHON_STACK_TIMEOUT_MS,
-                                                   python_frames, &python_reason);
-      /* Else, in GJS, its JavaScript frames, the same way. */
-      if (!have_python && python_reason == NULL)
-        {
-          have_python = _perfmon_js_stack_capture (PERFMON_JS_STACK_TIMEOUT_MS,
-                                                   python_frames, &python_reason);
-          javascript = TRUE;
-        }
-      /* Frames read after the hang ended are of other code. */
-      if (have_python && __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
-        {
-          have_python = FALSE;
-          python_reason = g_strdup_printf ("the hang ended before its %s frames were read",
-                                           javascript ? "JavaScript" : "Python");
-        }
-      if (python_reason != NULL)
-        _perfmon_hang_report_set_script_stack_unavailable (report, python_reason);
-
-      for (guint i = 0; i < captured->n_frames; i++)
-        {
-          _perfmon_modules_describe_pc (modules, captured->pcs[i], i > 0, deadline_us, &infos[i]);
-          n_eval += is_eval_frame (modules, &infos[i], javascript);
-        }
-
-      /* Where the Python frames go (python_at[i]: how many after native
-       * frame i). An interpreter that runs each Python frame in its own
-       * call of the evaluation loop (Python 3.10 and older) has one per
-       * eval frame: one after each. Python 3.11 runs the Python-to-Python
-       * calls inside one call, and which Python frame entered it is not
-       * told: then all go after the innermost eval frame (or after the
-       * innermost native frame if none is named). */
-      if (have_python && python_frames->len > 0)
-        {
-          if (!javascript && n_eval == python_frames->len)
-            {
-              for (guint i = 0; i < captured->n_frames; i++)
-                python_at[i] = is_eval_frame (modules, &infos[i], javascript);
-            }
-          else
-            {
-              guint innermost = 0;
-
-              for (guint i = 0; i < captured->n_frames; i++)
-                if (is_eval_frame (modules, &infos[i], javascript))
-                  {
-                    innermost = i;
-                    break;
-                  }
-              python_at[innermost] = (gint) python_frames->len;
-            }
-        }
-
-      /* Outermost first. A label goes right after the frame that pushed it:
-       * the frames at or above its stack address (stacks grow down) are its
-       * pusher and the pusher's callers. The Python frames go where
-       * python_at says. Labels and Python frames make the pseudo stack, in
-       * the same order. */
-      for (guint i = captured->n_frames; i-- > 0;)
-        {
-          while (next_label < label_texts->len &&
-                 g_array_index (label_addresses, guint64, next_label) > captured->sps[i])
-            {
-              const char *label = g_ptr_array_index (label_texts, next_label++);
-
-              _perfmon_hang_report_add_label_frame (report, label);
-              _perfmon_hang_report_add_pseudo_frame (report, label);
-              add_sample_script_frame (sample, label);
-            }
-          add_native_frame (report, modules, &infos[i]);
-          add_sample_native_frame (sample, modules, &infos[i]);
-          for (gint j = 0; j < python_at[i] && next_python < python_frames->len; j++)
-            {
-              const char *frame = g_ptr_array_index (python_frames, next_python++);
-
-              _perfmon_hang_report_add_label_frame (report, frame);
-              _perfmon_hang_report_add_pseudo_frame (report, frame);
-              add_sample_script_frame (sample, frame);
-            }
-        }
-      for (guint i = 0; i < captured->n_frames; i++)
-        g_free (infos[i].symbol);
+      mixed = _perfmon_mixed_stack_new (captured, label_texts, label_addresses,
+                                        stretch_goes_on, &stretch_ref);
+      if (mixed->script_reason != NULL)
+        _perfmon_hang_report_set_script_stack_unavailable (report, mixed->script_reason);
     }
   else
-    _perfmon_hang_report_set_stack_unavailable (report, error->message);
-
-  while (next_label < label_texts->len)
     {
-      const char *label = g_ptr_array_index (label_texts, next_label++);
+      _perfmon_hang_report_set_stack_unavailable (report, error->message);
+      mixed = _perfmon_mixed_stack_new (NULL, label_texts, label_addresses, NULL, NULL);
+    }
 
-      _perfmon_hang_report_add_label_frame (report, label);
-      _perfmon_hang_report_add_pseudo_frame (report, label);
-      add_sample_script_frame (sample, label);
+  /* Labels and Python frames make the pseudo stack, in the same order. */
+  for (guint i = 0; i < mixed->frames->len; i++)
+    {
+      const PerfmonMixedFrame *frame = &g_array_index (mixed->frames, PerfmonMixedFrame, i);
+
+      if (frame->script != NULL)
+        {
+          _perfmon_hang_report_add_label_frame (report, frame->script);
+          _perfmon_hang_report_add_pseudo_frame (report, frame->script);
+          add_sample_script_frame (sample, frame->script);
+        }
+      else
+        {
+          add_native_frame (report, mixed->modules, frame->info);
+          add_sample_native_frame (sample, mixed->modules, frame->info);
+        }
     }
 
   g_free (captured);

@@ -17,13 +17,13 @@ typedef gpointer (*PerfmonCheckpointTakeFunc) (void);
 /* Writer thread: the file's text, or NULL with @error set. */
 typedef char *(*PerfmonCheckpointSerializeFunc) (gpointer job, GError **error);
 
-PerfmonCheckpointWriter *_perfmon_checkpoint_writer_new    (const char                     *path,
+G_GNUC_INTERNAL PerfmonCheckpointWriter *_perfmon_checkpoint_writer_new    (const char                     *path,
                                                             PerfmonCheckpointTakeFunc       take,
                                                             PerfmonCheckpointSerializeFunc  serialize,
                                                             GDestroyNotify                  job_free);
-void                     _perfmon_checkpoint_writer_submit (PerfmonCheckpointWriter        *writer,
+G_GNUC_INTERNAL void     _perfmon_checkpoint_writer_submit (PerfmonCheckpointWriter        *writer,
                                                             gpointer                        job);
-void                     _perfmon_checkpoint_writer_finish (PerfmonCheckpointWriter        *writer,
+G_GNUC_INTERNAL void     _perfmon_checkpoint_writer_finish (PerfmonCheckpointWriter        *writer,
                                                             gpointer                        job);
 
 G_END_DECLS

@@ -52,6 +52,7 @@
 #include "perfmon.h"
 #include "perfmon-interpose-private.h"
 #include "perfmon-monitor-private.h"
+#include "perfmon-preload-private.h"
 
 /* The next definition of @name (GLib's), looked up once. */
 #define REAL(name)                                                          \
@@ -64,6 +65,62 @@
         g_error ("perfmon: no %s after the preload module", #name);         \
       g_atomic_pointer_set (&real_##name, real);                            \
     }
+
+/* The tracer's hooks, from the table libperfmon handed the module at load
+ * (perfmon-preload-internals-private.h); without it, the calls are only
+ * passed on. */
+#define INTERNALS _perfmon_preload_internals
+
+static gboolean
+interpose_pool_new (GFunc    *func,
+                    gpointer *user_data)
+{
+  return INTERNALS != NULL && INTERNALS->interpose_pool_new (func, user_data);
+}
+
+static void
+interpose_pool_freed (GFunc    pool_func,
+                      gpointer pool_user_data)
+{
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_pool_freed (pool_func, pool_user_data);
+}
+
+static void
+interpose_pool_push (GThreadPool *pool,
+                     gpointer     item)
+{
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_pool_push (pool, item);
+}
+
+static void
+interpose_dbus_sent (GDBusConnection *connection,
+                     guint32          serial_before)
+{
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_dbus_sent (connection, serial_before);
+}
+
+static gboolean
+interpose_dbus_call_begin (gconstpointer function)
+{
+  return INTERNALS != NULL && INTERNALS->interpose_dbus_call_begin (function);
+}
+
+static void
+interpose_dbus_call_end (gboolean began)
+{
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_dbus_call_end (began);
+}
+
+static void
+interpose_dbus_received (GDBusMethodInvocation *invocation)
+{
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_dbus_received (invocation);
+}
 
 /* The default monitor belongs to the main thread, which runs the default
  * context: blocked time is counted there only (no system call to tell). */
@@ -109,13 +166,13 @@ serial_before (GDBusConnection *connection)
   ({                                                                        \
     REAL (name);                                                            \
     GDBusConnection *connection_ = (connection);                            \
-    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
+    gboolean task_ = interpose_dbus_call_begin ((gconstpointer) name); \
     guint32 serial_ = serial_before (connection_);                          \
     gboolean began_ = blocked_begin ();                                     \
     __typeof__ (real (__VA_ARGS__)) result_ = real (__VA_ARGS__);           \
     blocked_end (began_);                                                   \
-    _perfmon_interpose_dbus_sent (connection_, serial_);                    \
-    _perfmon_interpose_dbus_call_end (task_);                               \
+    interpose_dbus_sent (connection_, serial_);                    \
+    interpose_dbus_call_end (task_);                               \
     result_;                                                                \
   })
 
@@ -124,11 +181,11 @@ serial_before (GDBusConnection *connection)
   G_STMT_START {                                                            \
     REAL (name);                                                            \
     GDBusConnection *connection_ = (connection);                            \
-    gboolean task_ = _perfmon_interpose_dbus_call_begin ((gconstpointer) name); \
+    gboolean task_ = interpose_dbus_call_begin ((gconstpointer) name); \
     guint32 serial_ = serial_before (connection_);                          \
     real (__VA_ARGS__);                                                     \
-    _perfmon_interpose_dbus_sent (connection_, serial_);                    \
-    _perfmon_interpose_dbus_call_end (task_);                               \
+    interpose_dbus_sent (connection_, serial_);                    \
+    interpose_dbus_call_end (task_);                               \
   } G_STMT_END
 
 static GDBusConnection *
@@ -319,7 +376,7 @@ wrap_method_call (GDBusConnection       *connection,
 {
   HandlerWrap *wrap = user_data;
 
-  _perfmon_interpose_dbus_received (invocation);
+  interpose_dbus_received (invocation);
   wrap->vtable.method_call (connection, sender, object_path, interface_name, method_name, parameters,
                             invocation, wrap->user_data);
 }
@@ -426,7 +483,7 @@ wrap_closure_marshal (GClosure     *closure,
 
   for (guint i = 0; i < n_param_values; i++)
     if (G_VALUE_HOLDS (&param_values[i], G_TYPE_DBUS_METHOD_INVOCATION))
-      _perfmon_interpose_dbus_received (g_value_get_object (&param_values[i]));
+      interpose_dbus_received (g_value_get_object (&param_values[i]));
   g_closure_invoke (program, return_value, n_param_values, param_values, invocation_hint);
 }
 
@@ -479,11 +536,11 @@ g_thread_pool_new (GFunc      func,
                    GError   **error)
 {
   REAL (g_thread_pool_new);
-  gboolean hooked = _perfmon_interpose_pool_new (&func, &user_data);
+  gboolean hooked = interpose_pool_new (&func, &user_data);
   GThreadPool *pool = real (func, user_data, max_threads, exclusive, error);
 
   if (pool == NULL && hooked)
-    _perfmon_interpose_pool_freed (func, user_data);
+    interpose_pool_freed (func, user_data);
   return pool;
 }
 
@@ -496,11 +553,11 @@ g_thread_pool_new_full (GFunc           func,
                         GError        **error)
 {
   REAL (g_thread_pool_new_full);
-  gboolean hooked = _perfmon_interpose_pool_new (&func, &user_data);
+  gboolean hooked = interpose_pool_new (&func, &user_data);
   GThreadPool *pool = real (func, user_data, item_free_func, max_threads, exclusive, error);
 
   if (pool == NULL && hooked)
-    _perfmon_interpose_pool_freed (func, user_data);
+    interpose_pool_freed (func, user_data);
   return pool;
 }
 
@@ -511,7 +568,7 @@ g_thread_pool_push (GThreadPool  *pool,
 {
   REAL (g_thread_pool_push);
 
-  _perfmon_interpose_pool_push (pool, data);
+  interpose_pool_push (pool, data);
   return real (pool, data, error);
 }
 
@@ -528,7 +585,7 @@ g_thread_pool_free (GThreadPool *pool,
   /* Without waiting, items still running use the pool's user data after
    * this returns: it stays (a few bytes per such pool). */
   if (wait_)
-    _perfmon_interpose_pool_freed (func, user_data);
+    interpose_pool_freed (func, user_data);
 }
 
 /* The main thread's outermost loop has returned (g_main_loop_run() or
@@ -569,7 +626,8 @@ g_application_run (GApplication  *application,
 
   if (!on_main_thread)
     return real (application, argc, argv);
-  _perfmon_monitor_begin_startup (perfmon_monitor_get_default ());
+  if (INTERNALS != NULL)
+    INTERNALS->monitor_begin_startup (perfmon_monitor_get_default ());
   main_loop_enter ();
   status = real (application, argc, argv);
   main_loop_leave ();
@@ -668,7 +726,7 @@ skeleton_method_call (GDBusConnection       *connection,
                                              interface_name);
       return;
     }
-  _perfmon_interpose_dbus_received (invocation);
+  interpose_dbus_received (invocation);
   hook->method_call (connection, sender, object_path, interface_name, method_name, parameters, invocation,
                      user_data);
 }

@@ -89,7 +89,6 @@
 
 #include "perfmon.h"
 #include "perfmon-preload-private.h"
-#include "perfmon-hang-monitor-private.h"
 #include "perfmon-preload-checkpoint.h"
 
 /* Reports kept for the summary; later hangs are only counted. */
@@ -475,7 +474,8 @@ perfmon_preload_at_exit (void)
   /* Stopping finishes a hang still going on (a program that quits its
    * loop from inside a long dispatch) and delivers the hangs not yet
    * signalled. */
-  _perfmon_hang_monitor_set_step_aside (preload.hang_monitor, NULL, NULL);
+  if (_perfmon_preload_internals != NULL)
+    _perfmon_preload_internals->hang_monitor_set_step_aside (preload.hang_monitor, NULL, NULL);
   if (preload.program_hang_monitor != NULL)
     {
       /* The program's own is still watching: what it caught is ours too
@@ -670,6 +670,22 @@ add_python_hook (void)
   g_setenv ("PYTHONPATH", path, TRUE);
 }
 
+const PerfmonPreloadInternals *_perfmon_preload_internals;
+
+/* Called by libperfmon's constructor, which runs before this module's
+ * (the module depends on the library): the internals it does not export
+ * (see perfmon-preload-internals-private.h). */
+__attribute__((visibility ("default"))) void
+perfmon_preload_receive_internals (const PerfmonPreloadInternals *internals);
+
+void
+perfmon_preload_receive_internals (const PerfmonPreloadInternals *internals)
+{
+  if (internals->version == PERFMON_PRELOAD_INTERNALS_VERSION &&
+      internals->size == sizeof (PerfmonPreloadInternals))
+    _perfmon_preload_internals = internals;
+}
+
 __attribute__((constructor))
 static void
 perfmon_preload_init (void)
@@ -723,9 +739,12 @@ perfmon_preload_init (void)
   preload.hang_threshold_ms = perfmon_hang_monitor_get_threshold (preload.hang_monitor);
   /* A program that uses perfmon itself starts its own hang monitor on the
    * same default monitor: ours gives way to it. */
-  _perfmon_hang_monitor_set_step_aside (preload.hang_monitor, on_step_aside, NULL);
-  if (preload.ongoing_path != NULL)
-    _perfmon_hang_monitor_set_ongoing_func (preload.hang_monitor, on_ongoing_hang, NULL);
+  if (_perfmon_preload_internals != NULL)
+    {
+      _perfmon_preload_internals->hang_monitor_set_step_aside (preload.hang_monitor, on_step_aside, NULL);
+      if (preload.ongoing_path != NULL)
+        _perfmon_preload_internals->hang_monitor_set_ongoing_func (preload.hang_monitor, on_ongoing_hang, NULL);
+    }
   /* The program's identity in its pings, from `perfmon run`'s caller (a
    * bad value is said, and the default kept). */
   {
@@ -743,7 +762,11 @@ perfmon_preload_init (void)
 
   /* Its signals come on the default context, which the program's loop
    * runs: a hang found while the loop sleeps wakes it. */
-  if (!perfmon_hang_monitor_start (preload.hang_monitor, &error))
+  if (_perfmon_preload_internals == NULL)
+    /* It could not step aside for the program's own. */
+    preload_message ("no hang detection in this process: libperfmon handed the module none of "
+                     "its internals (a libperfmon of another version than the module's?)");
+  else if (!perfmon_hang_monitor_start (preload.hang_monitor, &error))
     {
       /* Accounting still works without the watchdog. */
       preload_message ("no hang detection in this process: %s", error->message);

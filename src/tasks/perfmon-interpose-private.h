@@ -3,34 +3,29 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Exported for the preload module alone: the names start with an
- * underscore, the header is not installed, and GObject-Introspection does
- * not see them. An embedding program does not call them.
+ * For the preload module alone, which gets them through
+ * hang/perfmon-preload-internals-private.h: they are not exported, the
+ * header is not installed, and GObject-Introspection does not see them.
  */
 #pragma once
 
 #include <gio/gio.h>
-
-#include "perfmon-version-macros.h"
 
 G_BEGIN_DECLS
 
 /* At g_thread_pool_new(_full)(): replaces *@func and *@user_data with a
  * trampoline that runs each item as the task its push dispatched. FALSE
  * (nothing replaced) for the tracer's own pools. Any thread. */
-PERFMON_AVAILABLE_IN_ALL
 gboolean _perfmon_interpose_pool_new    (GFunc       *func,
                                          gpointer    *user_data);
 /* After g_thread_pool_new(_full)() failed, or after
  * g_thread_pool_free (pool, …, TRUE) returned: frees what
  * _perfmon_interpose_pool_new() made. @pool_user_data is what the pool
  * had as user data; nothing happens for a pool it did not replace. */
-PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_pool_freed  (GFunc        pool_func,
                                          gpointer     pool_user_data);
 /* Before g_thread_pool_push(): with tracing on, dispatches the task that
  * will run @item, a child of the calling thread's task. */
-PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_pool_push   (GThreadPool *pool,
                                          gpointer     item);
 
@@ -38,7 +33,6 @@ void     _perfmon_interpose_pool_push   (GThreadPool *pool,
  * (the preload module's interposers of g_dbus_connection_call() and the
  * like): if the thread's last serial (g_dbus_connection_get_last_serial())
  * is no longer @serial_before, records DBUS_SEND for the current task. */
-PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_dbus_sent     (GDBusConnection       *connection,
                                            guint32                serial_before);
 /* Around a call that sends a D-Bus message: with the tracer on and no
@@ -46,14 +40,11 @@ void     _perfmon_interpose_dbus_sent     (GDBusConnection       *connection,
  * call" makes), runs it as a root task named after @function (the
  * interposer's address: its symbol), so that the message has a sender
  * task to be joined to. Returns whether it did; pass that to _end(). */
-PERFMON_AVAILABLE_IN_ALL
 gboolean _perfmon_interpose_dbus_call_begin (gconstpointer function);
-PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_dbus_call_end   (gboolean      began);
 /* Before a method handler the program registered runs: records DBUS_RECV
  * for the current task (the dispatch of GDBus's idle that calls it) and
  * labels it "D-Bus INTERFACE.METHOD on PATH", which names it. */
-PERFMON_AVAILABLE_IN_ALL
 void     _perfmon_interpose_dbus_received (GDBusMethodInvocation *invocation);
 
 G_END_DECLS

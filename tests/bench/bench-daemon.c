@@ -28,6 +28,7 @@
 
 #include "bench-common.h"
 #include "perfmon-test-dirs.h"
+#include "perfmon-test-utils.h"
 
 #define N_WINDOWS_OF_MEASURE 4
 #define WINDOW_S 5
@@ -133,13 +134,8 @@ bench_up (Bench              *bench,
   bench->home = test_make_tmp_dir ("perfmon-bench-daemon-XXXXXX");
   g_setenv ("XDG_RUNTIME_DIR", bench->home, TRUE);
   g_setenv ("XDG_STATE_HOME", bench->home, TRUE);
-  bench->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
-  g_test_dbus_up (bench->bus);
-  bench->connection = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (bench->bus),
-                                                              G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                              G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                              NULL, NULL, &error);
-  g_assert_no_error (error);
+  bench->bus = test_private_bus_new ();
+  bench->connection = test_bus_connect (bench->bus);
   g_ptr_array_add (argv, (gpointer) g_getenv ("PERFMOND"));
   for (guint i = 0; options != NULL && options[i] != NULL; i++)
     g_ptr_array_add (argv, (gpointer) options[i]);

@@ -24,6 +24,7 @@
 
 #include "perfmon.h"
 #include "tests/bench/bench-common.h"
+#include "tests/perfmon-test-utils.h"
 
 #define N_GROUPS 1000
 #define N_WINDOWS 10
@@ -301,7 +302,7 @@ int
 main (int   argc,
       char *argv[])
 {
-  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(GTestDBus) bus = NULL;
   g_autoptr(GDBusConnection) client = NULL;
   g_autoptr(GDBusConnection) peer = NULL;
   g_autoptr(GError) error = NULL;
@@ -310,7 +311,7 @@ main (int   argc,
   GThread *thread;
   double load[1] = { 0 };
 
-  g_test_dbus_up (bus);
+  bus = test_private_bus_new ();
   exporter.address = g_test_dbus_get_bus_address (bus);
   exporter.context = g_main_context_new ();
   exporter.loop = g_main_loop_new (exporter.context, FALSE);
@@ -323,11 +324,7 @@ main (int   argc,
     g_cond_wait (&exporter.cond, &exporter.lock);
   g_mutex_unlock (&exporter.lock);
 
-  client = g_dbus_connection_new_for_address_sync (exporter.address,
-                                                   G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                   G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                   NULL, NULL, &error);
-  g_assert_no_error (error);
+  client = test_bus_connect (bus);
   peer = g_dbus_connection_new_for_address_sync (g_dbus_server_get_client_address (exporter.server),
                                                  G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT,
                                                  NULL, NULL, &error);

@@ -10,6 +10,8 @@ imports.gi.versions.GLib = '2.0';
 imports.gi.versions.Perfmon = '1';
 const {Gio, GLib, Perfmon} = imports.gi;
 const System = imports.system;
+imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
+const {assert, assertEqual, runTests} = imports.testRunner;
 
 const THRESHOLD_MS = 100;
 const HANG_MS = 300;
@@ -17,20 +19,6 @@ const HANG_MS = 300;
 // start a little after the callback's clock.
 const MIN_DURATION_MS = 295;
 const SAFETY_TIMEOUT_S = 10;
-
-class AssertionError extends Error {}
-
-function assert(condition, message) {
-    if (!condition)
-        throw new AssertionError(message || 'assertion failed');
-}
-
-function assertEqual(actual, expected, what) {
-    const a = JSON.stringify(actual);
-    const e = JSON.stringify(expected);
-    if (a !== e)
-        throw new AssertionError(`${what || 'value'}: expected ${e}, got ${a}`);
-}
 
 // The labels of a pseudo stack, without its JavaScript frames
 // ("function (file:line)", see testJsStack.js).
@@ -201,21 +189,4 @@ const tests = {
     },
 };
 
-let failures = 0;
-let n = 0;
-for (const [name, fn] of Object.entries(tests)) {
-    n++;
-    try {
-        fn();
-        print(`ok ${n} - ${name}`);
-    } catch (e) {
-        failures++;
-        print(`not ok ${n} - ${name}: ${e.message || e}`);
-        if (e.stack)
-            printerr(e.stack);
-    }
-}
-print(`# ${n - failures} passed, ${failures} failed`);
-
-if (failures > 0)
-    System.exit(1);
+runTests(tests);

@@ -11,14 +11,10 @@ imports.gi.versions.GLib = '2.0';
 imports.gi.versions.Perfmon = '1';
 const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
+imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
+const {assert, runTests} = imports.testRunner;
 
-const THIS_FILE = System.programPath || System.programInvocationName;
 const SAFETY_TIMEOUT_S = 20;
-
-function assert(condition, message) {
-    if (!condition)
-        throw new Error(message || 'assertion failed');
-}
 
 function hangInJs() {
     const end = GLib.get_monotonic_time() + 400000;
@@ -109,19 +105,4 @@ const tests = {
     },
 };
 
-let failures = 0;
-let n = 0;
-for (const [name, fn] of Object.entries(tests)) {
-    n++;
-    try {
-        fn();
-        print(`ok ${n} - ${name}`);
-    } catch (e) {
-        failures++;
-        print(`not ok ${n} - ${name}: ${e.message || e}`);
-    }
-}
-hangMonitor.stop();
-void THIS_FILE;
-if (failures > 0)
-    System.exit(1);
+runTests(tests, () => hangMonitor.stop());

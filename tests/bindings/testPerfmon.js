@@ -14,23 +14,11 @@ imports.gi.versions.GLib = '2.0';
 imports.gi.versions.Perfmon = '1';
 const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
+imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
+const {assert, assertEqual, runTests} = imports.testRunner;
 
 const N_DURATIONS = 10;
 const VARIANT_TYPE = '(uxxusttatauasatasauatatatatx)';
-
-class AssertionError extends Error {}
-
-function assert(condition, message) {
-    if (!condition)
-        throw new AssertionError(message || 'assertion failed');
-}
-
-function assertEqual(actual, expected, what) {
-    const a = JSON.stringify(actual);
-    const e = JSON.stringify(expected);
-    if (a !== e)
-        throw new AssertionError(`${what || 'value'}: expected ${e}, got ${a}`);
-}
 
 function assertThrowsPerfmon(fn, code, fieldName) {
     let error = null;
@@ -574,21 +562,4 @@ const tests = {
     },
 };
 
-let failures = 0;
-let n = 0;
-for (const [name, fn] of Object.entries(tests)) {
-    n++;
-    try {
-        fn();
-        print(`ok ${n} - ${name}`);
-    } catch (e) {
-        failures++;
-        print(`not ok ${n} - ${name}: ${e.message || e}`);
-        if (e.stack)
-            printerr(e.stack);
-    }
-}
-print(`# ${n - failures} passed, ${failures} failed`);
-
-if (failures > 0)
-    System.exit(1);
+runTests(tests);

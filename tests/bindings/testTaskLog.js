@@ -18,13 +18,8 @@ imports.gi.versions.GLib = '2.0';
 imports.gi.versions.Perfmon = '1';
 const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
-
-class AssertionError extends Error {}
-
-function assert(condition, message) {
-    if (!condition)
-        throw new AssertionError(message || 'assertion failed');
-}
+imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
+const {assert, runTests} = imports.testRunner;
 
 const LARGE_PID = 4000000;
 
@@ -103,17 +98,8 @@ const tests = {
     },
 };
 
-let failed = false;
-for (const [name, test] of Object.entries(tests)) {
-    try {
-        test();
-        print(`ok ${name}`);
-    } catch (e) {
-        failed = true;
-        print(`FAIL ${name}: ${e}\n${e.stack}`);
-    }
-}
-GLib.unlink(large.path);
-GLib.unlink(own.path);
-GLib.rmdir(dir);
-System.exit(failed ? 1 : 0);
+runTests(tests, () => {
+    GLib.unlink(large.path);
+    GLib.unlink(own.path);
+    GLib.rmdir(dir);
+});

@@ -10,13 +10,8 @@ imports.gi.versions.GLib = '2.0';
 imports.gi.versions.Perfmon = '1';
 const {GLib, Perfmon} = imports.gi;
 const System = imports.system;
-
-class AssertionError extends Error {}
-
-function assert(condition, message) {
-    if (!condition)
-        throw new AssertionError(message || 'assertion failed');
-}
+imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
+const {assert, runTests} = imports.testRunner;
 
 const LABEL = 4;
 const HEADER_SIZE = 80;
@@ -89,21 +84,4 @@ const tests = {
     },
 };
 
-let failures = 0;
-let n = 0;
-for (const [name, fn] of Object.entries(tests)) {
-    n++;
-    try {
-        fn();
-        print(`ok ${n} - ${name}`);
-    } catch (e) {
-        failures++;
-        print(`not ok ${n} - ${name}: ${e.message || e}`);
-        if (e.stack)
-            printerr(e.stack);
-    }
-}
-print(`# ${n - failures} passed, ${failures} failed`);
-
-if (failures > 0)
-    System.exit(1);
+runTests(tests);

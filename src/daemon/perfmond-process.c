@@ -1,0 +1,202 @@
+/* perfmond-process.c: a monitored process as perfmond keeps it, and its
+ * history of snapshots
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Each process keeps the snapshots of the last --history seconds, and all
+ * of them together at most --max-history-mib: over it, the process holding
+ * the most gives up its oldest snapshot first. Everyone keeps their newest.
+ */
+#include "perfmond-process.h"
+
+#include "perfmond-log.h"
+
+static void
+history_entry_free (HistoryEntry *entry)
+{
+  g_variant_unref (entry->variant);
+  g_free (entry);
+}
+
+static void
+process_clear (Process *process)
+{
+  g_assert (process->watch_id == 0 && process->signal_id == 0);
+  g_assert (process->waiters->len == 0);
+  g_free (process->bus_name);
+  g_free (process->process_name);
+  g_free (process->process_type);
+  g_clear_object (&process->cancellable);
+  g_clear_object (&process->latest);
+  g_queue_clear_full (&process->history, (GDestroyNotify) history_entry_free);
+  g_ptr_array_unref (process->waiters);
+}
+
+Process *
+perfmond_process_ref (Process *process)
+{
+  return g_rc_box_acquire (process);
+}
+
+void
+perfmond_process_unref (Process *process)
+{
+  g_rc_box_release_full (process, (GDestroyNotify) process_clear);
+}
+
+/* Rejections are logged for the first few, then for every 100th, so that a
+ * process sending garbage every second does not fill the journal. */
+void
+perfmond_process_reject (Process    *process,
+                         const char *what,
+                         const char *why)
+{
+  process->rejected++;
+  if (process->rejected <= 3 || process->rejected % 100 == 0)
+    perfmond_log_event (G_LOG_LEVEL_WARNING, PERFMOND_MESSAGE_ID_REJECTED, process->pid, NULL, -1,
+                        "pid %u (%s): rejected %s (%" G_GUINT64_FORMAT " so far): %s",
+                        process->pid, process->bus_name, what, process->rejected, why);
+}
+
+/* --- the history of snapshots --------------------------------------- */
+
+/* The limits come from @config (checked: a poll interval above 0);
+ * @processes (pid → Process *) are the processes whose histories share
+ * the budget. */
+void
+perfmond_history_init (PerfmondHistory      *history,
+                       const PerfmondConfig *config,
+                       GHashTable           *processes)
+{
+  history->bytes = 0;
+  history->max_bytes = (gsize) config->max_history_mib * 1024 * 1024;
+  history->max_age_us = (gint64) config->history_s * G_USEC_PER_SEC;
+  history->max_count = config->history_s * 1000u / config->poll_interval_ms + 1;
+  history->processes = processes;
+}
+
+/* The newest snapshot, as a "v" for a reply: the tail of the history,
+ * which always keeps the newest one. */
+GVariant *
+perfmond_history_latest_variant (Process *process)
+{
+  HistoryEntry *newest = g_queue_peek_tail (&process->history);
+
+  return g_variant_new_variant (newest->variant);
+}
+
+static void
+history_pop_oldest (PerfmondHistory *history,
+                    Process         *process)
+{
+  HistoryEntry *entry = g_queue_pop_head (&process->history);
+
+  process->history_bytes -= entry->size;
+  history->bytes -= entry->size;
+  history_entry_free (entry);
+}
+
+/* What keeping a snapshot of @variant_size bytes costs: the variant, and
+ * while it is the newest, its decoded copy (about as big). */
+static gsize
+history_cost (gsize variant_size)
+{
+  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
+}
+
+void
+perfmond_history_drop (PerfmondHistory *history,
+                       Process         *process)
+{
+  while (!g_queue_is_empty (&process->history))
+    history_pop_oldest (history, process);
+  g_clear_object (&process->latest);
+}
+
+/* Whether a snapshot of @variant_size bytes of @process fits in the total
+ * budget next to the newest snapshot of every other process (older ones
+ * make room). */
+gboolean
+perfmond_history_has_room (PerfmondHistory *history,
+                           Process         *process,
+                           gsize            variant_size)
+{
+  gsize budget = history->max_bytes;
+  gsize needed = history_cost (variant_size);
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, history->processes);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Process *other = value;
+      HistoryEntry *newest = g_queue_peek_tail (&other->history);
+
+      if (other != process && newest != NULL)
+        needed += newest->size;
+      if (needed > budget)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+void
+perfmond_history_add (PerfmondHistory *history,
+                      Process         *process,
+                      PerfmonSnapshot *snapshot,
+                      GVariant        *variant,
+                      gsize            variant_size)
+{
+  HistoryEntry *entry = g_new0 (HistoryEntry, 1);
+  gint64 max_age = history->max_age_us;
+  guint max_count = history->max_count;
+  gsize budget = history->max_bytes;
+  HistoryEntry *newest;
+
+  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
+  /* The variant as received, checked by decoding it: GDBus built it as a
+   * tree of small values, which g_variant_get_data() flattens into one
+   * buffer, the compact form to keep. Cheaper than writing it again from
+   * the snapshot, and the same content. */
+  entry->variant = g_variant_ref (variant);
+  g_variant_get_data (entry->variant);
+  entry->variant_size = variant_size;
+  entry->size = history_cost (variant_size);
+  g_queue_push_tail (&process->history, entry);
+  process->history_bytes += entry->size;
+  history->bytes += entry->size;
+
+  newest = entry;
+  while (process->history.length > 1)
+    {
+      HistoryEntry *oldest = g_queue_peek_head (&process->history);
+
+      if (process->history.length <= max_count && newest->timestamp - oldest->timestamp <= max_age)
+        break;
+      history_pop_oldest (history, process);
+    }
+
+  /* Over the total budget, the process holding the most history gives up
+   * its oldest snapshot: a process with huge snapshots shortens its own
+   * history before anyone else's. Everyone keeps their newest one, which
+   * perfmond_history_has_room() made sure fit. */
+  while (history->bytes > budget)
+    {
+      Process *victim = NULL;
+      GHashTableIter iter;
+      gpointer value;
+
+      g_hash_table_iter_init (&iter, history->processes);
+      while (g_hash_table_iter_next (&iter, NULL, &value))
+        {
+          Process *candidate = value;
+
+          if (candidate->history.length > 1 &&
+              (victim == NULL || candidate->history_bytes > victim->history_bytes))
+            victim = candidate;
+        }
+      if (victim == NULL)
+        break;
+      history_pop_oldest (history, victim);
+    }
+}
