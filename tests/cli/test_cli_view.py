@@ -224,7 +224,10 @@ class ViewTest(BusTestCase):
         script = self.path('worker.py')
         with open(script, 'w') as f:
             f.write(PYTHON_PROGRAM)
-        python = self.start([TOOL, 'run', '--threshold', '100', '--', '/usr/bin/python3', script], env=env,
+        # Its task log too, for the page's trace download.
+        trace = self.path('worker.trace')
+        python = self.start([TOOL, 'run', '--threshold', '100', '--trace', trace, '--',
+                             '/usr/bin/python3', script], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         auth = {'Authorization': 'Bearer ' + self.token}
 
@@ -235,7 +238,57 @@ class ViewTest(BusTestCase):
             state = json.loads(get(self.base + 'api/state', auth)[2])
             names = {p['name'] for p in state['processes']}
             return state if {'gtk4-demo', 'python3'} <= names and state['hangs'] else None
-        self.eventually(ready, 'both programs and a hang in /api/state', timeout=120)
+        state = self.eventually(ready, 'both programs and a hang in /api/state', timeout=120)
+        python_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'python3')
+        gtk_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'gtk4-demo')
+
+        # The hang's stack comes named: perfmond symbolizes what the
+        # process did not, off its watched threads.
+        hang = next(h for h in state['hangs'] if h['pid'] == python_pid)
+        self.assertGreater(len(hang['frames']), 1, hang)
+        self.assertGreater(hang['symbolized'], 0, hang)
+        self.assertTrue(any(re.search(r'\((g_main_loop_run|g_main_context_iteration)\+0x[0-9a-f]+\)', frame)
+                            for frame in hang['frames']), hang['frames'])
+        # The process's hangs merged by function: the flame graph's root
+        # counts them, and the main loop is on its path.
+        python_state = next(p for p in state['processes'] if p['pid'] == python_pid)
+        flame = python_state['flame']
+        self.assertEqual(flame[0], 'all')
+        self.assertGreaterEqual(flame[1], 1)
+
+        def names(node):
+            yield node[0]
+            for child in node[2]:
+                yield from names(child)
+        self.assertIn('g_main_loop_run', set(names(flame)))
+        # Groups: the top ones, each with its exceedance histogram (1 …
+        # 512 ms, never growing) and sparkline points; the rest summed.
+        for process in state['processes']:
+            self.assertLessEqual(len(process['groups']), 5)
+            self.assertEqual(process['n_groups'], len(process['groups']) + process.get('others', {}).get('n', 0))
+            for group in process['groups']:
+                self.assertEqual(len(group['durations']), 10)
+                self.assertEqual(group['durations'], sorted(group['durations'], reverse=True))
+                self.assertTrue(all(0 <= x for x in group['spark']))
+        self.assertTrue(python_state['trace'])
+
+        # The task trace download: token needed, a GET that changes
+        # nothing, a valid Chrome trace.
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % python_pid)[0], 401)
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % python_pid, auth, method='POST')[0], 405)
+        self.assertEqual(get(self.base + 'api/trace?pid=x', auth)[0], 400)
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % gtk_pid, auth)[0], 404)
+        status, headers, body = get(self.base + 'api/trace?pid=%d&token=%s' % (python_pid, self.token))
+        self.assertEqual(status, 200, body[:300])
+        self.assertIn('attachment', headers['Content-Disposition'])
+        downloaded = self.path('downloaded-trace.json')
+        with open(downloaded, 'wb') as f:
+            f.write(body)
+        events = json.loads(body)['traceEvents']
+        self.assertTrue(any(e.get('ph') == 'X' for e in events))
+        check = subprocess.run([os.environ['PERFMON_CHECK_CHROME_TRACE'], downloaded],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        self.assertEqual(check.returncode, 0, check.stdout)
 
         def chromium(*args):
             profile = self.path('chromium-profile-%d' % time.monotonic_ns())
@@ -245,16 +298,26 @@ class ViewTest(BusTestCase):
                                   timeout=180, env=dict(self.env, HOME=profile))
 
         first = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
-        for expected in ('gtk4-demo', 'python3', 'pid %d' % gtk.pid if False else 'pid ', 'thread',
-                         'hung', 'data-hang'):
+        for expected in ('gtk4-demo', 'python3', 'pid ', 'thread', 'hung', 'data-hang'):
             self.assertIn(expected, first, first[:2000])
         # Shares are computed from two states at least: the page updated.
         self.assertRegex(first, r'<td class="num">\d+\.\d %</td>')
-        # The hang shows its stack, frames and not "(no stack)".
-        hang = re.search(r'<div class="hang"[^>]*>.*?<pre>(.*?)</pre>', first, re.S)
+        # Each group shown has its histogram and its sparkline.
+        self.assertRegex(first, r'<svg class="hist"')
+        self.assertRegex(first, r'<li[^>]*data-group="\d+"[^>]*>.*?<svg class="spark')
+        # The hang shows its stack, named frames and not "(no stack)".
+        hang = re.search(r'<div class="hang"[^>]*><strong>python3 \(pid %d\)</strong>[^<]*<code>[^<]*</code>'
+                         r'<pre>(.*?)</pre>' % python_pid, first, re.S)
         self.assertTrue(hang, first[:3000])
         self.assertNotEqual(hang.group(1), '(no stack)')
         self.assertGreater(len(hang.group(1).splitlines()), 1)
+        self.assertRegex(first, r'<pre>[^<]*\((g_main_loop_run|g_main_context_iteration)\+0x')
+        # The flame graph of the Python program's hangs, the main loop in it.
+        flame = re.search(r'<svg class="flame" data-pid="%d"[^>]*>(.*?)</svg>' % python_pid, first, re.S)
+        self.assertTrue(flame, first[-3000:])
+        self.assertIn('<title>g_main_loop_run', flame.group(1))
+        # The download link of its task trace.
+        self.assertIn('href="/api/trace?pid=%d&amp;token=%s"' % (python_pid, self.token), first)
         # Later, the page shows a later state.
         time.sleep(2)
         second = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
@@ -266,7 +329,7 @@ class ViewTest(BusTestCase):
         if shots:
             os.makedirs(shots, exist_ok=True)
             for width, height in ((1280, 800), (390, 844)):
-                path = os.path.join(shots, 'about-performance-%dx%d.png' % (width, height))
+                path = os.path.join(shots, 'page-%dx%d.png' % (width, height))
                 chromium('--virtual-time-budget=60000', '--window-size=%d,%d' % (width, height),
                          '--screenshot=' + path, self.url)
                 self.assertTrue(os.path.exists(path), path)
