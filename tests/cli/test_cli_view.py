@@ -306,8 +306,8 @@ class ViewTest(BusTestCase):
         self.assertRegex(first, r'<svg class="hist"')
         self.assertRegex(first, r'<li[^>]*data-group="\d+"[^>]*>.*?<svg class="spark')
         # The hang shows its stack, named frames and not "(no stack)".
-        hang = re.search(r'<div class="hang"[^>]*><strong>python3 \(pid %d\)</strong>[^<]*<code>[^<]*</code>'
-                         r'<pre>(.*?)</pre>' % python_pid, first, re.S)
+        hang = re.search(r'<div class="hang"[^>]*><details[^>]*><summary><strong>python3 \(pid %d\)</strong>'
+                         r'[^<]*<code>[^<]*</code></summary><pre>(.*?)</pre>' % python_pid, first, re.S)
         self.assertTrue(hang, first[:3000])
         self.assertNotEqual(hang.group(1), '(no stack)')
         self.assertGreater(len(hang.group(1).splitlines()), 1)

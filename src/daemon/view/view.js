@@ -21,6 +21,7 @@ const FLAME_MAX_DEPTH = 64;
 const SVG = 'http://www.w3.org/2000/svg';
 let showAll = false;
 const drawnFlames = new Map();  // pid -> the flame's JSON last drawn
+const openHangs = new Set();    // ids of the hangs whose stack the user opened
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -152,11 +153,18 @@ function flameGraph(pid, root, width) {
 function drawHangs(state) {
   const box = document.getElementById('hangs');
   if (state.hangs.length)
-    box.replaceChildren(...state.hangs.map(h => el('div', {class: 'hang', 'data-hang': h.id},
-      el('strong', {}, `${h.process} (pid ${h.pid})`), ` hung ${Math.round(h.duration_ms)} ms in `,
-      el('code', {}, h.runnable || '(unnamed source)'),
-      // Innermost frame first, as perfmon hangs shows them.
-      el('pre', {}, h.frames.length ? h.frames.join('\n') : '(no stack)'))));
+    box.replaceChildren(...state.hangs.map((h, i) => {
+      // The newest open; the others' stacks a click away (kept open
+      // across refreshes when the user opened them).
+      const open = i === 0 || openHangs.has(h.id);
+      const details = el('details', open ? {open: ''} : {},
+        el('summary', {}, el('strong', {}, `${h.process} (pid ${h.pid})`), ` hung ${Math.round(h.duration_ms)} ms in `,
+           el('code', {}, h.runnable || '(unnamed source)')),
+        // Innermost frame first, as perfmon hangs shows them.
+        el('pre', {}, h.frames.length ? h.frames.join('\n') : '(no stack)'));
+      details.addEventListener('toggle', () => details.open ? openHangs.add(h.id) : openHangs.delete(h.id));
+      return el('div', {class: 'hang', 'data-hang': h.id}, details);
+    }));
 
   const flames = document.getElementById('flames');
   const width = Math.max(300, flames.clientWidth || 800);
@@ -178,6 +186,8 @@ function drawHangs(state) {
     else
       flames.append(figure);
   }
+  if (present.size)
+    flames.querySelector('p.empty')?.remove();
   for (const figure of flames.querySelectorAll('figure')) {
     if (!present.has(Number(figure.dataset.pid))) {
       drawnFlames.delete(Number(figure.dataset.pid));
