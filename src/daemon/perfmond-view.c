@@ -43,6 +43,9 @@
 /* Time the symbolizer may spend loading one module's tables; it runs in
  * perfmond's main thread, never in a monitored process. */
 #define SYMBOLIZE_BUDGET_MS 500
+/* Time one request may spend symbolizing in all; the hangs it could not
+ * name are named again by the next requests. */
+#define SYMBOLIZE_REQUEST_BUDGET_US (1 * G_USEC_PER_SEC)
 /* A task log bigger than this is not converted (413): the conversion runs
  * in perfmond's main thread. */
 #define MAX_TRACE_LOG_BYTES (16 * 1024 * 1024)
@@ -80,6 +83,7 @@ typedef struct
   GPtrArray *frames;      /* of char * */
   GPtrArray *functions;   /* of char *, same length */
   guint      n_symbolized;
+  gboolean   complete;    /* FALSE: a frame was left unnamed for lack of time */
   gboolean   seen;
 } HangView;
 
@@ -92,6 +96,7 @@ struct _PerfmondView
   PerfmonSymbolizer  *symbolizer; /* created on the first hang */
   GHashTable         *processes;  /* pid -> ProcessView * */
   GHashTable         *hangs;      /* hang id -> HangView * */
+  gint64              symbolize_until;  /* of the request under way */
 };
 
 static void
@@ -435,6 +440,29 @@ add_process (PerfmondView                 *self,
 
 /* ---- hangs: symbolized off every watched thread, merged by function ---- */
 
+/* A script frame's function: "stall (/app/main.py:12)" -> "stall
+ * (/app/main.py)", as `perfmon hangs show` merges them
+ * (perfmon_tool_frame_function() in src/tools/perfmon-tool-hang-groups.c);
+ * a label stays as it is. */
+static char *
+script_function (const char *frame)
+{
+  const char *colon = strrchr (frame, ':');
+  const char *p = colon != NULL ? colon + 1 : NULL;
+
+  if (p == NULL || !g_ascii_isdigit (*p))
+    return g_strdup (frame);
+  while (g_ascii_isdigit (*p))
+    p++;
+  if (g_str_equal (p, ")"))
+    {
+      g_autofree char *head = g_strndup (frame, (gsize) (colon - frame));
+
+      return g_strconcat (head, ")", NULL);
+    }
+  return g_strdup (frame);
+}
+
 /* "func+0x1a" -> "func" */
 static char *
 strip_offset (const char *symbol)
@@ -461,6 +489,7 @@ hang_view_new (PerfmondView           *self,
   int innermost_native = -1;
 
   view->pid = hang->pid;
+  view->complete = TRUE;
   view->frames = g_ptr_array_new_with_free_func (g_free);
   view->functions = g_ptr_array_new_with_free_func (g_free);
   if (report == NULL)
@@ -497,7 +526,7 @@ hang_view_new (PerfmondView           *self,
         {
           /* A script frame or a label: its text. */
           g_ptr_array_add (view->frames, g_strdup (json_node_get_string (frame)));
-          g_ptr_array_add (view->functions, g_strdup (json_node_get_string (frame)));
+          g_ptr_array_add (view->functions, script_function (json_node_get_string (frame)));
           view->n_symbolized++;
           continue;
         }
@@ -525,6 +554,8 @@ hang_view_new (PerfmondView           *self,
           function = strip_offset (symbol);
           function_offset = plus != NULL ? g_ascii_strtoull (plus + 1, NULL, 16) : 0;
         }
+      else if (module_name != NULL && g_get_monotonic_time () > self->symbolize_until)
+        view->complete = FALSE;
       else if (module_name != NULL)
         {
           if (self->symbolizer == NULL)
@@ -538,9 +569,11 @@ hang_view_new (PerfmondView           *self,
       if (function != NULL)
         view->n_symbolized++;
       g_ptr_array_add (view->frames, perfmon_format_native_frame (module_name, offset, function, function_offset));
-      /* Unnamed frames merge by module and offset. */
-      g_ptr_array_add (view->functions, function != NULL ? g_strdup (function)
-                                                         : perfmon_format_native_frame (module_name, offset, NULL, 0));
+      /* Unnamed frames merge by module, as `perfmon hangs show` merges
+       * them; outside every module, by address. */
+      g_ptr_array_add (view->functions, function != NULL ? g_strdup (function) :
+                                        module_name != NULL ? g_strdup (module_name) :
+                                        perfmon_format_native_frame (NULL, offset, NULL, 0));
     }
   return view;
 }
@@ -624,6 +657,7 @@ update_hangs (PerfmondView *self,
   GHashTableIter iter;
   gpointer key, value;
 
+  self->symbolize_until = g_get_monotonic_time () + SYMBOLIZE_REQUEST_BUDGET_US;
   g_hash_table_iter_init (&iter, self->hangs);
   while (g_hash_table_iter_next (&iter, NULL, &value))
     ((HangView *) value)->seen = FALSE;
@@ -634,7 +668,7 @@ update_hangs (PerfmondView *self,
       FlameNode *root;
       guint nodes;
 
-      if (view == NULL)
+      if (view == NULL || (!view->complete && g_get_monotonic_time () < self->symbolize_until))
         {
           view = hang_view_new (self, hang);
           g_hash_table_insert (self->hangs, g_strdup (hang->id), view);

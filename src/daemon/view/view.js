@@ -19,7 +19,8 @@ const HIST_LABELS = ['1', '2', '4', '8', '16', '32', '64', '128', '256', '512'];
 const FLAME_ROW = 16;
 const FLAME_MAX_DEPTH = 64;
 const SVG = 'http://www.w3.org/2000/svg';
-let showAll = false;
+// #all in the URL: every process from the start.
+let showAll = location.hash === '#all';
 const drawnFlames = new Map();  // pid -> the flame's JSON last drawn
 const openHangs = new Set();    // ids of the hangs whose stack the user opened
 
@@ -204,8 +205,11 @@ function draw(state) {
   drawHangs(state);
   // What a refresh costs the browser (tests/bench/view-bench.py reads it).
   const ms = performance.now() - start;
+  window.refreshes = (window.refreshes || 0) + 1;
   document.body.dataset.drawMs = ms.toFixed(1);
   document.body.dataset.drawMaxMs = Math.max(ms, Number(document.body.dataset.drawMaxMs || 0)).toFixed(1);
+  if (!document.body.dataset.firstDrawnMs)
+    document.body.dataset.firstDrawnMs = performance.now().toFixed(1);
 }
 
 async function refresh() {
