@@ -12,6 +12,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -37,13 +38,16 @@ def page_timings(url, seconds):
         os.set_inheritable(from_browser_w, True)
 
         def setup():
-            os.dup2(to_browser_r, 3)
-            os.dup2(from_browser_w, 4)
+            # Out of the way first: either pipe end may be fd 3 or 4.
+            read_end = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
+            write_end = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
         browser = subprocess.Popen(['chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
                                     '--no-first-run', '--disable-background-networking',
                                     '--disable-component-update', '--disable-sync', '--window-size=1280,800',
                                     '--user-data-dir=' + profile, '--remote-debugging-pipe', 'about:blank'],
-                                   pass_fds=(to_browser_r, from_browser_w), preexec_fn=setup,
+                                   close_fds=False, preexec_fn=setup,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ, HOME=profile))
         os.close(to_browser_r)

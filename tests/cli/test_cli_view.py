@@ -222,6 +222,49 @@ class ViewTest(BusTestCase):
         self.assertLessEqual(peak, base + 64 + 2)
         self.eventually(lambda: get(self.url)[0] == 200, 'the page after 1,000 connections', timeout=60)
 
+    @unittest.skipIf(shutil.which('readelf') is None or shutil.which('nm') is None, 'binutils missing')
+    def test_perfmond_names_what_the_process_did_not(self):
+        """A hang whose native frames came unnamed gets them named by
+        perfmond, and merged by function in its process's flame graph."""
+        glib = os.path.realpath('/lib/%s/libglib-2.0.so.0' % subprocess.run(
+            ['gcc', '-print-multiarch'], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip())
+        notes = subprocess.run(['readelf', '-n', glib], stdout=subprocess.PIPE, universal_newlines=True).stdout
+        build_id = bytes.fromhex(re.search(r'Build ID: ([0-9a-f]+)', notes).group(1))[:16]
+        # Breakpad's id: the GUID's first three fields byte-swapped, age 0.
+        guid = build_id[3::-1] + build_id[5:3:-1] + build_id[7:5:-1] + build_id[8:]
+        breakpad_id = guid.hex().upper() + '0'
+        symbols = subprocess.run(['nm', '-D', '--defined-only', glib], stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout
+        address = int(re.search(r'^([0-9a-f]+) T g_main_loop_run$', symbols, re.M).group(1), 16)
+        report = {'duration': 300.0, 'thread': 'main', 'runnableName': 'unnamed-frames', 'process': 'tab',
+                  'remoteType': 'web', 'annotations': [], 'pseudoStack': [],
+                  'stack': ['outer label', [0, '%x' % (address + 0x20)], [0, '%x' % (address + 0x10)]],
+                  'symbols': [None, None, None], 'modules': [['libglib-2.0.so.0', breakpad_id]]}
+        cases = self.path('cases.json')
+        with open(cases, 'w') as f:
+            json.dump([{'name': 'unnamed', 'report': json.dumps(report), 'field': None}], f)
+        self.start_view()
+        child = self.start([os.environ['PERFMON_MONITORED_PROCESS'], '--mode=hang-reports', '--reports=' + cases],
+                           stdout=subprocess.DEVNULL)
+        auth = {'Authorization': 'Bearer ' + self.token}
+
+        def hang():
+            state = json.loads(get(self.base + 'api/state', auth)[2])
+            return next((h for h in state['hangs'] if h['runnable'] == 'unnamed-frames'), None)
+        named = self.eventually(hang, 'the hang in /api/state', timeout=60)
+        # Innermost first; the innermost is no return address (offset 0x10),
+        # the caller's is (0x20, looked up at 0x1f).
+        self.assertEqual(named['frames'], ['libglib-2.0.so.0+0x%x (g_main_loop_run+0x10)' % (address + 0x10),
+                                           'libglib-2.0.so.0+0x%x (g_main_loop_run+0x20)' % (address + 0x20),
+                                           'outer label'])
+        self.assertEqual(named['symbolized'], 3)
+
+        def flame():
+            state = json.loads(get(self.base + 'api/state', auth)[2])
+            return next((p.get('flame') for p in state['processes'] if p['pid'] == child.pid), None)
+        self.assertEqual(self.eventually(flame, 'the flame graph', timeout=60),
+                         ['all', 1, [['outer label', 1, [['g_main_loop_run', 1, [['g_main_loop_run', 1, []]]]]]]])
+
     @unittest.skipIf(CHROMIUM is None, 'chromium missing (Debian: chromium)')
     @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gtk4-demo') is None,
                      'xvfb-run or gtk4-demo missing')
