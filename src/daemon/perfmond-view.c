@@ -804,6 +804,16 @@ serve_trace (PerfmondHttpRequest *request,
       return;
     }
   view = g_hash_table_lookup (self->processes, GUINT_TO_POINTER ((guint) pid));
+  if (view == NULL)
+    {
+      /* Not drawn yet (no /api/state since it came): a process perfmond
+       * monitors only. */
+      g_autoptr(GArray) processes = perfmond_daemon_get_processes (self->daemon);
+
+      for (guint i = 0; i < processes->len && view == NULL; i++)
+        if (g_array_index (processes, PerfmondMetricsProcess, i).pid == pid)
+          view = lookup_process_view (self, (guint) pid);
+    }
   if (view == NULL || view->trace_path == NULL)
     {
       static const char text[] = "no task log for this pid (processes of perfmon run --trace have one)\n";

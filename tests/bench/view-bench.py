@@ -28,6 +28,13 @@ sys.path.insert(0, os.path.dirname(here))
 from perfmond_fixture import Perfmond, rss_kib  # noqa: E402
 
 
+def cpu_ms(pid):
+    """The CPU time (user + system) of pid, in ms."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf('SC_CLK_TCK')
+
+
 def page_timings(url, seconds):
     """Opens url in headless chromium for seconds, then returns the page's
     timings (document.body.dataset) and the rows drawn."""
@@ -102,6 +109,9 @@ def main():
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     perfmond = os.path.abspath(args.perfmond or os.path.join(build, 'src', 'daemon', 'perfmond'))
+    if args.perfmond:
+        # A copy elsewhere finds this build's libperfmon by its path only.
+        os.environ['LD_LIBRARY_PATH'] = os.path.join(build, 'src')
 
     load = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
     print(f'view-bench: {perfmond}: {args.processes} processes x {args.groups} groups; uptime: {load}', flush=True)
@@ -149,6 +159,23 @@ def main():
                 print(f'view-bench: GET /api/state, {label}: {len(data["processes"])} processes, {groups} groups '
                       f'sent, {len(body)} bytes, median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; '
                       f'perfmond RSS {rss_kib(daemon.pid)} KiB', flush=True)
+            # perfmond's own CPU per GET, which the machine's load does not
+            # stretch as it does wall time: 10 s windows without and with a
+            # GET a second, interleaved, twice; the difference per GET.
+            per_get = []
+            for _ in range(2):
+                quiet = cpu_ms(daemon.pid)
+                time.sleep(10)
+                quiet = cpu_ms(daemon.pid) - quiet
+                busy = cpu_ms(daemon.pid)
+                for _ in range(10):
+                    start = time.perf_counter()
+                    state()
+                    time.sleep(max(0, 1 - (time.perf_counter() - start)))
+                busy = cpu_ms(daemon.pid) - busy
+                per_get.append((busy - quiet) / 10)
+            print(f'view-bench: perfmond CPU per GET /api/state (a GET a second, less the polling): '
+                  f'{", ".join(f"{x:.1f}" for x in per_get)} ms', flush=True)
             # The page in headless chromium, in real time (virtual time
             # would stop performance.now() while the page draws): driven over
             # the DevTools protocol on a pipe, read after 5 refreshes.

@@ -44,21 +44,27 @@ function percent(x) {
   return isFinite(x) ? (100 * x).toFixed(1) + ' %' : '–';
 }
 
+// The table is drawn as one HTML string, parsed once: thousands of
+// createElement() calls a refresh were what made 200 processes slow.
+// Everything that comes from a monitored process goes through esc().
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'})[c]);
+}
+
 // Points in 1/1000 of the interval, oldest first; the newest on the right.
 function sparkline(points, size, cls) {
-  const svg = svgEl('svg', {class: cls, viewBox: `0 0 ${size} 24`, preserveAspectRatio: 'none'});
+  let line = '';
   if (points.length) {
     const max = Math.max(50, ...points);
     const start = size - points.length;
-    svg.append(svgEl('polyline', {points: points.map((v, i) => `${start + i},${(23 - 22 * v / max).toFixed(1)}`).join(' ')}));
+    line = `<polyline points="${points.map((v, i) => `${start + i},${(23 - 22 * v / max).toFixed(1)}`).join(' ')}"/>`;
   }
-  return svg;
+  return `<svg class="${cls}" viewBox="0 0 ${size} 24" preserveAspectRatio="none">${line}</svg>`;
 }
 
 // Iterations over 1, 2, 4 … 512 ms: one bar each, on a log scale (one
 // path: cheap to draw by the thousand).
 function histogram(durations) {
-  const svg = svgEl('svg', {class: 'hist', viewBox: '0 0 50 24', preserveAspectRatio: 'none'});
   const max = Math.log1p(Math.max(1, ...durations));
   let d = '';
   durations.forEach((n, i) => {
@@ -67,21 +73,18 @@ function histogram(durations) {
       d += `M${i * 5 + 0.5},24v${(-h).toFixed(1)}h4v${h.toFixed(1)}z`;
     }
   });
-  svg.append(svgEl('path', {d}));
-  const title = svgEl('title');
-  title.textContent = 'iterations over ' + durations.map((n, i) => `${HIST_LABELS[i]} ms: ${n}`).join(', ');
-  svg.append(title);
-  return svg;
+  const title = 'iterations over ' + durations.map((n, i) => `${HIST_LABELS[i]} ms: ${Number(n)}`).join(', ');
+  return `<svg class="hist" viewBox="0 0 50 24" preserveAspectRatio="none"><path d="${d}"/><title>${title}</title></svg>`;
 }
 
 function groupItem(g, interval) {
   const cpu = interval > 0 && g.recent_cpu !== undefined ? g.recent_cpu / interval : NaN;
   const blocked = interval > 0 && g.recent_blocked !== undefined ? g.recent_blocked / interval : NaN;
-  return el('li', {'data-group': String(g.id)},
-            el('span', {class: 'kind'}, g.kind), el('span', {class: 'name', title: g.name}, g.name),
-            sparkline(g.spark || [], GROUP_SPARK_POINTS, 'spark small'),
-            el('span', {class: 'num'}, percent(cpu)), el('span', {class: 'num'}, percent(blocked)),
-            histogram(g.durations || []));
+  return `<li data-group="${Number(g.id)}"><span class="kind">${esc(g.kind)}</span>` +
+         `<span class="name" title="${esc(g.name)}">${esc(g.name)}</span>` +
+         sparkline(g.spark || [], GROUP_SPARK_POINTS, 'spark small') +
+         `<span class="num">${percent(cpu)}</span><span class="num">${percent(blocked)}</span>` +
+         histogram(g.durations || []) + '</li>';
 }
 
 function share(p) {
@@ -94,23 +97,20 @@ function drawProcesses(state) {
   const shown = showAll ? processes : processes.slice(0, FIRST_ROWS);
   const rows = shown.map(p => {
     const interval = p.interval || 0;
-    const list = el('ul', {class: 'groups'});
-    for (const g of p.groups)
-      list.append(groupItem(g, interval));
+    let list = p.groups.map(g => groupItem(g, interval)).join('');
     if (p.others) {
       const cpu = interval > 0 && p.others.recent_cpu !== undefined ? p.others.recent_cpu / interval : NaN;
-      list.append(el('li', {class: 'others'}, el('span', {class: 'kind'}, ''),
-                     el('span', {class: 'name'}, `${p.others.n} other groups`), el('span', {}),
-                     el('span', {class: 'num'}, percent(cpu)), el('span', {}), el('span', {})));
+      list += `<li class="others"><span class="kind"></span><span class="name">${Number(p.others.n)} other groups</span>` +
+              `<span></span><span class="num">${percent(cpu)}</span><span></span><span></span></li>`;
     }
-    const name = el('td', {}, p.name, ' ', el('span', {class: 'pid'}, 'pid ' + p.pid));
-    if (p.trace)
-      name.append(el('br'), el('a', {class: 'trace', href: `/api/trace?pid=${p.pid}&token=${token}`,
-                                     download: `perfmon-tasks-${p.pid}.json`}, 'task trace'));
-    return el('tr', {'data-pid': String(p.pid)}, name, el('td', {class: 'num'}, percent(share(p))),
-              el('td', {}, sparkline(p.spark || [], SPARK_POINTS, 'spark')), el('td', {}, list));
+    const pid = Number(p.pid);
+    const trace = p.trace ? `<br><a class="trace" href="/api/trace?pid=${pid}&amp;token=${esc(token)}" ` +
+                            `download="perfmon-tasks-${pid}.json">task trace</a>` : '';
+    return `<tr data-pid="${pid}"><td>${esc(p.name)} <span class="pid">pid ${pid}</span>${trace}</td>` +
+           `<td class="num">${percent(share(p))}</td><td>${sparkline(p.spark || [], SPARK_POINTS, 'spark')}</td>` +
+           `<td><ul class="groups">${list}</ul></td></tr>`;
   });
-  tbody.replaceChildren(...rows);
+  tbody.innerHTML = rows.join('');
   const more = document.getElementById('more');
   more.hidden = processes.length <= FIRST_ROWS;
   more.textContent = showAll ? `Show the ${FIRST_ROWS} busiest` : `Show all ${processes.length} processes`;
@@ -151,7 +151,7 @@ function flameGraph(pid, root, width) {
   return svg;
 }
 
-function drawHangs(state) {
+function drawHangs(state, width) {
   const box = document.getElementById('hangs');
   if (state.hangs.length)
     box.replaceChildren(...state.hangs.map((h, i) => {
@@ -168,7 +168,6 @@ function drawHangs(state) {
     }));
 
   const flames = document.getElementById('flames');
-  const width = Math.max(300, flames.clientWidth || 800);
   const present = new Set();
   for (const p of state.processes) {
     if (!p.flame)
@@ -201,8 +200,11 @@ let lastState = null;
 
 function draw(state) {
   const start = performance.now();
+  // Read before anything changes: reading it after would lay the whole
+  // table out again, synchronously.
+  const width = Math.max(300, document.getElementById('flames').clientWidth || 800);
   drawProcesses(state);
-  drawHangs(state);
+  drawHangs(state, width);
   // What a refresh costs the browser (tests/bench/view-bench.py reads it).
   const ms = performance.now() - start;
   window.refreshes = (window.refreshes || 0) + 1;
