@@ -4,7 +4,7 @@
 # the time headless chromium takes to draw a refresh. Prints figures,
 # asserts nothing.
 #
-# Usage: view-bench.py [--processes N] [--groups G] [--build DIR] [--perfmond PATH]
+# Usage: view-bench.py [--processes N] [--groups G] [--hangs H] [--build DIR] [--perfmond PATH]
 #
 # --perfmond runs another perfmond (an older build, to compare) with this
 # build's perfmon and monitored-process.
@@ -105,6 +105,7 @@ def main():
     parser.add_argument('--processes', type=int, default=200)
     parser.add_argument('--groups', type=int, default=50)
     parser.add_argument('--build', default=os.path.join(here, '..', '..', '_build'))
+    parser.add_argument('--hangs', type=int, default=20, help='processes that hang (default 20)')
     parser.add_argument('--perfmond')
     args = parser.parse_args()
     build = os.path.abspath(args.build)
@@ -129,10 +130,14 @@ def main():
         # thread + 1 add-on + windows + compartments = groups
         windows = max(1, (args.groups - 2) // 2)
         compartments = max(0, args.groups - 2 - windows)
+        # The first --hangs processes stall their loop 300 ms five times,
+        # 3 s apart: hangs with stacks, which the page lists and merges.
+        stalls = ['--hang-threshold', '100', '--stall-after', '3000', '--stall', '300', '--stalls', '5']
         children = [subprocess.Popen([os.path.join(build, 'tests', 'monitored-process'), '--windows', str(windows),
-                                      '--compartments', str(compartments), '--tick', '2000', '--seconds', '900'],
+                                      '--compartments', str(compartments), '--tick', '2000', '--seconds', '900'] +
+                                     (stalls if i < args.hangs else []),
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                     for _ in range(args.processes)]
+                     for i in range(args.processes)]
         try:
             request = urllib.request.Request(base + 'api/state', headers={'Authorization': 'Bearer ' + token})
 
@@ -143,7 +148,8 @@ def main():
             while time.monotonic() < deadline:
                 body = state()
                 data = json.loads(body)
-                if len(data['processes']) >= args.processes and all('interval' in p for p in data['processes']):
+                if len(data['processes']) >= args.processes and all('interval' in p for p in data['processes']) \
+                        and len(data['hangs']) >= min(20, 5 * args.hangs):
                     break
                 time.sleep(1)
             groups = sum(len(p['groups']) for p in data['processes'])
@@ -157,7 +163,8 @@ def main():
                     body = state()
                     times.append((time.perf_counter() - start) * 1000)
                 print(f'view-bench: GET /api/state, {label}: {len(data["processes"])} processes, {groups} groups '
-                      f'sent, {len(body)} bytes, median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; '
+                      f'and {len(data["hangs"])} hangs sent, {len(body)} bytes, '
+                      f'median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; '
                       f'perfmond RSS {rss_kib(daemon.pid)} KiB', flush=True)
             # perfmond's own CPU per GET, which the machine's load does not
             # stretch as it does wall time: 10 s windows without and with a
