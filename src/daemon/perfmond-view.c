@@ -438,7 +438,7 @@ add_process (PerfmondView                 *self,
   json_builder_end_object (builder);
 }
 
-/* ---- hangs: symbolized off every watched thread, merged by function ---- */
+/* --- hangs: symbolized off every watched thread, merged by function ---- */
 
 /* A script frame's function: "stall (/app/main.py:12)" -> "stall
  * (/app/main.py)", as `perfmon hangs show` merges them
