@@ -43,7 +43,9 @@ def stall():
     time.sleep(0.4)
     return GLib.SOURCE_CONTINUE
 
-GLib.timeout_add(50, work)
+# A lambda: its group's name has "<" and ">", which the page must show
+# as text.
+GLib.timeout_add(50, lambda: work())
 GLib.timeout_add(3000, stall)
 GLib.MainLoop().run()
 """
@@ -357,6 +359,9 @@ class ViewTest(BusTestCase):
             self.assertIn(expected, first, first[:2000])
         # Shares are computed from two states at least: the page updated.
         self.assertRegex(first, r'<td class="num">\d+\.\d %</td>')
+        # Names from the programs are text, never markup.
+        self.assertRegex(first, r'<span class="name" title="[^"]*">__main__\.&lt;lambda&gt; \(worker\.py:\d+\)<')
+        self.assertNotIn('</lambda>', first)
         # Each group shown has its histogram and its sparkline.
         self.assertRegex(first, r'<svg class="hist"')
         self.assertRegex(first, r'<li[^>]*data-group="\d+"[^>]*>.*?<svg class="spark')
