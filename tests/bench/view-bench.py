@@ -4,11 +4,15 @@
 # the time headless chromium takes to draw a refresh. Prints figures,
 # asserts nothing.
 #
-# Usage: view-bench.py [--processes N] [--groups G] [--build DIR]
+# Usage: view-bench.py [--processes N] [--groups G] [--hangs H] [--build DIR] [--perfmond PATH]
+#
+# --perfmond runs another perfmond (an older build, to compare) with this
+# build's perfmon and monitored-process.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -24,17 +28,95 @@ sys.path.insert(0, os.path.dirname(here))
 from perfmond_fixture import Perfmond, rss_kib  # noqa: E402
 
 
+def cpu_ms(pid):
+    """The CPU time (user + system) of pid, in ms."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf('SC_CLK_TCK')
+
+
+def page_timings(url, seconds):
+    """Opens url in headless chromium for seconds, then returns the page's
+    timings (document.body.dataset) and the rows drawn."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        to_browser_r, to_browser_w = os.pipe()
+        from_browser_r, from_browser_w = os.pipe()
+        os.set_inheritable(to_browser_r, True)
+        os.set_inheritable(from_browser_w, True)
+
+        def setup():
+            # Out of the way first: either pipe end may be fd 3 or 4.
+            read_end = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
+            write_end = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+        browser = subprocess.Popen(['chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
+                                    '--no-first-run', '--disable-background-networking',
+                                    '--disable-component-update', '--disable-sync', '--window-size=1280,800',
+                                    '--user-data-dir=' + profile, '--remote-debugging-pipe', 'about:blank'],
+                                   close_fds=False, preexec_fn=setup,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ, HOME=profile))
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        out = os.fdopen(to_browser_w, 'wb', buffering=0)
+        inp = os.fdopen(from_browser_r, 'rb', buffering=0)
+        pending = b''
+        serial = [0]
+
+        def call(method, params=None, session=None):
+            nonlocal pending
+            serial[0] += 1
+            message = {'id': serial[0], 'method': method, 'params': params or {}}
+            if session:
+                message['sessionId'] = session
+            out.write(json.dumps(message).encode() + b'\0')
+            while True:
+                while b'\0' not in pending:
+                    chunk = inp.read(65536)
+                    if not chunk:
+                        raise RuntimeError('chromium closed the DevTools pipe')
+                    pending += chunk
+                line, pending = pending.split(b'\0', 1)
+                reply = json.loads(line)
+                if reply.get('id') == serial[0]:
+                    if 'error' in reply:
+                        raise RuntimeError(f'{method}: {reply["error"]}')
+                    return reply['result']
+        try:
+            target = call('Target.createTarget', {'url': url})['targetId']
+            session = call('Target.attachToTarget', {'targetId': target, 'flatten': True})['sessionId']
+            time.sleep(seconds)
+            result = call('Runtime.evaluate', {'expression': 'JSON.stringify(Object.assign({rows: '
+                                                             'document.querySelectorAll("tr[data-pid]").length, '
+                                                             'refreshes: window.refreshes}, '
+                                                             'document.body.dataset))',
+                                               'returnByValue': True}, session)
+            return json.loads(result['result']['value'])
+        finally:
+            browser.terminate()
+            browser.wait()
+            out.close()
+            inp.close()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--processes', type=int, default=200)
     parser.add_argument('--groups', type=int, default=50)
     parser.add_argument('--build', default=os.path.join(here, '..', '..', '_build'))
+    parser.add_argument('--hangs', type=int, default=20, help='processes that hang (default 20)')
+    parser.add_argument('--perfmond')
     args = parser.parse_args()
     build = os.path.abspath(args.build)
+    perfmond = os.path.abspath(args.perfmond or os.path.join(build, 'src', 'daemon', 'perfmond'))
+    if args.perfmond:
+        # A copy elsewhere finds this build's libperfmon by its path only.
+        os.environ['LD_LIBRARY_PATH'] = os.path.join(build, 'src')
 
     load = subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()
-    print(f'view-bench: {args.processes} processes x {args.groups} groups; uptime: {load}', flush=True)
-    with Perfmond(os.path.join(build, 'src', 'daemon', 'perfmond'),
+    print(f'view-bench: {perfmond}: {args.processes} processes x {args.groups} groups; uptime: {load}', flush=True)
+    with Perfmond(perfmond,
                   ['--poll-interval', '1000', f'--max-processes={args.processes + 16}']) as daemon:
         env = dict(daemon.env)
         url = None
@@ -48,10 +130,14 @@ def main():
         # thread + 1 add-on + windows + compartments = groups
         windows = max(1, (args.groups - 2) // 2)
         compartments = max(0, args.groups - 2 - windows)
+        # The first --hangs processes stall their loop 300 ms five times,
+        # 3 s apart: hangs with stacks, which the page lists and merges.
+        stalls = ['--hang-threshold', '100', '--stall-after', '3000', '--stall', '300', '--stalls', '5']
         children = [subprocess.Popen([os.path.join(build, 'tests', 'monitored-process'), '--windows', str(windows),
-                                      '--compartments', str(compartments), '--tick', '2000', '--seconds', '900'],
+                                      '--compartments', str(compartments), '--tick', '2000', '--seconds', '900'] +
+                                     (stalls if i < args.hangs else []),
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                     for _ in range(args.processes)]
+                     for i in range(args.processes)]
         try:
             request = urllib.request.Request(base + 'api/state', headers={'Authorization': 'Bearer ' + token})
 
@@ -62,33 +148,53 @@ def main():
             while time.monotonic() < deadline:
                 body = state()
                 data = json.loads(body)
-                if len(data['processes']) >= args.processes and all('interval' in p for p in data['processes']):
+                if len(data['processes']) >= args.processes and all('interval' in p for p in data['processes']) \
+                        and len(data['hangs']) >= min(20, 5 * args.hangs):
                     break
                 time.sleep(1)
             groups = sum(len(p['groups']) for p in data['processes'])
-            times = []
-            for _ in range(10):
+            # Spaced by the poll interval: each GET sees new snapshots (what
+            # an open page costs); then back to back.
+            for label, pause in (('a GET a second (new polls each time)', 1.0), ('10 GETs back to back', 0)):
+                times = []
+                for _ in range(10):
+                    time.sleep(pause)
+                    start = time.perf_counter()
+                    body = state()
+                    times.append((time.perf_counter() - start) * 1000)
+                print(f'view-bench: GET /api/state, {label}: {len(data["processes"])} processes, {groups} groups '
+                      f'and {len(data["hangs"])} hangs sent, {len(body)} bytes, '
+                      f'median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; '
+                      f'perfmond RSS {rss_kib(daemon.pid)} KiB', flush=True)
+            # perfmond's own CPU per GET, which the machine's load does not
+            # stretch as it does wall time: 10 s windows without and with a
+            # GET a second, interleaved, twice; the difference per GET.
+            per_get = []
+            for _ in range(2):
+                quiet = cpu_ms(daemon.pid)
+                time.sleep(10)
+                quiet = cpu_ms(daemon.pid) - quiet
+                busy = cpu_ms(daemon.pid)
+                for _ in range(10):
+                    start = time.perf_counter()
+                    state()
+                    time.sleep(max(0, 1 - (time.perf_counter() - start)))
+                busy = cpu_ms(daemon.pid) - busy
+                per_get.append((busy - quiet) / 10)
+            print(f'view-bench: perfmond CPU per GET /api/state (a GET a second, less the polling): '
+                  f'{", ".join(f"{x:.1f}" for x in per_get)} ms', flush=True)
+            # The page in headless chromium, in real time (virtual time
+            # would stop performance.now() while the page draws): driven over
+            # the DevTools protocol on a pipe, read after 5 refreshes.
+            for fragment in ('', '#all'):
                 start = time.perf_counter()
-                body = state()
-                times.append((time.perf_counter() - start) * 1000)
-            print(f'view-bench: GET /api/state: {len(data["processes"])} processes, {groups} groups, '
-                  f'{len(body)} bytes, median {statistics.median(times):.1f} ms, max {max(times):.1f} ms; '
-                  f'perfmond RSS {rss_kib(daemon.pid)} KiB', flush=True)
-            with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
-                start = time.perf_counter()
-                dom = subprocess.run(['chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
-                                      '--no-first-run', '--disable-background-networking',
-                                      '--disable-component-update', '--disable-sync', '--user-data-dir=' + profile,
-                                      '--window-size=1280,800', '--virtual-time-budget=6000', '--dump-dom', url],
-                                     capture_output=True, text=True, timeout=900,
-                                     env=dict(os.environ, HOME=profile)).stdout
+                data = page_timings(url + fragment, 11)
                 wall = time.perf_counter() - start
-            last = re.search(r'data-draw-ms="([0-9.]+)"', dom)
-            worst = re.search(r'data-draw-max-ms="([0-9.]+)"', dom)
-            rows = dom.count('<tr data-pid=')
-            print(f'view-bench: chromium drew {rows} rows; a refresh (every 2 s) takes '
-                  f'{last.group(1) if last else "?"} ms to draw, at most {worst.group(1) if worst else "?"} ms '
-                  f'over 3 refreshes; {wall:.1f} s for chromium in all', flush=True)
+                print(f'view-bench: chromium{" " + fragment if fragment else ""} drew {data.get("rows")} rows; '
+                      f'first drawn {data.get("firstDrawnMs", "?")} ms after navigation; the last refresh took '
+                      f'{data.get("drawMs", "?")} ms to draw, the slowest {data.get("drawMaxMs", "?")} ms '
+                      f'({data.get("refreshes")} refreshes, every 2 s); {wall:.1f} s for chromium in all',
+                      flush=True)
         finally:
             for child in children:
                 child.terminate()

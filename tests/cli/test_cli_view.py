@@ -43,7 +43,9 @@ def stall():
     time.sleep(0.4)
     return GLib.SOURCE_CONTINUE
 
-GLib.timeout_add(50, work)
+# A lambda: its group's name has "<" and ">", which the page must show
+# as text.
+GLib.timeout_add(50, lambda: work())
 GLib.timeout_add(3000, stall)
 GLib.MainLoop().run()
 """
@@ -112,6 +114,14 @@ class ViewTest(BusTestCase):
             self.assertEqual(get(self.base + path + '?token=' + 'A' * 43)[0], 401, path)
             self.assertEqual(get(self.base + path, {'Authorization': 'Bearer ' + self.token[:-1] + 'x'})[0], 401)
             self.assertEqual(get(self.base + path + '?token=' + self.token)[0], 200, path)
+        # The trace download too; with the token, a pid perfmond does not
+        # monitor has no trace, and a pid that is not one is refused.
+        self.assertEqual(get(self.base + 'api/trace?pid=1')[0], 401)
+        self.assertEqual(get(self.base + 'api/trace?pid=1&token=' + 'A' * 43)[0], 401)
+        self.assertEqual(get(self.base + 'api/trace?pid=1&token=' + self.token)[0], 404)
+        status, headers, body = get(self.base + 'api/trace?pid=../../etc/passwd&token=' + self.token)
+        self.assertEqual(status, 400)
+        self.assertNotIn(b'passwd', body)
         status, headers, body = get(self.base + 'api/state', {'Authorization': 'Bearer ' + self.token})
         self.assertEqual(status, 200)
         self.assertEqual(set(json.loads(body)), {'processes', 'hangs'})
@@ -165,6 +175,7 @@ class ViewTest(BusTestCase):
             self.assertNotIn(b'root:', data)
         for method in ('POST', 'PUT', 'DELETE'):
             self.assertEqual(get(self.base + 'api/state', auth, method=method)[0], 405, method)
+            self.assertEqual(get(self.base + 'api/trace?pid=1', auth, method=method)[0], 405, method)
 
     def test_huge_headers_slowloris_and_1000_connections(self):
         self.start_view('--http-header-timeout=2')
@@ -213,6 +224,49 @@ class ViewTest(BusTestCase):
         self.assertLessEqual(peak, base + 64 + 2)
         self.eventually(lambda: get(self.url)[0] == 200, 'the page after 1,000 connections', timeout=60)
 
+    @unittest.skipIf(shutil.which('readelf') is None or shutil.which('nm') is None, 'binutils missing')
+    def test_perfmond_names_what_the_process_did_not(self):
+        """A hang whose native frames came unnamed gets them named by
+        perfmond, and merged by function in its process's flame graph."""
+        glib = os.path.realpath('/lib/%s/libglib-2.0.so.0' % subprocess.run(
+            ['gcc', '-print-multiarch'], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip())
+        notes = subprocess.run(['readelf', '-n', glib], stdout=subprocess.PIPE, universal_newlines=True).stdout
+        build_id = bytes.fromhex(re.search(r'Build ID: ([0-9a-f]+)', notes).group(1))[:16]
+        # Breakpad's id: the GUID's first three fields byte-swapped, age 0.
+        guid = build_id[3::-1] + build_id[5:3:-1] + build_id[7:5:-1] + build_id[8:]
+        breakpad_id = guid.hex().upper() + '0'
+        symbols = subprocess.run(['nm', '-D', '--defined-only', glib], stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout
+        address = int(re.search(r'^([0-9a-f]+) T g_main_loop_run$', symbols, re.M).group(1), 16)
+        report = {'duration': 300.0, 'thread': 'main', 'runnableName': 'unnamed-frames', 'process': 'tab',
+                  'remoteType': 'web', 'annotations': [], 'pseudoStack': [],
+                  'stack': ['outer label', [0, '%x' % (address + 0x20)], [0, '%x' % (address + 0x10)]],
+                  'symbols': [None, None, None], 'modules': [['libglib-2.0.so.0', breakpad_id]]}
+        cases = self.path('cases.json')
+        with open(cases, 'w') as f:
+            json.dump([{'name': 'unnamed', 'report': json.dumps(report), 'field': None}], f)
+        self.start_view()
+        child = self.start([os.environ['PERFMON_MONITORED_PROCESS'], '--mode=hang-reports', '--reports=' + cases],
+                           stdout=subprocess.DEVNULL)
+        auth = {'Authorization': 'Bearer ' + self.token}
+
+        def hang():
+            state = json.loads(get(self.base + 'api/state', auth)[2])
+            return next((h for h in state['hangs'] if h['runnable'] == 'unnamed-frames'), None)
+        named = self.eventually(hang, 'the hang in /api/state', timeout=60)
+        # Innermost first; the innermost is no return address (offset 0x10),
+        # the caller's is (0x20, looked up at 0x1f).
+        self.assertEqual(named['frames'], ['libglib-2.0.so.0+0x%x (g_main_loop_run+0x10)' % (address + 0x10),
+                                           'libglib-2.0.so.0+0x%x (g_main_loop_run+0x20)' % (address + 0x20),
+                                           'outer label'])
+        self.assertEqual(named['symbolized'], 3)
+
+        def flame():
+            state = json.loads(get(self.base + 'api/state', auth)[2])
+            return next((p.get('flame') for p in state['processes'] if p['pid'] == child.pid), None)
+        self.assertEqual(self.eventually(flame, 'the flame graph', timeout=60),
+                         ['all', 1, [['outer label', 1, [['g_main_loop_run', 1, [['g_main_loop_run', 1, []]]]]]]])
+
     @unittest.skipIf(CHROMIUM is None, 'chromium missing (Debian: chromium)')
     @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gtk4-demo') is None,
                      'xvfb-run or gtk4-demo missing')
@@ -224,7 +278,10 @@ class ViewTest(BusTestCase):
         script = self.path('worker.py')
         with open(script, 'w') as f:
             f.write(PYTHON_PROGRAM)
-        python = self.start([TOOL, 'run', '--threshold', '100', '--', '/usr/bin/python3', script], env=env,
+        # Its task log too, for the page's trace download.
+        trace = self.path('worker.trace')
+        python = self.start([TOOL, 'run', '--threshold', '100', '--trace', trace, '--',
+                             '/usr/bin/python3', script], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         auth = {'Authorization': 'Bearer ' + self.token}
 
@@ -234,8 +291,61 @@ class ViewTest(BusTestCase):
                     self.fail('perfmond exited with %d: %s' % (self.daemon.returncode, f.read()[-3000:]))
             state = json.loads(get(self.base + 'api/state', auth)[2])
             names = {p['name'] for p in state['processes']}
-            return state if {'gtk4-demo', 'python3'} <= names and state['hangs'] else None
-        self.eventually(ready, 'both programs and a hang in /api/state', timeout=120)
+            # A hang of the Python program with a stack (the watchdog
+            # may find none, and says why).
+            python_hangs = [h for h in state['hangs'] if h['process'] == 'python3' and h['frames']]
+            return state if {'gtk4-demo', 'python3'} <= names and python_hangs else None
+        state = self.eventually(ready, 'both programs and a hang with a stack in /api/state', timeout=120)
+        python_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'python3')
+        gtk_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'gtk4-demo')
+
+        # The hang's stack comes named: perfmond symbolizes what the
+        # process did not, off its watched threads.
+        hang = next(h for h in state['hangs'] if h['pid'] == python_pid and h['frames'])
+        self.assertGreater(len(hang['frames']), 1, hang)
+        self.assertGreater(hang['symbolized'], 0, hang)
+        self.assertTrue(any(re.search(r'\((g_main_loop_run|g_main_context_iteration)\+0x[0-9a-f]+\)', frame)
+                            for frame in hang['frames']), hang['frames'])
+        # The process's hangs merged by function: the flame graph's root
+        # counts them, and the main loop is on its path.
+        python_state = next(p for p in state['processes'] if p['pid'] == python_pid)
+        flame = python_state['flame']
+        self.assertEqual(flame[0], 'all')
+        self.assertGreaterEqual(flame[1], 1)
+
+        def names(node):
+            yield node[0]
+            for child in node[2]:
+                yield from names(child)
+        self.assertIn('g_main_loop_run', set(names(flame)))
+        # Groups: the top ones, each with its exceedance histogram (1 …
+        # 512 ms, never growing) and sparkline points; the rest summed.
+        for process in state['processes']:
+            self.assertLessEqual(len(process['groups']), 5)
+            self.assertEqual(process['n_groups'], len(process['groups']) + process.get('others', {}).get('n', 0))
+            for group in process['groups']:
+                self.assertEqual(len(group['durations']), 10)
+                self.assertEqual(group['durations'], sorted(group['durations'], reverse=True))
+                self.assertTrue(all(0 <= x for x in group['spark']))
+        self.assertTrue(python_state['trace'])
+
+        # The task trace download: token needed, a GET that changes
+        # nothing, a valid Chrome trace.
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % python_pid)[0], 401)
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % python_pid, auth, method='POST')[0], 405)
+        self.assertEqual(get(self.base + 'api/trace?pid=x', auth)[0], 400)
+        self.assertEqual(get(self.base + 'api/trace?pid=%d' % gtk_pid, auth)[0], 404)
+        status, headers, body = get(self.base + 'api/trace?pid=%d&token=%s' % (python_pid, self.token))
+        self.assertEqual(status, 200, body[:300])
+        self.assertIn('attachment', headers['Content-Disposition'])
+        downloaded = self.path('downloaded-trace.json')
+        with open(downloaded, 'wb') as f:
+            f.write(body)
+        events = json.loads(body)['traceEvents']
+        self.assertTrue(any(e.get('ph') == 'X' for e in events))
+        check = subprocess.run([os.environ['PERFMON_CHECK_CHROME_TRACE'], downloaded],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        self.assertEqual(check.returncode, 0, check.stdout)
 
         def chromium(*args):
             profile = self.path('chromium-profile-%d' % time.monotonic_ns())
@@ -245,16 +355,29 @@ class ViewTest(BusTestCase):
                                   timeout=180, env=dict(self.env, HOME=profile))
 
         first = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
-        for expected in ('gtk4-demo', 'python3', 'pid %d' % gtk.pid if False else 'pid ', 'thread',
-                         'hung', 'data-hang'):
+        for expected in ('gtk4-demo', 'python3', 'pid ', 'thread', 'hung', 'data-hang'):
             self.assertIn(expected, first, first[:2000])
         # Shares are computed from two states at least: the page updated.
         self.assertRegex(first, r'<td class="num">\d+\.\d %</td>')
-        # The hang shows its stack, frames and not "(no stack)".
-        hang = re.search(r'<div class="hang"[^>]*>.*?<pre>(.*?)</pre>', first, re.S)
-        self.assertTrue(hang, first[:3000])
-        self.assertNotEqual(hang.group(1), '(no stack)')
-        self.assertGreater(len(hang.group(1).splitlines()), 1)
+        # Names from the programs are text, never markup.
+        self.assertRegex(first, r'<span class="name" title="[^"]*">__main__\.&lt;lambda&gt; \(worker\.py:\d+\)<')
+        self.assertNotIn('</lambda>', first)
+        # Each group shown has its histogram and its sparkline.
+        self.assertRegex(first, r'<svg class="hist"')
+        self.assertRegex(first, r'<li[^>]*data-group="\d+"[^>]*>.*?<svg class="spark')
+        # The hang shows its stack, named frames and not "(no stack)".
+        stacks = re.findall(r'<div class="hang"[^>]*><details[^>]*><summary><strong>python3 \(pid %d\)</strong>'
+                            r'[^<]*<code>[^<]*</code></summary><pre>(.*?)</pre>' % python_pid, first, re.S)
+        self.assertTrue(stacks, first[:3000])
+        self.assertTrue(any(len(stack.splitlines()) > 1 and
+                            re.search(r'\((g_main_loop_run|g_main_context_iteration)\+0x', stack)
+                            for stack in stacks), stacks)
+        # The flame graph of the Python program's hangs, the main loop in it.
+        flame = re.search(r'<svg class="flame" data-pid="%d"[^>]*>(.*?)</svg>' % python_pid, first, re.S)
+        self.assertTrue(flame, first[-3000:])
+        self.assertIn('<title>g_main_loop_run', flame.group(1))
+        # The download link of its task trace.
+        self.assertIn('href="/api/trace?pid=%d&amp;token=%s"' % (python_pid, self.token), first)
         # Later, the page shows a later state.
         time.sleep(2)
         second = chromium('--virtual-time-budget=60000', '--dump-dom', self.url).stdout
@@ -266,7 +389,7 @@ class ViewTest(BusTestCase):
         if shots:
             os.makedirs(shots, exist_ok=True)
             for width, height in ((1280, 800), (390, 844)):
-                path = os.path.join(shots, 'about-performance-%dx%d.png' % (width, height))
+                path = os.path.join(shots, 'page-%dx%d.png' % (width, height))
                 chromium('--virtual-time-budget=60000', '--window-size=%d,%d' % (width, height),
                          '--screenshot=' + path, self.url)
                 self.assertTrue(os.path.exists(path), path)
