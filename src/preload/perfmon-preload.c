@@ -562,7 +562,7 @@ g_source_attach (GSource      *source,
 
   resolve_real_functions ();
   /* Named (and charged to its add-on) by its JavaScript creation site,
-   * before anything can dispatch it: see stack/perfmon-js-site.c. */
+   * before anything can dispatch it: see hang/perfmon-js-site.c. */
   if (g_atomic_int_get (&addons_on))
     _perfmon_js_site_source_attached (preload.monitor, source, context);
   /* Before the attach: once attached, another thread may dispatch the
@@ -657,7 +657,7 @@ gulong g_signal_connect_closure_by_id (gpointer instance, guint signal_id, GQuar
 
 /* GJS connects every handler through it (object.cpp): a handler connected
  * while an add-on's JavaScript is on the stack is charged to the add-on
- * at each invocation (stack/perfmon-js-site.c). */
+ * at each invocation (hang/perfmon-js-site.c). */
 gulong
 g_signal_connect_closure_by_id (gpointer  instance,
                                 guint     signal_id,

@@ -38,6 +38,8 @@
 #include <string.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-hang-report-private.h"
+#include "perfmon-label.h"
 #include "perfmon-automatic-private.h"
 #include "perfmon-js-site-private.h"
 #include "perfmon-js-stack-private.h"
@@ -55,6 +57,7 @@ typedef struct
 {
   PerfmonGroup *compartment;   /* held */
   char         *name;          /* the compartment's */
+  const char   *label;         /* interned "[add-on ID]": see the hang monitor */
   GThread      *thread;        /* GJS's: the only one measured */
 } HandlerSite;
 
@@ -179,6 +182,9 @@ guard_pre (gpointer  data,
       _perfmon_current_dispatch_name = site->name;
     }
   guard_depth++;
+  /* The pseudo stack's frame "[add-on ID] SITE", from which a hang names
+   * its add-on and runnable (PERFMON_ANNOTATION_ADDON). */
+  perfmon_label_push (site->label, site->name);
   perfmon_group_enter (site->compartment);
 }
 
@@ -191,6 +197,7 @@ guard_post (gpointer  data,
   if (g_thread_self () != site->thread)
     return;
   perfmon_group_leave (site->compartment);
+  perfmon_label_pop ();
   guard_depth--;
   if (guard_depth < GUARD_NAME_DEPTH)
     _perfmon_current_dispatch_name = outer_names[guard_depth];
@@ -225,6 +232,11 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
       perfmon_group_set_active (site->compartment, TRUE);
       site->name = g_strdup (perfmon_group_get_name (site->compartment));
       site->thread = g_thread_self ();
+      {
+        g_autofree char *label = g_strdup_printf (PERFMON_ADDON_LABEL_PREFIX "%s]", addon_id);
+
+        site->label = g_intern_string (label);
+      }
       g_hash_table_insert (handler_sites, site->name, site);
     }
   g_closure_add_marshal_guards (closure, site, guard_pre, site, guard_post);
