@@ -44,6 +44,9 @@
  *   PERFMON_RUN_ADDON_PATHS   add-on rules, one "PREFIX[=NAME]" a line
  *                             (`perfmon run --addon-path`), beside the
  *                             built-in ones (GNOME Shell extensions)
+ *   PERFMON_RUN_NO_ADDONS     "1": no add-on attribution by creation site
+ *                             (what tests/bench/bench-shell-addons.py
+ *                             compares against)
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -704,6 +707,8 @@ start_addon_attribution (void)
             preload_message ("ignoring add-on path: %s", error->message);
         }
     }
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_ADDONS"), "1") == 0)
+    return;
   status = _perfmon_js_site_status ();
   if (status == NULL)
     g_atomic_int_set (&addons_on, 1);
