@@ -9,6 +9,7 @@
 #include "perfmon-version-macros.h"
 #include "perfmon-version.h"
 #include "perfmon-error.h"
+#include "perfmon-addon-rules.h"
 #include "perfmon-group.h"
 #include "perfmon-group-stats.h"
 #include "perfmon-snapshot.h"

@@ -44,6 +44,11 @@ PerfmonGroupRecord *_perfmon_automatic_special_group (PerfmonAutomatic *self,
 void              _perfmon_automatic_set_max_groups (PerfmonAutomatic *self,
                                                      guint             max_groups);
 
+/* Whether @name (NULL included) is one GLib gives a source by default
+ * ("GIdleSource", "GTimeoutSource", …): a name that says less than the
+ * source's callback or creation site. */
+gboolean          _perfmon_automatic_is_default_name (const char *name);
+
 /* From perfmon-monitor.c, for the hook. */
 PerfmonAutomatic   *_perfmon_monitor_get_automatic            (PerfmonMonitor     *self);
 /* The monitor whose poll wrapper runs on @context, or NULL. Any thread; no

@@ -836,3 +836,10 @@ perfmon_monitor_assign_automatic_group (PerfmonMonitor  *self,
   _perfmon_monitor_set_record_parents (self, record, window_id, addon_id);
   return TRUE;
 }
+
+/* See perfmon-automatic-private.h. */
+gboolean
+_perfmon_automatic_is_default_name (const char *name)
+{
+  return is_default_name (name);
+}

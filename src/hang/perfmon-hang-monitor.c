@@ -574,6 +574,30 @@ stretch_goes_on (gpointer data)
   return __atomic_load_n (&ref->activity->n_stretches, __ATOMIC_ACQUIRE) == ref->index;
 }
 
+/* The innermost add-on label of @label_texts (outermost first), "[add-on
+ * ID] SITE", names the hang's add-on and runnable. */
+static void
+note_addon (PerfmonHangReport *report,
+            GPtrArray         *label_texts)
+{
+  for (guint i = label_texts->len; i-- > 0;)
+    {
+      const char *text = g_ptr_array_index (label_texts, i);
+      const char *end;
+
+      if (!g_str_has_prefix (text, PERFMON_ADDON_LABEL_PREFIX) ||
+          (end = strstr (text, "] ")) == NULL)
+        continue;
+      {
+        g_autofree char *id = g_strndup (text + strlen (PERFMON_ADDON_LABEL_PREFIX),
+                                         end - text - strlen (PERFMON_ADDON_LABEL_PREFIX));
+
+        _perfmon_hang_report_set_addon (report, id, end + 2);
+      }
+      return;
+    }
+}
+
 /* The report's frames, the same stack, outermost first, in a stack sample
  * for the jank sampler: @sample_out (if not NULL) gets it when the stack
  * could be taken while the stretch ran, else NULL. */
@@ -637,6 +661,7 @@ build_report (PerfmonHangMonitor  *self,
       g_ptr_array_set_size (label_texts, 0);
       g_array_set_size (label_addresses, 0);
     }
+  note_addon (report, label_texts);
   if (have_stack && sample_out != NULL)
     sample = _perfmon_stack_sample_new (captured->has_runnable_name
                                           ? (captured->runnable_name[0] != '\0' ? captured->runnable_name

@@ -23,6 +23,11 @@ G_BEGIN_DECLS
 /* "true" when the capture signal, sent to a thread seen running, ended a
  * system call it entered meanwhile with EINTR (see perfmon-stack-capture.c). */
 #define PERFMON_ANNOTATION_INTERRUPTED_SYSCALL "StackSignalInterruptedSyscall"
+/* The add-on whose code ran when the hang was caught (its id), from the
+ * label that add-on attribution pushes around an add-on's handler (see
+ * hang/perfmon-js-site.c): "[add-on ID] SITE". */
+#define PERFMON_ANNOTATION_ADDON "Addon"
+#define PERFMON_ADDON_LABEL_PREFIX "[add-on "
 
 /* The limits of a report: perfmon_hang_report_new_from_json() refuses
  * anything larger, and the builder below keeps within them (a longer
@@ -72,6 +77,12 @@ void _perfmon_hang_report_add_native_frame (PerfmonHangReport *self,
                                             guint64            symbol_offset);
 /* A dispatch of the hang's busy stretch, added longest first: the first
  * becomes the runnable name. */
+/* The hang was caught in @runnable, a handler of add-on @addon_id: the
+ * "Addon" annotation, and @runnable stays the runnable name whatever
+ * dispatch is added (it ran inside the longest). */
+void _perfmon_hang_report_set_addon        (PerfmonHangReport *self,
+                                            const char        *addon_id,
+                                            const char        *runnable);
 void _perfmon_hang_report_add_dispatch     (PerfmonHangReport *self,
                                             const char        *name,
                                             double             duration_ms);

@@ -354,9 +354,14 @@ read_dispatches (JsonObject         *object,
                  GError            **error)
 {
   JsonArray *dispatches;
+  /* A hang caught in an add-on's handler is named after the handler, which
+   * ran inside the longest dispatch (see _perfmon_hang_report_set_addon()). */
+  const char *addon = perfmon_hang_report_get_annotation (report, PERFMON_ANNOTATION_ADDON);
 
   if (!read_array_member (object, "dispatches", FALSE, PERFMON_HANG_REPORT_MAX_DISPATCHES, &dispatches, error))
     return FALSE;
+  if (addon != NULL && runnable_name != NULL)
+    _perfmon_hang_report_set_addon (report, addon, runnable_name);
   for (guint i = 0; dispatches != NULL && i < json_array_get_length (dispatches); i++)
     {
       JsonNode *node = json_array_get_element (dispatches, i);
@@ -377,7 +382,7 @@ read_dispatches (JsonObject         *object,
         return FALSE;
       if (!read_duration (json_object_get_member (dispatch, "duration"), duration_field, &duration, error))
         return FALSE;
-      if (i == 0 && strcmp (name, runnable_name) != 0)
+      if (i == 0 && addon == NULL && strcmp (name, runnable_name) != 0)
         return invalid (error, "%s: expected the runnableName (the longest dispatch is the runnable)",
                         name_field);
       _perfmon_hang_report_add_dispatch (report, name, duration);

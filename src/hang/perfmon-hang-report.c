@@ -41,6 +41,7 @@ struct _PerfmonHangReport
   double      duration_ms;
   char       *thread;
   char       *runnable_name;
+  gboolean    runnable_is_addon;   /* kept over the dispatches' names */
   char       *process_type;
   char       *remote_type;
   GPtrArray  *annotation_keys;     /* of char *, in order */
@@ -358,13 +359,24 @@ perfmon_hang_report_get_runnable_name (PerfmonHangReport *self)
 }
 
 void
+_perfmon_hang_report_set_addon (PerfmonHangReport *self,
+                                const char        *addon_id,
+                                const char        *runnable)
+{
+  _perfmon_hang_report_annotate (self, PERFMON_ANNOTATION_ADDON, addon_id);
+  g_free (self->runnable_name);
+  self->runnable_name = string_dup (runnable);
+  self->runnable_is_addon = TRUE;
+}
+
+void
 _perfmon_hang_report_add_dispatch (PerfmonHangReport *self,
                                    const char        *name,
                                    double             duration_ms)
 {
   if (self->dispatch_durations->len >= PERFMON_HANG_REPORT_MAX_DISPATCHES)
     return;
-  if (self->dispatch_durations->len == 0)
+  if (self->dispatch_durations->len == 0 && !self->runnable_is_addon)
     {
       g_free (self->runnable_name);
       self->runnable_name = string_dup (name);

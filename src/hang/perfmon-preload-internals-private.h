@@ -49,6 +49,14 @@ typedef struct
   /* core/perfmon-monitor-private.h: a GApplication's start-up begins. */
   void     (*monitor_begin_startup)     (PerfmonMonitor        *self);
 
+  /* hang/perfmon-js-site-private.h: JavaScript creation sites, add-ons. */
+  void        (*js_site_source_attached)   (PerfmonMonitor *monitor,
+                                            GSource        *source,
+                                            GMainContext   *context);
+  gboolean    (*js_site_handler_connected) (PerfmonMonitor *monitor,
+                                            GClosure       *closure);
+  const char *(*js_site_status)            (void);
+
   /* hang/perfmon-hang-monitor-private.h. */
   void     (*hang_monitor_set_step_aside)   (PerfmonHangMonitor             *self,
                                              PerfmonHangMonitorStepAsideFunc func,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "perfmon-interpose-private.h"
+#include "perfmon-js-site-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-preload-internals-private.h"
 
@@ -24,6 +25,9 @@ static const PerfmonPreloadInternals internals = {
   .interpose_dbus_call_end = _perfmon_interpose_dbus_call_end,
   .interpose_dbus_received = _perfmon_interpose_dbus_received,
   .monitor_begin_startup = _perfmon_monitor_begin_startup,
+  .js_site_source_attached = _perfmon_js_site_source_attached,
+  .js_site_handler_connected = _perfmon_js_site_handler_connected,
+  .js_site_status = _perfmon_js_site_status,
   .hang_monitor_set_step_aside = _perfmon_hang_monitor_set_step_aside,
   .hang_monitor_set_ongoing_func = _perfmon_hang_monitor_set_ongoing_func,
 };

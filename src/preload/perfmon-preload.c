@@ -41,6 +41,12 @@
  *   PERFMON_RUN_TRACE         FILE: record every task, written to FILE (the
  *                             command) or FILE.PID (its descendants); see
  *                             perfmon-preload-trace.c
+ *   PERFMON_RUN_ADDON_PATHS   add-on rules, one "PREFIX[=NAME]" a line
+ *                             (`perfmon run --addon-path`), beside the
+ *                             built-in ones (GNOME Shell extensions)
+ *   PERFMON_RUN_NO_ADDONS     "1": no add-on attribution by creation site
+ *                             (what tests/bench/bench-shell-addons.py
+ *                             compares against)
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -89,6 +95,8 @@
 
 #include "perfmon.h"
 #include "perfmon-preload-private.h"
+#include "perfmon-hang-monitor-private.h"
+#include "perfmon-js-site-private.h"
 #include "perfmon-preload-checkpoint.h"
 
 /* Reports kept for the summary; later hangs are only counted. */
@@ -506,6 +514,10 @@ perfmon_preload_at_exit (void)
 
 /* --- interposed GLib calls ----------------------------------------------- */
 
+/* Add-on attribution by creation site: on with automatic groups, in a
+ * process whose JavaScript engine perfmon knows. Set by the constructor. */
+static gint addons_on;
+
 typedef GSource *(*SourceNewFunc) (GSourceFuncs *funcs, guint struct_size);
 typedef guint    (*SourceAttachFunc) (GSource *source, GMainContext *context);
 
@@ -553,6 +565,10 @@ g_source_attach (GSource      *source,
   guint id;
 
   resolve_real_functions ();
+  /* Named (and charged to its add-on) by its JavaScript creation site,
+   * before anything can dispatch it: see hang/perfmon-js-site.c. */
+  if (g_atomic_int_get (&addons_on))
+    _perfmon_preload_internals->js_site_source_attached (preload.monitor, source, context);
   /* Before the attach: once attached, another thread may dispatch the
    * source before the observer has learnt who attached it. */
   perfmon_automatic_track_source (source);
@@ -635,6 +651,73 @@ g_timeout_add_seconds (guint       interval,
                        gpointer    data)
 {
   return g_timeout_add_seconds_full (G_PRIORITY_DEFAULT, interval, function, data, NULL);
+}
+
+typedef gulong (*ConnectClosureByIdFunc) (gpointer instance, guint signal_id, GQuark detail,
+                                          GClosure *closure, gboolean after);
+
+gulong g_signal_connect_closure_by_id (gpointer instance, guint signal_id, GQuark detail,
+                                       GClosure *closure, gboolean after);
+
+/* GJS connects every handler through it (object.cpp): a handler connected
+ * while an add-on's JavaScript is on the stack is charged to the add-on
+ * at each invocation (hang/perfmon-js-site.c). */
+gulong
+g_signal_connect_closure_by_id (gpointer  instance,
+                                guint     signal_id,
+                                GQuark    detail,
+                                GClosure *closure,
+                                gboolean  after)
+{
+  static ConnectClosureByIdFunc real;
+  ConnectClosureByIdFunc found = g_atomic_pointer_get (&real);
+
+  if (G_UNLIKELY (found == NULL))
+    {
+      found = (ConnectClosureByIdFunc) dlsym (RTLD_NEXT, "g_signal_connect_closure_by_id");
+      if (found == NULL)
+        {
+          g_printerr ("perfmon: cannot find GObject's g_signal_connect_closure_by_id(): %s\n", dlerror ());
+          abort ();
+        }
+      g_atomic_pointer_set (&real, found);
+    }
+  if (g_atomic_int_get (&addons_on))
+    _perfmon_preload_internals->js_site_handler_connected (preload.monitor, closure);
+  return found (instance, signal_id, detail, closure, after);
+}
+
+/* The add-on rules of the run: built-in ones and --addon-path's. Before
+ * main(): the metadata files are read here, not on the watched loop. */
+static void
+start_addon_attribution (void)
+{
+  const char *paths = g_getenv ("PERFMON_RUN_ADDON_PATHS");
+  const char *status;
+
+  perfmon_addon_rule_add_builtin ();
+  if (paths != NULL && *paths != '\0')
+    {
+      g_auto(GStrv) specs = g_strsplit (paths, "\n", -1);
+
+      for (guint i = 0; specs[i] != NULL; i++)
+        {
+          g_autoptr(GError) error = NULL;
+
+          if (*specs[i] != '\0' && !perfmon_addon_rule_add_spec (specs[i], &error))
+            preload_message ("ignoring add-on path: %s", error->message);
+        }
+    }
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_ADDONS"), "1") == 0)
+    return;
+  /* addons_on stays off without the library's table (another version). */
+  if (_perfmon_preload_internals == NULL)
+    return;
+  status = _perfmon_preload_internals->js_site_status ();
+  if (status == NULL)
+    g_atomic_int_set (&addons_on, 1);
+  else if (!g_str_has_suffix (status, "no GJS"))
+    preload_message ("JavaScript add-on attribution %s", status);
 }
 
 /* Puts python/ next to this module first on PYTHONPATH; see the top. */
@@ -721,7 +804,10 @@ perfmon_preload_init (void)
   _perfmon_preload_trace_start (preload.is_command);
   preload.monitor = perfmon_monitor_get_default ();
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
-    perfmon_monitor_set_automatic_groups (preload.monitor, TRUE);
+    {
+      perfmon_monitor_set_automatic_groups (preload.monitor, TRUE);
+      start_addon_attribution ();
+    }
   preload.hangs = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_hang_report_unref);
   preload.hang_monitor = perfmon_hang_monitor_new (preload.monitor);
   if (threshold_ms != 0)

@@ -29,4 +29,27 @@ gboolean _perfmon_js_stack_capture (guint       timeout_ms,
                                     GPtrArray  *frames,
                                     char      **reason);
 
+/* A frame of the JavaScript stack, innermost first. */
+typedef struct
+{
+  char  *function;
+  char  *file;
+  guint  line;
+} PerfmonJsFrame;
+
+void        _perfmon_js_frame_free (gpointer data);
+
+/* NULL if _perfmon_js_stack_here() can work in this process, else why not
+ * ("off: …"): no GJS, or a GJS or JavaScript engine perfmon does not know
+ * (it is used only with mozjs 102, GJS 1.74). */
+const char *_perfmon_js_stack_here_status (void);
+
+/* On GJS's thread while script runs (the engine called into C): appends
+ * the JavaScript frames, innermost first, to @frames (of PerfmonJsFrame,
+ * freed with _perfmon_js_frame_free()). FALSE, appending nothing, if no
+ * script runs, on another thread, or without a known engine. Allocates
+ * and walks the whole stack (JS::FormatStackDump()): for creation sites,
+ * never per dispatch. */
+gboolean    _perfmon_js_stack_here (GPtrArray *frames);
+
 G_END_DECLS

@@ -51,6 +51,9 @@ static struct
    * the smart pointer is returned through a hidden first argument. */
   void        (*format_stack_dump) (char **, JSContext *, bool, bool, bool);
   void        (*js_free) (JSContext *, void *);
+  /* Optional: the creation sites of add-on attribution need them. */
+  bool        (*describe_scripted_caller) (JSContext *, void *, unsigned *, unsigned *);
+  const char *(*implementation_version) (void);
 } js;
 
 static gsize resolved;
@@ -76,6 +79,11 @@ resolve (void)
                 RESOLVE (request_interrupt, "_Z27JS_RequestInterruptCallbackP9JSContext") &&
                 RESOLVE (format_stack_dump, "_ZN2JS15FormatStackDumpEP9JSContextbbb") &&
                 RESOLVE (js_free, "_Z7JS_freeP9JSContextPv");
+      if (have_js)
+        {
+          (void) RESOLVE (describe_scripted_caller, "_ZN2JS22DescribeScriptedCallerEP9JSContextPNS_12AutoFilenameEPjS4_");
+          (void) RESOLVE (implementation_version, "_Z27JS_GetImplementationVersionv");
+        }
 #undef RESOLVE
       g_once_init_leave (&resolved, 1);
     }
@@ -133,38 +141,125 @@ _perfmon_js_stack_prepare (void)
 }
 
 /* "0 name(args) ["file":line:column]" (FormatStackDump's frame line, the
- * innermost first); NULL if @line is not one. */
-static char *
-parse_frame (const char *line)
+ * innermost first) split into its function, file and line; FALSE if @line
+ * is not one. */
+static gboolean
+parse_frame_parts (const char  *line,
+                   char       **function_out,
+                   char       **file_out,
+                   guint       *lineno_out)
 {
   const char *p = line;
   const char *open, *bracket, *quote_end;
   g_autofree char *function = NULL;
-  g_autofree char *file = NULL;
-  guint lineno = 0;
 
   if (!g_ascii_isdigit (*p))
-    return NULL;
+    return FALSE;
   while (g_ascii_isdigit (*p))
     p++;
   if (*p++ != ' ')
-    return NULL;
+    return FALSE;
   bracket = strstr (p, " [\"");
   if (bracket == NULL)
-    return NULL;
+    return FALSE;
   open = memchr (p, '(', bracket - p);
   function = g_strndup (p, open != NULL ? (gsize) (open - p) : (gsize) (bracket - p));
   quote_end = strstr (bracket + 3, "\":");
   if (quote_end == NULL)
-    return NULL;
-  file = g_strndup (bracket + 3, quote_end - (bracket + 3));
-  lineno = (guint) g_ascii_strtoull (quote_end + 2, NULL, 10);
+    return FALSE;
+  *file_out = g_strndup (bracket + 3, quote_end - (bracket + 3));
+  *lineno_out = (guint) g_ascii_strtoull (quote_end + 2, NULL, 10);
   if (g_str_equal (function, "<TOP LEVEL>"))
     {
       g_free (function);
       function = g_strdup ("(top level)");
     }
+  *function_out = g_steal_pointer (&function);
+  return TRUE;
+}
+
+/* The frame of @line as perfmon_format_script_frame() writes it, or NULL. */
+static char *
+parse_frame (const char *line)
+{
+  g_autofree char *function = NULL;
+  g_autofree char *file = NULL;
+  guint lineno = 0;
+
+  if (!parse_frame_parts (line, &function, &file, &lineno))
+    return NULL;
   return perfmon_format_script_frame (function, file, lineno);
+}
+
+/* See perfmon-js-stack-private.h. */
+const char *
+_perfmon_js_stack_here_status (void)
+{
+  static gsize checked;
+  static const char *status;
+
+  if (g_once_init_enter (&checked))
+    {
+      if (!resolve ())
+        status = dlsym (RTLD_DEFAULT, "gjs_context_get_current") != NULL
+          ? "off: this GJS runs a JavaScript engine other than mozjs 102 (GJS 1.74), which perfmon "
+            "does not know"
+          : "off: the process runs no GJS";
+      else if (js.describe_scripted_caller == NULL || js.implementation_version == NULL ||
+               !g_str_has_prefix (js.implementation_version (), "JavaScript-C102."))
+        status = "off: the JavaScript engine is not mozjs 102 (GJS 1.74), which perfmon knows";
+      else
+        status = NULL;
+      g_once_init_leave (&checked, 1);
+    }
+  return status;
+}
+
+gboolean
+_perfmon_js_stack_here (GPtrArray *frames)
+{
+  GjsContext *gjs;
+  JSContext *cx;
+  char *dump = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (_perfmon_js_stack_here_status () != NULL)
+    return FALSE;
+  /* GJS keeps one current context for the process, run on the main
+   * thread: from any other thread, its engine is not ours to walk. */
+  if ((pid_t) syscall (SYS_gettid) != getpid ())
+    return FALSE;
+  gjs = js.gjs_current ();
+  if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
+    return FALSE;
+  /* The cheap question first: C code attaches most sources. */
+  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL))
+    return FALSE;
+  js.format_stack_dump (&dump, cx, false, false, false);
+  if (dump == NULL)
+    return FALSE;
+  lines = g_strsplit (dump, "\n", -1);
+  js.js_free (cx, dump);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      PerfmonJsFrame *frame = g_new0 (PerfmonJsFrame, 1);
+
+      if (parse_frame_parts (lines[i], &frame->function, &frame->file, &frame->line))
+        g_ptr_array_add (frames, frame);
+      else
+        g_free (frame);
+    }
+  return frames->len > 0;
+}
+
+void
+_perfmon_js_frame_free (gpointer data)
+{
+  PerfmonJsFrame *frame = data;
+
+  g_free (frame->function);
+  g_free (frame->file);
+  g_free (frame);
 }
 
 gboolean

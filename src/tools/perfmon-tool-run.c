@@ -660,6 +660,7 @@ perfmon_tool_run (int    argc,
   gboolean no_export = FALSE;
   gboolean no_state = FALSE;
   g_autofree char *sysprof = NULL;
+  g_auto(GStrv) addon_paths = NULL;
   int sysprof_fd = -1;
   const GOptionEntry entries[] = {
     { "threshold", 't', 0, G_OPTION_ARG_INT64, &threshold,
@@ -677,6 +678,9 @@ perfmon_tool_run (int    argc,
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
       "Record the tasks of the whole run: the command's task log to FILE, "
       "each other process's to FILE.PID (read them with 'perfmon tasks')", "FILE" },
+    { "addon-path", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &addon_paths,
+      "Code under PREFIX is the add-on NAME, or each directory under PREFIX an add-on "
+      "(GNOME Shell extensions are built in); may be repeated", "PREFIX[=NAME]" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("-- COMMAND [ARG…]");
@@ -747,6 +751,17 @@ perfmon_tool_run (int    argc,
     return PERFMON_TOOL_EXIT_USAGE;
   if (trace != NULL && !check_trace_path (&trace))
     return PERFMON_TOOL_EXIT_USAGE;
+  for (guint i = 0; addon_paths != NULL && addon_paths[i] != NULL; i++)
+    {
+      g_autoptr(GError) rule_error = NULL;
+
+      /* Checked here as the preload module will read it; a newline would
+       * split the list it is passed in. */
+      if (strchr (addon_paths[i], '\n') != NULL)
+        return perfmon_tool_usage_error ("--addon-path: a newline in the path");
+      if (!perfmon_addon_rule_add_spec (addon_paths[i], &rule_error))
+        return perfmon_tool_usage_error ("--addon-path: %s", rule_error->message);
+    }
 
   if (!g_file_test (module, G_FILE_TEST_IS_REGULAR))
     {
@@ -795,6 +810,13 @@ perfmon_tool_run (int    argc,
   env = g_environ_unsetenv (env, "PERFMON_RUN_STATE_DIR");
   env = g_environ_unsetenv (env, "PERFMON_RUN_NO_EXPORT");
   env = g_environ_unsetenv (env, "PERFMON_RUN_TRACE");
+  env = g_environ_unsetenv (env, "PERFMON_RUN_ADDON_PATHS");
+  if (addon_paths != NULL && addon_paths[0] != NULL)
+    {
+      g_autofree char *joined = g_strjoinv ("\n", addon_paths);
+
+      env = g_environ_setenv (env, "PERFMON_RUN_ADDON_PATHS", joined, TRUE);
+    }
   if (trace != NULL)
     env = g_environ_setenv (env, "PERFMON_RUN_TRACE", trace, TRUE);
   if (no_export)

@@ -1,0 +1,39 @@
+// gjs_addons_main.js: a GJS program that loads "extensions" from
+// $XDG_DATA_HOME/gnome-shell/extensions, as GNOME Shell lays them out,
+// runs them for a while, and prints on its last line, as JSON, the CPU
+// each one burnt (µs, measured by the extension) and where the program's
+// own timeout was made.
+//
+// SPDX-License-Identifier: LGPL-2.1-or-later
+import Gio from 'gi://Gio';
+import GLib from 'gi://GLib';
+
+const UUIDS = ['burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test',
+    'calm@perfmon.test'];
+const RUN_MS = 2500;
+
+const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions`;
+const action = new Gio.SimpleAction({name: 'ping'});
+const extensions = {};
+for (const uuid of UUIDS) {
+    // eslint-disable-next-line no-await-in-loop
+    extensions[uuid] = await import(`file://${dir}/${uuid}/extension.js`);
+    extensions[uuid].enable(action);
+}
+
+const loop = new GLib.MainLoop(null, false);
+function emitSignal() {
+    action.activate(null);
+    return GLib.SOURCE_REMOVE;
+}
+GLib.timeout_add(GLib.PRIORITY_DEFAULT, 600, emitSignal);
+GLib.timeout_add(GLib.PRIORITY_DEFAULT, RUN_MS, () => {
+    loop.quit();
+    return GLib.SOURCE_REMOVE;
+});
+loop.run();
+
+const burnt = {};
+for (const uuid of UUIDS)
+    burnt[uuid] = Math.round(extensions[uuid].disable() / 1000);
+print(JSON.stringify(burnt));

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+# test_cli_run_addons.py: a GJS program's "extensions" (laid out as GNOME
+# Shell's, under $XDG_DATA_HOME/gnome-shell/extensions) are add-on groups,
+# charged exactly what each burnt, by creation site (issue 24, points 1, 2,
+# 3 and 5)
+#
+# SPDX-License-Identifier: LGPL-2.1-or-later
+
+import json
+import os
+import shutil
+import unittest
+
+from clitest import CliTestCase
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MAIN = os.path.join(HERE, 'gjs_addons_main.js')
+EXTENSIONS = os.path.join(HERE, 'gjs-extensions')
+GJS = shutil.which('gjs')
+
+BURNERS = ('burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test')
+NAMES = {
+    'burner@perfmon.test': 'CPU Burner',
+    'helper-burner@perfmon.test': 'Helper Burner',
+    'slow-handler@perfmon.test': 'Slow Handler',
+    'calm@perfmon.test': 'Calm',
+}
+
+
+@unittest.skipIf(GJS is None, 'gjs is not installed')
+class AddonsTest(CliTestCase):
+    def run_program(self, *options):
+        data_home = self.path('data')
+        os.makedirs(os.path.join(data_home, 'gnome-shell'))
+        shutil.copytree(EXTENSIONS, os.path.join(data_home, 'gnome-shell', 'extensions'))
+        summary = self.path('summary.json')
+        env = self.foreign_env()
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        env['XDG_DATA_HOME'] = data_home
+        result = self.perfmon('run', '--summary', summary, *options, '--', GJS, '-m', MAIN,
+                              env=env, timeout=120)
+        self.assertExit(result, 0)
+        burnt = json.loads(result.stdout.strip().splitlines()[-1])
+        with open(summary) as f:
+            return burnt, json.load(f)
+
+    def test_extensions_are_charged_what_they_burnt(self):
+        burnt, data = self.run_program()
+        groups = data['snapshot']['groups']
+        addons = {g['addon_id']: g for g in groups if g['kind'] == 'addon'}
+        self.assertEqual(set(addons), set(NAMES), groups)
+        for uuid, group in addons.items():
+            # Point 1: the id is the uuid, the name metadata.json's.
+            self.assertEqual(group['name'], NAMES[uuid])
+        for uuid in BURNERS:
+            self.assertGreater(burnt[uuid], 100000, burnt)
+            # Point 2: within 15 % of what the extension itself measured
+            # (its CPU charged, nobody else's).
+            self.assertLess(abs(addons[uuid]['cpu_time'] - burnt[uuid]), 0.15 * burnt[uuid],
+                            '%s: charged %d µs, burnt %d µs' % (uuid, addons[uuid]['cpu_time'], burnt[uuid]))
+        # The calm one: about nothing (a few dispatches of a trivial timeout
+        # and handler), far under a millisecond a second.
+        self.assertLess(addons['calm@perfmon.test']['cpu_time'], 5000)
+
+        # Point 3: each site is a group named after its JS function and
+        # place, in the add-on (made directly, through setInterval, through
+        # imports.mainloop: the helpers' frames are skipped).
+        compartments = {g['name']: g for g in groups if g['kind'] == 'compartment'}
+        with open(os.path.join(EXTENSIONS, 'helper-burner@perfmon.test', 'extension.js')) as f:
+            lines = f.read().splitlines()
+        for number, text in enumerate(lines, 1):
+            if 'setInterval(' in text or 'Mainloop.timeout_add(' in text:
+                name = 'enable (helper-burner@perfmon.test/extension.js:%d)' % number
+                self.assertIn(name, compartments)
+                self.assertEqual(compartments[name]['addon_id'], 'helper-burner@perfmon.test')
+        # The program's own JS timeouts are named after their site too,
+        # never "GTimeoutSource", and belong to no add-on.
+        self.assertNotIn('GTimeoutSource', compartments)
+        own = [name for name in compartments if '(gjs_addons_main.js:' in name]
+        self.assertTrue(own, sorted(compartments))
+        for name in own:
+            self.assertIsNone(compartments[name]['addon_id'])
+
+    def test_slow_handler_hang_names_extension(self):
+        burnt, data = self.run_program('--threshold', '150')
+        hangs = [h for h in data['hangs'] if any('slow-handler@perfmon.test' in frame
+                                                  for frame in h.get('pseudoStack', []))]
+        self.assertTrue(hangs, json.dumps(data['hangs'], indent=1)[:3000])
+        for hang in hangs:
+            # Point 5: the runnable is the extension's handler's site, and
+            # the report says which add-on.
+            self.assertIn('slow-handler@perfmon.test/extension.js', hang['runnableName'])
+            self.assertIn(['Addon', 'slow-handler@perfmon.test'], hang['annotations'])
+
+    def test_addon_path_option(self):
+        # --addon-path PREFIX=NAME: a fixed add-on, more specific than the
+        # built-in rule of extensions.
+        prefix = os.path.join(self.path('data'), 'gnome-shell', 'extensions', 'calm@perfmon.test')
+        burnt, data = self.run_program('--addon-path', prefix + '=quiet')
+        addons = {g['addon_id'] for g in data['snapshot']['groups'] if g['kind'] == 'addon'}
+        self.assertIn('quiet', addons)
+        self.assertNotIn('calm@perfmon.test', addons)
+
+    def test_addon_path_bad(self):
+        result = self.perfmon('run', '--addon-path', 'relative=x', '--', 'true')
+        self.assertExit(result, 2)
+        self.assertIn('prefix', result.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main()
