@@ -80,7 +80,9 @@ class ReadableNamesTest(BusTestCase):
         out = self.eventually(snapshot_names, 'a snapshot naming the static callbacks', timeout=60)
         self.assertRegex(out, r'GTimeoutSource \(uninstrumented-loop\+0x[0-9a-f]+ \(tick\)\)')
 
-        result = self.perfmon('top', '--pid', str(pid), '--once', env=env)
+        # --all: the callbacks' rows are idle in the interval, and hidden
+        # without it.
+        result = self.perfmon('top', '--pid', str(pid), '--once', '--all', env=env)
         self.assertExit(result, 0)
         self.assertRegex(result.stdout, READABLE)
 
