@@ -108,7 +108,9 @@ test_store_ping_reads_back (void)
   g_autofree char *path = NULL;
   g_autofree char *contents = NULL;
   g_autofree char *again = NULL;
-  g_autofree char *ids[G_N_ELEMENTS (records)] = { NULL };
+  /* Freed one by one at the end: g_autofree on an array frees its first
+   * element only. */
+  char *ids[G_N_ELEMENTS (records)] = { NULL };
   g_auto(GStrv) stack = NULL;
   gsize length;
   PerfmonPingInfo info = {
@@ -167,6 +169,8 @@ test_store_ping_reads_back (void)
 
   _perfmon_ping_store_close (g_steal_pointer (&store));
   test_remove_tree (dir);
+  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+    g_free (ids[i]);
 }
 
 /* The writer keeps within the reader's bounds: a long or empty

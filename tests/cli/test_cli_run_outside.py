@@ -92,6 +92,9 @@ class OutsideDispatchesTest(CliTestCase):
     @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gnome-characters') is None
                      or shutil.which('dbus-run-session') is None,
                      'needs xvfb-run, dbus-run-session and gnome-characters')
+    @unittest.skipIf(os.environ.get('PERFMON_TEST_ASAN_RUNTIME'),
+                     'gnome-characters (GJS, GTK 4) with the ASan runtime and the sanitized preload '
+                     'module does not reach its first frame in the time given; the plain build runs it')
     def test_gnome_characters(self):
         summary = self.path('summary.json')
         env = self.foreign_env()
