@@ -8,6 +8,7 @@
 # PERFMON_UNINSTRUMENTED (tests/uninstrumented-loop).
 
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -38,6 +39,25 @@ class CliTestCase(unittest.TestCase):
             if not own:
                 env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
         return env
+
+    def quit_with_q(self, pid, fd, output):
+        """Types q at @pid's terminal @fd and waits (30 s) for it to exit,
+        reading what it still writes; fails the test if it does not quit.
+        Returns its wait status and @output with what it wrote."""
+        os.write(fd, b'q')
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return status, output
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    output += os.read(fd, 65536)
+                except OSError:
+                    pass
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        self.fail('perfmon top did not quit on q:\n%s' % output.decode(errors='replace')[-2000:])
 
     def path(self, name):
         return os.path.join(self.tmp, name)

@@ -140,21 +140,7 @@ class DaemonCliTest(BusTestCase):
                     output += os.read(fd, 65536)
             self.assertIn(b'perfmon top:', output)
             self.assertFalse(termios.tcgetattr(fd)[3] & termios.ICANON, 'keys read one by one')
-            os.write(fd, b'q')
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if select.select([fd], [], [], 0.2)[0]:
-                    try:
-                        output += os.read(fd, 65536)
-                    except OSError:
-                        pass
-            else:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                self.fail('perfmon top did not quit on q:\n%s' % output.decode(errors='replace')[-2000:])
+            status, output = self.quit_with_q(pid, fd, output)
             self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
             self.assertTrue(termios.tcgetattr(fd)[3] & termios.ICANON, 'the terminal is restored')
         finally:

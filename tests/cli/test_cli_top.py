@@ -131,21 +131,7 @@ class TopTest(BusTestCase):
             last = output[output.rindex(b'perfmon top:'):]
             if b'idle groups hidden' in last:
                 self.assertNotIn(b'[perfmon] export', last)
-            os.write(fd, b'q')
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                if select.select([fd], [], [], 0.2)[0]:
-                    try:
-                        output += os.read(fd, 65536)
-                    except OSError:
-                        pass
-            else:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                self.fail('perfmon top did not quit on q')
+            status, output = self.quit_with_q(pid, fd, output)
             self.assertTrue(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status)
         finally:
             os.close(fd)
