@@ -16,6 +16,8 @@ from clitest import CliTestCase
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAIN = os.path.join(HERE, 'gjs_addons_main.js')
 EXTENSIONS = os.path.join(HERE, 'gjs-extensions')
+# One copy of the extensions' burn.js, put next to each at install.
+BURN_JS = os.path.join(HERE, 'gjs_extension_burn.js')
 GJS = shutil.which('gjs')
 
 BURNERS = ('burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test')
@@ -32,7 +34,10 @@ class AddonsTest(CliTestCase):
     def run_program(self, *options):
         data_home = self.path('data')
         os.makedirs(os.path.join(data_home, 'gnome-shell'))
-        shutil.copytree(EXTENSIONS, os.path.join(data_home, 'gnome-shell', 'extensions'))
+        installed = os.path.join(data_home, 'gnome-shell', 'extensions')
+        shutil.copytree(EXTENSIONS, installed)
+        for uuid in os.listdir(installed):
+            shutil.copy(BURN_JS, os.path.join(installed, uuid, 'burn.js'))
         summary = self.path('summary.json')
         env = self.foreign_env()
         env['PERFMON_RUN_NO_EXPORT'] = '1'

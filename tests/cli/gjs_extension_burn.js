@@ -1,5 +1,7 @@
 // burn.js: CPU burnt on purpose, and measured (shared by the test
-// extensions; copied next to each, as extensions ship their own files)
+// extensions in gjs-extensions/; test_cli_run_addons.py copies it next to
+// each as burn.js when it installs them, as extensions ship their own
+// files)
 //
 // SPDX-License-Identifier: LGPL-2.1-or-later
 import GLib from 'gi://GLib';
