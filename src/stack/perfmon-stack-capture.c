@@ -798,6 +798,20 @@ _perfmon_stack_capture_set_not_handled_error (gint64   tid,
                  ? ", and it blocks the signal" : "");
 }
 
+/* A copy of thread @tid's registration, all zeros if it has none. */
+static RegisteredThread
+find_registered (gint64 tid)
+{
+  RegisteredThread registered = { 0, };
+
+  g_mutex_lock (&registry_lock);
+  for (guint i = 0; i < MAX_REGISTERED; i++)
+    if (registry[i].tid == tid)
+      registered = registry[i];
+  g_mutex_unlock (&registry_lock);
+  return registered;
+}
+
 static gboolean
 _perfmon_stack_capture_locked (gint64                tid,
                                guint                 timeout_ms,
@@ -808,15 +822,10 @@ _perfmon_stack_capture_locked (gint64                tid,
   gboolean send = TRUE;
   gint64 deadline;
   int unwind_error;
-  RegisteredThread registered = { 0, };
+  RegisteredThread registered = find_registered (tid);
 
   /* First without a signal: a thread blocked in a system call is read
    * through /proc and not disturbed at all. */
-  g_mutex_lock (&registry_lock);
-  for (guint i = 0; i < MAX_REGISTERED; i++)
-    if (registry[i].tid == tid)
-      registered = registry[i];
-  g_mutex_unlock (&registry_lock);
   /* A thread that is neither seen blocked nor sampled running is looked
    * at again, a few times. */
   for (guint attempt = 0; attempt < 3; attempt++)
@@ -1002,17 +1011,13 @@ gboolean
 _perfmon_stack_capture_runnable_name (gint64                tid,
                                       PerfmonCapturedStack *out)
 {
-  RegisteredThread registered = { 0, };
+  RegisteredThread registered;
 
   g_return_val_if_fail (out != NULL, FALSE);
 
   out->has_runnable_name = FALSE;
   out->runnable_name[0] = '\0';
-  g_mutex_lock (&registry_lock);
-  for (guint i = 0; i < MAX_REGISTERED; i++)
-    if (registry[i].tid == tid)
-      registered = registry[i];
-  g_mutex_unlock (&registry_lock);
+  registered = find_registered (tid);
   if (registered.tid == 0)
     return FALSE;
   _perfmon_proc_stack_read_runnable_name (&registered.addresses, out);
