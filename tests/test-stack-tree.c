@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "perfmon-error.h"
 #include "perfmon-stack-tree-private.h"
 
 #define APP_PATH "/system/bin/appspawn"
@@ -304,6 +305,115 @@ assert_consistent (const char *text,
     }
 }
 
+/* @text, read by the strict reader and written line by line by the
+ * writer, is @text again. */
+static void
+assert_reads_back (const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  const char *rest = NULL;
+  g_autoptr(GArray) lines = _perfmon_stack_tree_read_text (text, &rest, &error);
+  g_autoptr(GString) again = g_string_new (NULL);
+
+  g_assert_no_error (error);
+  g_assert_null (rest);
+  for (guint i = 0; i < lines->len; i++)
+    _perfmon_stack_tree_append_line (again, &g_array_index (lines, PerfmonStackTreeLine, i));
+  g_assert_cmpstr (again->str, ==, text);
+}
+
+static void
+assert_refused (const char *text,
+                guint       line)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) lines = _perfmon_stack_tree_read_text (text, NULL, &error);
+  g_autofree char *where = g_strdup_printf ("line %u:", line);
+
+  g_assert_null (lines);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, where));
+  g_assert_null (strstr (error->message, "SECRET"));
+}
+
+/* The strict reader beside the writer: what the writer writes reads back
+ * field by field; the notes after an empty line are left to the caller;
+ * anything else is refused, naming the line. */
+static void
+test_read (void)
+{
+  g_autoptr(PerfmonStackTree) tree = _perfmon_stack_tree_new ();
+  const PerfmonStackFrame script = { .script = "on_timeout (/home/u/ext.js:12)" };
+  PerfmonStackFrame deleted = lib_frame (0x10, NULL, 0);
+  PerfmonStackFrame outside = { .pc = 0x7ffd12345678, .module_index = -1 };
+  g_autofree char *text = NULL;
+  g_autofree char *with_notes = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) lines = NULL;
+  const char *rest = NULL;
+  PerfmonStackTreeLine *line;
+
+  deleted.path = "/usr/lib/libc++ (deleted)";
+  deleted.build_id = NULL;
+  for (guint i = 0; i < 3; i++)
+    _perfmon_stack_tree_add_dispatch_sample (tree, "[app] spell (check)",
+                                             (PerfmonStackFrame[]) { MAIN, RUN, script }, 3);
+  _perfmon_stack_tree_add_sample (tree, (PerfmonStackFrame[]) { MAIN, deleted, outside }, 3);
+  text = _perfmon_stack_tree_to_text (tree);
+  assert_reads_back (text);
+
+  with_notes = g_strconcat (text, "\n1 of 4 samples skipped\n#00 pc not a frame\n", NULL);
+  lines = _perfmon_stack_tree_read_text (with_notes, &rest, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (rest, ==, "1 of 4 samples skipped\n#00 pc not a frame\n");
+  g_assert_cmpuint (lines->len, ==, 7);
+  line = &g_array_index (lines, PerfmonStackTreeLine, 0);
+  g_assert_cmpint (line->kind, ==, PERFMON_STACK_TREE_LINE_DISPATCH);
+  g_assert_cmpuint (line->count, ==, 3);
+  g_assert_cmpstr (line->text, ==, "[app] spell (check)");
+  line = &g_array_index (lines, PerfmonStackTreeLine, 2);
+  g_assert_cmpint (line->kind, ==, PERFMON_STACK_TREE_LINE_FRAME);
+  g_assert_cmpuint (line->depth, ==, 1);
+  g_assert_cmpuint (line->pc, ==, 0x757c);
+  g_assert_cmpstr (line->path, ==, LIB_PATH);
+  g_assert_cmpstr (line->symbol, ==, "run");
+  g_assert_cmpuint (line->symbol_offset, ==, 12);
+  g_assert_cmpstr (line->build_id, ==, LIB_ID);
+  line = &g_array_index (lines, PerfmonStackTreeLine, 3);
+  g_assert_cmpint (line->kind, ==, PERFMON_STACK_TREE_LINE_SCRIPT);
+  g_assert_cmpstr (line->text, ==, "on_timeout (/home/u/ext.js:12)");
+  line = &g_array_index (lines, PerfmonStackTreeLine, 5);
+  g_assert_cmpstr (line->path, ==, "/usr/lib/libc++ (deleted)");
+  g_assert_null (line->symbol);
+  g_assert_null (line->build_id);
+  line = &g_array_index (lines, PerfmonStackTreeLine, 6);
+  g_assert_null (line->path);
+  g_assert_cmpuint (line->pc, ==, 0x7ffd12345678);
+
+  /* Empty: no line. */
+  g_clear_pointer (&lines, g_array_unref);
+  lines = _perfmon_stack_tree_read_text ("", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (lines->len, ==, 0);
+
+  assert_refused ("1 #00 pc 00001000 /a.so\nSECRET text\n", 2);
+  assert_refused ("1 #00 pc zzzz /a.so SECRET\n", 1);
+  assert_refused ("1 #00 pc 123456789012345678 /a.so SECRET\n", 1);
+  assert_refused ("1 #0 pc 00001000 /a.so SECRET\n", 1);
+  assert_refused ("1 #00 pc 00001000 \n", 1);
+  assert_refused ("1 #00 pc 0000ABCD /a.so SECRET\n", 1);
+  /* Levels: indentation, one deeper at most, from 0 after a header. */
+  assert_refused ("1 #00 pc 00001000 /a.so\n  1 #01 pc 00001000 /a.so SECRET\n", 2);
+  assert_refused ("1 #00 pc 00001000 /a.so\n        1 #02 pc 00001000 /a.so SECRET\n", 2);
+  assert_refused ("1 dispatch: x\n    1 #01 pc 00001000 /a.so SECRET\n", 2);
+  assert_refused ("    1 #01 pc 00001000 /a.so SECRET\n", 1);
+  /* Counts on every line or none; a heaviest stack counts 0, 1, 2... */
+  assert_refused ("1 #00 pc 00001000 /a.so\n#00 pc 00001000 /a.so SECRET\n", 2);
+  assert_refused ("#00 pc 00001000 /a.so\n#00 pc 00001000 /a.so SECRET\n", 2);
+  assert_refused ("1 #00 pc 00001000 /a.so\n99999999999 #00 pc 1 SECRET\n", 2);
+  assert_refused ("1 #00 pc 00001000 /a\xff.so SECRET\n", 1);
+}
+
 static void
 test_random_consistent (void)
 {
@@ -337,6 +447,10 @@ test_random_consistent (void)
       g_assert_true (g_str_has_prefix (heaviest_lines[i], prefix));
       g_assert_nonnull (strstr (text, heaviest_lines[i]));
     }
+
+  /* Both texts read back, and written again, the same. */
+  assert_reads_back (text);
+  assert_reads_back (heaviest);
 }
 
 static void
@@ -460,6 +574,7 @@ main (int   argc,
   g_test_add_func ("/stack-tree/caps", test_caps);
   g_test_add_func ("/stack-tree/default-caps", test_default_caps);
   g_test_add_func ("/stack-tree/dispatches", test_dispatches);
+  g_test_add_func ("/stack-tree/read", test_read);
 
   return g_test_run ();
 }

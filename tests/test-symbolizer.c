@@ -178,19 +178,37 @@ test_bad_input (void)
   g_assert_nonnull (strstr (out, "#0   a label\n  #1   x.so+0x1 (known+0x4)\n"));
   g_free (out);
 
-  /* A stack tree: names kept, unknown files left unnamed, the rest of the
-   * text kept. */
+  /* A jank stack log: names kept, unknown files left unnamed, the notes
+   * after the empty line kept. */
   out = symbolize (symbolizer,
                    "2 #00 pc 00001000 /nonexistent/lib.so(sym+1)(abcdef0123456789)\n"
                    "    2 #01 pc 00002000 /nonexistent/lib.so(0123456789abcdef)\n"
-                   "    not a frame\n"
                    "1 #00 pc 00000010 [unknown]\n"
-                   "1 #00 pc 00000010 /no(close\n",
+                   "1 #00 pc 00000010 /no(close\n"
+                   "\n"
+                   "0 of 3 samples skipped: not a frame\n",
                    FALSE);
-  g_assert_nonnull (strstr (out, "2 #00 pc 00001000 /nonexistent/lib.so(sym+1)(abcdef0123456789)\n"));
-  g_assert_nonnull (strstr (out, "    2 #01 pc 00002000 /nonexistent/lib.so(0123456789abcdef)\n"));
-  g_assert_nonnull (strstr (out, "    not a frame\n"));
+  g_assert_cmpstr (out, ==,
+                   "2 #00 pc 00001000 /nonexistent/lib.so(sym+1)(abcdef0123456789)\n"
+                   "    2 #01 pc 00002000 /nonexistent/lib.so(0123456789abcdef)\n"
+                   "1 #00 pc 00000010 [unknown]\n"
+                   "1 #00 pc 00000010 /no(close\n"
+                   "\n"
+                   "0 of 3 samples skipped: not a frame\n");
   g_free (out);
+  /* A tree is read by its strict reader: a line that is not the writer's
+   * is refused, by its number. */
+  {
+    g_autoptr(GError) error = NULL;
+
+    out = perfmon_symbolizer_symbolize (symbolizer,
+                                        "2 #00 pc 00001000 /nonexistent/lib.so\n"
+                                        "    not a frame, and a long line not to echo\n", -1, FALSE, &error);
+    g_assert_null (out);
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "line 2"));
+    g_assert_null (strstr (error->message, "long line"));
+  }
   out = symbolize (symbolizer, "1 #00 pc 00001000 /nonexistent/lib.so\n", TRUE);
   g_assert_nonnull (strstr (out, "\"frames\""));
   g_free (out);

@@ -207,180 +207,67 @@ symbolize_ping (PerfmonSymbolizer  *self,
 
 /* --- jank stack trees ---------------------------------------------------- */
 
-static gboolean
-is_hex (const char *text)
-{
-  if (text == NULL || text[0] == '\0')
-    return FALSE;
-  for (const char *p = text; *p != '\0'; p++)
-    if (!g_ascii_isxdigit (*p))
-      return FALSE;
-  return TRUE;
-}
-
-/* One frame line of a jank stack tree (the seed's text):
- * "[indent][count ]#NN pc OFFSET PATH[(SYMBOL+N)][(BUILD ID)]". */
-typedef struct
-{
-  char    *prefix;       /* up to and with "#NN pc " */
-  guint    count;
-  guint    depth;
-  guint64  offset;
-  char    *path;
-  char    *symbol;       /* "function+N", NULL if none */
-  char    *build_id;     /* NULL if none */
-} TreeLine;
-
-static void
-tree_line_clear (TreeLine *line)
-{
-  g_free (line->prefix);
-  g_free (line->path);
-  g_free (line->symbol);
-  g_free (line->build_id);
-}
-
-static gboolean
-parse_tree_line (const char *text,
-                 TreeLine   *line)
-{
-  const char *p = text;
-  const char *hash;
-  const char *path_end;
-  char *end = NULL;
-
-  memset (line, 0, sizeof *line);
-  while (*p == ' ')
-    p++;
-  if (g_ascii_isdigit (*p))
-    {
-      line->count = (guint) g_ascii_strtoull (p, &end, 10);
-      p = end;
-      while (*p == ' ')
-        p++;
-    }
-  if (*p != '#')
-    return FALSE;
-  hash = p;
-  line->depth = (guint) g_ascii_strtoull (hash + 1, &end, 10);
-  if (end == hash + 1 || !g_str_has_prefix (end, " pc "))
-    return FALSE;
-  p = end + 4;
-  line->offset = g_ascii_strtoull (p, &end, 16);
-  if (end == p || *end != ' ' || end - p > 16)
-    return FALSE;
-  line->prefix = g_strndup (text, p - text);
-  p = end + 1;
-  /* The path ends where the first "(" group that runs to the end of the
-   * line, or to another group, starts. */
-  path_end = strchr (p, '(');
-  while (path_end != NULL && strchr (path_end, ')') == NULL)
-    path_end = strchr (path_end + 1, '(');
-  line->path = g_strndup (p, path_end != NULL ? (gsize) (path_end - p) : strlen (p));
-  p = path_end;
-  while (p != NULL && *p == '(')
-    {
-      const char *close = strchr (p, ')');
-      g_autofree char *group = NULL;
-
-      if (close == NULL)
-        break;
-      group = g_strndup (p + 1, close - p - 1);
-      if (strchr (group, '+') == NULL && is_hex (group) && strlen (group) >= 8)
-        {
-          g_free (line->build_id);
-          line->build_id = g_steal_pointer (&group);
-        }
-      else
-        {
-          g_free (line->symbol);
-          line->symbol = g_steal_pointer (&group);
-        }
-      p = close + 1;
-    }
-  return TRUE;
-}
-
-/* The name of a dispatch's header line of a jank stack tree, "COUNT
- * dispatch: NAME" (see perfmon-stack-tree-private.h), or NULL. */
-static const char *
-tree_dispatch_name (const char *text)
-{
-  const char *p = text;
-
-  if (!g_ascii_isdigit (*p))
-    return NULL;
-  while (g_ascii_isdigit (*p))
-    p++;
-  if (*p != ' ' || !g_str_has_prefix (p + 1, PERFMON_STACK_TREE_DISPATCH_TAG))
-    return NULL;
-  return p + 1 + strlen (PERFMON_STACK_TREE_DISPATCH_TAG);
-}
-
-/* A jank stack tree with names: the same lines, each frame's "(symbol+N)"
- * filled in where the symbolizer finds one; or, as JSON, its frames, each
- * with the dispatch its samples ran in (null if none). */
+/* A jank stack log (a stack tree, then notes after an empty line) with
+ * names: each frame's "(symbol+N)" filled in where the symbolizer finds
+ * one, the notes kept; or, as JSON, its frames, each with the dispatch its
+ * samples ran in (null if none). @lines: read by the tree's strict reader. */
 static char *
 symbolize_tree (PerfmonSymbolizer *self,
-                const char        *contents,
+                GArray            *lines,
+                const char        *notes,
                 gboolean           json,
                 gint64             deadline_us)
 {
-  g_auto(GStrv) text_lines = g_strsplit (contents, "\n", -1);
-  guint n = g_strv_length (text_lines);
-  g_autofree TreeLine *lines = g_new0 (TreeLine, n);
-  g_autofree gboolean *parsed = g_new0 (gboolean, n);
   GString *out = g_string_new (NULL);
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   const char *dispatch = NULL;
 
-  for (guint i = 0; i < n; i++)
-    parsed[i] = parse_tree_line (text_lines[i], &lines[i]);
-
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "frames");
   json_builder_begin_array (builder);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < lines->len; i++)
     {
-      TreeLine *line = &lines[i];
+      PerfmonStackTreeLine *line = &g_array_index (lines, PerfmonStackTreeLine, i);
+      const PerfmonStackTreeLine *next = i + 1 < lines->len ? &g_array_index (lines, PerfmonStackTreeLine, i + 1) : NULL;
       /* A leaf (the innermost frame of its samples) is no return address. */
-      gboolean leaf = i + 1 >= n || !parsed[i + 1] || lines[i + 1].depth <= line->depth;
+      gboolean leaf = next == NULL || next->kind == PERFMON_STACK_TREE_LINE_DISPATCH || next->depth <= line->depth;
 
-      if (!parsed[i] && tree_dispatch_name (text_lines[i]) != NULL)
-        dispatch = tree_dispatch_name (text_lines[i]);
-      if (!parsed[i])
+      if (line->kind == PERFMON_STACK_TREE_LINE_DISPATCH)
+        dispatch = line->text;
+      if (line->kind == PERFMON_STACK_TREE_LINE_FRAME && line->symbol == NULL && line->path != NULL)
+        line->symbol = _perfmon_symbolizer_lookup_until (self, line->path, line->build_id, line->pc, !leaf,
+                                                         deadline_us, &line->symbol_offset);
+      if (!json)
         {
-          if (!json && text_lines[i][0] != '\0')
-            g_string_append_printf (out, "%s\n", text_lines[i]);
+          _perfmon_stack_tree_append_line (out, line);
           continue;
         }
-      if (line->symbol == NULL && line->path[0] != '\0' && !g_str_equal (line->path, "[unknown]"))
+      if (line->kind == PERFMON_STACK_TREE_LINE_DISPATCH)
+        continue;
+      json_builder_begin_object (builder);
+      json_builder_set_member_name (builder, "count");
+      json_builder_add_int_value (builder, line->count);
+      json_builder_set_member_name (builder, "depth");
+      json_builder_add_int_value (builder, line->depth);
+      if (line->kind == PERFMON_STACK_TREE_LINE_SCRIPT)
         {
-          guint64 function_offset = 0;
-          g_autofree char *function = _perfmon_symbolizer_lookup_until (self, line->path, line->build_id,
-                                                                        line->offset, !leaf, deadline_us,
-                                                                        &function_offset);
-
-          if (function != NULL)
-            line->symbol = g_strdup_printf ("%s+%" G_GUINT64_FORMAT, function, function_offset);
+          json_builder_set_member_name (builder, "script");
+          json_builder_add_string_value (builder, line->text);
         }
-      if (json)
+      else
         {
-          json_builder_begin_object (builder);
-          json_builder_set_member_name (builder, "count");
-          json_builder_add_int_value (builder, line->count);
-          json_builder_set_member_name (builder, "depth");
-          json_builder_add_int_value (builder, line->depth);
+          g_autofree char *hex = g_strdup_printf ("%" G_GINT64_MODIFIER "x", line->pc);
+          g_autofree char *symbol = line->symbol != NULL
+                                      ? g_strdup_printf ("%s+%" G_GUINT64_FORMAT, line->symbol, line->symbol_offset)
+                                      : NULL;
+
           json_builder_set_member_name (builder, "pc");
-          {
-            g_autofree char *hex = g_strdup_printf ("%" G_GINT64_MODIFIER "x", line->offset);
-            json_builder_add_string_value (builder, hex);
-          }
+          json_builder_add_string_value (builder, hex);
           json_builder_set_member_name (builder, "path");
-          json_builder_add_string_value (builder, line->path);
+          json_builder_add_string_value (builder, line->path != NULL ? line->path : "[unknown]");
           json_builder_set_member_name (builder, "symbol");
-          if (line->symbol != NULL)
-            json_builder_add_string_value (builder, line->symbol);
+          if (symbol != NULL)
+            json_builder_add_string_value (builder, symbol);
           else
             json_builder_add_null_value (builder);
           json_builder_set_member_name (builder, "buildId");
@@ -388,27 +275,16 @@ symbolize_tree (PerfmonSymbolizer *self,
             json_builder_add_string_value (builder, line->build_id);
           else
             json_builder_add_null_value (builder);
-          json_builder_set_member_name (builder, "dispatch");
-          if (dispatch != NULL)
-            json_builder_add_string_value (builder, dispatch);
-          else
-            json_builder_add_null_value (builder);
-          json_builder_end_object (builder);
         }
+      json_builder_set_member_name (builder, "dispatch");
+      if (dispatch != NULL)
+        json_builder_add_string_value (builder, dispatch);
       else
-        {
-          g_string_append_printf (out, "%s%08" G_GINT64_MODIFIER "x %s", line->prefix, line->offset, line->path);
-          if (line->symbol != NULL)
-            g_string_append_printf (out, "(%s)", line->symbol);
-          if (line->build_id != NULL)
-            g_string_append_printf (out, "(%s)", line->build_id);
-          g_string_append_c (out, '\n');
-        }
+        json_builder_add_null_value (builder);
+      json_builder_end_object (builder);
     }
   json_builder_end_array (builder);
   json_builder_end_object (builder);
-  for (guint i = 0; i < n; i++)
-    tree_line_clear (&lines[i]);
 
   if (json)
     {
@@ -416,6 +292,11 @@ symbolize_tree (PerfmonSymbolizer *self,
 
       g_string_free (out, TRUE);
       return json_to_string (root, TRUE);
+    }
+  if (notes != NULL)
+    {
+      g_string_append_c (out, '\n');
+      g_string_append (out, notes);
     }
   return g_string_free (out, FALSE);
 }
@@ -532,19 +413,17 @@ perfmon_symbolizer_symbolize (PerfmonSymbolizer *self,
 
   {
     g_autofree char *text = g_strndup (contents, size);
-    g_auto(GStrv) lines = g_strsplit (text, "\n", 2);
-    TreeLine first;
-    gboolean is_tree = parse_tree_line (lines[0] != NULL ? lines[0] : "", &first) ||
-                       tree_dispatch_name (lines[0] != NULL ? lines[0] : "") != NULL;
+    g_autoptr(GError) tree_error = NULL;
+    const char *notes = NULL;
+    g_autoptr(GArray) lines = _perfmon_stack_tree_read_text (text, &notes, &tree_error);
 
-    tree_line_clear (&first);
-    if (!is_tree)
+    if (lines == NULL || lines->len == 0)
       {
-        g_set_error_literal (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
-                             "not a hang report, a ping, a jank stack tree (first line "
-                             "\"COUNT #NN pc OFFSET PATH\" or \"COUNT dispatch: NAME\")");
+        g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                     "not a hang report, a ping nor a jank stack log (%s)",
+                     tree_error != NULL ? tree_error->message : "not a stack tree: no frame before the first empty line");
         return NULL;
       }
-    return symbolize_tree (self, text, json, deadline_us);
+    return symbolize_tree (self, lines, notes, json, deadline_us);
   }
 }

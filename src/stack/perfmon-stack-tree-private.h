@@ -169,4 +169,50 @@ char             *_perfmon_stack_tree_to_text        (PerfmonStackTree *tree);
  * stack) but print no line. "" for an empty tree. */
 char             *_perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree);
 
+/* --- Reading the text back ------------------------------------------------
+ *
+ * One line of the text of _perfmon_stack_tree_to_text() or
+ * _perfmon_stack_tree_heaviest_stack(), as its strict reader gives it and
+ * its writer (_perfmon_stack_tree_append_line()) takes it. */
+typedef enum
+{
+  PERFMON_STACK_TREE_LINE_FRAME,     /* "#NN pc ..." */
+  PERFMON_STACK_TREE_LINE_SCRIPT,    /* "#NN script TEXT" */
+  PERFMON_STACK_TREE_LINE_DISPATCH,  /* "COUNT dispatch: NAME" */
+} PerfmonStackTreeLineKind;
+
+typedef struct
+{
+  PerfmonStackTreeLineKind kind;
+  gboolean  has_count;     /* FALSE in a heaviest stack */
+  guint     count;
+  guint     depth;         /* frames and scripts */
+  guint64   pc;            /* as written: the module offset, or the absolute pc */
+  char     *path;          /* NULL for "[unknown]" */
+  char     *symbol;        /* NULL if none */
+  guint64   symbol_offset;
+  char     *build_id;      /* NULL if none */
+  char     *text;          /* a script's text, a dispatch's name */
+} PerfmonStackTreeLine;
+
+void    _perfmon_stack_tree_line_clear (PerfmonStackTreeLine *line);
+
+/* Writes @line as its writer does, ending in "\n". */
+void    _perfmon_stack_tree_append_line (GString                    *out,
+                                         const PerfmonStackTreeLine *line);
+
+/* The strict reader of the two texts above: reads @text up to its first
+ * empty line (or its end) into an array of PerfmonStackTreeLine (cleared
+ * when the array is freed). Every line must be a frame, a script frame or
+ * a dispatch header; all of them with counts (a tree) or none (a heaviest
+ * stack, without dispatch headers); indented by 4 spaces per level in a
+ * tree, with levels that go down by at most one at a time and start again
+ * from 0 after a header. @rest, if not NULL, is set to what follows the
+ * empty line (the notes a stack log adds), or NULL. Errors are
+ * PERFMON_ERROR_INVALID_DATA, naming the line's number and what was
+ * wrong, never its text. */
+GArray *_perfmon_stack_tree_read_text (const char  *text,
+                                       const char **rest,
+                                       GError     **error);
+
 G_END_DECLS

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "perfmon-error.h"
 #include "perfmon-stack-tree-private.h"
 
 /* Design.
@@ -397,25 +398,53 @@ compare_nodes (gconstpointer a,
   return na->serial < nb->serial ? -1 : (na->serial > nb->serial ? 1 : 0);
 }
 
-/* "#NN pc 0000757c path(symbol+offset)(build id)", without a newline. */
-static void
-append_frame (GString    *out,
-              const Node *node,
-              guint       depth)
+/* The line of @node at @depth; its strings are borrowed. */
+static PerfmonStackTreeLine
+node_line (const Node *node,
+           guint       depth,
+           gboolean    with_count)
 {
-  if (node->script != NULL)
+  return (PerfmonStackTreeLine) {
+    .kind = node->script != NULL ? PERFMON_STACK_TREE_LINE_SCRIPT : PERFMON_STACK_TREE_LINE_FRAME,
+    .has_count = with_count,
+    .count = node->count,
+    .depth = depth,
+    .pc = node->module_index >= 0 ? node->offset : node->pc,
+    .path = node->path,
+    .symbol = node->symbol,
+    .symbol_offset = node->symbol_offset,
+    .build_id = node->build_id != NULL && node->build_id[0] != '\0' ? node->build_id : NULL,
+    .text = node->script,
+  };
+}
+
+void
+_perfmon_stack_tree_append_line (GString                    *out,
+                                 const PerfmonStackTreeLine *line)
+{
+  if (line->kind == PERFMON_STACK_TREE_LINE_DISPATCH)
     {
-      g_string_append_printf (out, "#%02u script %s", depth, node->script);
+      g_string_append_printf (out, "%u " PERFMON_STACK_TREE_DISPATCH_TAG "%s\n", line->count, line->text);
       return;
     }
-  g_string_append_printf (out, "#%02u pc %08" G_GINT64_MODIFIER "x %s",
-                          depth,
-                          node->module_index >= 0 ? node->offset : node->pc,
-                          node->path != NULL ? node->path : "[unknown]");
-  if (node->symbol != NULL)
-    g_string_append_printf (out, "(%s+%" G_GUINT64_FORMAT ")", node->symbol, node->symbol_offset);
-  if (node->build_id != NULL)
-    g_string_append_printf (out, "(%s)", node->build_id);
+  if (line->has_count)
+    {
+      for (guint j = 0; j < line->depth; j++)
+        g_string_append (out, "    ");
+      g_string_append_printf (out, "%u ", line->count);
+    }
+  if (line->kind == PERFMON_STACK_TREE_LINE_SCRIPT)
+    {
+      g_string_append_printf (out, "#%02u script %s\n", line->depth, line->text);
+      return;
+    }
+  g_string_append_printf (out, "#%02u pc %08" G_GINT64_MODIFIER "x %s", line->depth, line->pc,
+                          line->path != NULL ? line->path : "[unknown]");
+  if (line->symbol != NULL)
+    g_string_append_printf (out, "(%s+%" G_GUINT64_FORMAT ")", line->symbol, line->symbol_offset);
+  if (line->build_id != NULL)
+    g_string_append_printf (out, "(%s)", line->build_id);
+  g_string_append_c (out, '\n');
 }
 
 static void
@@ -434,16 +463,22 @@ append_subtree (GString *out,
       if (child->dispatch != NULL)
         {
           /* A header; the dispatch's stacks follow from depth 0. */
-          g_string_append_printf (out, "%u " PERFMON_STACK_TREE_DISPATCH_TAG "%s\n", child->count,
-                                  child->dispatch);
+          PerfmonStackTreeLine header = {
+            .kind = PERFMON_STACK_TREE_LINE_DISPATCH,
+            .has_count = TRUE,
+            .count = child->count,
+            .text = child->dispatch,
+          };
+
+          _perfmon_stack_tree_append_line (out, &header);
           append_subtree (out, child, depth);
           continue;
         }
-      for (guint j = 0; j < depth; j++)
-        g_string_append (out, "    ");
-      g_string_append_printf (out, "%u ", child->count);
-      append_frame (out, child, depth);
-      g_string_append_c (out, '\n');
+      {
+        PerfmonStackTreeLine line = node_line (child, depth, TRUE);
+
+        _perfmon_stack_tree_append_line (out, &line);
+      }
       /* Depth is bounded by max_frames. */
       append_subtree (out, child, depth + 1);
     }
@@ -488,9 +523,249 @@ _perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree)
       /* A dispatch: its heaviest stack follows. */
       if (heaviest->dispatch != NULL)
         continue;
-      append_frame (out, heaviest, depth++);
-      g_string_append_c (out, '\n');
+      {
+        PerfmonStackTreeLine line = node_line (heaviest, depth++, FALSE);
+
+        _perfmon_stack_tree_append_line (out, &line);
+      }
     }
 
   return g_string_free (out, FALSE);
+}
+
+/* --- The strict reader --------------------------------------------------- */
+
+void
+_perfmon_stack_tree_line_clear (PerfmonStackTreeLine *line)
+{
+  g_clear_pointer (&line->path, g_free);
+  g_clear_pointer (&line->symbol, g_free);
+  g_clear_pointer (&line->build_id, g_free);
+  g_clear_pointer (&line->text, g_free);
+}
+
+static gboolean
+read_decimal (const char **p,
+              guint64      max,
+              guint64     *value)
+{
+  const char *q = *p;
+  guint64 v = 0;
+
+  if (!g_ascii_isdigit (*q))
+    return FALSE;
+  for (; g_ascii_isdigit (*q); q++)
+    {
+      if (v > (max - (guint64) (*q - '0')) / 10)
+        return FALSE;
+      v = v * 10 + (guint64) (*q - '0');
+    }
+  *p = q;
+  *value = v;
+  return TRUE;
+}
+
+static gboolean
+is_build_id (const char *start,
+             gsize       length)
+{
+  if (length < 8)
+    return FALSE;
+  for (gsize i = 0; i < length; i++)
+    if (!g_ascii_isxdigit (start[i]) || g_ascii_isupper (start[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* The '(' that opens the group closed by the ')' at @close, scanning back
+ * no further than @start; NULL if unbalanced. */
+static const char *
+group_start (const char *start,
+             const char *close)
+{
+  guint level = 0;
+
+  for (const char *p = close; p >= start; p--)
+    {
+      if (*p == ')')
+        level++;
+      else if (*p == '(' && --level == 0)
+        return p;
+    }
+  return NULL;
+}
+
+/* "PATH[(SYMBOL+N)][(BUILD ID)]", @end the end of the line. */
+static const char *
+read_location (const char           *p,
+               const char           *end,
+               PerfmonStackTreeLine *line)
+{
+  if (end > p && end[-1] == ')')
+    {
+      const char *open = group_start (p, end - 1);
+
+      if (open != NULL && is_build_id (open + 1, (gsize) (end - 1 - (open + 1))))
+        {
+          line->build_id = g_strndup (open + 1, (gsize) (end - 1 - (open + 1)));
+          end = open;
+        }
+    }
+  /* A last group that is not "(FUNCTION+OFFSET)" belongs to the path
+   * (a module's path may end in " (deleted)"). */
+  if (end > p && end[-1] == ')')
+    {
+      const char *open = group_start (p, end - 1);
+      const char *plus = NULL;
+      const char *digits;
+      guint64 offset;
+
+      for (const char *q = end - 2; open != NULL && q > open; q--)
+        if (*q == '+')
+          {
+            plus = q;
+            break;
+          }
+      digits = plus != NULL ? plus + 1 : NULL;
+      if (plus != NULL && plus > open + 1 && read_decimal (&digits, G_MAXUINT64, &offset) && digits == end - 1)
+        {
+          line->symbol = g_strndup (open + 1, (gsize) (plus - (open + 1)));
+          line->symbol_offset = offset;
+          end = open;
+        }
+    }
+  if (end == p)
+    return "a frame has no path";
+  if (!(end - p == 9 && strncmp (p, "[unknown]", 9) == 0))
+    line->path = g_strndup (p, (gsize) (end - p));
+  return NULL;
+}
+
+/* One line, @length bytes (no newline); NULL or what is wrong with it. */
+static const char *
+read_line (const char           *text,
+           gsize                 length,
+           PerfmonStackTreeLine *line)
+{
+  const char *p = text;
+  const char *end = text + length;
+  guint indent = 0;
+  guint64 value;
+
+  memset (line, 0, sizeof *line);
+  if (memchr (text, '\0', length) != NULL || !g_utf8_validate (text, (gssize) length, NULL))
+    return "the line is not UTF-8 text";
+  while (p < end && *p == ' ')
+    p++;
+  indent = (guint) (p - text);
+  if (p < end && g_ascii_isdigit (*p))
+    {
+      if (!read_decimal (&p, G_MAXUINT, &value) || p >= end || *p != ' ')
+        return "a count is not a decimal number followed by a space";
+      line->has_count = TRUE;
+      line->count = (guint) value;
+      p++;
+      if (indent == 0 && (gsize) (end - p) >= strlen (PERFMON_STACK_TREE_DISPATCH_TAG) &&
+          strncmp (p, PERFMON_STACK_TREE_DISPATCH_TAG, strlen (PERFMON_STACK_TREE_DISPATCH_TAG)) == 0)
+        {
+          line->kind = PERFMON_STACK_TREE_LINE_DISPATCH;
+          line->text = g_strndup (p + strlen (PERFMON_STACK_TREE_DISPATCH_TAG),
+                                  (gsize) (end - p) - strlen (PERFMON_STACK_TREE_DISPATCH_TAG));
+          return NULL;
+        }
+    }
+  if (p >= end || *p != '#')
+    return "the line is neither a frame (\"[COUNT ]#NN pc\", \"#NN script\") nor \"COUNT dispatch: NAME\"";
+  p++;
+  if (!g_ascii_isdigit (*p) || !g_ascii_isdigit (p[1]) || !read_decimal (&p, G_MAXUINT16, &value))
+    return "a frame's level is not \"#\" and at least 2 decimal digits";
+  line->depth = (guint) value;
+  if (line->has_count ? indent != 4 * line->depth : indent != 0)
+    return "a frame's indentation is not 4 spaces per level";
+  if ((gsize) (end - p) >= 8 && strncmp (p, " script ", 8) == 0)
+    {
+      line->kind = PERFMON_STACK_TREE_LINE_SCRIPT;
+      line->text = g_strndup (p + 8, (gsize) (end - p) - 8);
+      return NULL;
+    }
+  if ((gsize) (end - p) < 4 || strncmp (p, " pc ", 4) != 0)
+    return "a frame is neither \"#NN pc PC PATH\" nor \"#NN script TEXT\"";
+  p += 4;
+  {
+    const char *digits = p;
+
+    while (p < end && g_ascii_isxdigit (*p) && !g_ascii_isupper (*p))
+      p++;
+    if (p - digits < 8 || p - digits > 16 || p >= end || *p != ' ')
+      return "a frame's pc is not 8 to 16 lowercase hex digits followed by a space";
+    line->pc = g_ascii_strtoull (digits, NULL, 16);
+  }
+  line->kind = PERFMON_STACK_TREE_LINE_FRAME;
+  return read_location (p + 1, end, line);
+}
+
+static void
+line_clear_func (gpointer data)
+{
+  _perfmon_stack_tree_line_clear (data);
+}
+
+GArray *
+_perfmon_stack_tree_read_text (const char  *text,
+                               const char **rest,
+                               GError     **error)
+{
+  g_autoptr(GArray) lines = g_array_new (FALSE, TRUE, sizeof (PerfmonStackTreeLine));
+  const char *p = text;
+  guint number = 0;
+  gboolean next_depth_max_set = FALSE;
+  guint next_depth_max = 0;
+
+  g_return_val_if_fail (text != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  g_array_set_clear_func (lines, line_clear_func);
+  if (rest != NULL)
+    *rest = NULL;
+
+  while (*p != '\0')
+    {
+      const char *newline = strchr (p, '\n');
+      gsize length = newline != NULL ? (gsize) (newline - p) : strlen (p);
+      PerfmonStackTreeLine line;
+      const char *problem;
+
+      number++;
+      if (length == 0)
+        {
+          if (rest != NULL)
+            *rest = p + 1;
+          break;
+        }
+      problem = read_line (p, length, &line);
+      if (problem == NULL && lines->len > 0 &&
+          line.has_count != g_array_index (lines, PerfmonStackTreeLine, 0).has_count)
+        problem = "some lines have counts and some do not";
+      if (problem == NULL && line.kind != PERFMON_STACK_TREE_LINE_DISPATCH &&
+          line.depth > (next_depth_max_set ? next_depth_max : 0))
+        problem = "a frame's level is more than one below the line before";
+      if (problem == NULL && line.kind != PERFMON_STACK_TREE_LINE_DISPATCH && !line.has_count &&
+          line.depth != lines->len)
+        problem = "a heaviest stack's levels are not 0, 1, 2...";
+      if (problem != NULL)
+        {
+          _perfmon_stack_tree_line_clear (&line);
+          g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
+                       "not a stack tree: line %u: %s", number, problem);
+          return NULL;
+        }
+      next_depth_max_set = TRUE;
+      next_depth_max = line.kind == PERFMON_STACK_TREE_LINE_DISPATCH ? 0 : line.depth + 1;
+      g_array_append_val (lines, line);
+      if (newline == NULL)
+        break;
+      p = newline + 1;
+    }
+
+  return g_steal_pointer (&lines);
 }
