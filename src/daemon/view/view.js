@@ -374,16 +374,18 @@ const userOpened = new Map(); // hang id -> open, as the user left it
 
 function drawHangs(state, width) {
   const box = document.getElementById('hangs');
+  const listed = new Set(state.hangs.map(h => h.id));
+  for (const [id, div] of hangItems) {
+    if (!listed.has(id)) {
+      div.remove();
+      hangItems.delete(id);
+      userOpened.delete(id);
+    }
+  }
+  if (!state.hangs.length && !box.querySelector('p.empty'))
+    box.append(el('p', {class: 'empty'}, 'No hang so far.'));
   if (state.hangs.length) {
     box.querySelector('p.empty')?.remove();
-    const present = new Set(state.hangs.map(h => h.id));
-    for (const [id, div] of hangItems) {
-      if (!present.has(id)) {
-        div.remove();
-        hangItems.delete(id);
-        userOpened.delete(id);
-      }
-    }
     let at = box.firstChild;
     state.hangs.forEach((h, i) => {
       let div = hangItems.get(h.id);
