@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "perfmon-frame-function.h"
 #include "perfmond-view-resources.h"
 
 /* Groups of one process in /api/state: the top ones by CPU over the last
@@ -82,6 +83,7 @@ typedef struct
   guint      pid;
   GPtrArray *frames;      /* of char * */
   GPtrArray *functions;   /* of char *, same length */
+  char      *addon;       /* the add-on it was caught in (the report's "Addon" annotation), nullable */
   guint      n_symbolized;
   gboolean   complete;    /* FALSE: a frame was left unnamed for lack of time */
   gboolean   seen;
@@ -117,6 +119,7 @@ hang_view_free (gpointer data)
 
   g_ptr_array_unref (view->frames);
   g_ptr_array_unref (view->functions);
+  g_free (view->addon);
   g_free (view);
 }
 
@@ -440,39 +443,6 @@ add_process (PerfmondView                 *self,
 
 /* --- hangs: symbolized off every watched thread, merged by function ---- */
 
-/* A script frame's function: "stall (/app/main.py:12)" -> "stall
- * (/app/main.py)", as `perfmon hangs show` merges them
- * (perfmon_tool_frame_function() in src/tools/perfmon-tool-hang-groups.c);
- * a label stays as it is. */
-static char *
-script_function (const char *frame)
-{
-  const char *colon = strrchr (frame, ':');
-  const char *p = colon != NULL ? colon + 1 : NULL;
-
-  if (p == NULL || !g_ascii_isdigit (*p))
-    return g_strdup (frame);
-  while (g_ascii_isdigit (*p))
-    p++;
-  if (g_str_equal (p, ")"))
-    {
-      g_autofree char *head = g_strndup (frame, (gsize) (colon - frame));
-
-      return g_strconcat (head, ")", NULL);
-    }
-  return g_strdup (frame);
-}
-
-/* "func+0x1a" -> "func" */
-static char *
-strip_offset (const char *symbol)
-{
-  const char *plus = strrchr (symbol, '+');
-
-  return plus != NULL && plus != symbol && g_str_has_prefix (plus, "+0x") ? g_strndup (symbol, (gsize) (plus - symbol))
-                                                                         : g_strdup (symbol);
-}
-
 /* Reads a report (already checked by the daemon's reader, so only the
  * shape matters here) and names its native frames: with the report's
  * "symbols" where the monitored process found them, else with perfmond's
@@ -494,6 +464,25 @@ hang_view_new (PerfmondView           *self,
   view->functions = g_ptr_array_new_with_free_func (g_free);
   if (report == NULL)
     return view;
+  /* A hang caught in an add-on's code names it in its annotations,
+   * [["Addon", ID], …] (the hang monitor, from the label "[add-on ID]
+   * SITE"). */
+  if (json_object_has_member (report, "annotations") &&
+      JSON_NODE_HOLDS_ARRAY (json_object_get_member (report, "annotations")))
+    {
+      JsonArray *annotations = json_object_get_array_member (report, "annotations");
+
+      for (guint i = 0; i < json_array_get_length (annotations) && view->addon == NULL; i++)
+        {
+          JsonNode *pair = json_array_get_element (annotations, i);
+          JsonArray *kv = JSON_NODE_HOLDS_ARRAY (pair) ? json_node_get_array (pair) : NULL;
+
+          if (kv != NULL && json_array_get_length (kv) == 2 &&
+              g_strcmp0 (json_array_get_string_element (kv, 0), "Addon") == 0 &&
+              json_array_get_string_element (kv, 1) != NULL)
+            view->addon = g_strdup (json_array_get_string_element (kv, 1));
+        }
+    }
   if (json_object_has_member (report, "stack") && JSON_NODE_HOLDS_ARRAY (json_object_get_member (report, "stack")))
     stack = json_object_get_array_member (report, "stack");
   if (json_object_has_member (report, "symbols") && JSON_NODE_HOLDS_ARRAY (json_object_get_member (report, "symbols")))
@@ -526,7 +515,7 @@ hang_view_new (PerfmondView           *self,
         {
           /* A script frame or a label: its text. */
           g_ptr_array_add (view->frames, g_strdup (json_node_get_string (frame)));
-          g_ptr_array_add (view->functions, script_function (json_node_get_string (frame)));
+          g_ptr_array_add (view->functions, perfmon_frame_function (json_node_get_string (frame)));
           view->n_symbolized++;
           continue;
         }
@@ -551,7 +540,8 @@ hang_view_new (PerfmondView           *self,
         {
           const char *plus = strrchr (symbol, '+');
 
-          function = strip_offset (symbol);
+          function = plus != NULL && plus != symbol && g_str_has_prefix (plus, "+0x")
+                     ? g_strndup (symbol, (gsize) (plus - symbol)) : g_strdup (symbol);
           function_offset = plus != NULL ? g_ascii_strtoull (plus + 1, NULL, 16) : 0;
         }
       else if (module_name != NULL && g_get_monotonic_time () > self->symbolize_until)
@@ -569,11 +559,10 @@ hang_view_new (PerfmondView           *self,
       if (function != NULL)
         view->n_symbolized++;
       g_ptr_array_add (view->frames, perfmon_format_native_frame (module_name, offset, function, function_offset));
-      /* Unnamed frames merge by module, as `perfmon hangs show` merges
-       * them; outside every module, by address. */
-      g_ptr_array_add (view->functions, function != NULL ? g_strdup (function) :
-                                        module_name != NULL ? g_strdup (module_name) :
-                                        perfmon_format_native_frame (NULL, offset, NULL, 0));
+      /* By function, as `perfmon hangs show` merges them: "lib.so (func)";
+       * unnamed, by module; outside every module, by address. */
+      g_ptr_array_add (view->functions,
+                       perfmon_frame_function (g_ptr_array_index (view->frames, view->frames->len - 1)));
     }
   return view;
 }
@@ -758,6 +747,11 @@ serve_state (PerfmondHttpRequest *request,
       json_builder_add_double_value (builder, hang->duration_ms);
       json_builder_set_member_name (builder, "runnable");
       json_builder_add_string_value (builder, hang->runnable_name);
+      if (view->addon != NULL)
+        {
+          json_builder_set_member_name (builder, "addon");
+          json_builder_add_string_value (builder, view->addon);
+        }
       /* Innermost first, named. */
       json_builder_set_member_name (builder, "frames");
       json_builder_begin_array (builder);

@@ -16,43 +16,8 @@
 
 #include <string.h>
 
+#include "perfmon-frame-function.h"
 #include "perfmon-tool-hang-groups.h"
-
-/* Drops every "+0x…" offset and, in a script frame "name (file:line)",
- * the line. A frame without a symbol keeps its module only. */
-char *
-perfmon_tool_frame_function (const char *frame)
-{
-  GString *out = g_string_sized_new (strlen (frame));
-  const char *p = frame;
-
-  while (*p != '\0')
-    {
-      if (p[0] == '+' && p[1] == '0' && p[2] == 'x')
-        {
-          p += 3;
-          while (g_ascii_isxdigit (*p))
-            p++;
-          continue;
-        }
-      if (p[0] == ':' && g_ascii_isdigit (p[1]))
-        {
-          const char *q = p + 1;
-
-          while (g_ascii_isdigit (*q))
-            q++;
-          /* "file.py:12)": a line number, at the end of the parenthesis. */
-          if (*q == ')')
-            {
-              p = q;
-              continue;
-            }
-        }
-      g_string_append_c (out, *p);
-      p++;
-    }
-  return g_string_free (out, FALSE);
-}
 
 /* "busy (/tmp/busy.py:7)": a Python or JavaScript frame; native ones have
  * a "+0x" offset, labels no "(file:line)". */
@@ -95,7 +60,7 @@ hang_key (PerfmonHangReport *report)
 
       if (have_script && !is_script_frame (stack[i]))
         continue;
-      function = perfmon_tool_frame_function (stack[i]);
+      function = perfmon_frame_function (stack[i]);
       g_string_append_printf (key, "%s\x1f", function);
     }
   return g_string_free (key, FALSE);

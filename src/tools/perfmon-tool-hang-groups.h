@@ -25,9 +25,4 @@ typedef struct
  * their first hang, of PerfmonToolHangGroup (freed with the array). */
 GPtrArray *perfmon_tool_group_hangs (GPtrArray *reports);
 
-/* A stack frame's text as printed ("lib.so+0x1f (func+0x2)",
- * "busy (/tmp/busy.py:7)", "spell check") without what changes from one
- * hang to the next within a function: "lib.so (func)", "busy (/tmp/busy.py)". */
-char      *perfmon_tool_frame_function (const char *frame);
-
 G_END_DECLS

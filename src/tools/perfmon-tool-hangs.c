@@ -8,6 +8,7 @@
 
 #include "perfmon-tool.h"
 #include "perfmon-tool-common.h"
+#include "perfmon-frame-function.h"
 #include "perfmon-tool-hang-groups.h"
 
 /* The most reports merged into one stack tree: enough to see the pattern,
@@ -116,7 +117,7 @@ tree_add (Node              *root,
     {
       /* By function, not by address: hangs in the same loop stop at
        * another instruction of each function every time. */
-      g_autofree char *text = perfmon_tool_frame_function (stack[i]);
+      g_autofree char *text = perfmon_frame_function (stack[i]);
       Node *child = NULL;
 
       for (guint c = 0; c < node->children->len && child == NULL; c++)

@@ -35,9 +35,9 @@ def cpu_ms(pid):
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf('SC_CLK_TCK')
 
 
-def page_timings(url, seconds):
-    """Opens url in headless chromium for seconds, then returns the page's
-    timings (document.body.dataset) and the rows drawn."""
+def page_timings(url, draws):
+    """Opens url in headless chromium until it has drawn `draws` times, then
+    returns the page's timings (document.body.dataset) and the rows drawn."""
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
@@ -63,36 +63,75 @@ def page_timings(url, seconds):
         inp = os.fdopen(from_browser_r, 'rb', buffering=0)
         pending = b''
         serial = [0]
+        events = []
+        traced = [False]
+
+        def read_message():
+            nonlocal pending
+            while b'\0' not in pending:
+                chunk = inp.read(65536)
+                if not chunk:
+                    raise RuntimeError('chromium closed the DevTools pipe')
+                pending += chunk
+            line, pending = pending.split(b'\0', 1)
+            message = json.loads(line)
+            if message.get('method') == 'Tracing.dataCollected':
+                events.extend(message['params']['value'])
+            elif message.get('method') == 'Tracing.tracingComplete':
+                traced[0] = True
+            return message
 
         def call(method, params=None, session=None):
-            nonlocal pending
             serial[0] += 1
             message = {'id': serial[0], 'method': method, 'params': params or {}}
             if session:
                 message['sessionId'] = session
             out.write(json.dumps(message).encode() + b'\0')
             while True:
-                while b'\0' not in pending:
-                    chunk = inp.read(65536)
-                    if not chunk:
-                        raise RuntimeError('chromium closed the DevTools pipe')
-                    pending += chunk
-                line, pending = pending.split(b'\0', 1)
-                reply = json.loads(line)
+                reply = read_message()
                 if reply.get('id') == serial[0]:
                     if 'error' in reply:
                         raise RuntimeError(f'{method}: {reply["error"]}')
                     return reply['result']
+
+        def page_data(session):
+            result = call('Runtime.evaluate', {'expression': 'JSON.stringify(Object.assign({rows: '
+                                                             'document.querySelectorAll("tr[data-pid], .proc[data-pid]")'
+                                                             '.length, refreshes: window.refreshes}, '
+                                                             'document.body.dataset))',
+                                               'returnByValue': True}, session)
+            return json.loads(result['result']['value']) if 'value' in result['result'] else {}
         try:
             target = call('Target.createTarget', {'url': url})['targetId']
             session = call('Target.attachToTarget', {'targetId': target, 'flatten': True})['sessionId']
-            time.sleep(seconds)
-            result = call('Runtime.evaluate', {'expression': 'JSON.stringify(Object.assign({rows: '
-                                                             'document.querySelectorAll("tr[data-pid]").length, '
-                                                             'refreshes: window.refreshes}, '
-                                                             'document.body.dataset))',
-                                               'returnByValue': True}, session)
-            return json.loads(result['result']['value'])
+            # Until the page has drawn `draws` times (the first, then
+            # refreshes every 2 s), or for two minutes on a machine too
+            # busy. The refreshes after the first draw are traced: the
+            # renderer's main thread's CPU time (trace events' thread time),
+            # which a busy machine does not stretch as it does wall time.
+            deadline = time.monotonic() + 120
+            data = {}
+            while (data.get('refreshes') or 0) < 1 and time.monotonic() < deadline:
+                time.sleep(0.5)
+                data = page_data(session)
+            call('Tracing.start', {'traceConfig': {'includedCategories': ['toplevel', 'devtools.timeline',
+                                                                           'disabled-by-default-devtools.timeline']},
+                                   'transferMode': 'ReportEvents'}, session)
+            first = data.get('refreshes') or 0
+            while (data.get('refreshes') or 0) < draws and time.monotonic() < deadline:
+                time.sleep(1)
+                data = page_data(session)
+            call('Tracing.end', {}, session)
+            while not traced[0]:
+                read_message()
+            main_threads = {e['tid'] for e in events
+                            if e.get('name') == 'thread_name' and e['args'].get('name') == 'CrRendererMain'}
+            tasks = [e['tdur'] / 1000 for e in events if e.get('tid') in main_threads and e.get('ph') == 'X'
+                     and e.get('name') == 'RunTask' and 'tdur' in e]
+            refreshes = (data.get('refreshes') or 0) - first
+            data['cpuPerRefreshMs'] = f'{sum(tasks) / refreshes:.1f}' if refreshes > 0 else '?'
+            data['cpuMaxTaskMs'] = f'{max(tasks):.1f}' if tasks else '?'
+            return data
         finally:
             browser.terminate()
             browser.wait()
@@ -185,16 +224,18 @@ def main():
                   f'{", ".join(f"{x:.1f}" for x in per_get)} ms', flush=True)
             # The page in headless chromium, in real time (virtual time
             # would stop performance.now() while the page draws): driven over
-            # the DevTools protocol on a pipe, read after 5 refreshes.
+            # the DevTools protocol on a pipe, read after 6 refreshes.
             for fragment in ('', '#all'):
                 start = time.perf_counter()
-                data = page_timings(url + fragment, 11)
+                data = page_timings(url + fragment, 7)
                 wall = time.perf_counter() - start
                 print(f'view-bench: chromium{" " + fragment if fragment else ""} drew {data.get("rows")} rows; '
-                      f'first drawn {data.get("firstDrawnMs", "?")} ms after navigation; the last refresh took '
-                      f'{data.get("drawMs", "?")} ms to draw, the slowest {data.get("drawMaxMs", "?")} ms '
-                      f'({data.get("refreshes")} refreshes, every 2 s); {wall:.1f} s for chromium in all',
-                      flush=True)
+                      f'first drawn {data.get("firstDrawnMs", "?")} ms after navigation, in '
+                      f'{data.get("firstDrawMs", "?")} ms; then {data.get("refreshes")} draws every 2 s, each to '
+                      f'update and lay out (ms): {data.get("drawsMs", "?")}, until its frame was drawn: '
+                      f'{data.get("framesMs", "?")}; renderer main thread CPU per refresh '
+                      f'{data.get("cpuPerRefreshMs", "?")} ms, its longest task {data.get("cpuMaxTaskMs", "?")} ms; '
+                      f'{wall:.1f} s for chromium in all', flush=True)
         finally:
             for child in children:
                 child.terminate()

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 # test_cli_view.py: perfmon view and perfmond's about:performance page
 # (issue 25, points 1-4): the hostile cases against the page's server, and
-# the page in Debian's headless chromium with gtk4-demo (under xvfb-run)
-# and a Python program, both run with perfmon run.
+# the page in Debian's headless chromium with gtk4-demo (under xvfb-run),
+# a Python program and a GJS program with an extension, all run with
+# perfmon run.
 #
 # Screenshots go to $PERFMON_VIEW_SCREENSHOTS when it is set.
 #
@@ -48,6 +49,37 @@ def stall():
 GLib.timeout_add(50, lambda: work())
 GLib.timeout_add(3000, stall)
 GLib.MainLoop().run()
+"""
+
+# A GJS program with an extension laid out as GNOME Shell's: the
+# extension's handler of a signal the program emits every 1.5 s blocks the
+# loop 400 ms, so its hangs name the add-on.
+GJS = shutil.which('gjs')
+ADDON = 'slow@perfmon.test'
+GJS_PROGRAM = """
+import Gio from 'gi://Gio';
+import GLib from 'gi://GLib';
+
+const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions/%s`;
+const action = new Gio.SimpleAction({name: 'ping'});
+const extension = await import(`file://${dir}/extension.js`);
+extension.enable(action);
+GLib.timeout_add(GLib.PRIORITY_DEFAULT, 1500, () => {
+    action.activate(null);
+    return GLib.SOURCE_CONTINUE;
+});
+new GLib.MainLoop(null, false).run();
+""" % ADDON
+GJS_EXTENSION = """
+import GLib from 'gi://GLib';
+
+function onActivate() {
+    GLib.usleep(400000);
+}
+
+export function enable(action) {
+    action.connect('activate', onActivate);
+}
 """
 
 
@@ -264,8 +296,11 @@ class ViewTest(BusTestCase):
         def flame():
             state = json.loads(get(self.base + 'api/state', auth)[2])
             return next((p.get('flame') for p in state['processes'] if p['pid'] == child.pid), None)
+        # Merged by function as perfmon hangs merges them
+        # (perfmon_frame_function(): the module and the function, no offset).
         self.assertEqual(self.eventually(flame, 'the flame graph', timeout=60),
-                         ['all', 1, [['outer label', 1, [['g_main_loop_run', 1, [['g_main_loop_run', 1, []]]]]]]])
+                         ['all', 1, [['outer label', 1, [['libglib-2.0.so.0 (g_main_loop_run)', 1,
+                                                          [['libglib-2.0.so.0 (g_main_loop_run)', 1, []]]]]]]])
 
     @unittest.skipIf(CHROMIUM is None, 'chromium missing (Debian: chromium)')
     @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gtk4-demo') is None,
@@ -283,6 +318,20 @@ class ViewTest(BusTestCase):
         python = self.start([TOOL, 'run', '--threshold', '100', '--trace', trace, '--',
                              '/usr/bin/python3', script], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # A GJS program whose extension hangs it (when GJS is there).
+        if GJS is not None:
+            extension = os.path.join(self.tmp, 'data', 'gnome-shell', 'extensions', ADDON)
+            os.makedirs(extension)
+            with open(os.path.join(extension, 'extension.js'), 'w') as f:
+                f.write(GJS_EXTENSION)
+            with open(os.path.join(extension, 'metadata.json'), 'w') as f:
+                json.dump({'uuid': ADDON, 'name': 'Slow', 'shell-version': ['43']}, f)
+            main = self.path('gjs-main.js')
+            with open(main, 'w') as f:
+                f.write(GJS_PROGRAM)
+            gjs = self.start([TOOL, 'run', '--threshold', '150', '--', GJS, '-m', main],
+                             env=dict(env, XDG_DATA_HOME=os.path.join(self.tmp, 'data')),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         auth = {'Authorization': 'Bearer ' + self.token}
 
         def ready():
@@ -292,10 +341,11 @@ class ViewTest(BusTestCase):
             state = json.loads(get(self.base + 'api/state', auth)[2])
             names = {p['name'] for p in state['processes']}
             # A hang of the Python program with a stack (the watchdog
-            # may find none, and says why).
+            # may find none, and says why), and one of the extension.
             python_hangs = [h for h in state['hangs'] if h['process'] == 'python3' and h['frames']]
-            return state if {'gtk4-demo', 'python3'} <= names and python_hangs else None
-        state = self.eventually(ready, 'both programs and a hang with a stack in /api/state', timeout=120)
+            addon_hangs = [h for h in state['hangs'] if h.get('addon') == ADDON] if GJS is not None else [None]
+            return state if {'gtk4-demo', 'python3'} <= names and python_hangs and addon_hangs else None
+        state = self.eventually(ready, 'the programs and their hangs in /api/state', timeout=180)
         python_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'python3')
         gtk_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'gtk4-demo')
 
@@ -317,7 +367,7 @@ class ViewTest(BusTestCase):
             yield node[0]
             for child in node[2]:
                 yield from names(child)
-        self.assertIn('g_main_loop_run', set(names(flame)))
+        self.assertTrue(any(re.fullmatch(r'\S+ \(g_main_loop_run\)', name) for name in names(flame)), flame)
         # Groups: the top ones, each with its exceedance histogram (1 …
         # 512 ms, never growing) and sparkline points; the rest summed.
         for process in state['processes']:
@@ -358,7 +408,7 @@ class ViewTest(BusTestCase):
         for expected in ('gtk4-demo', 'python3', 'pid ', 'thread', 'hung', 'data-hang'):
             self.assertIn(expected, first, first[:2000])
         # Shares are computed from two states at least: the page updated.
-        self.assertRegex(first, r'<td class="num">\d+\.\d %</td>')
+        self.assertRegex(first, r'<div class="num cpu" role="cell">\d+\.\d %</div>')
         # Names from the programs are text, never markup.
         self.assertRegex(first, r'<span class="name" title="[^"]*">__main__\.&lt;lambda&gt; \(worker\.py:\d+\)<')
         self.assertNotIn('</lambda>', first)
@@ -372,10 +422,22 @@ class ViewTest(BusTestCase):
         self.assertTrue(any(len(stack.splitlines()) > 1 and
                             re.search(r'\((g_main_loop_run|g_main_context_iteration)\+0x', stack)
                             for stack in stacks), stacks)
+        # The extension's hang names its add-on beside its runnable (the
+        # extension's handler: its site in the add-on).
+        if GJS is not None:
+            addon_hang = next(h for h in state['hangs'] if h.get('addon') == ADDON)
+            self.assertIn(ADDON + '/extension.js', addon_hang['runnable'])
+            self.assertTrue(all('addon' not in h for h in state['hangs'] if h['process'] == 'python3'))
+            # The page lists the newest 20 hangs: the extension hangs the
+            # program every 1.5 s, so one of them at least.
+            self.assertRegex(first, r'<div class="hang" data-hang="[^"]*"><details[^>]*><summary><strong>[^<]*'
+                                    r'\(pid %d\)</strong> hung \d+ ms in <code>[^<]*%s/extension\.js[^<]*</code> '
+                                    r'<span class="addon">add-on <code>%s</code></span></summary>'
+                                    % (addon_hang['pid'], re.escape(ADDON), re.escape(ADDON)))
         # The flame graph of the Python program's hangs, the main loop in it.
         flame = re.search(r'<svg class="flame" data-pid="%d"[^>]*>(.*?)</svg>' % python_pid, first, re.S)
         self.assertTrue(flame, first[-3000:])
-        self.assertIn('<title>g_main_loop_run', flame.group(1))
+        self.assertRegex(flame.group(1), r'<title>\S+ \(g_main_loop_run\) \(\d+ of \d+ hangs\)</title>')
         # The download link of its task trace.
         self.assertIn('href="/api/trace?pid=%d&amp;token=%s"' % (python_pid, self.token), first)
         # Later, the page shows a later state.
@@ -394,6 +456,8 @@ class ViewTest(BusTestCase):
                          '--screenshot=' + path, self.url)
                 self.assertTrue(os.path.exists(path), path)
         python.terminate()
+        if GJS is not None:
+            gjs.terminate()
 
 
 if __name__ == '__main__':
