@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 
 /* The module takes a table of this version only (module and library are
  * built and installed together; a mismatch is a broken installation). */
-#define PERFMON_PRELOAD_INTERNALS_VERSION 2
+#define PERFMON_PRELOAD_INTERNALS_VERSION 3
 #define PERFMON_PRELOAD_RECEIVE_SYMBOL "perfmon_preload_receive_internals"
 
 typedef struct
@@ -64,6 +64,11 @@ typedef struct
   void     (*hang_monitor_set_ongoing_func) (PerfmonHangMonitor     *self,
                                              PerfmonHangOngoingFunc  func,
                                              gpointer                data);
+
+  /* The snapshot's JSON with the modules its "module+0x…" names refer to
+   * (stack/'s _perfmon_modules_for_snapshot()): for the summary's
+   * checkpoints, on their writer's thread. */
+  char    *(*snapshot_to_json_with_modules) (PerfmonSnapshot        *snapshot);
 } PerfmonPreloadInternals;
 
 /* What the module exports as PERFMON_PRELOAD_RECEIVE_SYMBOL: called once,

@@ -11,8 +11,18 @@
 
 #include "perfmon-interpose-private.h"
 #include "perfmon-js-site-private.h"
+#include "perfmon-modules-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-preload-internals-private.h"
+#include "perfmon-snapshot-private.h"
+
+static char *
+snapshot_to_json_with_modules (PerfmonSnapshot *snapshot)
+{
+  g_autoptr(GPtrArray) modules = _perfmon_modules_for_snapshot (snapshot);
+
+  return _perfmon_snapshot_to_json_with_modules (snapshot, modules);
+}
 
 static const PerfmonPreloadInternals internals = {
   .version = PERFMON_PRELOAD_INTERNALS_VERSION,
@@ -30,6 +40,7 @@ static const PerfmonPreloadInternals internals = {
   .js_site_status = _perfmon_js_site_status,
   .hang_monitor_set_step_aside = _perfmon_hang_monitor_set_step_aside,
   .hang_monitor_set_ongoing_func = _perfmon_hang_monitor_set_ongoing_func,
+  .snapshot_to_json_with_modules = snapshot_to_json_with_modules,
 };
 
 /* At load, once: one symbol lookup, in every process that loads the
