@@ -45,6 +45,9 @@ typedef struct
   gboolean (*interpose_dbus_call_begin) (gconstpointer          function);
   void     (*interpose_dbus_call_end)   (gboolean               began);
   void     (*interpose_dbus_received)   (GDBusMethodInvocation *invocation);
+  void     (*interpose_gtask_run_begin) (GTask                 *task,
+                                         GTaskThreadFunc        task_func);
+  void     (*interpose_gtask_run_end)   (void);
 
   /* core/perfmon-monitor-private.h: a GApplication's start-up begins. */
   void     (*monitor_begin_startup)     (PerfmonMonitor        *self);

@@ -148,6 +148,32 @@ class NamesAfterExitTest(BusTestCase):
             self.assertExit(result, 0)
             self.assertRegex(result.stdout, expected, path)
 
+    def test_gtask_without_source_tag(self):
+        # GTask's pool runs the task through a static function of libgio:
+        # without libgio's debug symbols it could only be
+        # "libgio-2.0.so.0+0x…". The task is named after the thread
+        # function the program gave g_task_run_in_thread().
+        program = os.environ['PERFMON_UNTAGGED_GTASK']
+        trace = self.path('gtask.trace')
+        env = self.foreign_env()
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        result = self.perfmon('run', '--trace', trace, '--', program, env=env)
+        self.assertExit(result, 0)
+        result = self.perfmon('tasks', 'dump', '--json', trace)
+        self.assertExit(result, 0)
+        tasks = json.loads(result.stdout)['tasks']
+        # The task the program's timeout ran in GLib's pool (the preload
+        # module's own D-Bus connection may run GIO's tasks there too).
+        starts = {t['id'] for t in tasks if t['name'].startswith('GTimeoutSource (untagged-gtask+0x')}
+        workers = [t for t in tasks if t['parent_id'] in starts and t['thread'] != t['process']]
+        self.assertEqual(len(workers), 1, result.stdout)
+        # The program's name: the function itself, or its module and
+        # offset, which the tool names.
+        self.assertRegex(workers[0]['name'], r'^(untagged_worker|untagged-gtask\+0x[0-9a-f]+)$')
+        result = self.perfmon('tasks', 'dump', trace)
+        self.assertExit(result, 0)
+        self.assertRegex(result.stdout, r'/\d+ +(untagged-gtask\+0x[0-9a-f]+ \()?untagged_worker')
+
 
 if __name__ == '__main__':
     unittest.main(verbosity=2, argv=[sys.argv[0]])
