@@ -159,6 +159,9 @@ class NamesAfterExitTest(BusTestCase):
         env['PERFMON_RUN_NO_EXPORT'] = '1'
         result = self.perfmon('run', '--trace', trace, '--', program, env=env)
         self.assertExit(result, 0)
+        # perfmon run's summary, printed once the program has ended, names
+        # its static callback from the modules the summary recorded.
+        self.assertRegex(result.stderr, r'busiest groups \(CPU\): .*GTimeoutSource \(untagged-gtask\+0x[0-9a-f]+ \(start\)\)')
         result = self.perfmon('tasks', 'dump', '--json', trace)
         self.assertExit(result, 0)
         tasks = json.loads(result.stdout)['tasks']
