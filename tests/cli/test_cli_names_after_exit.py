@@ -55,7 +55,7 @@ class NamesAfterExitTest(BusTestCase):
 
     def run_to_the_end(self, program, snapshot=None):
         """Runs @program under perfmon run with a task log and a summary;
-        with @snapshot, lingers 3 s after its hang and has `perfmon
+        with @snapshot, lingers 10 s after its hang and has `perfmon
         snapshot -o SNAPSHOT` taken while it lives. Returns when it has
         exited."""
         trace = self.path('run.trace')
@@ -63,7 +63,7 @@ class NamesAfterExitTest(BusTestCase):
         env = self.foreign_env()
         argv = [TOOL, 'run', '--trace', trace, '--summary', summary, '--', program]
         if snapshot is not None:
-            argv.append('3')
+            argv.append('10')
         else:
             env['PERFMON_RUN_NO_EXPORT'] = '1'
         process = self.start(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
