@@ -530,6 +530,7 @@ _perfmon_modules_for_names (const char * const *names,
 {
   g_autoptr(GPtrArray) words = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(PerfmonModules) loaded = NULL;
+  gboolean unknown = FALSE;
   GPtrArray *found = NULL;
 
   for (gsize i = 0; i < n_names; i++)
@@ -541,24 +542,29 @@ _perfmon_modules_for_names (const char * const *names,
   g_mutex_lock (&named_lock);
   if (named == NULL)
     named = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < words->len && !unknown; i++)
+    unknown = !g_hash_table_contains (named, g_ptr_array_index (words, i));
+  g_mutex_unlock (&named_lock);
+  /* A word not seen yet: the objects loaded now, once per call, outside
+   * named_lock (dl_iterate_phdr() takes the dynamic linker's lock, which
+   * a caller may hold: never the other way round). */
+  if (unknown)
+    loaded = _perfmon_modules_new ();
+
+  g_mutex_lock (&named_lock);
   for (guint i = 0; i < words->len; i++)
     {
       const char *word = g_ptr_array_index (words, i);
       gpointer module = g_hash_table_lookup (named, word);
 
-      if (module == NULL)
+      if (module == NULL && loaded != NULL)
         {
-          /* A word not seen yet: the objects loaded now, once per call. */
-          if (loaded == NULL)
-            loaded = _perfmon_modules_new ();
           module = find_named (loaded, word);
           if (module == NULL)
             module = (gpointer) no_module;
           if (g_hash_table_size (named) < MAX_NAMED_WORDS)
             g_hash_table_insert (named, g_strdup (word), module);
-          else if (module == no_module)
-            continue;
-          else
+          else if (module != no_module)
             {
               /* Not kept: this call's copy is the one handed out. */
               if (found == NULL)
@@ -567,7 +573,7 @@ _perfmon_modules_for_names (const char * const *names,
               continue;
             }
         }
-      if (module == no_module)
+      if (module == NULL || module == no_module)
         continue;
       if (found == NULL)
         found = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
