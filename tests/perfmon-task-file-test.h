@@ -62,7 +62,7 @@ test_task_file_parse (const char *contents,
       g_assert_cmpuint (record->size % 8, ==, 0);
       g_assert_cmpuint (record->size, <=, length - at);
       g_assert_cmpuint (record->type, >=, PERFMON_TASK_RECORD_DISPATCH);
-      g_assert_cmpuint (record->type, <=, PERFMON_TASK_RECORD_NAME);
+      g_assert_cmpuint (record->type, <=, PERFMON_TASK_RECORD_MODULE);
       g_assert_cmpint (record->time_ns, >, 0);
       g_ptr_array_add (file->records, (gpointer) record);
       at += record->size;

@@ -993,7 +993,7 @@ test_variant_values (void)
 
   g_assert_cmpstr (text, ==,
                    "(1, 77, 5, 12, 'proc', 3, 4, [6], [3], ['c'], [8], ['ad'], [1], [1], [2], [9], "
-                   "[4, 3, 2, 1, 0, 0, 0, 0, 0, 0], 0)");
+                   "[4, 3, 2, 1, 0, 0, 0, 0, 0, 0], 0, [])");
 }
 
 typedef struct
@@ -1203,6 +1203,136 @@ test_builder (void)
 }
 
 static void
+assert_module (PerfmonSnapshot *snapshot,
+               const char      *name,
+               const char      *path,
+               guint64          base,
+               const char      *build_id)
+{
+  const char *got_path = NULL, *got_build_id = NULL;
+  guint64 got_base = 0;
+
+  g_assert_true (perfmon_snapshot_lookup_module (snapshot, name, &got_path, &got_base, &got_build_id));
+  g_assert_cmpstr (got_path, ==, path);
+  g_assert_cmpuint (got_base, ==, base);
+  g_assert_cmpstr (got_build_id, ==, build_id);
+}
+
+/* The modules that "module+0x…" group names refer to: recorded by the
+ * builder, kept by the JSON and GVariant forms and by differences, checked
+ * strictly by every reader; snapshots without them (before 0.3) read. */
+static void
+test_modules (void)
+{
+  const guint64 zeros[N_DURATIONS] = { 0, };
+  g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
+  g_autoptr(PerfmonSnapshot) built = NULL;
+  g_autoptr(PerfmonSnapshot) from_json = NULL;
+  g_autoptr(PerfmonSnapshot) from_variant = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(PerfmonSnapshot) bare = NULL;
+  g_autoptr(PerfmonSnapshot) old = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(GVariant) old_variant = NULL;
+  g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = NULL;
+  g_autofree char *bare_json = NULL;
+  static const struct {
+    const char *name;
+    const char *path;
+    const char *build_id;
+    const char *field;
+  } bad[] = {
+    { "", "/usr/bin/prog", "", "modules[0].name" },
+    { "a/b", "/usr/bin/prog", "", "modules[0].name" },
+    { "prog", "usr/bin/prog", "", "modules[0].path" },
+    { "prog", "/usr/bin/prog", "ABCD", "modules[0].build_id" },
+    { "prog", "/usr/bin/prog", "abc", "modules[0].build_id" },
+    { "prog", "/usr/bin/prog", "xyz0", "modules[0].build_id" },
+  };
+
+  perfmon_snapshot_builder_set_times (builder, 5000000, 0, 0);
+  perfmon_snapshot_builder_set_process (builder, 4242, "prog", 0, 0);
+  perfmon_snapshot_builder_add_group (builder, 1, PERFMON_GROUP_KIND_COMPARTMENT,
+                                      "GTimeoutSource (prog+0x1270)", 0, NULL, 0, 0, 0, zeros, N_DURATIONS);
+  perfmon_snapshot_builder_add_module (builder, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
+  perfmon_snapshot_builder_add_module (builder, "libgio-2.0.so.0", "/usr/lib/libgio-2.0.so.0", 0, "");
+  built = perfmon_snapshot_builder_end (builder, &error);
+  g_assert_no_error (error);
+  assert_module (built, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
+  assert_module (built, "libgio-2.0.so.0", "/usr/lib/libgio-2.0.so.0", 0, "");
+  g_assert_false (perfmon_snapshot_lookup_module (built, "other", NULL, NULL, NULL));
+
+  json = perfmon_snapshot_to_json (built);
+  g_assert_nonnull (strstr (json, ",\"modules\":[{\"name\":\"prog\",\"path\":\"/usr/bin/prog\",\"base\":89477120,"
+                                  "\"build_id\":\"0123456789abcdef\"},"));
+  from_json = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_no_error (error);
+  assert_module (from_json, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
+  assert_module (from_json, "libgio-2.0.so.0", "/usr/lib/libgio-2.0.so.0", 0, "");
+
+  variant = perfmon_snapshot_to_variant (built);
+  from_variant = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  assert_module (from_variant, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
+
+  /* A difference has the newer snapshot's names, and so its modules. */
+  delta = perfmon_snapshot_subtract (from_variant, from_json, &error);
+  g_assert_no_error (error);
+  assert_module (delta, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
+
+  /* Without modules: no member in JSON, as before 0.3, and the 0.2
+   * variant (without the last member) reads. */
+  bare = make_snapshot (1, 0, 7, "p", 0, 0, NULL);
+  bare_json = perfmon_snapshot_to_json (bare);
+  g_assert_null (strstr (bare_json, "modules"));
+  for (gsize i = 0; i + 1 < g_variant_n_children (variant); i++)
+    g_ptr_array_add (children, g_variant_get_child_value (variant, i));
+  old_variant = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
+  old = perfmon_snapshot_new_from_variant (old_variant, &error);
+  g_assert_no_error (error);
+  g_assert_false (perfmon_snapshot_lookup_module (old, "prog", NULL, NULL, NULL));
+  g_assert_cmpuint (perfmon_snapshot_get_groups (old)->len, ==, 1);
+
+  /* Each reader checks them the same way, and names the field. */
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(PerfmonSnapshot) rejected = NULL;
+
+      perfmon_snapshot_builder_set_process (builder, 7, NULL, 0, 0);
+      perfmon_snapshot_builder_add_module (builder, bad[i].name, bad[i].path, 0, bad[i].build_id);
+      rejected = perfmon_snapshot_builder_end (builder, &error);
+      g_assert_null (rejected);
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+      g_assert_nonnull (strstr (error->message, bad[i].field));
+      g_clear_error (&error);
+    }
+  {
+    g_autoptr(PerfmonSnapshot) rejected = NULL;
+    g_autoptr(GString) twice = g_string_new (json);
+
+    /* A module named twice. */
+    g_string_replace (twice, "\"name\":\"libgio-2.0.so.0\"", "\"name\":\"prog\"", 1);
+    rejected = perfmon_snapshot_new_from_json (twice->str, &error);
+    g_assert_null (rejected);
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "modules[1].name"));
+    g_clear_error (&error);
+  }
+  {
+    g_autoptr(PerfmonSnapshot) rejected = NULL;
+    g_autoptr(GString) wrong = g_string_new (json);
+
+    g_string_replace (wrong, "\"base\":89477120", "\"base\":-1", 1);
+    rejected = perfmon_snapshot_new_from_json (wrong->str, &error);
+    g_assert_null (rejected);
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "modules[0].base"));
+  }
+}
+
+static void
 test_builder_invalid (void)
 {
   const guint64 increasing[N_DURATIONS] = { 1, 2, 0, };
@@ -1320,6 +1450,7 @@ main (int    argc,
   g_test_add_func ("/snapshot/lookup", test_lookup);
   g_test_add_func ("/snapshot/builder", test_builder);
   g_test_add_func ("/snapshot/builder/invalid", test_builder_invalid);
+  g_test_add_func ("/snapshot/modules", test_modules);
   g_test_add_func ("/snapshot/subtract", test_subtract);
   g_test_add_func ("/snapshot/subtract/order", test_subtract_order);
   g_test_add_func ("/snapshot/subtract/any-order", test_subtract_any_order);

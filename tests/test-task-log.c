@@ -567,6 +567,98 @@ test_unknown_record_type (Fixture       *fixture,
   g_assert_cmpuint (perfmon_task_log_get_tasks (log)->len, ==, 4);
 }
 
+/* The log of @original with one MODULE record appended: @base, then
+ * @strings (@length bytes, the name, path and build id with their NULs,
+ * or anything else) and padding. */
+static char *
+with_module_record (Fixture    *fixture,
+                    GBytes     *original,
+                    const char *file_name,
+                    guint64     base,
+                    const char *strings,
+                    gsize       length)
+{
+  char *path = g_build_filename (fixture->dir, file_name, NULL);
+  gsize size = (sizeof (PerfmonTaskModuleRecord) + length + 7) & ~(gsize) 7;
+  g_autoptr(GByteArray) bytes = g_byte_array_new ();
+  PerfmonTaskModuleRecord record = { { PERFMON_TASK_RECORD_MODULE, (guint16) size, 0, 1 }, base };
+  static const guint8 zeros[8];
+
+  g_byte_array_append (bytes, g_bytes_get_data (original, NULL), g_bytes_get_size (original));
+  g_byte_array_append (bytes, (const guint8 *) &record, sizeof record);
+  g_byte_array_append (bytes, (const guint8 *) strings, length);
+  g_byte_array_append (bytes, zeros, size - sizeof record - length);
+  g_assert_true (g_file_set_contents (path, (const char *) bytes->data, bytes->len, NULL));
+  return path;
+}
+
+/* MODULE records: what the file says of the modules its "module+0x…"
+ * names refer to, per process, checked strictly. */
+static void
+test_module_records (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  static const char good[] = "prog\0/usr/bin/prog\0" "0123456789abcdef";
+  static const struct {
+    const char *strings;
+    gsize       length;
+    const char *field;
+  } bad[] = {
+#define WITH_NUL(text) text, sizeof text
+    /* 24 bytes, no NUL at the end, no padding: the build id runs out. */
+    { "prog\0/usr/bin/prog\0" "01234", sizeof "prog\0/usr/bin/prog\0" "01234" - 1, "strings" },
+    { WITH_NUL ("prog\0/usr/bin/prog\0" "0123ABCD"), "build_id" },     /* upper case */
+    { WITH_NUL ("prog\0/usr/bin/prog\0" "012"), "build_id" },          /* odd length */
+    { WITH_NUL ("a/b\0/usr/bin/prog\0" "00"), "name" },                /* not a file name */
+    { WITH_NUL ("prog\0relative/prog\0" "00"), "path" },               /* not absolute */
+    { WITH_NUL ("prog\0/usr/bin/\xff\0" "00"), "path" },              /* not UTF-8 */
+#undef WITH_NUL
+  };
+  g_autoptr(GBytes) original = read_bytes (fixture->path);
+  PerfmonTaskFileHeader header;
+  const char *path = NULL, *build_id = NULL;
+  guint64 base = 0;
+
+  memcpy (&header, g_bytes_get_data (original, NULL), sizeof header);
+  {
+    g_autofree char *file = with_module_record (fixture, original, "module.tasks", 0x7f0000001000,
+                                                good, sizeof good);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PerfmonTaskLog) log = perfmon_task_log_new_from_file (file, &error);
+
+    g_assert_no_error (error);
+    g_assert_true (perfmon_task_log_lookup_module (log, header.pid, "prog", &path, &base, &build_id));
+    g_assert_cmpstr (path, ==, "/usr/bin/prog");
+    g_assert_cmpuint (base, ==, 0x7f0000001000);
+    g_assert_cmpstr (build_id, ==, "0123456789abcdef");
+    /* Another process's, another module: nothing. */
+    g_assert_false (perfmon_task_log_lookup_module (log, header.pid + 1, "prog", NULL, NULL, NULL));
+    g_assert_false (perfmon_task_log_lookup_module (log, header.pid, "other", NULL, NULL, NULL));
+  }
+  {
+    /* A file without MODULE records (before 0.3) reads, with none. */
+    g_autoptr(GError) error = NULL;
+    g_autoptr(PerfmonTaskLog) log = perfmon_task_log_new_from_file (fixture->path, &error);
+
+    g_assert_no_error (error);
+    g_assert_false (perfmon_task_log_lookup_module (log, header.pid, "prog", NULL, NULL, NULL));
+  }
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autofree char *file = with_module_record (fixture, original, "bad-module.tasks", 0, bad[i].strings,
+                                                  bad[i].length);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(PerfmonTaskLog) log = perfmon_task_log_new_from_file (file, &error);
+
+      g_assert_null (log);
+      g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+      g_test_message ("%s", error->message);
+      g_assert_nonnull (strstr (error->message, bad[i].field));
+      /* The message names the field, never the file's bytes. */
+      g_assert_null (strstr (error->message, "relative"));
+    }
+}
+
 /* A BEGIN written before its task's DISPATCH (two threads stamping the same
  * nanosecond) still pairs with it: the reader does not depend on order. */
 static void
@@ -626,6 +718,7 @@ main (int   argc,
   ADD ("/task-log/chrome-trace-extreme-times", test_chrome_trace_extreme_times);
   ADD ("/task-log/corrupt", test_corrupt);
   ADD ("/task-log/unknown-record-type", test_unknown_record_type);
+  ADD ("/task-log/module-records", test_module_records);
   ADD ("/task-log/begin-before-dispatch", test_begin_before_dispatch);
   ADD ("/task-log/missing-file", test_missing_file);
 

@@ -220,6 +220,38 @@ perfmon_snapshot_builder_add_group (PerfmonSnapshotBuilder *self,
 }
 
 /**
+ * perfmon_snapshot_builder_add_module:
+ * @self: a `PerfmonSnapshotBuilder`
+ * @name: the module's file name, as `module+0x…` group names use it
+ * @path: the file the process loaded, an absolute path
+ * @base: the module's load base in the process
+ * @build_id: its GNU build id, lowercase hex, or "" if it has none
+ *
+ * Records a module that group names of the form `module+0xOFFSET` refer
+ * to, once (see [method@Perfmon.Snapshot.lookup_module]). The arguments are
+ * checked by [method@Perfmon.SnapshotBuilder.end], which names the first
+ * offending one, such as `modules[0].build_id`.
+ *
+ * Since: 0.3
+ */
+void
+perfmon_snapshot_builder_add_module (PerfmonSnapshotBuilder *self,
+                                     const char             *name,
+                                     const char             *path,
+                                     guint64                 base,
+                                     const char             *build_id)
+{
+  g_return_if_fail (PERFMON_IS_SNAPSHOT_BUILDER (self));
+  g_return_if_fail (name != NULL);
+  g_return_if_fail (path != NULL);
+  g_return_if_fail (build_id != NULL);
+
+  if (self->fields.modules == NULL)
+    self->fields.modules = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
+  g_ptr_array_add (self->fields.modules, _perfmon_recorded_module_new (name, path, base, build_id));
+}
+
+/**
  * perfmon_snapshot_builder_end:
  * @self: a `PerfmonSnapshotBuilder`
  * @error: return location for a #GError

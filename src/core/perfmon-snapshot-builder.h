@@ -46,6 +46,12 @@ void                    perfmon_snapshot_builder_add_group   (PerfmonSnapshotBui
                                                               guint64                 ticks,
                                                               const guint64          *durations,
                                                               gsize                   n_durations);
+PERFMON_AVAILABLE_IN_0_3
+void                    perfmon_snapshot_builder_add_module  (PerfmonSnapshotBuilder *self,
+                                                              const char             *name,
+                                                              const char             *path,
+                                                              guint64                 base,
+                                                              const char             *build_id);
 PERFMON_AVAILABLE_IN_0_2
 PerfmonSnapshot        *perfmon_snapshot_builder_end         (PerfmonSnapshotBuilder *self,
                                                               GError                **error);

@@ -208,10 +208,17 @@ write_group (Writer                  *writer,
 char *
 perfmon_snapshot_to_json (PerfmonSnapshot *self)
 {
+  g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), NULL);
+
+  return _perfmon_snapshot_to_json_with_modules (self, self->modules);
+}
+
+char *
+_perfmon_snapshot_to_json_with_modules (PerfmonSnapshot *self,
+                                        GPtrArray       *modules)
+{
   Writer writer = { NULL, 0, 0 };
   char *p;
-
-  g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), NULL);
 
   /* About 190 bytes per group: one allocation, rarely two. 256 bytes
    * per group also keeps a large snapshot from faulting its pages in
@@ -257,6 +264,25 @@ perfmon_snapshot_to_json (PerfmonSnapshot *self)
           commit (&writer, p);
         }
       write_group (&writer, g_ptr_array_index (self->groups, i));
+    }
+
+  /* None recorded: not written, as before modules were. */
+  for (guint i = 0; modules != NULL && i < modules->len; i++)
+    {
+      const PerfmonRecordedModule *module = g_ptr_array_index (modules, i);
+
+      p = reserve (&writer, 64 + MAX_U64_SIZE + max_string_size (module->name) +
+                            max_string_size (module->path) + max_string_size (module->build_id));
+      p = i == 0 ? PUT_LITERAL (p, "],\"modules\":[{\"name\":") : PUT_LITERAL (p, ",{\"name\":");
+      p = put_string (p, module->name);
+      p = PUT_LITERAL (p, ",\"path\":");
+      p = put_string (p, module->path);
+      p = PUT_LITERAL (p, ",\"base\":");
+      p = put_u64 (p, module->base);
+      p = PUT_LITERAL (p, ",\"build_id\":");
+      p = put_string (p, module->build_id);
+      *p++ = '}';
+      commit (&writer, p);
     }
 
   p = reserve (&writer, 3);
@@ -488,6 +514,50 @@ group_from_json (JsonNode  *node,
   return g_steal_pointer (&stats);
 }
 
+/* "modules": an array of objects, each checked as every reader checks
+ * them (_perfmon_snapshot_new_checked()). */
+static gboolean
+modules_from_json (JsonNode   *node,
+                   GPtrArray **modules_out,
+                   GError    **error)
+{
+  g_autoptr(GPtrArray) modules = NULL;
+  JsonArray *array;
+
+  if (!JSON_NODE_HOLDS_ARRAY (node))
+    return _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected an array, got %s",
+                                              _perfmon_json_describe_node (node));
+  array = json_node_get_array (node);
+  if (json_array_get_length (array) > PERFMON_RECORDED_MODULES_MAX)
+    return _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected at most %d modules, got %u",
+                                              PERFMON_RECORDED_MODULES_MAX, json_array_get_length (array));
+  modules = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
+  for (guint i = 0; i < json_array_get_length (array); i++)
+    {
+      JsonNode *element = json_array_get_element (array, i);
+      g_autofree char *name = NULL;
+      g_autofree char *path = NULL;
+      g_autofree char *build_id = NULL;
+      guint64 base = 0;
+      JsonObject *object;
+      char prefix[32];
+
+      g_snprintf (prefix, sizeof prefix, "modules[%u]", i);
+      if (!JSON_NODE_HOLDS_OBJECT (element))
+        return _perfmon_snapshot_set_field_error (error, NULL, prefix, "expected an object, got %s",
+                                                  _perfmon_json_describe_node (element));
+      object = json_node_get_object (element);
+      if (!read_string_member (object, prefix, "name", FALSE, &name, error) ||
+          !read_string_member (object, prefix, "path", FALSE, &path, error) ||
+          !read_u64_member (object, prefix, "base", &base, error) ||
+          !read_string_member (object, prefix, "build_id", FALSE, &build_id, error))
+        return FALSE;
+      g_ptr_array_add (modules, _perfmon_recorded_module_new (name, path, base, build_id));
+    }
+  *modules_out = g_steal_pointer (&modules);
+  return TRUE;
+}
+
 /**
  * perfmon_snapshot_new_from_json:
  * @json: a JSON document, as written by perfmon_snapshot_to_json()
@@ -578,6 +648,10 @@ perfmon_snapshot_new_from_json (const char  *json,
 
       g_ptr_array_add (fields.groups, stats);
     }
+
+  if (json_object_has_member (object, "modules") &&
+      !modules_from_json (json_object_get_member (object, "modules"), &fields.modules, error))
+    return NULL;
 
   return _perfmon_snapshot_new_checked (&fields, error);
 }

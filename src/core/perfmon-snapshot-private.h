@@ -12,6 +12,7 @@
 #pragma once
 
 #include "perfmon-group-stats-private.h"
+#include "perfmon-recorded-module-private.h"
 #include "perfmon-snapshot.h"
 
 G_BEGIN_DECLS
@@ -28,6 +29,9 @@ struct _PerfmonSnapshot
   guint64     user_time;
   guint64     system_time;
   GPtrArray  *groups;        /* of PerfmonGroupStats */
+  /* The modules that "module+0x…" names of @groups refer to, each once
+   * (PerfmonRecordedModule); NULL or empty: none recorded. */
+  GPtrArray  *modules;
   /* Lookup by id: by bisection when the ids increase along @groups, as
    * in the monitor's snapshots and their differences; otherwise through
    * a table built at the first lookup (g_once_init_enter()), since a
@@ -71,6 +75,7 @@ typedef struct
   guint64    user_time;
   guint64    system_time;
   GPtrArray *groups;        /* of PerfmonGroupStats, with a free func */
+  GPtrArray *modules;       /* of PerfmonRecordedModule, with a free func; NULL: none */
 } PerfmonSnapshotFields;
 
 void _perfmon_snapshot_fields_clear (PerfmonSnapshotFields *fields);
@@ -90,6 +95,23 @@ gboolean _perfmon_snapshot_set_field_error (GError     **error,
                                             const char  *member,
                                             const char  *format,
                                             ...) G_GNUC_PRINTF (4, 5);
+
+/* Sets the modules that the names of @self refer to (takes @modules, of
+ * PerfmonRecordedModule with a free func; NULL: none). Only on a snapshot
+ * that no other thread has seen yet: the one just taken, before it is
+ * serialised (dbus/ and the preload do, with stack/'s
+ * _perfmon_modules_for_names()). */
+void _perfmon_snapshot_set_modules (PerfmonSnapshot *self,
+                                    GPtrArray       *modules);
+
+/* perfmon_snapshot_to_json() with @modules (of PerfmonRecordedModule)
+ * as the snapshot's: for a thread that holds a snapshot others share and
+ * found its modules itself (the preload's checkpoint writer). */
+char *_perfmon_snapshot_to_json_with_modules (PerfmonSnapshot *self,
+                                              GPtrArray       *modules);
+
+/* A copy of @self's modules, or NULL. */
+GPtrArray *_perfmon_snapshot_dup_modules (PerfmonSnapshot *self);
 
 gboolean _perfmon_snapshot_check_version (guint64   version,
                                           GError  **error);

@@ -13,8 +13,10 @@
 #include "perfmon-error.h"
 #include "perfmon-snapshot-private.h"
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the wall time:
- * what processes built before it send. */
+/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the modules
+ * (0.2), and without the last two, the wall time too (0.1): what processes
+ * built before them send. */
+#define SNAPSHOT_VARIANT_TYPE_NO_MODULES "(uxxusttatauasatasauatatatatx)"
 #define SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME "(uxxusttatauasatasauatatatat)"
 
 /* --- Encoder ------------------------------------------------------------- */
@@ -45,8 +47,17 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
   g_autofree guint64 *durations = NULL;
   g_autoptr(GPtrArray) addon_ids = NULL;
   g_autoptr(GHashTable) addon_index_of = NULL;
+  GVariantBuilder modules;
 
   g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), NULL);
+
+  g_variant_builder_init (&modules, G_VARIANT_TYPE ("a(ssts)"));
+  for (guint i = 0; self->modules != NULL && i < self->modules->len; i++)
+    {
+      const PerfmonRecordedModule *module = g_ptr_array_index (self->modules, i);
+
+      g_variant_builder_add (&modules, "(ssts)", module->name, module->path, module->base, module->build_id);
+    }
 
   /* Columns, so that almost everything is an array of fixed-size numbers,
    * which GDBus copies in one go: for an array of tuples it builds and
@@ -97,7 +108,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 #define FIXED_ARRAY(type, data, count) \
   g_variant_new_fixed_array (type, data, count, sizeof *(data))
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atxa(ssts))",
                                             (guint32) PERFMON_SNAPSHOT_FORMAT_VERSION,
                                             self->timestamp,
                                             self->interval,
@@ -117,7 +128,8 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, ticks, n),
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, durations,
                                                          (gsize) n * PERFMON_N_DURATIONS),
-                                            self->wall_time));
+                                            self->wall_time,
+                                            &modules));
 #undef FIXED_ARRAY
 }
 
@@ -150,7 +162,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   g_auto(PerfmonSnapshotFields) fields = { 0, };
   g_autoptr(GVariant) ids_v = NULL, kinds_v = NULL, names_v = NULL, window_ids_v = NULL;
   g_autoptr(GVariant) addon_ids_v = NULL, addon_indexes_v = NULL, cpu_times_v = NULL;
-  g_autoptr(GVariant) blocked_times_v = NULL, ticks_v = NULL, durations_v = NULL;
+  g_autoptr(GVariant) blocked_times_v = NULL, ticks_v = NULL, durations_v = NULL, modules_v = NULL;
   g_autofree const char **names = NULL;
   g_autofree const char **addon_ids = NULL;
   const guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
@@ -161,17 +173,19 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   g_return_val_if_fail (variant != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
+  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)) ||
+      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_MODULES)))
     {
-      /* The form of processes built before snapshots had a wall time:
-       * the same but the last member. */
-      g_autoptr(GVariant) wall_time = g_variant_new_int64 (0);
+      /* The forms of processes built before snapshots had modules, or a
+       * wall time: the same but the last members. */
       g_autoptr(GVariant) extended = NULL;
       g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
 
       for (gsize i = 0; i < g_variant_n_children (variant); i++)
         g_ptr_array_add (children, g_variant_get_child_value (variant, i));
-      g_ptr_array_add (children, g_variant_ref_sink (g_steal_pointer (&wall_time)));
+      if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
+        g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_int64 (0)));
+      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_array (G_VARIANT_TYPE ("(ssts)"), NULL, 0)));
       extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
       return perfmon_snapshot_new_from_variant (extended, error);
     }
@@ -186,7 +200,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
 
   /* No '&' format: g_variant_get() would first serialise a variant in
    * tree form, which is how GDBus hands it over. */
-  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
+  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx@a(ssts))",
                  &version,
                  &fields.timestamp,
                  &fields.interval,
@@ -196,7 +210,8 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
                  &fields.system_time,
                  &ids_v, &kinds_v, &names_v, &window_ids_v, &addon_ids_v, &addon_indexes_v,
                  &cpu_times_v, &blocked_times_v, &ticks_v, &durations_v,
-                 &fields.wall_time);
+                 &fields.wall_time,
+                 &modules_v);
 
   if (!_perfmon_snapshot_check_version (version, error))
     return NULL;
@@ -304,6 +319,25 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
         g_hash_table_insert (seen, (gpointer) addon_ids[i], GSIZE_TO_POINTER (i));
       }
   }
+
+  length = g_variant_n_children (modules_v);
+  if (length > PERFMON_RECORDED_MODULES_MAX)
+    {
+      _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected at most %d modules, got %" G_GSIZE_FORMAT,
+                                         PERFMON_RECORDED_MODULES_MAX, length);
+      return NULL;
+    }
+  if (length > 0)
+    fields.modules = g_ptr_array_new_full (length, _perfmon_recorded_module_free);
+  for (gsize i = 0; i < length; i++)
+    {
+      const char *name, *path, *build_id;
+      guint64 base;
+
+      /* Checked with every other reader's: _perfmon_snapshot_new_checked(). */
+      g_variant_get_child (modules_v, i, "(&s&st&s)", &name, &path, &base, &build_id);
+      g_ptr_array_add (fields.modules, _perfmon_recorded_module_new (name, path, base, build_id));
+    }
 
   return _perfmon_snapshot_new_checked (&fields, error);
 }

@@ -53,9 +53,27 @@
  *       "ticks": 5000,
  *       "durations": [40, 12, 3, 1, 0, 0, 0, 0, 0, 0]
  *     }
+ *   ],
+ *   "modules": [
+ *     {
+ *       "name": "libgio-2.0.so.0",
+ *       "path": "/usr/lib/x86_64-linux-gnu/libgio-2.0.so.0",
+ *       "base": 140218331136000,
+ *       "build_id": "5c1bd5d3a6c4ba2a4c4f2b6fd1e4f3c3b9a3ed4e"
+ *     }
  *   ]
  * }
  * ```
+ *
+ * `modules` (since 0.3, left out when empty) lists, once each, the modules
+ * that group names of the form `module+0xOFFSET` refer to: a callback with
+ * no exported symbol, which the process names by its module's file name and
+ * its offset from the module's load base rather than symbolize it. Each
+ * gives the file the process loaded (`path`, absolute), its load `base` and
+ * its GNU `build_id` (lowercase hex, `""` if none), so that
+ * `perfmon symbolize` names the function after the process has exited
+ * ([method@Perfmon.Snapshot.lookup_module]). A reader takes a missing
+ * `modules` as none.
  *
  * `wall_time` is the wall-clock time the snapshot was taken at
  * (g_get_real_time(), microseconds since 1970-01-01 UTC); it is left out
@@ -153,6 +171,7 @@ _perfmon_snapshot_fields_clear (PerfmonSnapshotFields *fields)
 {
   g_clear_pointer (&fields->process_name, g_free);
   g_clear_pointer (&fields->groups, g_ptr_array_unref);
+  g_clear_pointer (&fields->modules, g_ptr_array_unref);
 }
 
 gboolean
@@ -314,6 +333,22 @@ validate_fields (const PerfmonSnapshotFields  *fields,
       g_hash_table_insert (index_by_id, (gpointer) &stats->id, GUINT_TO_POINTER (i));
     }
 
+  if (fields->modules != NULL && fields->modules->len > PERFMON_RECORDED_MODULES_MAX)
+    return _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected at most %d modules, got %u",
+                                              PERFMON_RECORDED_MODULES_MAX, fields->modules->len);
+  for (guint i = 0; fields->modules != NULL && i < fields->modules->len; i++)
+    {
+      const PerfmonRecordedModule *module = g_ptr_array_index (fields->modules, i);
+      char prefix[32];
+
+      g_snprintf (prefix, sizeof prefix, "modules[%u]", i);
+      if (!_perfmon_recorded_module_check (prefix, module->name, module->path, module->build_id, error))
+        return FALSE;
+      for (guint j = 0; j < i; j++)
+        if (g_str_equal (((PerfmonRecordedModule *) g_ptr_array_index (fields->modules, j))->name, module->name))
+          return _perfmon_snapshot_set_field_error (error, prefix, "name", "duplicate name, already that of modules[%u]", j);
+    }
+
   return TRUE;
 }
 
@@ -359,12 +394,32 @@ PerfmonSnapshot *
 _perfmon_snapshot_new_checked (PerfmonSnapshotFields  *fields,
                                GError                **error)
 {
+  PerfmonSnapshot *self;
+
   if (!validate_fields (fields, error))
     return NULL;
 
-  return snapshot_new_take (fields->timestamp, fields->wall_time, fields->interval, (guint) fields->pid,
+  self = snapshot_new_take (fields->timestamp, fields->wall_time, fields->interval, (guint) fields->pid,
                             fields->process_name, fields->user_time, fields->system_time,
                             g_steal_pointer (&fields->groups));
+  _perfmon_snapshot_set_modules (self, g_steal_pointer (&fields->modules));
+  return self;
+}
+
+void
+_perfmon_snapshot_set_modules (PerfmonSnapshot *self,
+                               GPtrArray       *modules)
+{
+  g_clear_pointer (&self->modules, g_ptr_array_unref);
+  self->modules = modules;
+}
+
+GPtrArray *
+_perfmon_snapshot_dup_modules (PerfmonSnapshot *self)
+{
+  if (self->modules == NULL || self->modules->len == 0)
+    return NULL;
+  return g_ptr_array_copy (self->modules, (GCopyFunc) (void (*) (void)) _perfmon_recorded_module_copy, NULL);
 }
 
 PerfmonSnapshot *
@@ -408,6 +463,7 @@ perfmon_snapshot_finalize (GObject *object)
 
   g_clear_pointer (&self->groups_by_id, g_hash_table_unref);
   g_clear_pointer (&self->groups, g_ptr_array_unref);
+  g_clear_pointer (&self->modules, g_ptr_array_unref);
   g_clear_pointer (&self->process_name, g_free);
 
   G_OBJECT_CLASS (perfmon_snapshot_parent_class)->finalize (object);
@@ -774,6 +830,50 @@ perfmon_snapshot_lookup (PerfmonSnapshot *self,
   return g_hash_table_lookup (self->groups_by_id, &id);
 }
 
+/**
+ * perfmon_snapshot_lookup_module:
+ * @self: a `PerfmonSnapshot`
+ * @name: the module's file name, as group names use it before `+0x`
+ * @path: (out) (optional) (transfer none): where to store the file the
+ *   process loaded
+ * @base: (out) (optional): where to store the module's load base
+ * @build_id: (out) (optional) (transfer none): where to store its GNU build
+ *   id (lowercase hex, "" if it has none)
+ *
+ * Finds what @self recorded of the module that its group names of the form
+ * `module+0xOFFSET` refer to (a callback without an exported symbol: the
+ * process names it so and never symbolizes), so that a symbolizer can name
+ * the function after the process has exited: see
+ * [method@Perfmon.Symbolizer.lookup].
+ *
+ * Returns: %TRUE if @self recorded the module @name
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_snapshot_lookup_module (PerfmonSnapshot  *self,
+                                const char       *name,
+                                const char      **path,
+                                guint64          *base,
+                                const char      **build_id)
+{
+  const PerfmonRecordedModule *module;
+
+  g_return_val_if_fail (PERFMON_IS_SNAPSHOT (self), FALSE);
+  g_return_val_if_fail (name != NULL, FALSE);
+
+  module = _perfmon_recorded_modules_find (self->modules, name);
+  if (module == NULL)
+    return FALSE;
+  if (path != NULL)
+    *path = module->path;
+  if (base != NULL)
+    *base = module->base;
+  if (build_id != NULL)
+    *build_id = module->build_id;
+  return TRUE;
+}
+
 /* --- Differences --------------------------------------------------------- */
 
 /* The error of subtract_counter(), out of its way. */
@@ -969,7 +1069,13 @@ perfmon_snapshot_subtract (PerfmonSnapshot  *self,
       g_ptr_array_add (fields.groups, g_steal_pointer (&delta));
     }
 
-  return snapshot_new_take (fields.timestamp, fields.wall_time, fields.interval, (guint) fields.pid,
-                            self->process_name, fields.user_time, fields.system_time,
-                            g_steal_pointer (&fields.groups));
+  {
+    PerfmonSnapshot *delta = snapshot_new_take (fields.timestamp, fields.wall_time, fields.interval,
+                                                (guint) fields.pid, self->process_name, fields.user_time,
+                                                fields.system_time, g_steal_pointer (&fields.groups));
+
+    /* The names are @self's: so are the modules they refer to. */
+    _perfmon_snapshot_set_modules (delta, _perfmon_snapshot_dup_modules (self));
+    return delta;
+  }
 }

@@ -25,10 +25,13 @@ G_BEGIN_DECLS
  * per group an index into it (0 for a group without an add-on id, i + 1
  * for the table's i-th entry), CPU times, blocked times, ticks, and the
  * %PERFMON_N_DURATIONS histogram buckets of every group one after the
- * other; last, the wall-clock time (see
- * [method@Perfmon.Snapshot.get_wall_time]). Times are in microseconds.
- * perfmon_snapshot_new_from_variant() also reads the type without the
- * last member, which processes built before it send.
+ * other; then the wall-clock time (see
+ * [method@Perfmon.Snapshot.get_wall_time]); last (since 0.3), the modules
+ * that `module+0x…` group names refer to, as (name, path, load base, build
+ * id) (see [method@Perfmon.Snapshot.lookup_module]). Times are in
+ * microseconds. perfmon_snapshot_new_from_variant() also reads the type
+ * without the last member and without the last two, which processes built
+ * before them send.
  *
  * Columns make almost everything arrays of fixed-size numbers, which
  * GDBus and GVariant copy in one go: a snapshot travels over D-Bus (for
@@ -38,7 +41,7 @@ G_BEGIN_DECLS
  *
  * Since: 0.1
  */
-#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatx)"
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatxa(ssts))"
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 
@@ -71,6 +74,12 @@ GPtrArray         *perfmon_snapshot_get_groups       (PerfmonSnapshot  *self);
 PERFMON_AVAILABLE_IN_0_1
 PerfmonGroupStats *perfmon_snapshot_lookup           (PerfmonSnapshot  *self,
                                                       guint64           id);
+PERFMON_AVAILABLE_IN_0_3
+gboolean           perfmon_snapshot_lookup_module    (PerfmonSnapshot  *self,
+                                                      const char       *name,
+                                                      const char      **path,
+                                                      guint64          *base,
+                                                      const char      **build_id);
 PERFMON_AVAILABLE_IN_0_1
 PerfmonSnapshot   *perfmon_snapshot_subtract         (PerfmonSnapshot  *self,
                                                       PerfmonSnapshot  *older,

@@ -324,22 +324,19 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
  * system CPU time. It has one entry per group. */
 #define SNAPSHOT_VARIANT_GROUP_IDS 7
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the form that libperfmon before 0.2
- * sends: the same without the wall time, its last member. Both are read by
+/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the forms that libperfmon before 0.3
+ * and 0.2 send: the same without the modules, its last member, and without
+ * the wall time, the one before. All are read by
  * perfmon_snapshot_new_from_variant(), so that perfmond takes the
  * snapshots of older processes on the bus. */
 static gboolean
 is_snapshot_type (GVariant *variant)
 {
   const char *type = g_variant_get_type_string (variant);
-  const char *current = PERFMON_SNAPSHOT_VARIANT_TYPE;
-  gsize length = strlen (current);
 
-  if (g_str_equal (type, current))
-    return TRUE;
-  /* "(…x)" without its "x". */
-  return strlen (type) == length - 1 && strncmp (type, current, length - 2) == 0 &&
-         type[length - 2] == ')';
+  return g_str_equal (type, PERFMON_SNAPSHOT_VARIANT_TYPE) ||
+         g_str_equal (type, "(uxxusttatauasatasauatatatatx)") ||
+         g_str_equal (type, "(uxxusttatauasatasauatatatat)");
 }
 
 PerfmonSnapshot *

@@ -12,7 +12,9 @@
 #include "perfmon-error.h"
 #include "perfmon-group.h"
 #include "perfmon-dbus-resources.h"
+#include "perfmon-modules-private.h"
 #include "perfmon-process-private.h"
+#include "perfmon-snapshot-private.h"
 #include "perfmon-heap-trim.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
@@ -651,6 +653,9 @@ serve (Export                *self,
                                                       "(exported from a thread other than the monitor's)");
           return;
         }
+      /* Not shared yet: the modules its "module+0x…" names refer to, so
+       * that the tool names them after the process has exited. */
+      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
       variant = perfmon_snapshot_to_variant (snapshot);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", variant));
     }
@@ -666,6 +671,7 @@ serve (Export                *self,
                                                       "(exported from a thread other than the monitor's)");
           return;
         }
+      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
       json = perfmon_snapshot_to_json (snapshot);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
     }

@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 
 /* The module takes a table of this version only (module and library are
  * built and installed together; a mismatch is a broken installation). */
-#define PERFMON_PRELOAD_INTERNALS_VERSION 2
+#define PERFMON_PRELOAD_INTERNALS_VERSION 3
 #define PERFMON_PRELOAD_RECEIVE_SYMBOL "perfmon_preload_receive_internals"
 
 typedef struct
@@ -45,6 +45,9 @@ typedef struct
   gboolean (*interpose_dbus_call_begin) (gconstpointer          function);
   void     (*interpose_dbus_call_end)   (gboolean               began);
   void     (*interpose_dbus_received)   (GDBusMethodInvocation *invocation);
+  void     (*interpose_gtask_run_begin) (GTask                 *task,
+                                         GTaskThreadFunc        task_func);
+  void     (*interpose_gtask_run_end)   (void);
 
   /* core/perfmon-monitor-private.h: a GApplication's start-up begins. */
   void     (*monitor_begin_startup)     (PerfmonMonitor        *self);
@@ -64,6 +67,11 @@ typedef struct
   void     (*hang_monitor_set_ongoing_func) (PerfmonHangMonitor     *self,
                                              PerfmonHangOngoingFunc  func,
                                              gpointer                data);
+
+  /* The snapshot's JSON with the modules its "module+0x…" names refer to
+   * (stack/'s _perfmon_modules_for_snapshot()): for the summary's
+   * checkpoints, on their writer's thread. */
+  char    *(*snapshot_to_json_with_modules) (PerfmonSnapshot        *snapshot);
 } PerfmonPreloadInternals;
 
 /* What the module exports as PERFMON_PRELOAD_RECEIVE_SYMBOL: called once,

@@ -11,8 +11,18 @@
 
 #include "perfmon-interpose-private.h"
 #include "perfmon-js-site-private.h"
+#include "perfmon-modules-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-preload-internals-private.h"
+#include "perfmon-snapshot-private.h"
+
+static char *
+snapshot_to_json_with_modules (PerfmonSnapshot *snapshot)
+{
+  g_autoptr(GPtrArray) modules = _perfmon_modules_for_snapshot (snapshot);
+
+  return _perfmon_snapshot_to_json_with_modules (snapshot, modules);
+}
 
 static const PerfmonPreloadInternals internals = {
   .version = PERFMON_PRELOAD_INTERNALS_VERSION,
@@ -24,12 +34,15 @@ static const PerfmonPreloadInternals internals = {
   .interpose_dbus_call_begin = _perfmon_interpose_dbus_call_begin,
   .interpose_dbus_call_end = _perfmon_interpose_dbus_call_end,
   .interpose_dbus_received = _perfmon_interpose_dbus_received,
+  .interpose_gtask_run_begin = _perfmon_interpose_gtask_run_begin,
+  .interpose_gtask_run_end = _perfmon_interpose_gtask_run_end,
   .monitor_begin_startup = _perfmon_monitor_begin_startup,
   .js_site_source_attached = _perfmon_js_site_source_attached,
   .js_site_handler_connected = _perfmon_js_site_handler_connected,
   .js_site_status = _perfmon_js_site_status,
   .hang_monitor_set_step_aside = _perfmon_hang_monitor_set_step_aside,
   .hang_monitor_set_ongoing_func = _perfmon_hang_monitor_set_ongoing_func,
+  .snapshot_to_json_with_modules = snapshot_to_json_with_modules,
 };
 
 /* At load, once: one symbol lookup, in every process that loads the

@@ -572,6 +572,36 @@ g_thread_pool_push (GThreadPool  *pool,
   return real (pool, data, error);
 }
 
+/* GTask's pool runs a task through a static function of libgio: the task
+ * is named after the thread function given here (when it has no source
+ * tag). GIO's own calls bind inside libgio and are not seen: they set
+ * source tags. */
+void
+g_task_run_in_thread (GTask          *task,
+                      GTaskThreadFunc task_func)
+{
+  REAL (g_task_run_in_thread);
+
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_gtask_run_begin (task, task_func);
+  real (task, task_func);
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_gtask_run_end ();
+}
+
+void
+g_task_run_in_thread_sync (GTask          *task,
+                           GTaskThreadFunc task_func)
+{
+  REAL (g_task_run_in_thread_sync);
+
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_gtask_run_begin (task, task_func);
+  real (task, task_func);
+  if (INTERNALS != NULL)
+    INTERNALS->interpose_gtask_run_end ();
+}
+
 void
 g_thread_pool_free (GThreadPool *pool,
                     gboolean     immediate,

@@ -286,7 +286,11 @@ serialize_checkpoint (gpointer  data,
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonNode) root = NULL;
   g_autoptr(JsonGenerator) generator = json_generator_new ();
-  g_autofree char *snapshot_text = perfmon_snapshot_to_json (snapshot);
+  /* With the modules its "module+0x…" names refer to, found here, off
+   * the watched thread: the tool names them after the program exited. */
+  g_autofree char *snapshot_text = _perfmon_preload_internals != NULL
+                                     ? _perfmon_preload_internals->snapshot_to_json_with_modules (snapshot)
+                                     : perfmon_snapshot_to_json (snapshot);
   g_autofree char *head = NULL;
   PerfmonGroupStats *thread = thread_stats (snapshot);
   GString *text;

@@ -78,6 +78,28 @@ gboolean        _perfmon_modules_lookup (PerfmonModules *modules,
 char           *_perfmon_breakpad_id_from_build_id (const guint8 *build_id,
                                                     gsize         length);
 
+/* The modules that the "module+0xOFFSET" words of @names (@n_names
+ * strings, any of them NULL) refer to, once each, in the order first
+ * referred to, as PerfmonRecordedModule (core/'s record, which snapshots
+ * and task logs hold): the loaded object whose file name is the word (the
+ * main program also under "program", the name a program without one gets,
+ * and under its invocation name), with its path, load base and build id
+ * read from memory: no file is opened, nothing is symbolized. Words that
+ * name no loaded object, or one whose record would not pass
+ * _perfmon_recorded_module_check() (a path not UTF-8), are left out.
+ * Returns NULL if there is none.
+ *
+ * The modules are cached for the process: words seen before cost a hash
+ * lookup, a new one a dl_iterate_phdr() (the dynamic linker's lock). Any
+ * thread, not a hot path, never a signal handler. */
+GPtrArray      *_perfmon_modules_for_names (const char * const *names,
+                                            gsize               n_names);
+
+/* _perfmon_modules_for_names() of the group names of @snapshot (a
+ * PerfmonSnapshot), for _perfmon_snapshot_set_modules() or
+ * _perfmon_snapshot_to_json_with_modules(). */
+GPtrArray      *_perfmon_modules_for_snapshot (gpointer snapshot);
+
 /* How long symbolizing one report or sample may spend loading modules. */
 #define PERFMON_SYMBOLIZE_BUDGET_MS 2000
 

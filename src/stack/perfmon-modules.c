@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "perfmon-modules-private.h"
+#include "perfmon-recorded-module-private.h"
+#include "perfmon-snapshot.h"
 #include "perfmon-symbolizer-private.h"
 
 /* Design.
@@ -439,4 +441,155 @@ _perfmon_modules_describe_pc (PerfmonModules *modules,
   info->symbol = _perfmon_symbolize (lookup_pc, &info->symbol_offset);
   if (info->symbol != NULL && lookup_pc != pc)
     info->symbol_offset += pc - lookup_pc;
+}
+
+/* --- the modules that names refer to ------------------------------------ */
+
+/* What _perfmon_modules_for_names() found: word → PerfmonRecordedModule,
+ * or &no_module for a word that named no loaded object when last looked
+ * up. Bounded: past MAX_NAMED_WORDS words, unknown ones are looked up
+ * again rather than remembered. */
+#define MAX_NAMED_WORDS 4096
+static GMutex named_lock;
+static GHashTable *named;
+static const char no_module[] = "";
+
+static gboolean
+is_module_char (char c)
+{
+  return g_ascii_isalnum (c) || c == '_' || c == '-' || c == '.' || c == '+';
+}
+
+/* Calls @found for each "word+0xHEX" of @name. */
+static void
+for_each_module_word (const char *name,
+                      void      (*found) (const char *word, gsize length, gpointer data),
+                      gpointer    data)
+{
+  const char *p = name;
+  const char *plus;
+
+  while ((plus = strstr (p, "+0x")) != NULL)
+    {
+      const char *start = plus;
+
+      while (start > p && is_module_char (start[-1]))
+        start--;
+      if (start < plus && g_ascii_isxdigit (plus[3]))
+        found (start, plus - start, data);
+      p = plus + 3;
+    }
+}
+
+static void
+add_word (const char *word,
+          gsize       length,
+          gpointer    data)
+{
+  GPtrArray *words = data;
+  char *copy = g_strndup (word, length);
+
+  for (guint i = 0; i < words->len; i++)
+    if (g_str_equal (g_ptr_array_index (words, i), copy))
+      {
+        g_free (copy);
+        return;
+      }
+  g_ptr_array_add (words, copy);
+}
+
+/* The module of @modules that @word names, as a record, or NULL. */
+static PerfmonRecordedModule *
+find_named (PerfmonModules *modules,
+            const char     *word)
+{
+  for (guint i = 0; i < modules->modules->len; i++)
+    {
+      const Module *module = g_ptr_array_index (modules->modules, i);
+      gboolean match = g_str_equal (module->debug_name, word);
+
+      /* The main program: dladdr() names it after argv[0], and
+       * describe_address() (core/perfmon-automatic.c) "program" when that
+       * is empty. */
+      if (!match && i == 0)
+        {
+          g_autofree char *invoked = program_invocation_name != NULL
+                                       ? g_path_get_basename (program_invocation_name) : NULL;
+
+          match = g_str_equal (word, "program") || g_strcmp0 (invoked, word) == 0;
+        }
+      if (match && _perfmon_recorded_module_check ("module", word, module->path, module->build_id, NULL))
+        return _perfmon_recorded_module_new (word, module->path, module->base, module->build_id);
+    }
+  return NULL;
+}
+
+GPtrArray *
+_perfmon_modules_for_names (const char * const *names,
+                            gsize               n_names)
+{
+  g_autoptr(GPtrArray) words = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(PerfmonModules) loaded = NULL;
+  gboolean unknown = FALSE;
+  GPtrArray *found = NULL;
+
+  for (gsize i = 0; i < n_names; i++)
+    if (names[i] != NULL && strstr (names[i], "+0x") != NULL)
+      for_each_module_word (names[i], add_word, words);
+  if (words->len == 0)
+    return NULL;
+
+  g_mutex_lock (&named_lock);
+  if (named == NULL)
+    named = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < words->len && !unknown; i++)
+    unknown = !g_hash_table_contains (named, g_ptr_array_index (words, i));
+  g_mutex_unlock (&named_lock);
+  /* A word not seen yet: the objects loaded now, once per call, outside
+   * named_lock (dl_iterate_phdr() takes the dynamic linker's lock, which
+   * a caller may hold: never the other way round). */
+  if (unknown)
+    loaded = _perfmon_modules_new ();
+
+  g_mutex_lock (&named_lock);
+  for (guint i = 0; i < words->len; i++)
+    {
+      const char *word = g_ptr_array_index (words, i);
+      gpointer module = g_hash_table_lookup (named, word);
+
+      if (module == NULL && loaded != NULL)
+        {
+          module = find_named (loaded, word);
+          if (module == NULL)
+            module = (gpointer) no_module;
+          if (g_hash_table_size (named) < MAX_NAMED_WORDS)
+            g_hash_table_insert (named, g_strdup (word), module);
+          else if (module != no_module)
+            {
+              /* Not kept: this call's copy is the one handed out. */
+              if (found == NULL)
+                found = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
+              g_ptr_array_add (found, module);
+              continue;
+            }
+        }
+      if (module == NULL || module == no_module)
+        continue;
+      if (found == NULL)
+        found = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
+      g_ptr_array_add (found, _perfmon_recorded_module_copy (module));
+    }
+  g_mutex_unlock (&named_lock);
+  return found;
+}
+
+GPtrArray *
+_perfmon_modules_for_snapshot (gpointer snapshot)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+  g_autofree const char **names = g_new (const char *, groups->len + 1);
+
+  for (guint i = 0; i < groups->len; i++)
+    names[i] = perfmon_group_stats_get_name (g_ptr_array_index (groups, i));
+  return _perfmon_modules_for_names (names, groups->len);
 }

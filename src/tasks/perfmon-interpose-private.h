@@ -29,6 +29,16 @@ void     _perfmon_interpose_pool_freed  (GFunc        pool_func,
 void     _perfmon_interpose_pool_push   (GThreadPool *pool,
                                          gpointer     item);
 
+/* Around g_task_run_in_thread() and g_task_run_in_thread_sync() called
+ * from outside libgio (the preload module's interposers): GTask's push of
+ * @task to its pool, on this thread, in between, names the task after
+ * @task_func when @task has no source tag, rather than after the pool's
+ * own function (a static function of libgio that only its debug symbols
+ * name). Two thread-local stores, no lock, no allocation. */
+void     _perfmon_interpose_gtask_run_begin (GTask          *task,
+                                             GTaskThreadFunc task_func);
+void     _perfmon_interpose_gtask_run_end   (void);
+
 /* After a D-Bus message was sent on @connection by the calling thread
  * (the preload module's interposers of g_dbus_connection_call() and the
  * like): if the thread's last serial (g_dbus_connection_get_last_serial())

@@ -44,6 +44,11 @@ typedef struct
   gboolean gtask;       /* GTask's pool: the items are GTasks */
 } PoolHook;
 
+/* The GTask this thread is handing to g_task_run_in_thread(_sync)(), and
+ * its thread function. */
+static __thread GTask        *running_gtask;
+static __thread gconstpointer running_gtask_func;
+
 static GMutex      pending_lock;
 static GHashTable *pending;          /* item → PerfmonTaskIds *, under pending_lock */
 static guint       n_pending;        /* atomic: 0 = nothing to look up */
@@ -110,6 +115,21 @@ _perfmon_interpose_pool_new (GFunc    *func,
 }
 
 void
+_perfmon_interpose_gtask_run_begin (GTask          *task,
+                                    GTaskThreadFunc task_func)
+{
+  running_gtask = task;
+  running_gtask_func = (gconstpointer) task_func;
+}
+
+void
+_perfmon_interpose_gtask_run_end (void)
+{
+  running_gtask = NULL;
+  running_gtask_func = NULL;
+}
+
+void
 _perfmon_interpose_pool_freed (GFunc    pool_func,
                                gpointer pool_user_data)
 {
@@ -134,9 +154,12 @@ _perfmon_interpose_pool_push (GThreadPool *pool,
       /* perfmon_task_run_in_thread() made it a task already. */
       if (!G_IS_TASK (item) || _perfmon_dispatch_gtask_is_wrapped (item))
         return;
-      /* The async function that made the task names it best. */
+      /* The async function that made the task names it best, else the
+       * function it runs (when a program called g_task_run_in_thread()). */
       if (g_task_get_source_tag (item) != NULL)
         callback = g_task_get_source_tag (item);
+      else if (item == (gpointer) running_gtask && running_gtask_func != NULL)
+        callback = running_gtask_func;
     }
 
   ids = g_new (PerfmonTaskIds, 1);

@@ -60,6 +60,7 @@ typedef enum
   PERFMON_TASK_RECORD_DBUS_SEND = 7,  /* PerfmonTaskDBusRecord */
   PERFMON_TASK_RECORD_DBUS_RECV = 8,  /* PerfmonTaskDBusRecord */
   PERFMON_TASK_RECORD_NAME      = 9,  /* PerfmonTaskNameRecord */
+  PERFMON_TASK_RECORD_MODULE    = 10, /* PerfmonTaskModuleRecord (since 0.3) */
 } PerfmonTaskRecordType;
 
 typedef struct
@@ -146,5 +147,22 @@ typedef struct
   guint64 task_id;
   char    text[];
 } PerfmonTaskNameRecord;
+
+/* A module that "module+0xOFFSET" names of the file (NAME and SYMBOL
+ * records: callbacks without an exported symbol, which the program never
+ * symbolizes) refer to, once per module: @base is its load base, where the
+ * offsets count from; three NUL-terminated UTF-8 strings follow the
+ * struct: the name as the names use it (the module's file name), the
+ * absolute path the program loaded it from, and its GNU build id in
+ * lowercase hex ("" if none). With them the tool names the functions
+ * after the program has exited. Added without changing @version: readers
+ * before it skip the record, and it is optional. A reader checks the
+ * strings as core/perfmon-recorded-module-private.h says. */
+typedef struct
+{
+  PerfmonTaskRecordHeader header;
+  guint64 base;
+  char    strings[];
+} PerfmonTaskModuleRecord;
 
 G_END_DECLS

@@ -16,6 +16,7 @@
 
 #include "perfmon-enum-types.h"
 #include "perfmon-error.h"
+#include "perfmon-recorded-module-private.h"
 #include "perfmon-task-format-private.h"
 #include "perfmon-task-log-private.h"
 #include "perfmon-task-private.h"
@@ -47,6 +48,9 @@ struct _PerfmonTaskLog
   GMutex      children_lock;
   guint64     dropped_records;
   guint64     unmatched_records;
+  /* What MODULE records say: a process's pid → GPtrArray of
+   * PerfmonRecordedModule. */
+  GHashTable *modules;
 };
 
 G_DEFINE_FINAL_TYPE (PerfmonTaskLog, perfmon_task_log, G_TYPE_OBJECT)
@@ -335,6 +339,49 @@ read_thread (FileReader    *file,
   return TRUE;
 }
 
+/* MODULE: the name, path and build id that follow the base, each checked
+ * as snapshots check theirs. */
+static gboolean
+read_module (FileReader    *file,
+             const Record  *record,
+             GError       **error)
+{
+  PerfmonTaskLog *self = file->reader->log;
+  const char *strings[3];
+  gsize at = sizeof (PerfmonTaskModuleRecord);
+  guint64 base;
+  GPtrArray *modules;
+  g_autoptr(GError) local_error = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (strings); i++)
+    {
+      const guint8 *nul = at < record->header.size ? memchr (record->data + at, '\0', record->header.size - at)
+                                                   : NULL;
+
+      if (nul == NULL)
+        return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "strings",
+                     "expected the module's name, path and build id, each ending inside the record");
+      strings[i] = (const char *) record->data + at;
+      at = nul + 1 - record->data;
+    }
+  if (!_perfmon_recorded_module_check ("module", strings[0], strings[1], strings[2], &local_error))
+    return fail (error, PERFMON_ERROR_INVALID_DATA, file->name, record->offset, "module", "%s",
+                 local_error->message);
+  memcpy (&base, record->data + G_STRUCT_OFFSET (PerfmonTaskModuleRecord, base), sizeof base);
+
+  modules = g_hash_table_lookup (self->modules, GUINT_TO_POINTER (file->header.pid));
+  if (modules == NULL)
+    {
+      modules = g_ptr_array_new_with_free_func (_perfmon_recorded_module_free);
+      g_hash_table_insert (self->modules, GUINT_TO_POINTER (file->header.pid), modules);
+    }
+  /* One per module: a repeated name keeps the first; a flood is cut. */
+  if (_perfmon_recorded_modules_find (modules, strings[0]) == NULL &&
+      modules->len < PERFMON_RECORDED_MODULES_MAX)
+    g_ptr_array_add (modules, _perfmon_recorded_module_new (strings[0], strings[1], base, strings[2]));
+  return TRUE;
+}
+
 /* DBUS_SEND and DBUS_RECV: matched once every file is read
  * (link_dbus_messages()). */
 static gboolean
@@ -388,6 +435,7 @@ static const struct
   [PERFMON_TASK_RECORD_DBUS_SEND] = { "DBUS_SEND", sizeof (PerfmonTaskDBusRecord) + 1, 1, read_dbus },
   [PERFMON_TASK_RECORD_DBUS_RECV] = { "DBUS_RECV", sizeof (PerfmonTaskDBusRecord) + 1, 1, read_dbus },
   [PERFMON_TASK_RECORD_NAME]      = { "NAME", sizeof (PerfmonTaskNameRecord) + 1, 1, read_name },
+  [PERFMON_TASK_RECORD_MODULE]    = { "MODULE", sizeof (PerfmonTaskModuleRecord) + 3, 0, read_module },
 };
 
 /* --- the record iterator --- */
@@ -1011,6 +1059,54 @@ perfmon_task_log_find_task_by_serial (PerfmonTaskLog *self,
 }
 
 /**
+ * perfmon_task_log_lookup_module:
+ * @self: a task log
+ * @process: the pid of the process whose file recorded the module (see
+ *   [method@Perfmon.Task.get_process])
+ * @name: the module's file name, as task names use it before `+0x`
+ * @path: (out) (optional) (transfer none): where to store the file the
+ *   process loaded
+ * @base: (out) (optional): where to store the module's load base
+ * @build_id: (out) (optional) (transfer none): where to store its GNU build
+ *   id (lowercase hex, "" if it has none)
+ *
+ * Finds what the process's file recorded of the module that its task names
+ * of the form `module+0xOFFSET` refer to (a callback without an exported
+ * symbol: the process names it so and never symbolizes), so that a
+ * symbolizer can name the function after the process has exited: see
+ * [method@Perfmon.Symbolizer.lookup]. Files written before 0.3 record
+ * none.
+ *
+ * Returns: %TRUE if the file of @process recorded the module @name
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_task_log_lookup_module (PerfmonTaskLog  *self,
+                                guint            process,
+                                const char      *name,
+                                const char     **path,
+                                guint64         *base,
+                                const char     **build_id)
+{
+  const PerfmonRecordedModule *module;
+
+  g_return_val_if_fail (PERFMON_IS_TASK_LOG (self), FALSE);
+  g_return_val_if_fail (name != NULL, FALSE);
+
+  module = _perfmon_recorded_modules_find (g_hash_table_lookup (self->modules, GUINT_TO_POINTER (process)), name);
+  if (module == NULL)
+    return FALSE;
+  if (path != NULL)
+    *path = module->path;
+  if (base != NULL)
+    *base = module->base;
+  if (build_id != NULL)
+    *build_id = module->build_id;
+  return TRUE;
+}
+
+/**
  * perfmon_task_log_get_parent:
  * @self: a task log
  * @task: a task of @self
@@ -1478,6 +1574,7 @@ perfmon_task_log_finalize (GObject *object)
   PerfmonTaskLog *self = PERFMON_TASK_LOG (object);
 
   g_clear_pointer (&self->children, g_hash_table_unref);
+  g_hash_table_unref (self->modules);
   g_hash_table_unref (self->by_id);
   g_ptr_array_unref (self->tasks);
   g_mutex_clear (&self->children_lock);
@@ -1496,5 +1593,6 @@ perfmon_task_log_init (PerfmonTaskLog *self)
 {
   self->tasks = g_ptr_array_new_with_free_func ((GDestroyNotify) perfmon_task_unref);
   self->by_id = g_hash_table_new (g_int64_hash, g_int64_equal);
+  self->modules = g_hash_table_new_full (NULL, NULL, NULL, (GDestroyNotify) g_ptr_array_unref);
   g_mutex_init (&self->children_lock);
 }

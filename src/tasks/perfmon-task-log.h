@@ -39,6 +39,13 @@ PERFMON_AVAILABLE_IN_0_2
 PerfmonTask    *perfmon_task_log_find_task_by_serial     (PerfmonTaskLog      *self,
                                                           guint                process,
                                                           guint                serial);
+PERFMON_AVAILABLE_IN_0_3
+gboolean        perfmon_task_log_lookup_module           (PerfmonTaskLog      *self,
+                                                          guint                process,
+                                                          const char          *name,
+                                                          const char         **path,
+                                                          guint64             *base,
+                                                          const char         **build_id);
 PERFMON_AVAILABLE_IN_0_2
 PerfmonTask    *perfmon_task_log_get_parent              (PerfmonTaskLog      *self,
                                                           PerfmonTask         *task);

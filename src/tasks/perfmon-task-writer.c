@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "perfmon-clock-private.h"
+#include "perfmon-modules-private.h"
 #include "perfmon-process-private.h"
+#include "perfmon-recorded-module-private.h"
 #include "perfmon-symbolizer-private.h"
 #include "perfmon-task-writer-private.h"
 #include "perfmon-utf8.h"
@@ -239,6 +241,29 @@ append_string_record (GByteArray           *out,
   g_byte_array_append (out, zeros, size - prefix - len);
 }
 
+/* A MODULE record: @module's base, then its name, path and build id. */
+static void
+append_module_record (GByteArray                  *out,
+                      gint64                       time_ns,
+                      const PerfmonRecordedModule *module)
+{
+  static const guint8 zeros[8];
+  gsize strings = strlen (module->name) + 1 + strlen (module->path) + 1 + strlen (module->build_id) + 1;
+  gsize size = (sizeof (PerfmonTaskModuleRecord) + strings + 7) & ~(gsize) 7;
+  PerfmonTaskModuleRecord record = {
+    { PERFMON_TASK_RECORD_MODULE, (guint16) size, 0, time_ns },
+    module->base,
+  };
+
+  /* Checked by _perfmon_modules_for_names(): a few KiB at most. */
+  g_assert (size <= G_MAXUINT16);
+  g_byte_array_append (out, (const guint8 *) &record, sizeof record);
+  g_byte_array_append (out, (const guint8 *) module->name, strlen (module->name) + 1);
+  g_byte_array_append (out, (const guint8 *) module->path, strlen (module->path) + 1);
+  g_byte_array_append (out, (const guint8 *) module->build_id, strlen (module->build_id) + 1);
+  g_byte_array_append (out, zeros, size - sizeof record - strings);
+}
+
 /* How long one task log may spend loading the symbol tables of modules
  * that the process's symbolizer has not read yet (a log may be written on
  * the application's main thread: perfmon_tracer_stop()). */
@@ -283,6 +308,11 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
 {
   g_autoptr(GArray) entries = g_array_new (FALSE, FALSE, sizeof (Entry));
   g_autoptr(GHashTable) callbacks = g_hash_table_new (NULL, NULL);
+  g_autoptr(GPtrArray) symbols = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GHashTable) names = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GPtrArray) modules = NULL;
+  g_autofree gpointer *name_list = NULL;
+  guint n_names = 0;
   GByteArray *out;
   PerfmonTaskFileHeader header = { PERFMON_TASK_FILE_MAGIC, 0, };
   guint64 ref_cycles;
@@ -392,10 +422,27 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
   while (g_hash_table_iter_next (&iter, &key, NULL))
     {
       guint64 callback = (guint64) GPOINTER_TO_SIZE (key);
-      g_autofree char *symbol = describe_callback (callback, describe_deadline_us);
+      char *symbol = describe_callback (callback, describe_deadline_us);
 
       append_string_record (out, PERFMON_TASK_RECORD_SYMBOL, 0, session->start_ns, &callback, symbol);
+      g_ptr_array_add (symbols, symbol);
+      g_hash_table_add (names, symbol);
     }
+
+  /* The modules that "module+0x…" names refer to, once each, so that the
+   * tool names them after the program has exited: from memory, without
+   * symbolizing anything. */
+  for (guint i = 0; i < entries->len; i++)
+    {
+      const Entry *entry = &g_array_index (entries, Entry, i);
+
+      if (entry->kind == ENTRY_AUTO_NAME && strstr (entry->name, "+0x") != NULL)
+        g_hash_table_add (names, (gpointer) entry->name);
+    }
+  name_list = g_hash_table_get_keys_as_array (names, &n_names);
+  modules = _perfmon_modules_for_names ((const char * const *) name_list, n_names);
+  for (guint i = 0; modules != NULL && i < modules->len; i++)
+    append_module_record (out, session->start_ns, g_ptr_array_index (modules, i));
 
   return g_byte_array_free_to_bytes (out);
 }

@@ -524,8 +524,8 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
    * terminal wraps a line that fills the last one). */
   for (guint i = 0; i < rows; i++)
     {
-      g_ptr_array_add (names, perfmon_tool_readable_name (perfmon_group_stats_get_name (g_ptr_array_index (groups, i)),
-                                                          perfmon_snapshot_get_pid (snapshot)));
+      g_ptr_array_add (names, perfmon_tool_readable_group_name (snapshot,
+                                                                perfmon_group_stats_get_name (g_ptr_array_index (groups, i))));
       name_width = MAX (name_width, (guint) g_utf8_strlen (g_ptr_array_index (names, i), -1));
     }
   if (width > 0)
@@ -699,6 +699,59 @@ char *
 perfmon_tool_readable_name (const char *name,
                             guint       pid)
 {
+  return perfmon_tool_readable_name_with (name, pid, NULL, NULL);
+}
+
+gboolean
+perfmon_tool_snapshot_module (gpointer     data,
+                              const char  *module,
+                              const char **path,
+                              const char **build_id)
+{
+  return perfmon_snapshot_lookup_module (data, module, path, NULL, build_id);
+}
+
+typedef struct
+{
+  PerfmonTaskLog *log;
+  guint           process;
+} TaskLogModules;
+
+static gboolean
+task_log_module (gpointer     data,
+                 const char  *module,
+                 const char **path,
+                 const char **build_id)
+{
+  TaskLogModules *modules = data;
+
+  return perfmon_task_log_lookup_module (modules->log, modules->process, module, path, NULL, build_id);
+}
+
+char *
+perfmon_tool_readable_task_name (PerfmonTaskLog *log,
+                                 PerfmonTask    *task)
+{
+  TaskLogModules modules = { log, perfmon_task_get_process (task) };
+
+  return perfmon_tool_readable_name_with (perfmon_task_get_name (task), modules.process, task_log_module,
+                                          &modules);
+}
+
+char *
+perfmon_tool_readable_group_name (PerfmonSnapshot *snapshot,
+                                  const char      *name)
+{
+  return perfmon_tool_readable_name_with (name, perfmon_snapshot_get_pid (snapshot),
+                                          perfmon_tool_snapshot_module, snapshot);
+}
+
+char *
+perfmon_tool_readable_name_with (const char             *name,
+                                 guint                   pid,
+                                 PerfmonToolModuleLookup lookup,
+                                 gpointer                data)
+{
   GString *out;
   const char *p;
 
@@ -714,7 +767,8 @@ perfmon_tool_readable_name (const char *name,
       const char *end;
       g_autofree char *module = NULL;
       g_autofree char *function = NULL;
-      const char *path;
+      const char *path = NULL;
+      const char *build_id = NULL;
       guint64 offset;
       guint64 function_offset = 0;
       GHashTable *paths;
@@ -736,10 +790,17 @@ perfmon_tool_readable_name (const char *name,
           continue;
         }
       module = g_strndup (start, plus - start);
-      paths = module_paths (pid);
-      path = paths != NULL ? g_hash_table_lookup (paths, module) : NULL;
+      /* What the file recorded (by build id, after the process has
+       * exited), else the live process's maps. */
+      if (lookup == NULL || !lookup (data, module, &path, &build_id) || path == NULL)
+        {
+          paths = module_paths (pid);
+          path = paths != NULL ? g_hash_table_lookup (paths, module) : NULL;
+          build_id = NULL;
+        }
       /* A callback's own address, not a return address. */
-      function = perfmon_symbolizer_lookup (tool_symbolizer (), path != NULL ? path : module, NULL, offset,
+      function = perfmon_symbolizer_lookup (tool_symbolizer (), path != NULL ? path : module,
+                                            build_id != NULL && build_id[0] != '\0' ? build_id : NULL, offset,
                                             FALSE, &function_offset);
       g_string_append_len (out, p, start - p);
       /* A callback is its function's start: "module+0xOFF (function)",

@@ -149,6 +149,39 @@ const char      *perfmon_tool_runnable_name   (const char *runnable);
  * id, .gnu_debuglink, $PERFMON_DEBUG_DIRS or /usr/lib/debug). */
 char            *perfmon_tool_readable_name   (const char *name,
                                                guint       pid);
+
+/* Where the file that holds a name recorded its module @module was
+ * loaded from and its build id (either may be left NULL); FALSE if it
+ * recorded nothing of @module. */
+typedef gboolean (*PerfmonToolModuleLookup) (gpointer     data,
+                                             const char  *module,
+                                             const char **path,
+                                             const char **build_id);
+
+/* perfmon_tool_readable_name(), the modules first looked up with
+ * @lookup (may be NULL): what a snapshot or a task log recorded of them
+ * (perfmon_snapshot_lookup_module(), perfmon_task_log_lookup_module()),
+ * which names them after @pid has exited, by path and build id. */
+char            *perfmon_tool_readable_name_with (const char             *name,
+                                                  guint                   pid,
+                                                  PerfmonToolModuleLookup lookup,
+                                                  gpointer                data);
+
+/* PerfmonToolModuleLookup of a snapshot (@data): its recorded modules. */
+gboolean         perfmon_tool_snapshot_module (gpointer     data,
+                                               const char  *module,
+                                               const char **path,
+                                               const char **build_id);
+
+/* @task's name, readable: perfmon_tool_readable_name_with() with the
+ * modules that @log recorded for its process. */
+char            *perfmon_tool_readable_task_name (PerfmonTaskLog *log,
+                                                  PerfmonTask    *task);
+
+/* @snapshot's group names, readable: perfmon_tool_readable_name_with()
+ * with its recorded modules. */
+char            *perfmon_tool_readable_group_name (PerfmonSnapshot *snapshot,
+                                                   const char      *name);
 /* The symbolizer perfmon_tool_readable_name() uses (by default a new one,
  * with the default debug directories): perfmon symbolize's, with its
  * options. */

@@ -448,6 +448,7 @@ print_busiest_groups (JsonObject *process)
   JsonArray *groups;
   g_autoptr(GPtrArray) compartments = g_ptr_array_new ();
   g_autoptr(GString) line = g_string_new (NULL);
+  g_autoptr(PerfmonSnapshot) parsed = NULL;
 
   if (snapshot == NULL || !JSON_NODE_HOLDS_OBJECT (snapshot))
     return;
@@ -464,13 +465,21 @@ print_busiest_groups (JsonObject *process)
     }
   if (compartments->len == 0)
     return;
+  /* The program has ended: its module+0x… names are named by the
+   * modules its snapshot recorded. */
+  {
+    g_autofree char *text = json_to_string (snapshot, FALSE);
+
+    parsed = perfmon_snapshot_new_from_json (text, NULL);
+  }
   g_ptr_array_sort (compartments, compare_cpu_time_descending);
   for (guint i = 0; i < MIN (compartments->len, 5); i++)
     {
       JsonObject *group = g_ptr_array_index (compartments, i);
+      const char *name = json_object_get_string_member_with_default (group, "name", "?");
+      g_autofree char *readable = parsed != NULL ? perfmon_tool_readable_group_name (parsed, name) : g_strdup (name);
 
-      g_string_append_printf (line, "%s%s %.1f ms", i > 0 ? ", " : "",
-                              json_object_get_string_member_with_default (group, "name", "?"),
+      g_string_append_printf (line, "%s%s %.1f ms", i > 0 ? ", " : "", readable,
                               json_object_get_int_member_with_default (group, "cpu_time", 0) / 1000.0);
     }
   g_printerr ("  busiest groups (CPU): %s\n", line->str);

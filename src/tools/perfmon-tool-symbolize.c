@@ -47,10 +47,13 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
   json_builder_begin_object (builder);
   for (guint i = 0; i < tasks->len; i++)
     {
-      const char *name = perfmon_task_get_name (g_ptr_array_index (tasks, i));
+      PerfmonTask *task = g_ptr_array_index (tasks, i);
+      const char *name = perfmon_task_get_name (task);
       g_autofree char *module = NULL;
       g_autofree char *function = NULL;
       g_autofree char *frame = NULL;
+      const char *path = NULL;
+      const char *build_id = NULL;
       guint64 offset = 0, function_offset = 0;
 
       if (name == NULL || g_hash_table_contains (seen, name))
@@ -60,8 +63,7 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
         {
           /* A name with a module and offset in it ("GTimeoutSource
            * (prog+0x13c0)"): the same lookups, the name kept around. */
-          g_autofree char *readable = perfmon_tool_readable_name (
-            name, perfmon_task_get_process (g_ptr_array_index (tasks, i)));
+          g_autofree char *readable = perfmon_tool_readable_task_name (log, task);
 
           if (g_strcmp0 (readable, name) != 0)
             {
@@ -70,8 +72,14 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
             }
           continue;
         }
-      /* A callback's own address, not a return address. */
-      function = perfmon_symbolizer_lookup (symbolizer, module, NULL, offset, FALSE, &function_offset);
+      /* The module as the file recorded it (path and build id: named
+       * after the process has exited), else by its file name. A
+       * callback's own address, not a return address. */
+      if (!perfmon_task_log_lookup_module (log, perfmon_task_get_process (task), module, &path, NULL, &build_id))
+        path = build_id = NULL;
+      function = perfmon_symbolizer_lookup (symbolizer, path != NULL ? path : module,
+                                            build_id != NULL && build_id[0] != '\0' ? build_id : NULL, offset,
+                                            FALSE, &function_offset);
       json_builder_set_member_name (builder, name);
       if (function != NULL)
         json_builder_add_string_value (builder, function);
@@ -108,6 +116,100 @@ symbolize_task_log (PerfmonSymbolizer *symbolizer,
   return g_string_free (out, FALSE);
 }
 
+/* The group names of @snapshot that name a module and an offset, as the
+ * tool shows them (with the modules the snapshot recorded): one a line,
+ * or {"names": {name: readable}} */
+static void
+add_snapshot_names (PerfmonSnapshot *snapshot,
+                    GString         *out,
+                    JsonBuilder     *names)
+{
+  GPtrArray *groups = perfmon_snapshot_get_groups (snapshot);
+
+  for (guint i = 0; i < groups->len; i++)
+    {
+      const char *name = perfmon_group_stats_get_name (g_ptr_array_index (groups, i));
+      g_autofree char *readable = perfmon_tool_readable_group_name (snapshot, name);
+
+      if (g_strcmp0 (readable, name) == 0)
+        continue;
+      g_string_append_printf (out, "%s\n", readable);
+      json_builder_set_member_name (names, name);
+      json_builder_add_string_value (names, readable);
+    }
+}
+
+static gboolean
+add_snapshot_node (JsonNode    *node,
+                   GString     *out,
+                   JsonBuilder *names,
+                   GError     **error)
+{
+  g_autofree char *text = json_to_string (node, FALSE);
+  g_autoptr(PerfmonSnapshot) snapshot = perfmon_snapshot_new_from_json (text, error);
+
+  if (snapshot == NULL)
+    return FALSE;
+  add_snapshot_names (snapshot, out, names);
+  return TRUE;
+}
+
+/* A snapshot (perfmon snapshot --json, perfmon_snapshot_to_json()) or
+ * perfmon run's summary, which holds one per process: the names of their
+ * groups. NULL, without an error, if @contents is neither. */
+static char *
+symbolize_snapshots (const char  *contents,
+                     gsize        length,
+                     gboolean     json,
+                     GError     **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new_immutable ();
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autoptr(GString) out = g_string_new (NULL);
+  JsonObject *object;
+  JsonArray *processes;
+  JsonNode *root;
+
+  if (!json_parser_load_from_data (parser, contents, (gssize) length, NULL) ||
+      (root = json_parser_get_root (parser)) == NULL || !JSON_NODE_HOLDS_OBJECT (root))
+    return NULL;
+  object = json_node_get_object (root);
+  processes = perfmon_tool_json_get_array (object, "processes");
+  if (!json_object_has_member (object, "groups") && processes == NULL)
+    return NULL;
+
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "names");
+  json_builder_begin_object (builder);
+  if (json_object_has_member (object, "groups"))
+    {
+      if (!add_snapshot_node (root, out, builder, error))
+        return NULL;
+    }
+  else
+    for (guint i = 0; i < json_array_get_length (processes); i++)
+      {
+        JsonNode *process = json_array_get_element (processes, i);
+        JsonNode *snapshot = JSON_NODE_HOLDS_OBJECT (process)
+                               ? json_object_get_member (json_node_get_object (process), "snapshot") : NULL;
+
+        if (snapshot != NULL && !add_snapshot_node (snapshot, out, builder, error))
+          {
+            g_prefix_error (error, "processes[%u].snapshot: ", i);
+            return NULL;
+          }
+      }
+  json_builder_end_object (builder);
+  json_builder_end_object (builder);
+  if (json)
+    {
+      g_autoptr(JsonNode) names = json_builder_get_root (builder);
+
+      return json_to_string (names, TRUE);
+    }
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
 static char *
 symbolize_file (PerfmonSymbolizer *symbolizer,
                 const char        *path,
@@ -126,6 +228,18 @@ symbolize_file (PerfmonSymbolizer *symbolizer,
 
       return log != NULL ? symbolize_task_log (symbolizer, log, json) : NULL;
     }
+  {
+    g_autoptr(GError) local_error = NULL;
+    char *names = symbolize_snapshots (contents, length, json, &local_error);
+
+    if (local_error != NULL)
+      {
+        g_propagate_prefixed_error (error, g_steal_pointer (&local_error), "not a valid snapshot: ");
+        return NULL;
+      }
+    if (names != NULL)
+      return names;
+  }
   return perfmon_symbolizer_symbolize (symbolizer, contents, length, json, error);
 }
 
@@ -152,7 +266,8 @@ perfmon_tool_symbolize (int    argc,
 
   g_option_context_set_summary (context,
                                 "Names the native frames of files perfmon wrote — a hang report (JSON),\n"
-                                "a \"bhr\" ping, a jank stack tree or a task log — on this machine, from\n"
+                                "a \"bhr\" ping, a jank stack tree, a task log, a snapshot or perfmon\n"
+                                "run's summary (their \"module+0x…\" group and task names) — on this machine, from\n"
                                 "the objects and their debug files (by build id, by .gnu_debuglink, or\n"
                                 "from debuginfod when DEBUGINFOD_URLS is set). Stacks are printed\n"
                                 "innermost first; --json keeps each file's structure.");

@@ -22,12 +22,13 @@ source_event_nick (PerfmonSourceEventType type)
 /* One line per task, like the seed's dumplog.py: ids in hex, as the tracer
  * and the Chrome trace write them. */
 static void
-print_task (PerfmonTask *task,
-            gboolean     with_labels)
+print_task (PerfmonTaskLog *log,
+            PerfmonTask    *task,
+            gboolean        with_labels)
 {
   const char * const *labels = perfmon_task_get_labels (task);
   guint n_runs = perfmon_task_get_n_runs (task);
-  g_autofree char *name = perfmon_tool_readable_name (perfmon_task_get_name (task), perfmon_task_get_process (task));
+  g_autofree char *name = perfmon_tool_readable_task_name (log, task);
 
   g_print ("0x%-14" G_GINT64_MODIFIER "x parent 0x%-14" G_GINT64_MODIFIER "x %-7s %7u/%-7u %-24s",
            perfmon_task_get_id (task), perfmon_task_get_parent_id (task),
@@ -165,14 +166,14 @@ print_found (PerfmonTaskLog *log,
     }
 
   g_print ("task:\n");
-  print_task (task, TRUE);
+  print_task (log, task, TRUE);
   g_print ("%s (%" G_GSIZE_FORMAT "):\n", what, n_ids);
   for (gsize i = 0; i < n_ids; i++)
     {
       PerfmonTask *found = perfmon_task_log_find_task (log, ids[i]);
 
       if (found != NULL)
-        print_task (found, FALSE);
+        print_task (log, found, FALSE);
       else
         g_print ("0x%" G_GINT64_MODIFIER "x (not in the log)\n", ids[i]);
     }
@@ -298,7 +299,7 @@ perfmon_tool_tasks (int    argc,
                " unmatched\n", tasks->len, perfmon_task_log_get_dropped_records (log),
                perfmon_task_log_get_unmatched_records (log));
       for (guint i = 0; i < tasks->len; i++)
-        print_task (g_ptr_array_index (tasks, i), TRUE);
+        print_task (log, g_ptr_array_index (tasks, i), TRUE);
       return PERFMON_TOOL_EXIT_OK;
     }
   if (g_str_equal (command, "ancestors"))

@@ -27,7 +27,7 @@ static const Command commands[] = {
   { "diff",     perfmon_tool_diff,     "What changed between two snapshot files" },
   { "hangs",    perfmon_tool_hangs,    "List the hangs of the session, show one with its stacks" },
   { "tasks",    perfmon_tool_tasks,    "Analyse a task log: causality, queueing, blockers" },
-  { "symbolize", perfmon_tool_symbolize, "Name the frames of reports, pings, stack trees, task logs" },
+  { "symbolize", perfmon_tool_symbolize, "Name the frames of reports, pings, stack trees, task logs, snapshots" },
   { "run",      perfmon_tool_run,      "Run an unmodified GLib program under perfmon" },
   { "state",    perfmon_tool_state,    "List or delete what perfmon left on disk (pings, logs)" },
   { "view",     perfmon_tool_view,     "Open the live about:performance page in the browser" },
