@@ -1375,6 +1375,7 @@ test_aggregate_bounded (Fixture       *fixture,
   guint pids[8];
   guint32 omitted;
   guint64 start_kib, before_peak_kib, before_kib, peak_kib;
+  gint64 call_start;
 
   start_daemon (fixture, options);
   start_kib = proc_status_kib (fixture->daemon, "VmRSS");
@@ -1404,10 +1405,13 @@ test_aggregate_bounded (Fixture       *fixture,
   /* From here on, VmHWM is the peak of the merge and its reply. */
   g_assert_true (reset_peak_rss (fixture->daemon));
   before_kib = proc_status_kib (fixture->daemon, "VmRSS");
+  call_start = g_get_monotonic_time ();
   reply = g_dbus_connection_call_sync (fixture->connection, DAEMON_NAME, DAEMON_PATH, DAEMON_IFACE,
                                        "GetAggregate", NULL, G_VARIANT_TYPE ("(vu)"),
                                        G_DBUS_CALL_FLAGS_NO_AUTO_START, 60000, NULL, &error);
   g_assert_no_error (error);
+  g_test_message ("GetAggregate answered in %" G_GINT64_FORMAT " ms",
+                  (g_get_monotonic_time () - call_start) / 1000);
   g_variant_get (reply, "(vu)", &wire, &omitted);
   g_assert_cmpuint (g_variant_get_size (wire), <=, AGGREGATE_REPLY_CAP_MIB * 1024 * 1024);
   aggregate = decode_wire (wire);

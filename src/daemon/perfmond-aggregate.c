@@ -337,9 +337,13 @@ string_array_new (const ReplyString *strings,
       offset = GUINT64_TO_LE ((guint64) end);
       memcpy (data + body + i * width, &offset, width);
     }
-  /* Not trusted: GLib checks what it reads of it, as of a peer's. */
+  /* Trusted, as GLib's own: it is in normal form (test-aggregate checks
+   * it is byte for byte what GLib writes). GLib 2.74 checks an untrusted
+   * array's offsets up to the element read at each read: GDBus took
+   * 0.55 s instead of 0.05 s to write 14,000 names of 1 KiB into its
+   * message, and ten times that under ThreadSanitizer. */
   return g_variant_ref_sink (g_variant_new_from_data (G_VARIANT_TYPE_STRING_ARRAY, data, body + width * n,
-                                                      FALSE, g_free, data));
+                                                      TRUE, g_free, data));
 }
 
 /* A column of fixed-size numbers, taking @data (g_malloc()ed, or NULL
