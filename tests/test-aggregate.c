@@ -6,6 +6,7 @@
  * D-Bus with live processes, where only bounds can be asserted.
  */
 #include <perfmon.h>
+#include <string.h>
 
 #include "perfmond-aggregate.h"
 
@@ -40,6 +41,21 @@ make_snapshot (guint   pid,
   return snapshot;
 }
 
+/* perfmond writes the merged snapshot's variant itself, in one go; it
+ * must be exactly what the library writes of the same snapshot (in
+ * GVariant's normal form, which D-Bus and every reader expect). */
+static void
+assert_library_form (GVariant        *variant,
+                     PerfmonSnapshot *decoded)
+{
+  g_autoptr(GVariant) again = perfmon_snapshot_to_variant (decoded);
+
+  g_assert_true (g_variant_is_of_type (variant, G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)));
+  g_assert_true (g_variant_is_normal_form (variant));
+  g_assert_cmpmem (g_variant_get_data (variant), g_variant_get_size (variant),
+                   g_variant_get_data (again), g_variant_get_size (again));
+}
+
 static PerfmonSnapshot *
 merge (PerfmondAggregator  *aggregator,
        PerfmonSnapshot    **snapshots,
@@ -56,6 +72,7 @@ merge (PerfmondAggregator  *aggregator,
   g_assert_cmpuint (omitted, ==, 0);
   merged = perfmon_snapshot_new_from_variant (variant, &error);
   g_assert_no_error (error);
+  assert_library_form (variant, merged);
   return merged;
 }
 
@@ -202,6 +219,7 @@ test_bounded (void)
   g_assert_nonnull (variant);
   merged = perfmon_snapshot_new_from_variant (variant, &error);
   g_assert_no_error (error);
+  assert_library_form (variant, merged);
   groups = perfmon_snapshot_get_groups (merged);
   g_assert_cmpuint (groups->len, >, 0);
   g_assert_cmpuint (groups->len + omitted, ==, 6);
@@ -209,6 +227,93 @@ test_bounded (void)
   /* The merged window and add-on have 1500 µs, the most. */
   for (guint i = 0; i < groups->len; i++)
     g_assert_cmpuint (perfmon_group_stats_get_cpu_time (g_ptr_array_index (groups, i)), ==, 1500);
+}
+
+/* @n groups of each kind with names of @name_bytes bytes (the
+ * compartments' and add-ons' ids as long), in process @pid. */
+static PerfmonSnapshot *
+make_wide_snapshot (guint pid,
+                    guint n,
+                    gsize name_bytes)
+{
+  g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
+  g_autoptr(GError) error = NULL;
+  const guint64 durations[PERFMON_N_DURATIONS] = { 2, 1, };
+  PerfmonSnapshot *snapshot;
+
+  perfmon_snapshot_builder_set_times (builder, 1000, 2000, 0);
+  perfmon_snapshot_builder_set_process (builder, pid, "wide", 10, 5);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strnfill (name_bytes, 'a' + i % 26);
+      g_autofree char *addon_id = g_strdup_printf ("%s@%u", name, i);
+
+      perfmon_snapshot_builder_add_group (builder, 4 * i + 1, PERFMON_GROUP_KIND_THREAD, name, 0, NULL,
+                                          i, 1, 3, durations, PERFMON_N_DURATIONS);
+      perfmon_snapshot_builder_add_group (builder, 4 * i + 2, PERFMON_GROUP_KIND_WINDOW, i % 2 ? name : "",
+                                          i + 1, NULL, i, 1, 3, durations, PERFMON_N_DURATIONS);
+      perfmon_snapshot_builder_add_group (builder, 4 * i + 3, PERFMON_GROUP_KIND_ADDON, name, 0, addon_id,
+                                          i, 1, 3, durations, PERFMON_N_DURATIONS);
+      perfmon_snapshot_builder_add_group (builder, 4 * i + 4, PERFMON_GROUP_KIND_COMPARTMENT, name, i + 1,
+                                          addon_id, i, 1, 3, durations, PERFMON_N_DURATIONS);
+    }
+  snapshot = perfmon_snapshot_builder_end (builder, &error);
+  g_assert_no_error (error);
+  return snapshot;
+}
+
+/* The string columns of every size GVariant frames differently (offsets
+ * of 1, 2 and 4 bytes), with and without groups left out: each reply is
+ * what the library would write, and holds the sums. */
+static void
+test_library_form (void)
+{
+  const struct { guint n; gsize name_bytes; gsize max_bytes; } cases[] = {
+    { 1, 0, G_MAXSIZE },        /* names of under 256 bytes in all */
+    { 3, 5, G_MAXSIZE },
+    { 20, 100, G_MAXSIZE },     /* under 64 KiB */
+    { 100, 1024, G_MAXSIZE },   /* more */
+    { 100, 1024, 100000 },      /* about half of it left out */
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(PerfmondAggregator) aggregator = perfmond_aggregator_new ();
+      g_autoptr(PerfmonSnapshot) a = make_wide_snapshot (100, cases[c].n, cases[c].name_bytes);
+      g_autoptr(PerfmonSnapshot) b = make_wide_snapshot (200, cases[c].n, cases[c].name_bytes);
+      PerfmonSnapshot *both[] = { a, b };
+      const guint pids[] = { 100, 200 };
+      g_autoptr(GVariant) variant = NULL;
+      g_autoptr(PerfmonSnapshot) merged = NULL;
+      g_autoptr(GError) error = NULL;
+      GPtrArray *groups;
+      guint omitted = 0;
+
+      variant = perfmond_aggregator_merge (aggregator, both, pids, 2, 4242, 5000, cases[c].max_bytes, &omitted);
+      g_assert_nonnull (variant);
+      merged = perfmon_snapshot_new_from_variant (variant, &error);
+      g_assert_no_error (error);
+      assert_library_form (variant, merged);
+      groups = perfmon_snapshot_get_groups (merged);
+      /* Threads and compartments of each process; windows and add-ons
+       * merged. */
+      g_assert_cmpuint (groups->len + omitted, ==, 6 * cases[c].n);
+      g_assert_true (cases[c].max_bytes == G_MAXSIZE ? omitted == 0 : omitted > 0);
+      g_assert_cmpuint (g_variant_get_size (variant), <=, cases[c].max_bytes);
+      for (guint i = 0; i < groups->len; i++)
+        {
+          PerfmonGroupStats *group = g_ptr_array_index (groups, i);
+          PerfmonGroupKind kind = perfmon_group_stats_get_kind (group);
+          guint factor = kind == PERFMON_GROUP_KIND_WINDOW || kind == PERFMON_GROUP_KIND_ADDON ? 2 : 1;
+
+          g_assert_cmpuint (perfmon_group_stats_get_ticks (group), ==, 3 * factor);
+          g_assert_cmpuint (perfmon_group_stats_get_durations (group, NULL)[0], ==, 2 * factor);
+          if (kind == PERFMON_GROUP_KIND_WINDOW)
+            /* The name of the process that knows it. */
+            g_assert_cmpuint (strlen (perfmon_group_stats_get_name (group)), ==,
+                              perfmon_group_stats_get_window_id (group) % 2 == 0 ? cases[c].name_bytes : 0);
+        }
+    }
 }
 
 static void
@@ -268,6 +373,7 @@ main (int    argc,
   g_test_add_func ("/aggregate/empty", test_empty);
   g_test_add_func ("/aggregate/bounded", test_bounded);
   g_test_add_func ("/aggregate/reply-types", test_reply_types);
+  g_test_add_func ("/aggregate/library-form", test_library_form);
 
   return g_test_run ();
 }

@@ -445,6 +445,62 @@ test_start_errors (void)
   test_remove_tree (dir);
 }
 
+/* A program that already has a handler on SIGRTMIN+3, the signal perfmon
+ * takes stacks with first (issue 26: start() failed, and the program had
+ * no hang detection at all): the hang monitor starts, takes the next free
+ * real-time signal, reports a hang with its stack, and the program's
+ * handler is still the one that runs. In a subprocess: the signal is
+ * chosen once per process. test-stack-capture's
+ * /stack-capture/foreign-handler and /stack-capture/no-free-signal test
+ * the choice itself. */
+static volatile sig_atomic_t foreign_signals;
+
+static void
+foreign_handler (int signo)
+{
+  foreign_signals++;
+}
+
+static void
+test_capture_signal_taken (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  if (g_test_subprocess ())
+    {
+      g_autoptr(GError) error = NULL;
+      g_auto(GStrv) stack = NULL;
+      struct sigaction action;
+      PerfmonHangReport *report;
+      gboolean found_function = FALSE;
+
+      memset (&action, 0, sizeof action);
+      action.sa_handler = foreign_handler;
+      g_assert_cmpint (sigaction (SIGRTMIN + 3, &action, NULL), ==, 0);
+
+      g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+      g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+      g_assert_no_error (error);
+      add_named_source (fixture->context, "spell-check-idle", hang_once, GUINT_TO_POINTER (300), 50);
+      add_watchdog_timeout (fixture->context, 10, "no hang report");
+      g_main_loop_run (fixture->loop);
+
+      g_assert_cmpuint (fixture->reports->len, ==, 1);
+      report = g_ptr_array_index (fixture->reports, 0);
+      g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "spell-check-idle");
+      g_assert_null (perfmon_hang_report_get_stack_unavailable_reason (report));
+      stack = perfmon_hang_report_dup_stack (report);
+      for (guint i = 0; stack[i] != NULL; i++)
+        found_function |= strstr (stack[i], "(hang_in_labelled_function+") != NULL;
+      g_assert_true (found_function);
+
+      g_assert_cmpint (raise (SIGRTMIN + 3), ==, 0);
+      g_assert_cmpint (foreign_signals, ==, 1);
+      return;
+    }
+  g_test_trap_subprocess (NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+}
+
 /* perfmon run's hang monitor steps aside for the program's own, and
  * watches again when the program's stops; a monitor that does not step
  * aside keeps the rule (one hang monitor per monitor). */
@@ -1590,6 +1646,7 @@ main (int    argc,
   g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
   ADD ("/hang-monitor/report", test_hang_report);
+  ADD ("/hang-monitor/capture-signal-taken", test_capture_signal_taken);
   ADD ("/hang-monitor/not-saved", test_not_saved);
   ADD ("/hang-monitor/short-stretches", test_short_stretches_are_not_hangs);
   ADD ("/hang-monitor/deliberate-wait", test_deliberate_wait);
