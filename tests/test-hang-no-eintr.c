@@ -8,6 +8,12 @@
  * and each hang must still be reported with a stack that names the
  * blocking libc call and the callback, taken through /proc
  * ("StackMethod" = "proc-syscall").
+ *
+ * A callback that spins 400 ms around short system calls (usleep(0) in a
+ * loop) runs: it is not blocked, and /proc catches it in a call it leaves
+ * before its stack is read. Its hang still gets a stack that names the
+ * spinning function, by a perf sample or, where perf is refused, by the
+ * signal (a running thread may be signalled), and the report says which.
  */
 #define _GNU_SOURCE 1
 
@@ -21,6 +27,8 @@
 
 #include "perfmon.h"
 #include "perfmon-hang-report-private.h"
+#include "perfmon-proc-stack-private.h"
+#include "perfmon-test-tsan.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-test-utils.h"
 
@@ -100,6 +108,22 @@ G_GNUC_NO_INLINE gboolean
 block_in_g_usleep (gpointer data)
 {
   RECORD ((Fixture *) data, (g_usleep (BLOCK_MS * 1000), 0));
+  return G_SOURCE_REMOVE;
+}
+
+gboolean spin_in_short_syscalls (gpointer data);
+
+/* Busy, but in and out of the kernel all along: most of its time is
+ * nanosleep()'s timer slack. */
+G_GNUC_NO_INLINE gboolean
+spin_in_short_syscalls (gpointer data)
+{
+  Fixture *fixture = data;
+  gint64 end = g_get_monotonic_time () + BLOCK_MS * 1000;
+
+  while (g_get_monotonic_time () < end)
+    usleep (0);
+  fixture->callback_done = TRUE;
   return G_SOURCE_REMOVE;
 }
 
@@ -230,6 +254,88 @@ run_case (gconstpointer data)
   g_free (fixture.dir);
 }
 
+static void
+run_spin_case (gboolean perf_allowed)
+{
+  Fixture fixture = { 0, };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSource) source = NULL;
+  g_auto(GStrv) stack = NULL;
+  g_autofree char *pings_dir = NULL;
+  const char *method;
+  gboolean names_spinner = FALSE;
+
+  /* Where perf is refused, the perf case is the signal case too. */
+  if (test_skip_under_tsan ("ThreadSanitizer runs signal handlers at its own safe points, not "
+                            "where the thread was"))
+    return;
+  _perfmon_perf_stack_set_allowed (perf_allowed);
+
+  fixture.dir = test_make_tmp_dir ("perfmon-no-eintr-XXXXXX");
+  fixture.context = g_main_context_new ();
+  g_main_context_push_thread_default (fixture.context);
+  fixture.loop = g_main_loop_new (fixture.context, FALSE);
+  fixture.monitor = perfmon_monitor_new (fixture.context);
+  fixture.hang_monitor = perfmon_hang_monitor_new (fixture.monitor);
+  pings_dir = g_build_filename (fixture.dir, "pings", NULL);
+  g_object_set (fixture.hang_monitor, "threshold", 100, "log-dir", fixture.dir,
+                "pings-dir", pings_dir, NULL);
+  g_signal_connect (fixture.hang_monitor, "hang", G_CALLBACK (on_hang), &fixture);
+  g_assert_true (perfmon_hang_monitor_start (fixture.hang_monitor, &error));
+  g_assert_no_error (error);
+
+  source = g_timeout_source_new (50);
+  g_source_set_name (source, "spin_in_short_syscalls");
+  g_source_set_callback (source, spin_in_short_syscalls, &fixture, NULL);
+  g_source_attach (source, fixture.context);
+  attach_timeout (fixture.context, g_timeout_source_new (20), quit_when_done, &fixture);
+  attach_timeout (fixture.context, g_timeout_source_new_seconds (30), test_fail_on_timeout,
+                  (gpointer) "no hang report, or the callback never ran");
+  g_main_loop_run (fixture.loop);
+
+  g_assert_nonnull (fixture.report);
+  method = perfmon_hang_report_get_annotation (fixture.report, PERFMON_ANNOTATION_STACK_METHOD);
+  g_test_message ("stack method: %s; unavailable: %s", method,
+                  perfmon_hang_report_get_stack_unavailable_reason (fixture.report));
+  g_assert_null (perfmon_hang_report_get_stack_unavailable_reason (fixture.report));
+  /* Taken without a signal where perf allows it; by the signal where
+   * perf is refused: the report says which. */
+  if (perf_allowed && _perfmon_perf_stack_available ())
+    g_assert_true (g_strcmp0 (method, "perf-sample") == 0 || g_strcmp0 (method, "proc-syscall") == 0);
+  else
+    g_assert_true (g_strcmp0 (method, "signal") == 0 || g_strcmp0 (method, "proc-syscall") == 0);
+  stack = perfmon_hang_report_dup_stack (fixture.report);
+  for (guint i = 0; stack[i] != NULL; i++)
+    {
+      g_test_message ("stack[%u] = %s", i, stack[i]);
+      names_spinner |= strstr (stack[i], "(spin_in_short_syscalls+") != NULL;
+    }
+  g_assert_true (names_spinner);
+
+  perfmon_hang_monitor_stop (fixture.hang_monitor);
+  perfmon_hang_report_unref (fixture.report);
+  g_object_unref (fixture.hang_monitor);
+  g_object_unref (fixture.monitor);
+  g_main_loop_unref (fixture.loop);
+  g_main_context_pop_thread_default (fixture.context);
+  g_main_context_unref (fixture.context);
+  test_remove_tree (fixture.dir);
+  g_free (fixture.dir);
+  _perfmon_perf_stack_set_allowed (TRUE);
+}
+
+static void
+test_spin_perf (void)
+{
+  run_spin_case (TRUE);
+}
+
+static void
+test_spin_signal (void)
+{
+  run_spin_case (FALSE);
+}
+
 /* Jank samples: a callback that polls 20 × 100 ms while the jank sampler
  * takes 6 samples every 50 ms. */
 gboolean jank_in_poll (gpointer data);
@@ -357,6 +463,8 @@ main (int    argc,
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/hang-no-eintr/jank-samples", test_jank_samples);
+  g_test_add_func ("/hang-no-eintr/spin-around-short-syscalls/perf", test_spin_perf);
+  g_test_add_func ("/hang-no-eintr/spin-around-short-syscalls/signal", test_spin_signal);
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       g_autofree char *path = g_strdup_printf ("/hang-no-eintr/%s", cases[i].callback_name + strlen ("block_in_"));

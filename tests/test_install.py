@@ -172,6 +172,17 @@ class InstallTest(unittest.TestCase):
             self.assertTrue(self.where[name].startswith(prefix), self.where[name])
             self.assertTrue(self.where[name].endswith('/gi/overrides/' + name), self.where[name])
 
+    def test_preload_python_hook_is_compiled(self):
+        # perfmon run's Python hook is installed with its bytecode: a
+        # program cannot write it into a directory it does not own, and
+        # compiling it cost every Python start-up 13 million instructions.
+        hook_dir = os.path.dirname(self.installed('sitecustomize.py'))
+        tag = subprocess.run(['/usr/bin/python3', '-c', 'import sys; print(sys.implementation.cache_tag)'],
+                             stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
+        for name in ('sitecustomize', 'perfmon_pygobject'):
+            self.assertTrue(os.path.isfile(os.path.join(hook_dir, '__pycache__', '%s.%s.pyc' % (name, tag))),
+                            os.listdir(hook_dir))
+
     def library_in_the_system(self):
         """Whether the dynamic loader finds a libperfmon-1 without
         LD_LIBRARY_PATH (an earlier install on this machine)."""

@@ -25,12 +25,13 @@ typedef enum
 {
   /* The thread is blocked in a system call and @out holds its stack. */
   PERFMON_PROC_STACK_TAKEN,
-  /* The thread runs in user space (or is between system calls): no stack
-   * can be read without stopping it. */
+  /* The thread runs in user space (or is between system calls, or kept
+   * leaving short system calls while its stack was read): no stack can be
+   * read without stopping it. */
   PERFMON_PROC_STACK_RUNNING,
-  /* No stack: the error says why (the thread exited, it kept leaving its
-   * system call while we unwound it, /proc/self/task/TID/syscall cannot be
-   * read, libunwind found no frame). */
+  /* No stack: the error says why (the thread exited, its
+   * /proc/self/task/TID/syscall line is not understood, libunwind found
+   * no frame). */
   PERFMON_PROC_STACK_FAILED,
   /* _perfmon_perf_stack_capture(): perf sampling cannot be used in this
    * process (not allowed, not there). */

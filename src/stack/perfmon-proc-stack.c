@@ -72,7 +72,8 @@
  * stack. Before and after the walk we read /proc/…/syscall and
  * /proc/…/schedstat (time run, time waited, times scheduled): if either
  * changed, the thread ran, and the stack is thrown away and read again (a
- * few times, then given up).
+ * few times; a thread that leaves its call every time is busy, in and out
+ * of short system calls, and is handled as a running one).
  *
  * "running" in /proc also covers a thread just woken inside its system
  * call, on its way out, where a signal would still make poll() fail: a
@@ -725,10 +726,11 @@ _perfmon_proc_stack_capture (gint64                tid,
       return PERFMON_PROC_STACK_TAKEN;
     }
 
-  g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-               "no stack of thread %" G_GINT64_FORMAT ": it kept waking up in its system call "
-               "while its stack was read (%u tries); it was not interrupted", tid, MAX_ATTEMPTS);
-  return PERFMON_PROC_STACK_FAILED;
+  /* It left its system call each time before its stack was read: it is
+   * not blocked but busy, in and out of short calls (usleep(0) in a loop,
+   * a poll() with a short timeout). As for a running thread, the caller
+   * samples it. */
+  return PERFMON_PROC_STACK_RUNNING;
 }
 
 /* --- a running thread: one perf sample -------------------------------- */

@@ -34,8 +34,10 @@
  * blocked in a system call is read through /proc, and a thread running in
  * user space is sampled with perf, neither of which disturbs it (see
  * perfmon-proc-stack.c). The signal described below is what is left for a
- * running thread where perf_event_open() is refused; it is sent only to a
- * thread seen running at a few looks, and its handler says if it ended a
+ * running thread where perf_event_open() is refused or no sample found it
+ * in user space (a thread in and out of short system calls, which /proc
+ * never catches blocked long enough to read its stack); it is sent only to
+ * a thread seen running at a few looks, and its handler says if it ended a
  * system call after all (interrupted_syscall).
  *
  * The watchdog sees that a thread has been busy too long and wants to know
@@ -855,16 +857,11 @@ _perfmon_stack_capture_locked (gint64                tid,
         }
       break;
     }
-  if (_perfmon_perf_stack_available ())
-    {
-      g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_STACK_UNAVAILABLE,
-                   "no stack of thread %" G_GINT64_FORMAT ": it was neither seen blocked in a "
-                   "system call nor sampled running in user space (3 tries); it was not "
-                   "interrupted", tid);
-      return FALSE;
-    }
-
-  /* The thread runs in user space: only a signal stops it there. */
+  /* Here the thread was seen running at every look (in user space, or in
+   * and out of short system calls faster than its stack could be read),
+   * and perf either is refused or never found it in user space: it runs,
+   * so it may be signalled. A system call it is in when the signal comes
+   * may return EINTR; the report says so (InterruptedSyscall). */
   word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
 
   /* Under the mutex the slot is IDLE, unless an earlier requester gave up

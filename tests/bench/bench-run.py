@@ -4,7 +4,9 @@
 # dispatches empty idles, in C and in PyGObject:
 # - callgrind instructions per empty idle dispatch, plain and under
 #   perfmon run (the difference of a run with 2N and one with N
-#   dispatches, divided by N: start-up and exit cancel out);
+#   dispatches, divided by N: start-up and exit cancel out; the smallest
+#   of BENCH_CALLGRIND_REPEATS tries), of the main thread (the watched
+#   one) and of all threads;
 # - CPU ratios (perfmon run / plain) in interleaved rounds, with medians
 #   and the machine's load.
 # Prints figures, asserts nothing. By hand:
@@ -27,6 +29,7 @@ PY_PROGRAM = [ '/usr/bin/python3', os.environ['IDLE_DISPATCHES_PY'] ]
 ROUNDS = int(os.environ.get('BENCH_ROUNDS', '7'))
 CPU_DISPATCHES = int(os.environ.get('BENCH_DISPATCHES', '2000000'))
 PY_CPU_DISPATCHES = int(os.environ.get('BENCH_PY_DISPATCHES', '300000'))
+CALLGRIND_REPEATS = int(os.environ.get('BENCH_CALLGRIND_REPEATS', '3'))
 
 tmp = tempfile.mkdtemp(prefix='bench-run-')
 env = dict(os.environ)
@@ -45,22 +48,48 @@ def run(argv, perfmon):
 
 
 def callgrind(argv, perfmon, n):
+    """Instructions of the whole process and of its main thread (the
+    watched one), callgrind's --separate-threads: its first file."""
     out = os.path.join(tmp, 'callgrind.out')
-    vg = ['valgrind', '--tool=callgrind', '--callgrind-out-file=' + out]
+    vg = ['valgrind', '--tool=callgrind', '--separate-threads=yes', '--callgrind-out-file=' + out]
     argv = vg + argv + [str(n)]
     if perfmon:
         argv = [TOOL, 'run', '--'] + argv
+    for name in os.listdir(tmp):
+        if name.startswith('callgrind.out'):
+            os.unlink(os.path.join(tmp, name))
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    with open(out) as f:
-        for line in f:
-            m = re.match(r'(summary|totals): (\d+)', line)
-            if m:
-                return int(m.group(2))
-    raise RuntimeError('no total in ' + out)
+    total = 0
+    main = None
+    for name in sorted(os.listdir(tmp)):
+        if not name.startswith('callgrind.out-'):
+            continue
+        with open(os.path.join(tmp, name)) as f:
+            for line in f:
+                m = re.match(r'(summary|totals): (\d+)', line)
+                if m:
+                    total += int(m.group(2))
+                    if main is None:
+                        main = int(m.group(2))
+                    break
+    if main is None:
+        raise RuntimeError('no total in ' + out)
+    return total, main
 
 
 def per_dispatch(argv, perfmon, n):
-    return (callgrind(argv, perfmon, 2 * n) - callgrind(argv, perfmon, n)) / n
+    """(all threads, main thread) instructions per dispatch: the difference
+    of a run of 2N and one of N dispatches, over N, so that start-up and
+    exit cancel out; the smallest of CALLGRIND_REPEATS tries of each. Under
+    valgrind a dispatch takes some 50 times longer than natively, so what
+    perfmon does by the clock weighs 50 times more per dispatch: what it
+    does once a second (the checkpoint, on its own thread), a hang that a
+    loaded machine's preemption makes of a slow iteration, measures that
+    pass the 25 µs after which the monitor reads the CPU clock. The
+    smallest of a few tries is the run least disturbed by them."""
+    small = [callgrind(argv, perfmon, n) for _ in range(CALLGRIND_REPEATS)]
+    large = [callgrind(argv, perfmon, 2 * n) for _ in range(CALLGRIND_REPEATS)]
+    return tuple((min(l[i] for l in large) - min(s[i] for s in small)) / n for i in (0, 1))
 
 
 def load():
@@ -72,10 +101,12 @@ print('bench-run: perfmon run with its defaults (%s)' % TOOL)
 print('load before: %s' % load())
 if shutil.which('valgrind'):
     for name, argv, n in (('C', [C_PROGRAM], 20000), ('PyGObject', PY_PROGRAM, 5000)):
-        plain = per_dispatch(argv, False, n)
-        perfmon = per_dispatch(argv, True, n)
-        print('callgrind %-9s instructions per empty idle dispatch: plain %.0f, perfmon run %.0f (+%.0f, %.2fx)'
-              % (name, plain, perfmon, perfmon - plain, perfmon / plain))
+        plain, plain_main = per_dispatch(argv, False, n)
+        perfmon, perfmon_main = per_dispatch(argv, True, n)
+        print('callgrind %-9s instructions per empty idle dispatch, main thread: plain %.0f, perfmon run %.0f '
+              '(+%.0f, %.2fx); all threads: plain %.0f, perfmon run %.0f (+%.0f)'
+              % (name, plain_main, perfmon_main, perfmon_main - plain_main, perfmon_main / plain_main,
+                 plain, perfmon, perfmon - plain))
 else:
     print('valgrind is not installed: no instruction counts')
 

@@ -7,6 +7,7 @@
 import json
 import re
 import os
+import subprocess
 import unittest
 
 from clitest import CliTestCase
@@ -136,6 +137,29 @@ print("done")
         self.assertExit(result, 0)
         self.assertIn('meta True', result.stdout)
 
+
+    def test_python_hook_imports_nothing_heavy(self):
+        # Every Python program under perfmon run pays for the hook's
+        # imports (issue 22): it loads no module that a plain interpreter
+        # start-up does not, but importlib.machinery (and importlib.util
+        # where a sitecustomize of the system's runs: Debian has one).
+        script = 'import sys; print("modules", " ".join(sorted(sys.modules)))'
+        allowed = {'sitecustomize', 'importlib', 'importlib.machinery', 'importlib.util',
+                   'importlib._abc', 'contextlib', 'collections', 'functools', 'keyword',
+                   'operator', 'reprlib', 'types', '_collections', '_functools', '_operator',
+                   'itertools', 'apport_python_hook', 'importlib._bootstrap',
+                   'importlib._bootstrap_external', 'warnings'}
+
+        def modules(result):
+            self.assertExit(result, 0)
+            line = [l for l in result.stdout.splitlines() if l.startswith('modules ')][0]
+            return set(line.split()[1:])
+
+        plain = modules(subprocess.run(['/usr/bin/python3', '-c', script], env=self.foreign_env(),
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       universal_newlines=True, timeout=60))
+        run = modules(self.perfmon('run', '--', '/usr/bin/python3', '-c', script, env=self.foreign_env()))
+        self.assertEqual(run - plain - allowed, set())
     def test_identical_hangs_are_merged(self):
         # A Python program that hangs the same way six times: one block in
         # the summary, with the count and the range of durations, though
