@@ -36,7 +36,6 @@
 /* Replies stay well below D-Bus's 64 MiB array limit (a bigger reply gets
  * the sender disconnected by the bus). */
 #define MAX_HISTORY_REPLY_BYTES (32 * 1024 * 1024)
-#define MAX_AGGREGATE_REPLY_BYTES (16 * 1024 * 1024)
 /* All the hang reports kept, in bytes (besides --max-hangs). */
 #define MAX_HANGS_BYTES (32 * 1024 * 1024)
 #define MAX_HANG_ID_BYTES 64
@@ -1021,7 +1020,7 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
   merged = perfmond_aggregator_merge (self->aggregator, (PerfmonSnapshot **) snapshots->pdata,
                                       (const guint *) (gpointer) pids->data, snapshots->len,
                                       (guint) getpid (), g_get_monotonic_time (),
-                                      MAX_AGGREGATE_REPLY_BYTES, &omitted);
+                                      (gsize) self->config.max_aggregate_mib * 1024 * 1024, &omitted);
   if (merged == NULL)
     g_dbus_method_invocation_return_error_literal (invocation, G_DBUS_ERROR, G_DBUS_ERROR_FAILED,
                                                    "perfmond could not merge the snapshots (see its log)");

@@ -21,6 +21,7 @@ typedef struct
   guint call_timeout_ms;    /* of each call to a monitored process */
   guint history_s;          /* seconds of snapshots kept per process */
   guint max_history_mib;    /* all processes' history together */
+  guint max_aggregate_mib;  /* the most a GetAggregate reply takes */
   guint max_processes;
   guint max_groups;         /* per snapshot; bigger snapshots are rejected */
   guint max_hangs;          /* kept, across all processes */
