@@ -148,7 +148,7 @@ struct _PerfmonMonitor
    * 0 while enters overflow. */
   guint               lean_depth;
   guint               overflow;
-  guint32             iteration;            /* the stamp of executed; never 0 */
+  guint32             iteration;            /* the stamp of executed */
   PerfmonGroupRecord *executed;             /* groups that ran this iteration */
   guint64             measured_cycles;      /* charged to outermost measures */
   double              cycles_per_us;
@@ -276,6 +276,9 @@ record_new_locked (PerfmonMonitor   *self,
   record->id = next_group_id ();
   memcpy (record->name, name, name_size);
   record->kind = kind;
+  /* Not run in the current iteration, whatever the count: a stamp of 0
+   * would be taken for the iteration numbered 0, once the count wraps. */
+  record->stamp = __atomic_load_n (&self->iteration, __ATOMIC_RELAXED) - 1;
   record->active = kind != PERFMON_GROUP_KIND_COMPARTMENT;
   record->holders = 1;
   if (kind != PERFMON_GROUP_KIND_COMPARTMENT)
@@ -504,21 +507,26 @@ set_in_iteration (PerfmonMonitor *self,
   self->enter_limit = in_iteration ? MAX_NESTING : 0;
 }
 
-/* Charges @record @cycles, for the iteration too. */
+/* Charges @record @cycles, for the iteration @iteration too, whose list
+ * of groups that ran is *@executed. Locals, not the monitor's fields: with
+ * -fno-strict-aliasing every store to a record would make the compiler
+ * reload them. */
 static inline __attribute__ ((always_inline)) void
-charge_record (PerfmonMonitor     *self,
-               PerfmonGroupRecord *record,
-               guint64             cycles)
+charge_record (PerfmonGroupRecord  *record,
+               guint32              iteration,
+               PerfmonGroupRecord **executed,
+               guint64              cycles)
 {
-  if (record->stamp != self->iteration)
+  if (record->stamp != iteration)
     {
-      record->stamp = self->iteration;
-      record->recent_cycles = 0;
-      record->next_executed = self->executed;
-      self->executed = record;
+      record->stamp = iteration;
+      record->recent_cycles = cycles;
+      record->next_executed = *executed;
+      *executed = record;
       record->ticks++;
     }
-  record->recent_cycles += cycles;
+  else
+    record->recent_cycles += cycles;
   record->cpu_time_cycles += cycles;
 }
 
@@ -558,7 +566,7 @@ charge_measure (PerfmonMonitor     *self,
   for (guint i = 0; i < G_N_ELEMENTS (groups); i++)
     if (groups[i] != NULL && groups[i]->active &&
         (depth == self->base_depth || !is_covered (self, groups[i], depth)))
-      charge_record (self, groups[i], cycles);
+      charge_record (groups[i], self->iteration, &self->executed, cycles);
 
   /* What the iteration's outermost measures were charged, for the
    * renormalisation at commit. */
@@ -720,6 +728,8 @@ leave_lean (PerfmonMonitor     *self,
   Measure *measure;
   PerfmonGroupRecord *window;
   PerfmonGroupRecord *addon;
+  PerfmonGroupRecord *executed;
+  guint32 iteration;
   guint64 cycles;
 
   /* lean_depth is never 0 while depth is: 0 only while enters overflow. */
@@ -732,14 +742,17 @@ leave_lean (PerfmonMonitor     *self,
 
   self->depth = depth - 1;
   self->measured_cycles += cycles;
-  if (record->active)
-    charge_record (self, record, cycles);
+  iteration = self->iteration;
+  executed = self->executed;
   window = record->key.parents.window;
-  if (window != NULL && window->active)
-    charge_record (self, window, cycles);
   addon = record->key.parents.addon;
+  if (record->active)
+    charge_record (record, iteration, &executed, cycles);
+  if (window != NULL && window->active)
+    charge_record (window, iteration, &executed, cycles);
   if (addon != NULL && addon->active)
-    charge_record (self, addon, cycles);
+    charge_record (addon, iteration, &executed, cycles);
+  self->executed = executed;
   *cycles_out = cycles;
   return TRUE;
 }
@@ -884,8 +897,9 @@ next_iteration (PerfmonMonitor *self)
 {
   self->executed = NULL;
   self->measured_cycles = 0;
-  if (G_UNLIKELY (++self->iteration == 0))
-    self->iteration = 1;
+  /* Atomic for record_new_locked() on other threads, relaxed: a plain
+   * store. It wraps: see there. */
+  __atomic_store_n (&self->iteration, self->iteration + 1, __ATOMIC_RELAXED);
 }
 
 /* Adds the lean iterations since the span began to the thread group: the
@@ -900,9 +914,6 @@ fold_span (PerfmonMonitor *self)
   PerfmonGroupRecord *thread_record = self->thread_record;
   guint32 n = self->iteration - self->span_iteration;
 
-  /* The iteration stamp skips 0. */
-  if (self->iteration < self->span_iteration)
-    n--;
   if (n != 0 && thread_record->active)
     {
       thread_record->cpu_time_cycles += self->iteration_start_cycles - self->span_start_cycles;
@@ -1383,10 +1394,10 @@ poll_then_begin_iteration (PerfmonMonitor *self,
 /* Every poll of a monitored context; monitor_poll() takes the common case
  * itself and calls this for the rest. */
 static G_GNUC_NO_INLINE gint
-monitor_poll_full (PollSlot *slot,
-                   GPollFD  *fds,
+monitor_poll_full (GPollFD  *fds,
                    guint     n_fds,
-                   gint      timeout)
+                   gint      timeout,
+                   PollSlot *slot)
 {
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
   guint64 poll_start;
@@ -1443,12 +1454,14 @@ monitor_poll_full (PollSlot *slot,
  * counter again: the rare case pays one read more.
  *
  * Hot, like the trampolines, enter and leave: the compiler keeps them
- * together (.text.hot), so a monitored iteration touches few code pages. */
+ * together (.text.hot), so a monitored iteration touches few code pages.
+ * The slot comes last: the poll's arguments stay in their registers from
+ * the trampoline to the tail call. */
 static G_GNUC_NO_INLINE __attribute__ ((hot)) gint
-monitor_poll (PollSlot *slot,
-              GPollFD  *fds,
+monitor_poll (GPollFD  *fds,
               guint     n_fds,
-              gint      timeout)
+              gint      timeout,
+              PollSlot *slot)
 {
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
   gboolean watched;
@@ -1459,13 +1472,15 @@ monitor_poll (PollSlot *slot,
     return slot->previous (fds, n_fds, timeout);
 
   watched = g_atomic_int_get (&self->activity.watched);
-  /* enter_limit is 0 outside an iteration, and so while disabled. */
-  if (G_UNLIKELY (timeout != 0 || self->enter_limit == 0 ||
+  /* In an iteration (enter_limit is 0 outside one, and so while disabled)
+   * with no measure under way: enter_limit - depth is MAX_NESTING then
+   * only. Pending alerts need nothing: the commit that queued them
+   * scheduled them. */
+  if (G_UNLIKELY (timeout != 0 || self->enter_limit - self->depth != MAX_NESTING ||
                   self->owner != (gconstpointer) &thread_token ||
-                  self->depth > 0 || self->n_pending_alerts != 0 ||
                   (watched && (self->activity.thread_id == 0 ||
                                __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))))
-    return monitor_poll_full (slot, fds, n_fds, timeout);
+    return monitor_poll_full (fds, n_fds, timeout, slot);
 
   now = _perfmon_clock_cycles ();
   /* Unsigned: a counter that went backwards makes it huge. */
@@ -1480,7 +1495,7 @@ monitor_poll (PollSlot *slot,
                   self->measured_cycles > wall_cycles ||
                   now >= self->anchor_stale_cycles ||
                   g_atomic_pointer_get (&self->dead) != NULL))
-    return monitor_poll_full (slot, fds, n_fds, timeout);
+    return monitor_poll_full (fds, n_fds, timeout, slot);
 
   next_iteration (self);
   self->iteration_start_cycles = now;
@@ -1494,7 +1509,7 @@ monitor_poll (PollSlot *slot,
 
 #define POLL_TRAMPOLINE(n) \
   static __attribute__ ((hot)) gint poll_trampoline_##n (GPollFD *fds, guint n_fds, gint timeout) \
-  { return monitor_poll (&poll_slots[n], fds, n_fds, timeout); }
+  { return monitor_poll (fds, n_fds, timeout, &poll_slots[n]); }
 
 POLL_TRAMPOLINE (0)  POLL_TRAMPOLINE (1)  POLL_TRAMPOLINE (2)  POLL_TRAMPOLINE (3)
 POLL_TRAMPOLINE (4)  POLL_TRAMPOLINE (5)  POLL_TRAMPOLINE (6)  POLL_TRAMPOLINE (7)
