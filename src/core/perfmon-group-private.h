@@ -84,6 +84,9 @@ struct _PerfmonGroup
 {
   GObject             parent_instance;
   PerfmonGroupRecord *record;
+  /* The record again if it is a compartment's, else NULL: enter and leave
+   * check the kind with one load. */
+  PerfmonGroupRecord *compartment;
 };
 
 /* Holder counting; see above. */

@@ -115,8 +115,6 @@ typedef struct
 {
   PerfmonGroupRecord *compartment;
   guint64             start_cycles;
-  gint64              start_cpu;       /* in cycles; meant only once the anchor
-                                        * is younger than start_cycles */
 } Measure;
 
 typedef struct
@@ -166,6 +164,9 @@ struct _PerfmonMonitor
   gint64              anchor_cpu;
   guint64             anchor_stale_cycles;  /* from then the anchor is old; 0: none */
   guint64             read_stretch_cycles;
+  /* The longest iteration monitor_poll()'s lean path ends:
+   * read_stretch_cycles, or 0 once the anchor moved in the iteration. */
+  guint64             lean_wall_cycles;
   guint64             long_iteration_cycles;
   guint64             anchor_max_age_cycles;
   guint64             long_dispatch_cycles; /* see note_long_dispatch() */
@@ -177,6 +178,10 @@ struct _PerfmonMonitor
   Measure             measures[MAX_NESTING];
 
   /* The owner thread's, touched less often. */
+  /* Each measure's starting CPU time, in cycles, meant only once the
+   * anchor is younger than its start (see set_anchor()); apart, so that a
+   * Measure is 16 bytes. */
+  gint64              measure_start_cpu[MAX_NESTING];
   gboolean            warned_foreign_poll;
   guint               blocked_depth;
   gint64              blocked_since;
@@ -465,7 +470,7 @@ set_anchor (PerfmonMonitor *self,
       Measure *measure = &self->measures[i];
 
       if (measure->start_cycles >= self->anchor_cycles)
-        measure->start_cpu = cpu_from_anchor (self, measure->start_cycles);
+        self->measure_start_cpu[i] = cpu_from_anchor (self, measure->start_cycles);
     }
   if (self->iteration_start_cycles >= self->anchor_cycles)
     self->iteration_start_cpu = cpu_from_anchor (self, self->iteration_start_cycles);
@@ -473,6 +478,8 @@ set_anchor (PerfmonMonitor *self,
   self->anchor_cycles = cycles;
   self->anchor_cpu = cpu;
   self->anchor_stale_cycles = cycles + self->anchor_max_age_cycles;
+  /* The iteration's starting CPU time needs working out now. */
+  self->lean_wall_cycles = 0;
 }
 
 /* The CPU time at @start, a measure's or the iteration's, whose estimate
@@ -644,7 +651,7 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
  * top of the file. */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) guint64
 read_measure (PerfmonMonitor *self,
-              Measure        *measure,
+              guint           depth,
               guint64         now,
               guint64         cycles)
 {
@@ -653,7 +660,7 @@ read_measure (PerfmonMonitor *self,
    * under ANCHOR_MAX_AGE_US, and that every stretch in it long enough to
    * sleep was read; an estimate that is off can only be early, and is
    * clamped: it may undercharge, never overcharge. */
-  gint64 start = start_cpu (self, measure->start_cycles, measure->start_cpu);
+  gint64 start = start_cpu (self, self->measures[depth].start_cycles, self->measure_start_cpu[depth]);
   gint64 cpu_now = read_cpu_clock (self);
 
   set_anchor (self, now, cpu_now);
@@ -708,7 +715,7 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   cycles = now > measure->start_cycles ? now - measure->start_cycles : 0;
   charged = cycles;
   if (G_UNLIKELY (cycles >= self->read_stretch_cycles))
-    charged = read_measure (self, measure, now, cycles);
+    charged = read_measure (self, depth, now, cycles);
   charge_measure (self, measure->compartment, depth, charged);
   return cycles;
 }
@@ -769,8 +776,7 @@ is_compartment (PerfmonGroup *group)
 {
   return group != NULL &&
          ((GTypeInstance *) group)->g_class == group_class &&
-         group->record != NULL &&
-         group->record->kind == PERFMON_GROUP_KIND_COMPARTMENT;
+         group->compartment != NULL;
 }
 
 /**
@@ -815,7 +821,7 @@ perfmon_group_enter (PerfmonGroup *compartment)
       enter_slowly (compartment);
       return;
     }
-  record = compartment->record;
+  record = compartment->compartment;
   self = record->monitor;
   depth = self->depth;
   /* enter_limit is 0 outside an iteration (and so while disabled). */
@@ -874,7 +880,7 @@ perfmon_group_leave (PerfmonGroup *compartment)
       return;
     }
   now = _perfmon_clock_cycles ();
-  record = compartment->record;
+  record = compartment->compartment;
   self = record->monitor;
   if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token ||
                   !leave_lean (self, record, self->depth, now, &cycles)))
@@ -1184,6 +1190,7 @@ begin_iteration (PerfmonMonitor *self,
   /* The starting CPU time is worked out from the anchor only if the
    * iteration turns out long; see set_anchor() and end_iteration(). */
   self->iteration_start_cycles = now;
+  self->lean_wall_cycles = self->read_stretch_cycles;
   self->span_start_cycles = now;
 }
 
@@ -1486,15 +1493,14 @@ monitor_poll (GPollFD  *fds,
   /* Unsigned: a counter that went backwards makes it huge. */
   wall_cycles = now - self->iteration_start_cycles;
   /* end_iteration(): no reading (a short iteration, the anchor older than
-   * it); commit(): no renormalisation, nothing to judge (a short
-   * iteration is under long_iteration_cycles), and the thread group's
-   * share left to fold_span(); then nothing to reap; begin_iteration():
-   * the anchor is fresh. */
-  if (G_UNLIKELY (wall_cycles >= self->read_stretch_cycles ||
-                  self->anchor_cycles > self->iteration_start_cycles ||
+   * it: lean_wall_cycles is 0 otherwise); commit(): no renormalisation,
+   * nothing to judge (a short iteration is under long_iteration_cycles),
+   * and the thread group's share left to fold_span(); begin_iteration():
+   * the anchor is fresh. Dead records wait for the next full commit, at
+   * most ANCHOR_MAX_AGE_US away. */
+  if (G_UNLIKELY (wall_cycles >= self->lean_wall_cycles ||
                   self->measured_cycles > wall_cycles ||
-                  now >= self->anchor_stale_cycles ||
-                  g_atomic_pointer_get (&self->dead) != NULL))
+                  now >= self->anchor_stale_cycles))
     return monitor_poll_full (fds, n_fds, timeout, slot);
 
   next_iteration (self);
