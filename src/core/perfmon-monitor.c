@@ -914,7 +914,7 @@ next_iteration (PerfmonMonitor *self)
  * READ_STRETCH_US and without a reading: each used its length, so
  * together they used the span's length. Before any commit and any
  * snapshot. */
-static void
+static inline void
 fold_span (PerfmonMonitor *self)
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
@@ -1464,8 +1464,7 @@ monitor_poll_read (GPollFD        *fds,
                    gint            timeout,
                    PollSlot       *slot,
                    PerfmonMonitor *self,
-                   guint64         now,
-                   gboolean        watched)
+                   guint64         now)
 {
   guint64 wall_cycles = now - self->iteration_start_cycles;
   gint64 start;
@@ -1478,7 +1477,10 @@ monitor_poll_read (GPollFD        *fds,
 
   start = cpu_from_anchor (self, self->iteration_start_cycles);
   cpu_now = read_cpu_clock (self);
-  set_anchor (self, now, cpu_now);
+  /* set_anchor() with no measure under way and an iteration that ends. */
+  self->anchor_cycles = now;
+  self->anchor_cpu = cpu_now;
+  self->anchor_stale_cycles = now + self->anchor_max_age_cycles;
   commit (self, now, (guint64) CLAMP (cpu_now - start, 0, (gint64) wall_cycles));
 
   /* begin_iteration() with a fresh anchor, still in an iteration. */
@@ -1488,7 +1490,7 @@ monitor_poll_read (GPollFD        *fds,
   if (G_UNLIKELY (self->n_pending_alerts != 0))
     schedule_alerts (self);
   /* The phase is BUSY: monitor_poll() checked it. */
-  if (watched)
+  if (g_atomic_int_get (&self->activity.watched))
     _perfmon_loop_activity_busy_next_in_busy (&self->activity, now);
   return slot->previous (fds, n_fds, timeout);
 }
@@ -1544,7 +1546,7 @@ monitor_poll (GPollFD  *fds,
   if (G_UNLIKELY (wall_cycles >= self->lean_wall_cycles ||
                   self->measured_cycles > wall_cycles ||
                   now >= self->anchor_stale_cycles))
-    return monitor_poll_read (fds, n_fds, timeout, slot, self, now, watched);
+    return monitor_poll_read (fds, n_fds, timeout, slot, self, now);
 
   next_iteration (self);
   self->iteration_start_cycles = now;

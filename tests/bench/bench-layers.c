@@ -16,10 +16,15 @@
  *   tracing     the task tracer's flight recorder on (automatic tasks)
  *
  *  1. with valgrind on PATH: instructions per dispatch counted by
- *     valgrind --tool=callgrind (deterministic on a loaded machine; it
- *     counts instructions, not what a locked or fenced one costs), and
- *     the difference to plain. Without valgrind this part says so and is
- *     skipped;
+ *     valgrind --tool=callgrind (it counts instructions, not what a
+ *     locked or fenced one costs), and the difference to plain. Without
+ *     valgrind this part says so and is skipped. Deterministic but for
+ *     one thing: an iteration of 25 us or more ends with a reading of the
+ *     thread's CPU clock (a system call and ~100 instructions), and under
+ *     callgrind, 50 times slower, an empty iteration lasts about that
+ *     long, more on a loaded machine. So the monitor's readings per 1000
+ *     dispatches are printed beside the figures, under callgrind and
+ *     natively (where they are a few, one per 2 ms);
  *  2. CPU time (process CPU clock, every thread) of 1,000,000 dispatches
  *     per mode, modes interleaved in each round and rotated, medians of
  *     the per-round ratios to plain (and "hang" to "thread").
@@ -28,7 +33,7 @@
  * <= 1.05x CPU; tracing (automatic tasks) <= 1.15x.
  *
  *   bench-layers [--instructions-only | --cpu-only] [ROUNDS]
- *   bench-layers --child MODE N        (what callgrind runs)
+ *   bench-layers --child MODE N [READS-FILE]   (what callgrind runs)
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
@@ -48,6 +53,7 @@
 #include "bench-common.h"
 #include "bench-dispatch.h"
 #include "perfmon.h"
+#include "perfmon-monitor-private.h"
 
 #define N_DISPATCHES 1000000
 #define N_CALLGRIND  20000
@@ -169,11 +175,27 @@ cpu_seconds_for (Mode  mode,
   return seconds.cpu;
 }
 
-/* What callgrind runs: a warm-up, then @n dispatches collected. */
+/* The monitor's readings of the thread CPU clock per 1000 dispatches in
+ * @n dispatches of @layers, or -1 without a monitor. */
+static double
+reads_per_1000 (Layers *layers,
+                guint64 reads_before,
+                guint   n)
+{
+  if (layers->monitor == NULL)
+    return -1;
+  return (double) (_perfmon_monitor_count_cpu_clock_reads (layers->monitor) - reads_before) * 1000.0 / n;
+}
+
+/* What callgrind runs: a warm-up, then @n dispatches collected. With
+ * @reads_file, writes the monitor's readings per 1000 dispatches there. */
 static int
 child (const char *name,
-       guint       n)
+       guint       n,
+       const char *reads_file)
 {
+  g_autofree char *reads = NULL;
+  guint64 reads_before = 0;
   Layers layers;
   Mode mode;
 
@@ -185,25 +207,34 @@ child (const char *name,
 
   layers_init (&layers, mode);
   bench_seconds_for_idle_dispatches (1000, layers.compartment);
+  if (layers.monitor != NULL)
+    reads_before = _perfmon_monitor_count_cpu_clock_reads (layers.monitor);
   CALLGRIND_TOGGLE_COLLECT;
   bench_seconds_for_idle_dispatches (n, layers.compartment);
   CALLGRIND_TOGGLE_COLLECT;
+  reads = g_strdup_printf ("%.1f", reads_per_1000 (&layers, reads_before, n));
   layers_free (&layers);
+  if (reads_file != NULL && !g_file_set_contents (reads_file, reads, -1, NULL))
+    return 1;
   return 0;
 }
 
-/* Instructions callgrind counted in @mode's collected loop, or -1. */
+/* Instructions callgrind counted in @mode's collected loop, or -1; the
+ * monitor's readings per 1000 dispatches in *@reads (-1: no monitor). */
 static gint64
 callgrind_instructions (const char *self,
                         const char *valgrind,
                         const char *dir,
-                        Mode        mode)
+                        Mode        mode,
+                        double     *reads)
 {
   g_autofree char *out = g_strdup_printf ("%s/callgrind.%s", dir, mode_names[mode]);
   g_autofree char *out_arg = g_strdup_printf ("--callgrind-out-file=%s", out);
+  g_autofree char *reads_file = g_strdup_printf ("%s/reads.%s", dir, mode_names[mode]);
+  g_autofree char *reads_text = NULL;
   g_autofree char *n = g_strdup_printf ("%u", N_CALLGRIND);
   const char *argv[] = { valgrind, "--tool=callgrind", "--collect-atstart=no", out_arg,
-                         self, "--child", mode_names[mode], n, NULL };
+                         self, "--child", mode_names[mode], n, reads_file, NULL };
   g_autofree char *contents = NULL;
   g_autoptr(GError) error = NULL;
   const char *totals;
@@ -218,6 +249,9 @@ callgrind_instructions (const char *self,
       g_printerr ("callgrind %s: %s\n", mode_names[mode], error->message);
       return -1;
     }
+  *reads = g_file_get_contents (reads_file, &reads_text, NULL, NULL)
+           ? g_ascii_strtod (reads_text, NULL) : -1;
+  g_unlink (reads_file);
   if (g_getenv ("BENCH_KEEP_CALLGRIND") == NULL)
     g_unlink (out);
   else
@@ -236,6 +270,8 @@ bench_instructions (const char *self)
   g_autofree char *valgrind = g_find_program_in_path ("valgrind");
   g_autofree char *dir = NULL;
   double per[N_MODES];
+  double reads[N_MODES];
+  double native_reads[N_MODES];
 
 #ifndef HAVE_CALLGRIND_H
   g_print ("1. (built without valgrind/callgrind.h: no instruction counts)\n");
@@ -249,15 +285,33 @@ bench_instructions (const char *self)
   dir = g_dir_make_tmp ("perfmon-bench-layers-XXXXXX", NULL);
   g_assert (dir != NULL);
   for (Mode mode = 0; mode < N_MODES; mode++)
-    per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode) / N_CALLGRIND;
+    {
+      Layers layers;
+      guint64 reads_before = 0;
+
+      per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode, &reads[mode]) / N_CALLGRIND;
+      layers_init (&layers, mode);
+      if (layers.monitor != NULL)
+        reads_before = _perfmon_monitor_count_cpu_clock_reads (layers.monitor);
+      bench_seconds_for_idle_dispatches (N_DISPATCHES / 10, layers.compartment);
+      native_reads[mode] = reads_per_1000 (&layers, reads_before, N_DISPATCHES / 10);
+      layers_free (&layers);
+    }
   g_rmdir (dir);
 
-  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches):\n",
+  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches),\n"
+           "   and the monitor's readings of the thread CPU clock per 1000 dispatches\n"
+           "   under callgrind and natively:\n",
            N_CALLGRIND);
   for (Mode mode = 0; mode < N_MODES; mode++)
-    g_print ("   %-12s %7.1f  (%+7.1f against plain, %+7.1f against the line above)\n",
-             mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
-             mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+    {
+      g_print ("   %-12s %7.1f  (%+7.1f against plain, %+7.1f against the line above)",
+               mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
+               mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+      if (reads[mode] >= 0)
+        g_print ("  reads %5.1f, natively %4.1f", reads[mode], native_reads[mode]);
+      g_print ("\n");
+    }
   g_print ("   goal: enter-leave <= plain + 150\n");
 }
 
@@ -314,9 +368,9 @@ main (int   argc,
   g_assert (dir != NULL);
   pings_dir = g_build_filename (dir, "pings", NULL);
 
-  if (argc == 4 && g_str_equal (argv[1], "--child"))
+  if ((argc == 4 || argc == 5) && g_str_equal (argv[1], "--child"))
     {
-      int status = child (argv[2], (guint) g_ascii_strtoull (argv[3], NULL, 10));
+      int status = child (argv[2], (guint) g_ascii_strtoull (argv[3], NULL, 10), argc == 5 ? argv[4] : NULL);
 
       g_rmdir (pings_dir);
       g_rmdir (dir);
