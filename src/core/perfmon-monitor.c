@@ -231,10 +231,16 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, G_TYPE_OBJECT)
 
-/* The address of this variable identifies the calling thread, for the price
- * of a thread-local address computation. initial-exec: the library is
- * PIC, and the default model would call __tls_get_addr on every enter. */
+/* What identifies the calling thread: the thread pointer where GCC reads
+ * it with one load (x86-64: %fs:0, the TCB's address), else the address of
+ * a thread-local variable (initial-exec: the library is PIC, and the
+ * default model would call __tls_get_addr on every enter). */
+#if defined(__x86_64__) || defined(__aarch64__)
+# define THREAD_TOKEN() ((gconstpointer) __builtin_thread_pointer ())
+#else
 static __thread char thread_token __attribute__ ((tls_model ("initial-exec")));
+# define THREAD_TOKEN() (THREAD_TOKEN ())
+#endif
 
 static guint64 last_group_id;
 
@@ -247,7 +253,7 @@ next_group_id (void)
 static gboolean
 claim_thread (PerfmonMonitor *self)
 {
-  gconstpointer token = &thread_token;
+  gconstpointer token = THREAD_TOKEN ();
 
   if (G_LIKELY (self->owner == token))
     return TRUE;
@@ -825,7 +831,7 @@ perfmon_group_enter (PerfmonGroup *compartment)
   self = record->monitor;
   depth = self->depth;
   /* enter_limit is 0 outside an iteration (and so while disabled). */
-  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token || depth >= self->enter_limit))
+  if (G_UNLIKELY (self->owner != THREAD_TOKEN () || depth >= self->enter_limit))
     {
       enter_slowly (compartment);
       return;
@@ -882,7 +888,7 @@ perfmon_group_leave (PerfmonGroup *compartment)
   now = _perfmon_clock_cycles ();
   record = compartment->compartment;
   self = record->monitor;
-  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token ||
+  if (G_UNLIKELY (self->owner != THREAD_TOKEN () ||
                   !leave_lean (self, record, self->depth, now, &cycles)))
     leave_slowly (compartment);
 }
@@ -1477,6 +1483,14 @@ monitor_poll_read (GPollFD        *fds,
 
   start = cpu_from_anchor (self, self->iteration_start_cycles);
   cpu_now = read_cpu_clock (self);
+  /* The iterations meet after the reading, so that the next one's length
+   * leaves the reading out: a slow one (preempted, or under valgrind)
+   * must not make the next one long enough to need another. The
+   * reading's value goes to its end: what the thread used after the
+   * kernel took it, the tail of one system call, goes to the next
+   * iteration, so that they add up to the thread's CPU time. */
+  now = _perfmon_clock_cycles ();
+  wall_cycles = now - self->iteration_start_cycles;
   /* set_anchor() with no measure under way and an iteration that ends. */
   self->anchor_cycles = now;
   self->anchor_cpu = cpu_now;
@@ -1505,11 +1519,12 @@ monitor_poll_read (GPollFD        *fds,
  * Anything else goes to monitor_poll_full(), which reads the cycle
  * counter again: the rare case pays one read more.
  *
- * Hot, like the trampolines, enter and leave: the compiler keeps them
- * together (.text.hot), so a monitored iteration touches few code pages.
- * The slot comes last: the poll's arguments stay in their registers from
- * the trampoline to the tail call. */
-static G_GNUC_NO_INLINE __attribute__ ((hot)) gint
+ * Inlined into each trampoline (hot, like enter and leave: the compiler
+ * keeps them together in .text.hot, so a monitored iteration touches few
+ * code pages), where the slot is a constant: a program uses one or two of
+ * the 32 copies. The slot comes last: the poll's arguments stay in their
+ * registers to the tail calls. */
+static inline __attribute__ ((always_inline)) gint
 monitor_poll (GPollFD  *fds,
               guint     n_fds,
               gint      timeout,
@@ -1529,7 +1544,7 @@ monitor_poll (GPollFD  *fds,
    * only. Pending alerts need nothing: the commit that queued them
    * scheduled them. */
   if (G_UNLIKELY (timeout != 0 || self->enter_limit - self->depth != MAX_NESTING ||
-                  self->owner != (gconstpointer) &thread_token ||
+                  self->owner != THREAD_TOKEN () ||
                   (watched && (self->activity.thread_id == 0 ||
                                __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))))
     return monitor_poll_full (fds, n_fds, timeout, slot);

@@ -219,14 +219,75 @@ child (const char *name,
   return 0;
 }
 
+/* Whether @name (a callgrind function name, maybe with a suffix such as
+ * ".constprop.0") is one of the poll wrapper's paths that read the thread
+ * CPU clock. */
+static gboolean
+is_reading_path (const char *name)
+{
+  return name != NULL &&
+         (g_str_has_prefix (name, "monitor_poll_read") || g_str_has_prefix (name, "monitor_poll_full"));
+}
+
+/* The instructions, inclusive, of the calls into the reading paths in
+ * @contents, a callgrind output file (names compressed or not). */
+static gint64
+reading_path_instructions (const char *contents)
+{
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_auto(GStrv) lines = g_strsplit (contents, "\n", -1);
+  const char *fn = NULL;
+  const char *cfn = NULL;
+  gint64 total = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *line = lines[i];
+      gboolean is_fn = g_str_has_prefix (line, "fn=");
+      gboolean is_cfn = g_str_has_prefix (line, "cfn=");
+
+      if (is_fn || is_cfn)
+        {
+          const char *spec = line + (is_fn ? 3 : 4);
+          const char *name = spec;
+
+          if (spec[0] == '(')
+            {
+              const char *close = strchr (spec, ')');
+              g_autofree char *id = close != NULL ? g_strndup (spec, close - spec + 1) : NULL;
+
+              if (id == NULL)
+                continue;
+              if (close[1] == ' ')
+                g_hash_table_replace (names, g_strdup (id), g_strdup (close + 2));
+              name = g_hash_table_lookup (names, id);
+            }
+          if (is_fn)
+            fn = name;
+          else
+            cfn = name;
+        }
+      else if (g_str_has_prefix (line, "calls=") && lines[i + 1] != NULL)
+        {
+          g_auto(GStrv) cost = g_strsplit (lines[++i], " ", 3);
+
+          if (is_reading_path (cfn) && !is_reading_path (fn) && cost[0] != NULL && cost[1] != NULL)
+            total += g_ascii_strtoll (cost[1], NULL, 10);
+        }
+    }
+  return total;
+}
+
 /* Instructions callgrind counted in @mode's collected loop, or -1; the
- * monitor's readings per 1000 dispatches in *@reads (-1: no monitor). */
+ * monitor's readings per 1000 dispatches in *@reads (-1: no monitor), and
+ * the instructions of the paths that read in *@reading. */
 static gint64
 callgrind_instructions (const char *self,
                         const char *valgrind,
                         const char *dir,
                         Mode        mode,
-                        double     *reads)
+                        double     *reads,
+                        gint64     *reading)
 {
   g_autofree char *out = g_strdup_printf ("%s/callgrind.%s", dir, mode_names[mode]);
   g_autofree char *out_arg = g_strdup_printf ("--callgrind-out-file=%s", out);
@@ -251,6 +312,7 @@ callgrind_instructions (const char *self,
     }
   *reads = g_file_get_contents (reads_file, &reads_text, NULL, NULL)
            ? g_ascii_strtod (reads_text, NULL) : -1;
+  *reading = reading_path_instructions (contents);
   g_unlink (reads_file);
   if (g_getenv ("BENCH_KEEP_CALLGRIND") == NULL)
     g_unlink (out);
@@ -272,6 +334,7 @@ bench_instructions (const char *self)
   double per[N_MODES];
   double reads[N_MODES];
   double native_reads[N_MODES];
+  double reading[N_MODES];
 
 #ifndef HAVE_CALLGRIND_H
   g_print ("1. (built without valgrind/callgrind.h: no instruction counts)\n");
@@ -288,8 +351,11 @@ bench_instructions (const char *self)
     {
       Layers layers;
       guint64 reads_before = 0;
+      gint64 reading_instructions = 0;
 
-      per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode, &reads[mode]) / N_CALLGRIND;
+      per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode, &reads[mode],
+                                                   &reading_instructions) / N_CALLGRIND;
+      reading[mode] = (double) reading_instructions / N_CALLGRIND;
       layers_init (&layers, mode);
       if (layers.monitor != NULL)
         reads_before = _perfmon_monitor_count_cpu_clock_reads (layers.monitor);
@@ -299,9 +365,10 @@ bench_instructions (const char *self)
     }
   g_rmdir (dir);
 
-  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches),\n"
-           "   and the monitor's readings of the thread CPU clock per 1000 dispatches\n"
-           "   under callgrind and natively:\n",
+  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches);\n"
+           "   the monitor's readings of the thread CPU clock per 1000 dispatches under\n"
+           "   callgrind and natively, and the instructions per dispatch of the\n"
+           "   iterations that read (the poll wrapper's reading path, inclusive):\n",
            N_CALLGRIND);
   for (Mode mode = 0; mode < N_MODES; mode++)
     {
@@ -309,7 +376,8 @@ bench_instructions (const char *self)
                mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
                mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
       if (reads[mode] >= 0)
-        g_print ("  reads %5.1f, natively %4.1f", reads[mode], native_reads[mode]);
+        g_print ("  reads %6.1f (natively %4.1f), in reading %5.1f",
+                 reads[mode], native_reads[mode], reading[mode]);
       g_print ("\n");
     }
   g_print ("   goal: enter-leave <= plain + 150\n");
