@@ -1,6 +1,8 @@
 /* bench-layers.c: what each layer of the library API adds to an empty
  * dispatch, side by side in one run
  *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
  * Prints, never asserts. Every mode adds one layer to the one before it,
  * on the default main context, with one idle source re-dispatched:
  *
@@ -34,8 +36,6 @@
  *
  *   bench-layers [--instructions-only | --cpu-only] [ROUNDS]
  *   bench-layers --child MODE N [READS-FILE]   (what callgrind runs)
- *
- * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "config.h"
 
