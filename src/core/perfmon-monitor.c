@@ -572,8 +572,9 @@ charge_measure (PerfmonMonitor     *self,
                 guint               depth,
                 guint64             cycles)
 {
+  /* The compartment last, as in leave_lean(). */
   PerfmonGroupRecord *groups[3] = {
-    compartment, compartment->key.parents.window, compartment->key.parents.addon,
+    compartment->key.parents.window, compartment->key.parents.addon, compartment,
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (groups); i++)
@@ -759,12 +760,14 @@ leave_lean (PerfmonMonitor     *self,
   executed = self->executed;
   window = record->key.parents.window;
   addon = record->key.parents.addon;
-  if (record->active)
-    charge_record (record, iteration, &executed, cycles);
+  /* The compartment last: it heads the list, so that a commit judges it
+   * first and its alert comes before its window's and add-on's. */
   if (window != NULL && window->active)
     charge_record (window, iteration, &executed, cycles);
   if (addon != NULL && addon->active)
     charge_record (addon, iteration, &executed, cycles);
+  if (record->active)
+    charge_record (record, iteration, &executed, cycles);
   self->executed = executed;
   *cycles_out = cycles;
   return TRUE;
