@@ -239,7 +239,7 @@ G_DEFINE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, G_TYPE_OBJECT)
 # define THREAD_TOKEN() ((gconstpointer) __builtin_thread_pointer ())
 #else
 static __thread char thread_token __attribute__ ((tls_model ("initial-exec")));
-# define THREAD_TOKEN() (THREAD_TOKEN ())
+# define THREAD_TOKEN() ((gconstpointer) &thread_token)
 #endif
 
 static guint64 last_group_id;
