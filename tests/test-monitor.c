@@ -1375,6 +1375,102 @@ test_many_contexts (void)
     }
 }
 
+/* Many short iterations in a row: the monitor's lean path ends them
+ * without touching the thread group, which a later commit or snapshot
+ * adds up (see fold_span()), and charges each measure's groups at its
+ * leave. Whichever path each iteration took (a loaded machine makes some
+ * long), the counts are exact: one tick per iteration for the thread,
+ * one per dispatch for the compartment, its window and its add-on, the
+ * same CPU time for the three, and a snapshot in the middle of an
+ * iteration counts the finished ones only. */
+#define N_SHORT_DISPATCHES 3000
+
+typedef struct
+{
+  Fixture         *f;
+  PerfmonGroup    *compartment;
+  guint            n;
+  PerfmonSnapshot *during;    /* taken in the dispatch N_SHORT_DISPATCHES / 2 */
+} ShortDispatches;
+
+static gboolean
+short_dispatch (gpointer data)
+{
+  ShortDispatches *s = data;
+
+  perfmon_group_enter (s->compartment);
+  sink += s->n;
+  perfmon_group_leave (s->compartment);
+  if (++s->n == N_SHORT_DISPATCHES / 2)
+    s->during = perfmon_monitor_snapshot (s->f->monitor);
+  return s->n < N_SHORT_DISPATCHES ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
+}
+
+static void
+test_short_iterations_add_up (Fixture       *f,
+                              gconstpointer  data)
+{
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (f->monitor, "short", 9, "short-addon");
+  g_autoptr(PerfmonGroup) window = perfmon_monitor_get_window_group (f->monitor, 9, NULL);
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (f->monitor, "short-addon", NULL);
+  g_autoptr(PerfmonGroup) thread = perfmon_monitor_get_thread_group (f->monitor);
+  g_autoptr(PerfmonSnapshot) before = NULL;
+  g_autoptr(PerfmonSnapshot) after = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(PerfmonSnapshot) first_half = NULL;
+  g_autoptr(GSource) source = g_idle_source_new ();
+  g_autoptr(GError) error = NULL;
+  ShortDispatches s = { f, compartment, 0, NULL };
+  guint64 iterations = 0;
+  gint64 cpu_before, cpu_used;
+  guint64 charged;
+
+  perfmon_group_set_active (compartment, TRUE);
+  g_source_set_callback (source, short_dispatch, &s, NULL);
+  g_main_context_iteration (f->context, FALSE);
+  /* The thread group counts from the warm-up's poll on, a few µs before
+   * cpu_before that the test cannot bracket: hence the 50 µs below. */
+  cpu_before = thread_cpu_us ();
+  before = perfmon_monitor_snapshot (f->monitor);
+  g_source_attach (source, f->context);
+  while (!g_source_is_destroyed (source))
+    {
+      g_main_context_iteration (f->context, FALSE);
+      iterations++;
+    }
+  /* Ends the iteration of the last dispatch. */
+  g_main_context_iteration (f->context, FALSE);
+  iterations++;
+  after = perfmon_monitor_snapshot (f->monitor);
+  cpu_used = thread_cpu_us () - cpu_before;
+
+  delta = perfmon_snapshot_subtract (after, before, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, thread)), ==, iterations);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, compartment)), ==, N_SHORT_DISPATCHES);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, window)), ==, N_SHORT_DISPATCHES);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (delta, addon)), ==, N_SHORT_DISPATCHES);
+  charged = perfmon_group_stats_get_cpu_time (stats_of (delta, compartment));
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, window)), ==, charged);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, addon)), ==, charged);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, thread)), >=, charged);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, thread)), <=,
+                    (guint64) (cpu_used + cpu_used / 50 + 50));
+
+  /* The snapshot in the middle: the iterations of the dispatches before
+   * its own, and of the warm-up; its own iteration is not finished. */
+  g_assert_nonnull (s.during);
+  first_half = perfmon_snapshot_subtract (s.during, before, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (first_half, compartment)), ==,
+                    N_SHORT_DISPATCHES / 2 - 1);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (first_half, window)), ==,
+                    N_SHORT_DISPATCHES / 2 - 1);
+  g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (first_half, thread)), ==,
+                    N_SHORT_DISPATCHES / 2);
+  g_clear_object (&s.during);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -1396,6 +1492,7 @@ main (int   argc,
   ADD_FIXTURE_TEST ("/monitor/nested-enter-counts-once", test_nested_enter_counts_once);
   ADD_FIXTURE_TEST ("/monitor/alert-from-context", test_alert_from_context);
   ADD_FIXTURE_TEST ("/monitor/cpu-clock-read-rarely", test_cpu_clock_read_rarely);
+  ADD_FIXTURE_TEST ("/monitor/short-iterations-add-up", test_short_iterations_add_up);
   g_test_add_func ("/monitor/refcount-lifetimes", test_refcount_lifetimes);
   g_test_add_func ("/monitor/group-dropped-before-commit", test_group_dropped_before_commit);
   g_test_add_func ("/monitor/alert-rate-limit", test_alert_rate_limit);

@@ -46,7 +46,7 @@ struct _PerfmonGroupRecord
   guint64             ticks;
   guint8              kind;
   guint8              active;
-  guint8              acquired;
+  guint8              spare;          /* was "acquired": measures no longer mark groups */
   guint8              reserved;
   /* The monitor's iteration in which the group last ran: the recent_*
    * fields and next_executed mean something only while it is current, so
@@ -84,6 +84,9 @@ struct _PerfmonGroup
 {
   GObject             parent_instance;
   PerfmonGroupRecord *record;
+  /* The record again if it is a compartment's, else NULL: enter and leave
+   * check the kind with one load. */
+  PerfmonGroupRecord *compartment;
 };
 
 /* Holder counting; see above. */

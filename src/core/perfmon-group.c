@@ -91,7 +91,10 @@ _perfmon_group_new (PerfmonGroupRecord *record)
   self->record = record;
   g_object_ref (record->monitor);
   if (record->kind == PERFMON_GROUP_KIND_COMPARTMENT)
-    record->group.compartment = self;
+    {
+      record->group.compartment = self;
+      self->compartment = record;
+    }
   else
     g_weak_ref_set (&record->group.object, self);
 

@@ -108,15 +108,13 @@
 #define LONG_ITERATION_US 1000
 #define ANCHOR_MAX_AGE_US 2000
 
+/* A measure under way: what enter pushed, nothing more. Which groups it
+ * charges is worked out at its leave (see charge_measure()); its starting
+ * CPU time from the anchor (see set_anchor()). */
 typedef struct
 {
   PerfmonGroupRecord *compartment;
-  PerfmonGroupRecord *acquired[4];
-  guint               n_acquired;
   guint64             start_cycles;
-  guint64             start_blocked_us;
-  guint64             anchor_cycles;   /* the anchor as of enter */
-  gint64              anchor_cpu;      /* in cycles */
 } Measure;
 
 typedef struct
@@ -137,24 +135,38 @@ struct _PerfmonMonitor
    * virtual machines) each poll system call flushes the TLB. */
   gconstpointer       owner;
   gboolean            enabled;
-  gboolean            in_iteration;
+  gboolean            in_iteration;         /* implies enabled */
   guint               depth;
+  /* Measures below base_depth are cancelled (a nested loop, disabling):
+   * their leave charges nothing. */
+  guint               base_depth;
+  /* enter's fast path: MAX_NESTING in an iteration, 0 outside one. */
+  guint               enter_limit;
+  /* leave's fast path: base_depth + 1 (the outermost measure that counts),
+   * 0 while enters overflow. */
+  guint               lean_depth;
   guint               overflow;
-  guint               open_measures;
-  guint32             iteration;            /* the stamp of executed; never 0 */
+  guint32             iteration;            /* the stamp of executed */
   PerfmonGroupRecord *executed;             /* groups that ran this iteration */
   guint64             measured_cycles;      /* charged to outermost measures */
-  guint64             blocked_us;
   double              cycles_per_us;
   double              us_per_cycle;         /* multiplying beats dividing */
   double              cycles_per_ns;
   guint64             iteration_start_cycles;
-  guint64             iteration_anchor_cycles;
-  gint64              iteration_anchor_cpu; /* CPU times are in cycles */
+  gint64              iteration_start_cpu;  /* meant only once the anchor is
+                                             * younger than the iteration */
+  /* The lean iterations not yet added to the thread group: from
+   * span_start_cycles to iteration_start_cycles, iterations
+   * span_iteration to iteration (excluded); see fold_span(). */
+  guint64             span_start_cycles;
+  guint32             span_iteration;
   guint64             anchor_cycles;
   gint64              anchor_cpu;
   guint64             anchor_stale_cycles;  /* from then the anchor is old; 0: none */
   guint64             read_stretch_cycles;
+  /* The longest iteration monitor_poll()'s lean path ends:
+   * read_stretch_cycles, or 0 once the anchor moved in the iteration. */
+  guint64             lean_wall_cycles;
   guint64             long_iteration_cycles;
   guint64             anchor_max_age_cycles;
   guint64             long_dispatch_cycles; /* see note_long_dispatch() */
@@ -166,6 +178,10 @@ struct _PerfmonMonitor
   Measure             measures[MAX_NESTING];
 
   /* The owner thread's, touched less often. */
+  /* Each measure's starting CPU time, in cycles, meant only once the
+   * anchor is younger than its start (see set_anchor()); apart, so that a
+   * Measure is 16 bytes. */
+  gint64              measure_start_cpu[MAX_NESTING];
   gboolean            warned_foreign_poll;
   guint               blocked_depth;
   gint64              blocked_since;
@@ -215,10 +231,16 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE (PerfmonMonitor, perfmon_monitor, G_TYPE_OBJECT)
 
-/* The address of this variable identifies the calling thread, for the price
- * of a thread-local address computation. initial-exec: the library is
- * PIC, and the default model would call __tls_get_addr on every enter. */
+/* What identifies the calling thread: the thread pointer where GCC reads
+ * it with one load (x86-64: %fs:0, the TCB's address), else the address of
+ * a thread-local variable (initial-exec: the library is PIC, and the
+ * default model would call __tls_get_addr on every enter). */
+#if defined(__x86_64__) || defined(__aarch64__)
+# define THREAD_TOKEN() ((gconstpointer) __builtin_thread_pointer ())
+#else
 static __thread char thread_token __attribute__ ((tls_model ("initial-exec")));
+# define THREAD_TOKEN() ((gconstpointer) &thread_token)
+#endif
 
 static guint64 last_group_id;
 
@@ -231,7 +253,7 @@ next_group_id (void)
 static gboolean
 claim_thread (PerfmonMonitor *self)
 {
-  gconstpointer token = &thread_token;
+  gconstpointer token = THREAD_TOKEN ();
 
   if (G_LIKELY (self->owner == token))
     return TRUE;
@@ -265,6 +287,9 @@ record_new_locked (PerfmonMonitor   *self,
   record->id = next_group_id ();
   memcpy (record->name, name, name_size);
   record->kind = kind;
+  /* Not run in the current iteration, whatever the count: a stamp of 0
+   * would be taken for the iteration numbered 0, once the count wraps. */
+  record->stamp = __atomic_load_n (&self->iteration, __ATOMIC_RELAXED) - 1;
   record->active = kind != PERFMON_GROUP_KIND_COMPARTMENT;
   record->holders = 1;
   if (kind != PERFMON_GROUP_KIND_COMPARTMENT)
@@ -422,15 +447,55 @@ read_cpu_clock (PerfmonMonitor *self)
   return (gint64) ((double) _perfmon_clock_thread_cpu_ns () * self->cycles_per_ns);
 }
 
-/* Takes @cpu, a reading of the CPU clock at @cycles, as the anchor. */
+/* The CPU time, in cycles, estimated at @cycles (not before the anchor)
+ * from the anchor: the thread ran all along since (see the top of the
+ * file). */
+static inline gint64
+cpu_from_anchor (PerfmonMonitor *self,
+                 guint64         cycles)
+{
+  return self->anchor_cpu + (gint64) (cycles - self->anchor_cycles);
+}
+
+/* Takes @cpu, a reading of the CPU clock at @cycles, as the anchor.
+ *
+ * Neither enter nor the lean iteration stores a starting CPU time: as
+ * long as the anchor is older than a start, the start's CPU time is
+ * worked out from the anchor when it is needed (a long measure's leave, a
+ * long iteration's end). So the anchor, before it moves, hands its
+ * estimate to the measures and the iteration that began since it was
+ * taken; that walks the measures under way, a few at most, once per
+ * reading of the CPU clock (a system call anyway). */
 static inline void
 set_anchor (PerfmonMonitor *self,
             guint64         cycles,
             gint64          cpu)
 {
+  for (guint i = self->base_depth; i < self->depth; i++)
+    {
+      Measure *measure = &self->measures[i];
+
+      if (measure->start_cycles >= self->anchor_cycles)
+        self->measure_start_cpu[i] = cpu_from_anchor (self, measure->start_cycles);
+    }
+  if (self->iteration_start_cycles >= self->anchor_cycles)
+    self->iteration_start_cpu = cpu_from_anchor (self, self->iteration_start_cycles);
+
   self->anchor_cycles = cycles;
   self->anchor_cpu = cpu;
   self->anchor_stale_cycles = cycles + self->anchor_max_age_cycles;
+  /* The iteration's starting CPU time needs working out now. */
+  self->lean_wall_cycles = 0;
+}
+
+/* The CPU time at @start, a measure's or the iteration's, whose estimate
+ * is @saved if the anchor moved since. */
+static inline gint64
+start_cpu (PerfmonMonitor *self,
+           guint64         start,
+           gint64          saved)
+{
+  return start >= self->anchor_cycles ? cpu_from_anchor (self, start) : saved;
 }
 
 static void begin_iteration (PerfmonMonitor *self,
@@ -439,52 +504,123 @@ static void begin_iteration (PerfmonMonitor *self,
 static void refresh_anchor  (PerfmonMonitor *self,
                              guint64         now);
 
-static G_GNUC_NO_INLINE __attribute__ ((cold)) void
-begin_iteration_in_measure (PerfmonMonitor *self)
+/* --- measuring --------------------------------------------------------- */
+
+static inline void
+update_lean_depth (PerfmonMonitor *self)
 {
-  begin_iteration (self, _perfmon_clock_cycles (), TRUE);
+  self->lean_depth = self->overflow != 0 ? 0 : self->base_depth + 1;
 }
 
-/* --- measuring --------------------------------------------------------- */
+static inline void
+set_in_iteration (PerfmonMonitor *self,
+                  gboolean        in_iteration)
+{
+  self->in_iteration = in_iteration;
+  self->enter_limit = in_iteration ? MAX_NESTING : 0;
+}
+
+/* Charges @record @cycles, for the iteration @iteration too, whose list
+ * of groups that ran is *@executed. Locals, not the monitor's fields: with
+ * -fno-strict-aliasing every store to a record would make the compiler
+ * reload them. */
+static inline __attribute__ ((always_inline)) void
+charge_record (PerfmonGroupRecord  *record,
+               guint32              iteration,
+               PerfmonGroupRecord **executed,
+               guint64              cycles)
+{
+  if (record->stamp != iteration)
+    {
+      record->stamp = iteration;
+      record->recent_cycles = cycles;
+      record->next_executed = *executed;
+      *executed = record;
+      record->ticks++;
+    }
+  else
+    record->recent_cycles += cycles;
+  record->cpu_time_cycles += cycles;
+}
+
+/* Whether a measure of @record's group is under way below @depth (and
+ * counts): then that measure charges it, inclusively, and an inner one
+ * must not charge it again. */
+static gboolean
+is_covered (PerfmonMonitor     *self,
+            PerfmonGroupRecord *group,
+            guint               depth)
+{
+  for (guint i = self->base_depth; i < depth; i++)
+    {
+      PerfmonGroupRecord *compartment = self->measures[i].compartment;
+
+      if (compartment == group || compartment->key.parents.window == group ||
+          compartment->key.parents.addon == group)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Charges @cycles to the active groups of @compartment's measure at
+ * @depth (the compartment, its window and add-on groups) that no enclosing
+ * measure charges. The thread group is charged whole iterations at
+ * commit. */
+static G_GNUC_NO_INLINE void
+charge_measure (PerfmonMonitor     *self,
+                PerfmonGroupRecord *compartment,
+                guint               depth,
+                guint64             cycles)
+{
+  /* The compartment last, as in leave_lean(). */
+  PerfmonGroupRecord *groups[3] = {
+    compartment->key.parents.window, compartment->key.parents.addon, compartment,
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (groups); i++)
+    if (groups[i] != NULL && groups[i]->active &&
+        (depth == self->base_depth || !is_covered (self, groups[i], depth)))
+      charge_record (groups[i], self->iteration, &self->executed, cycles);
+
+  /* What the iteration's outermost measures were charged, for the
+   * renormalisation at commit. */
+  if (depth == self->base_depth)
+    self->measured_cycles += cycles;
+}
+
+/* Pushes a measure of @compartment started at @start: all that enter does
+ * (the rare reading of the CPU clock apart). */
+static inline __attribute__ ((always_inline)) void
+push_measure (PerfmonMonitor     *self,
+              guint               depth,
+              PerfmonGroupRecord *compartment,
+              guint64             start)
+{
+  Measure *measure = &self->measures[depth];
+
+  measure->compartment = compartment;
+  measure->start_cycles = start;
+  self->depth = depth + 1;
+}
 
 /* The start of a measure at @start when the anchor is ANCHOR_MAX_AGE_US
  * old: a reading of the CPU clock first, so that the measure's start is
  * exact even after a long stretch without one (a long enclosing measure). */
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
-start_measure_with_new_anchor (PerfmonMonitor *self,
-                               Measure        *measure,
-                               guint64         start)
+push_measure_with_new_anchor (PerfmonMonitor     *self,
+                              guint               depth,
+                              PerfmonGroupRecord *compartment,
+                              guint64             start)
 {
   refresh_anchor (self, start);
-  measure->anchor_cycles = self->anchor_cycles;
-  measure->anchor_cpu = self->anchor_cpu;
-  measure->start_cycles = start;
+  push_measure (self, depth, compartment, start);
 }
 
-/* Acquires @record for a measure unless it is inactive or an enclosing
- * measure holds it; returns the new count of acquired groups. */
-static inline guint
-acquire (PerfmonGroupRecord **acquired,
-         guint                n_acquired,
-         PerfmonGroupRecord  *record)
-{
-  if (record->active && !record->acquired)
-    {
-      record->acquired = TRUE;
-      acquired[n_acquired++] = record;
-    }
-  return n_acquired;
-}
-
-static inline __attribute__ ((always_inline)) void start_measure (PerfmonMonitor     *self,
-                                                                 Measure            *measure,
-                                                                 PerfmonGroupRecord *compartment);
-
-static inline void
+static void
 _perfmon_monitor_enter (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
 {
-  Measure *measure;
+  guint64 start;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_enter")))
     return;
@@ -492,156 +628,63 @@ _perfmon_monitor_enter (PerfmonMonitor     *self,
   if (G_UNLIKELY (self->depth == MAX_NESTING))
     {
       self->overflow++;
+      update_lean_depth (self);
       return;
     }
 
-  measure = &self->measures[self->depth++];
-  measure->compartment = compartment;
-  measure->n_acquired = 0;
-
   if (G_UNLIKELY (!self->enabled))
-    return;
+    {
+      /* Pushed for the balance of leaves, and cancelled. */
+      push_measure (self, self->depth, compartment, 0);
+      self->base_depth = self->depth;
+      update_lean_depth (self);
+      return;
+    }
 
   /* Code that runs before the first iteration boundary (a monitor without
    * a context, or work before the loop first polls) starts an iteration. */
   if (G_UNLIKELY (!self->in_iteration))
-    begin_iteration_in_measure (self);
+    begin_iteration (self, _perfmon_clock_cycles (), TRUE);
 
-  start_measure (self, measure, compartment);
-}
-
-/* The rest of an enter, once @measure is pushed for @compartment on an
- * enabled monitor in an iteration: acquires the groups and starts the
- * measure. */
-static inline __attribute__ ((always_inline)) void
-start_measure (PerfmonMonitor     *self,
-               Measure            *measure,
-               PerfmonGroupRecord *compartment)
-{
-  guint n_acquired;
-  PerfmonGroupRecord *window;
-  PerfmonGroupRecord *addon;
-  guint64 start;
-
-  window = compartment->key.parents.window;
-  addon = compartment->key.parents.addon;
-  n_acquired = acquire (measure->acquired, 0, self->thread_record);
-  if (window != NULL)
-    n_acquired = acquire (measure->acquired, n_acquired, window);
-  if (addon != NULL)
-    n_acquired = acquire (measure->acquired, n_acquired, addon);
-  n_acquired = acquire (measure->acquired, n_acquired, compartment);
-
-  measure->n_acquired = n_acquired;
-  if (n_acquired == 0)
-    return;
-
-  self->open_measures++;
-  measure->start_blocked_us = self->blocked_us;
   start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
-    {
-      /* A tail call: enter keeps no frame for the rare read. */
-      start_measure_with_new_anchor (self, measure, start);
-      return;
-    }
-  measure->anchor_cycles = self->anchor_cycles;
-  measure->anchor_cpu = self->anchor_cpu;
-  measure->start_cycles = start;
+    push_measure_with_new_anchor (self, self->depth, compartment, start);
+  else
+    push_measure (self, self->depth, compartment, start);
 }
 
-/* Charges the groups @measure acquired @cycles, then releases them. Inlined
- * twice: the short case, on every leave, stays small. */
-static inline __attribute__ ((always_inline)) void
-charge_acquired (PerfmonMonitor *self,
-                 Measure        *measure,
-                 guint64         cycles,
-                 guint64         blocked)
+/* The CPU time of @measure, a measure of READ_STRETCH_US or more that
+ * ended at @now after @cycles: worth a reading of the CPU clock; see the
+ * top of the file. */
+static G_GNUC_NO_INLINE __attribute__ ((cold)) guint64
+read_measure (PerfmonMonitor *self,
+              guint           depth,
+              guint64         now,
+              guint64         cycles)
 {
-  guint first = 0;
-  guint n_acquired;
-  guint32 iteration;
-  PerfmonGroupRecord *executed;
-
-  /* Charged now, so that a commit of a short iteration has nothing to
-   * walk; a commit that must rescale corrects it. The thread group, always
-   * acquired first, is charged the iteration's CPU time at commit: here
-   * it only takes blocked time. */
-  if (measure->acquired[0] == self->thread_record)
-    {
-      self->thread_record->acquired = FALSE;
-      if (G_UNLIKELY (blocked != 0))
-        self->thread_record->blocked_time_us += blocked;
-      first = 1;
-    }
-
-  /* Locals: with -fno-strict-aliasing every store to a record would make
-   * the compiler reload these from memory. */
-  iteration = self->iteration;
-  executed = self->executed;
-  n_acquired = measure->n_acquired;
-  for (guint i = first; i < n_acquired; i++)
-    {
-      PerfmonGroupRecord *record = measure->acquired[i];
-
-      if (record->stamp != iteration)
-        {
-          record->stamp = iteration;
-          record->recent_cycles = 0;
-          record->next_executed = executed;
-          executed = record;
-          record->ticks++;
-        }
-
-      record->recent_cycles += cycles;
-      record->cpu_time_cycles += cycles;
-      if (G_UNLIKELY (blocked != 0))
-        record->blocked_time_us += blocked;
-      record->acquired = FALSE;
-    }
-  self->executed = executed;
-
-  /* What the iteration's outermost measures were charged, for the
-   * renormalisation at commit. */
-  if (--self->open_measures == 0)
-    self->measured_cycles += cycles;
-}
-
-/* The leave of a measure of READ_STRETCH_US or more, ended at @now after
- * @cycles: worth a read of the CPU clock; see the top of the file. */
-static G_GNUC_NO_INLINE __attribute__ ((cold)) void
-leave_read_measure (PerfmonMonitor *self,
-                    Measure        *measure,
-                    guint64         now,
-                    guint64         cycles,
-                    guint64         blocked)
-{
+  /* Worked out before the reading moves the anchor. Exact if the gap
+   * between the anchor and the start ran: enter made sure that it is
+   * under ANCHOR_MAX_AGE_US, and that every stretch in it long enough to
+   * sleep was read; an estimate that is off can only be early, and is
+   * clamped: it may undercharge, never overcharge. */
+  gint64 start = start_cpu (self, self->measures[depth].start_cycles, self->measure_start_cpu[depth]);
   gint64 cpu_now = read_cpu_clock (self);
-  gint64 gap = (gint64) (measure->start_cycles - measure->anchor_cycles);
-  /* What the thread used since the anchor bounds the measure from
-   * above; the anchor plus the gap between anchor and enter is exact if
-   * the gap ran, and enter() made sure that the gap is under
-   * ANCHOR_MAX_AGE_US and that every stretch in it long enough to sleep
-   * was read. */
-  gint64 upper = MAX (MIN ((gint64) cycles, cpu_now - measure->anchor_cpu), 0);
-  gint64 cpu = CLAMP (cpu_now - (measure->anchor_cpu + gap), 0, upper);
 
   set_anchor (self, now, cpu_now);
-
-  charge_acquired (self, measure, (guint64) cpu, blocked);
+  return (guint64) CLAMP (cpu_now - start, 0, (gint64) cycles);
 }
 
-/* Returns the cycles of the measure, 0 if nothing was measured. Always
- * inlined: with three callers GCC would call it out of line from
- * perfmon_group_leave(), a call and a frame more on every leave. */
-static inline __attribute__ ((always_inline)) guint64
+/* Every leave but the common case of perfmon_group_leave(); returns the
+ * cycles of the measure, 0 if nothing was measured. */
+static guint64
 _perfmon_monitor_leave (PerfmonMonitor     *self,
                         PerfmonGroupRecord *compartment)
 {
   guint64 now = _perfmon_clock_cycles ();
   Measure *measure;
+  guint depth;
   guint64 cycles;
-  guint64 blocked;
+  guint64 charged;
 
   if (G_UNLIKELY (!check_thread (self, "perfmon_group_leave")))
     return 0;
@@ -649,6 +692,7 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
   if (G_UNLIKELY (self->overflow > 0))
     {
       self->overflow--;
+      update_lean_depth (self);
       return 0;
     }
 
@@ -658,26 +702,75 @@ _perfmon_monitor_leave (PerfmonMonitor     *self,
       return 0;
     }
 
-  measure = &self->measures[--self->depth];
+  depth = --self->depth;
+  measure = &self->measures[depth];
 
   if (G_UNLIKELY (measure->compartment != compartment))
     g_critical ("perfmon_group_leave: leaving “%s”, but the innermost compartment entered is “%s”",
                 compartment->name, measure->compartment->name);
 
-  /* Nothing acquired, monitoring disabled, or cancelled by a nested loop. */
-  if (measure->n_acquired == 0)
-    return 0;
+  /* Monitoring disabled, or cancelled by a nested loop. */
+  if (depth < self->base_depth)
+    {
+      self->base_depth = depth;
+      update_lean_depth (self);
+      return 0;
+    }
 
   /* A counter that went backwards (the thread moved to a core whose
    * counter lags) gives no time rather than a huge one. */
   cycles = now > measure->start_cycles ? now - measure->start_cycles : 0;
-  blocked = self->blocked_us - measure->start_blocked_us;
-
+  charged = cycles;
   if (G_UNLIKELY (cycles >= self->read_stretch_cycles))
-    leave_read_measure (self, measure, now, cycles, blocked);
-  else
-    charge_acquired (self, measure, cycles, blocked);
+    charged = read_measure (self, depth, now, cycles);
+  charge_measure (self, measure->compartment, depth, charged);
   return cycles;
+}
+
+/* The common case of a leave: the outermost measure that counts (@depth,
+ * lean_depth), of @record, short (the counter did not go backwards,
+ * which would make the difference huge). Charges the compartment and its
+ * window and add-on groups, whichever are active, and returns TRUE;
+ * FALSE (having done nothing) for any other case. */
+static inline __attribute__ ((always_inline)) gboolean
+leave_lean (PerfmonMonitor     *self,
+            PerfmonGroupRecord *record,
+            guint               depth,
+            guint64             now,
+            guint64            *cycles_out)
+{
+  Measure *measure;
+  PerfmonGroupRecord *window;
+  PerfmonGroupRecord *addon;
+  PerfmonGroupRecord *executed;
+  guint32 iteration;
+  guint64 cycles;
+
+  /* lean_depth is never 0 while depth is: 0 only while enters overflow. */
+  if (G_UNLIKELY (depth != self->lean_depth))
+    return FALSE;
+  measure = &self->measures[depth - 1];
+  cycles = now - measure->start_cycles;
+  if (G_UNLIKELY (measure->compartment != record || cycles >= self->read_stretch_cycles))
+    return FALSE;
+
+  self->depth = depth - 1;
+  self->measured_cycles += cycles;
+  iteration = self->iteration;
+  executed = self->executed;
+  window = record->key.parents.window;
+  addon = record->key.parents.addon;
+  /* The compartment last: it heads the list, so that a commit judges it
+   * first and its alert comes before its window's and add-on's. */
+  if (window != NULL && window->active)
+    charge_record (window, iteration, &executed, cycles);
+  if (addon != NULL && addon->active)
+    charge_record (addon, iteration, &executed, cycles);
+  if (record->active)
+    charge_record (record, iteration, &executed, cycles);
+  self->executed = executed;
+  *cycles_out = cycles;
+  return TRUE;
 }
 
 /* The class of PerfmonGroup, a final type: comparing an instance's class
@@ -692,8 +785,7 @@ is_compartment (PerfmonGroup *group)
 {
   return group != NULL &&
          ((GTypeInstance *) group)->g_class == group_class &&
-         group->record != NULL &&
-         group->record->kind == PERFMON_GROUP_KIND_COMPARTMENT;
+         group->compartment != NULL;
 }
 
 /**
@@ -701,16 +793,16 @@ is_compartment (PerfmonGroup *group)
  * @compartment: a group of kind %PERFMON_GROUP_KIND_COMPARTMENT
  *
  * Starts running code of @compartment on the calling thread, which must be
- * the monitor's thread. Every active group of the compartment (the thread
- * group, its window and add-on groups, itself) that no enclosing measure has
- * acquired yet is acquired and timed until the matching
- * [method@Perfmon.Group.leave]. Calls nest: a compartment that calls into
- * another is charged inclusively, and each group is counted once.
+ * the monitor's thread. Every active group of the compartment (its window
+ * and add-on groups, itself) that no enclosing measure charges is charged
+ * the time until the matching [method@Perfmon.Group.leave] (the thread
+ * group is charged whole iterations). Calls nest: a compartment that calls
+ * into another is charged inclusively, and each group is counted once.
  *
- * Costs a few nanoseconds: no lock, no allocation, and no system call
- * unless the monitor's last reading of the thread's CPU clock is 2 ms old
- * (by the cycle counter): then it reads it, one system call, at most once
- * per 2 ms.
+ * Costs a few nanoseconds: a reading of the cycle counter and a push; no
+ * lock, no allocation, and no system call unless the monitor's last
+ * reading of the thread's CPU clock is 2 ms old (by the cycle counter):
+ * then it reads it, one system call, at most once per 2 ms.
  *
  * Since: 0.1
  */
@@ -722,33 +814,39 @@ enter_slowly (PerfmonGroup *compartment)
   _perfmon_monitor_enter (compartment->record->monitor, compartment->record);
 }
 
-/* The common case (a compartment, on the monitor's thread, enabled, in an
- * iteration, nesting left) is a leaf that makes tail calls only, so it
- * keeps no frame; enter_slowly() takes every other case, checks and all. */
+/* The common case (a compartment, on the monitor's thread, in an
+ * iteration, nesting left, a fresh anchor) is a leaf; enter_slowly()
+ * takes every other case, checks and all. */
 __attribute__ ((hot)) void
 perfmon_group_enter (PerfmonGroup *compartment)
 {
   PerfmonGroupRecord *record;
   PerfmonMonitor *self;
-  Measure *measure;
+  guint depth;
+  guint64 start;
 
   if (G_UNLIKELY (!is_compartment (compartment)))
     {
       enter_slowly (compartment);
       return;
     }
-  record = compartment->record;
+  record = compartment->compartment;
   self = record->monitor;
-  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token || self->depth == MAX_NESTING ||
-                  !self->enabled || !self->in_iteration))
+  depth = self->depth;
+  /* enter_limit is 0 outside an iteration (and so while disabled). */
+  if (G_UNLIKELY (self->owner != THREAD_TOKEN () || depth >= self->enter_limit))
     {
       enter_slowly (compartment);
       return;
     }
-
-  measure = &self->measures[self->depth++];
-  measure->compartment = record;
-  start_measure (self, measure, record);
+  start = _perfmon_clock_cycles ();
+  if (G_UNLIKELY (start >= self->anchor_stale_cycles))
+    {
+      /* A tail call: enter keeps no frame for the rare read. */
+      push_measure_with_new_anchor (self, depth, record, start);
+      return;
+    }
+  push_measure (self, depth, record, start);
 }
 
 /**
@@ -756,7 +854,7 @@ perfmon_group_enter (PerfmonGroup *compartment)
  * @compartment: the group of the matching [method@Perfmon.Group.enter]
  *
  * Stops running code of @compartment and charges the time since the
- * matching enter to the groups that enter acquired.
+ * matching enter to its groups.
  *
  * No lock, no allocation. A measure of 25 µs or more (by the cycle
  * counter) is charged the CPU time the thread really used in it: its leave
@@ -774,16 +872,16 @@ leave_slowly (PerfmonGroup *compartment)
   _perfmon_monitor_leave (compartment->record->monitor, compartment->record);
 }
 
-/* The common case (the innermost measure's compartment, on the monitor's
- * thread, a short measure that acquired groups) is a leaf, as in enter;
- * leave_slowly() takes every other case, reading the counter again. */
+/* The common case (the outermost measure, of this compartment, on the
+ * monitor's thread, short) is a leaf, as in enter; leave_slowly() takes
+ * every other case, reading the counter again. */
 __attribute__ ((hot)) void
 perfmon_group_leave (PerfmonGroup *compartment)
 {
   PerfmonGroupRecord *record;
   PerfmonMonitor *self;
-  Measure *measure;
   guint64 now;
+  guint64 cycles;
 
   if (G_UNLIKELY (!is_compartment (compartment)))
     {
@@ -791,23 +889,11 @@ perfmon_group_leave (PerfmonGroup *compartment)
       return;
     }
   now = _perfmon_clock_cycles ();
-  record = compartment->record;
+  record = compartment->compartment;
   self = record->monitor;
-  if (G_UNLIKELY (self->owner != (gconstpointer) &thread_token || self->overflow != 0 || self->depth == 0))
-    {
-      leave_slowly (compartment);
-      return;
-    }
-  measure = &self->measures[self->depth - 1];
-  if (G_UNLIKELY (measure->compartment != record || measure->n_acquired == 0 ||
-                  now <= measure->start_cycles || now - measure->start_cycles >= self->read_stretch_cycles))
-    {
-      leave_slowly (compartment);
-      return;
-    }
-
-  self->depth--;
-  charge_acquired (self, measure, now - measure->start_cycles, self->blocked_us - measure->start_blocked_us);
+  if (G_UNLIKELY (self->owner != THREAD_TOKEN () ||
+                  !leave_lean (self, record, self->depth, now, &cycles)))
+    leave_slowly (compartment);
 }
 
 /* The seed's nested event loop rule: code that spins the loop again from
@@ -816,15 +902,8 @@ perfmon_group_leave (PerfmonGroup *compartment)
 static G_GNUC_NO_INLINE __attribute__ ((cold)) void
 cancel_measures (PerfmonMonitor *self)
 {
-  for (guint i = 0; i < self->depth; i++)
-    {
-      Measure *measure = &self->measures[i];
-
-      for (guint j = 0; j < measure->n_acquired; j++)
-        measure->acquired[j]->acquired = FALSE;
-      measure->n_acquired = 0;
-    }
-  self->open_measures = 0;
+  self->base_depth = self->depth;
+  update_lean_depth (self);
 }
 
 /* Starts a new iteration: every group's recent_* fields go stale. */
@@ -833,14 +912,38 @@ next_iteration (PerfmonMonitor *self)
 {
   self->executed = NULL;
   self->measured_cycles = 0;
-  if (G_UNLIKELY (++self->iteration == 0))
-    self->iteration = 1;
+  /* Atomic for record_new_locked() on other threads, relaxed: a plain
+   * store. It wraps: see there. */
+  __atomic_store_n (&self->iteration, self->iteration + 1, __ATOMIC_RELAXED);
+}
+
+/* Adds the lean iterations since the span began to the thread group: the
+ * lean path of monitor_poll() ends an iteration without touching it.
+ * Those iterations follow each other without a gap, each shorter than
+ * READ_STRETCH_US and without a reading: each used its length, so
+ * together they used the span's length. Before any commit and any
+ * snapshot. */
+static inline void
+fold_span (PerfmonMonitor *self)
+{
+  PerfmonGroupRecord *thread_record = self->thread_record;
+  guint32 n = self->iteration - self->span_iteration;
+
+  if (n != 0 && thread_record->active)
+    {
+      thread_record->cpu_time_cycles += self->iteration_start_cycles - self->span_start_cycles;
+      thread_record->ticks += n;
+    }
+  self->span_start_cycles = self->iteration_start_cycles;
+  self->span_iteration = self->iteration;
 }
 
 static void
 discard_recent (PerfmonMonitor *self)
 {
+  fold_span (self);
   next_iteration (self);
+  self->span_iteration = self->iteration;
 }
 
 /* --- alerts ------------------------------------------------------------ */
@@ -1054,6 +1157,7 @@ commit (PerfmonMonitor *self,
 {
   PerfmonGroupRecord *thread_record = self->thread_record;
 
+  fold_span (self);
   if (G_UNLIKELY (iteration_cpu_cycles > self->long_iteration_cycles ||
                   self->measured_cycles > iteration_cpu_cycles))
     renormalise_executed (self, now, iteration_cpu_cycles);
@@ -1071,6 +1175,7 @@ commit (PerfmonMonitor *self,
                                           ? iteration_cpu_cycles - self->measured_cycles : 0);
 
   next_iteration (self);
+  self->span_iteration = self->iteration;
   reap_dead_records (self);
 }
 
@@ -1090,12 +1195,12 @@ begin_iteration (PerfmonMonitor *self,
   if (exact || G_UNLIKELY (now >= self->anchor_stale_cycles))
     refresh_anchor (self, now);
 
-  self->in_iteration = TRUE;
-  self->iteration_start_cycles = now;
+  set_in_iteration (self, TRUE);
   /* The starting CPU time is worked out from the anchor only if the
-   * iteration turns out long; see end_iteration(). */
-  self->iteration_anchor_cycles = self->anchor_cycles;
-  self->iteration_anchor_cpu = self->anchor_cpu;
+   * iteration turns out long; see set_anchor() and end_iteration(). */
+  self->iteration_start_cycles = now;
+  self->lean_wall_cycles = self->read_stretch_cycles;
+  self->span_start_cycles = now;
 }
 
 /* The CPU time, in cycles, of the iteration that ends at @now after
@@ -1109,8 +1214,7 @@ iteration_cpu_cycles (PerfmonMonitor *self,
                       guint64         wall_cycles,
                       gboolean        exact)
 {
-  gint64 start_cpu = self->iteration_anchor_cpu +
-    (gint64) (self->iteration_start_cycles - self->iteration_anchor_cycles);
+  gint64 start = start_cpu (self, self->iteration_start_cycles, self->iteration_start_cpu);
   gint64 since_anchor = (gint64) (now - self->anchor_cycles);
   gint64 end_cpu;
 
@@ -1124,7 +1228,7 @@ iteration_cpu_cycles (PerfmonMonitor *self,
 
   /* An estimated start can only be early (it assumes the thread ran),
    * so the result is clamped into what is physically possible. */
-  return (guint64) CLAMP (end_cpu - start_cpu, 0, (gint64) wall_cycles);
+  return (guint64) CLAMP (end_cpu - start, 0, (gint64) wall_cycles);
 }
 
 static inline void
@@ -1135,14 +1239,14 @@ end_iteration (PerfmonMonitor *self,
   guint64 wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
   guint64 cpu_cycles = wall_cycles;
 
-  if (G_UNLIKELY (self->depth > 0))
+  if (G_UNLIKELY (self->depth > self->base_depth))
     cancel_measures (self);
 
-  self->in_iteration = FALSE;
   /* A short iteration with no reading in it ran all along. */
   if (G_UNLIKELY (exact || wall_cycles >= self->read_stretch_cycles ||
-                  self->anchor_cycles != self->iteration_anchor_cycles))
+                  self->anchor_cycles > self->iteration_start_cycles))
     cpu_cycles = iteration_cpu_cycles (self, now, wall_cycles, exact);
+  set_in_iteration (self, FALSE);
   commit (self, now, cpu_cycles);
 }
 
@@ -1267,7 +1371,7 @@ poll_unmeasured (PerfmonMonitor *self,
 {
   if (!self->enabled)
     {
-      self->in_iteration = FALSE;
+      set_in_iteration (self, FALSE);
       if (g_atomic_int_get (&self->activity.watched))
         return poll_watched_unmeasured (self, slot, fds, n_fds, timeout);
       return slot->previous (fds, n_fds, timeout);
@@ -1306,10 +1410,10 @@ poll_then_begin_iteration (PerfmonMonitor *self,
 /* Every poll of a monitored context; monitor_poll() takes the common case
  * itself and calls this for the rest. */
 static G_GNUC_NO_INLINE gint
-monitor_poll_full (PollSlot *slot,
-                   GPollFD  *fds,
+monitor_poll_full (GPollFD  *fds,
                    guint     n_fds,
-                   gint      timeout)
+                   gint      timeout,
+                   PollSlot *slot)
 {
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
   guint64 poll_start;
@@ -1355,6 +1459,59 @@ monitor_poll_full (PollSlot *slot,
   return slot->previous (fds, n_fds, timeout);
 }
 
+/* monitor_poll() with everything checked but the iteration's length:
+ * one of READ_STRETCH_US or more (or an anchor gone stale) is worth a
+ * reading of the CPU clock (see the top of the file). Its common case, an
+ * iteration under a millisecond with no reading in it yet, is done here
+ * with what end_iteration(), commit() and begin_iteration() do then; the
+ * rest goes to monitor_poll_full(). A busy loop whose iterations are that
+ * long (or run slowly, under valgrind) pays one system call and this per
+ * iteration, a few percent of the iteration. */
+static G_GNUC_NO_INLINE gint
+monitor_poll_read (GPollFD        *fds,
+                   guint           n_fds,
+                   gint            timeout,
+                   PollSlot       *slot,
+                   PerfmonMonitor *self,
+                   guint64         now)
+{
+  guint64 wall_cycles = now - self->iteration_start_cycles;
+  gint64 start;
+  gint64 cpu_now;
+
+  /* A reading in the iteration (its start needs the saved estimate), a
+   * long iteration (judged), or a counter that went backwards. */
+  if (self->lean_wall_cycles == 0 || wall_cycles > self->long_iteration_cycles)
+    return monitor_poll_full (fds, n_fds, timeout, slot);
+
+  start = cpu_from_anchor (self, self->iteration_start_cycles);
+  cpu_now = read_cpu_clock (self);
+  /* The iterations meet after the reading, so that the next one's length
+   * leaves the reading out: a slow one (preempted, or under valgrind)
+   * must not make the next one long enough to need another. The
+   * reading's value goes to its end: what the thread used after the
+   * kernel took it, the tail of one system call, goes to the next
+   * iteration, so that they add up to the thread's CPU time. */
+  now = _perfmon_clock_cycles ();
+  wall_cycles = now - self->iteration_start_cycles;
+  /* set_anchor() with no measure under way and an iteration that ends. */
+  self->anchor_cycles = now;
+  self->anchor_cpu = cpu_now;
+  self->anchor_stale_cycles = now + self->anchor_max_age_cycles;
+  commit (self, now, (guint64) CLAMP (cpu_now - start, 0, (gint64) wall_cycles));
+
+  /* begin_iteration() with a fresh anchor, still in an iteration. */
+  self->iteration_start_cycles = now;
+  self->span_start_cycles = now;
+  self->lean_wall_cycles = self->read_stretch_cycles;
+  if (G_UNLIKELY (self->n_pending_alerts != 0))
+    schedule_alerts (self);
+  /* The phase is BUSY: monitor_poll() checked it. */
+  if (g_atomic_int_get (&self->activity.watched))
+    _perfmon_loop_activity_busy_next_in_busy (&self->activity, now);
+  return slot->previous (fds, n_fds, timeout);
+}
+
 /* The common case of a busy loop: a poll with no timeout (it cannot
  * sleep) that ends a short iteration, measured on the monitor's thread,
  * with nothing to renormalise, judge, reap, read or alert. It does what
@@ -1365,16 +1522,18 @@ monitor_poll_full (PollSlot *slot,
  * Anything else goes to monitor_poll_full(), which reads the cycle
  * counter again: the rare case pays one read more.
  *
- * Hot, like the trampolines, enter and leave: the compiler keeps them
- * together (.text.hot), so a monitored iteration touches few code pages. */
-static G_GNUC_NO_INLINE __attribute__ ((hot)) gint
-monitor_poll (PollSlot *slot,
-              GPollFD  *fds,
+ * Inlined into each trampoline (hot, like enter and leave: the compiler
+ * keeps them together in .text.hot, so a monitored iteration touches few
+ * code pages), where the slot is a constant: a program uses one or two of
+ * the 32 copies. The slot comes last: the poll's arguments stay in their
+ * registers to the tail calls. */
+static inline __attribute__ ((always_inline)) gint
+monitor_poll (GPollFD  *fds,
               guint     n_fds,
-              gint      timeout)
+              gint      timeout,
+              PollSlot *slot)
 {
   PerfmonMonitor *self = g_atomic_pointer_get (&slot->monitor);
-  PerfmonGroupRecord *thread_record;
   gboolean watched;
   guint64 now;
   guint64 wall_cycles;
@@ -1383,35 +1542,32 @@ monitor_poll (PollSlot *slot,
     return slot->previous (fds, n_fds, timeout);
 
   watched = g_atomic_int_get (&self->activity.watched);
-  if (G_UNLIKELY (timeout != 0 || !self->enabled || !self->in_iteration ||
-                  self->owner != (gconstpointer) &thread_token ||
-                  self->depth > 0 || self->n_pending_alerts != 0 ||
+  /* In an iteration (enter_limit is 0 outside one, and so while disabled)
+   * with no measure under way: enter_limit - depth is MAX_NESTING then
+   * only. Pending alerts need nothing: the commit that queued them
+   * scheduled them. */
+  if (G_UNLIKELY (timeout != 0 || self->enter_limit - self->depth != MAX_NESTING ||
+                  self->owner != THREAD_TOKEN () ||
                   (watched && (self->activity.thread_id == 0 ||
                                __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY))))
-    return monitor_poll_full (slot, fds, n_fds, timeout);
+    return monitor_poll_full (fds, n_fds, timeout, slot);
 
   now = _perfmon_clock_cycles ();
-  wall_cycles = now > self->iteration_start_cycles ? now - self->iteration_start_cycles : 0;
-  /* end_iteration(): no reading; commit(): no renormalisation and nothing
-   * to judge (a short iteration is under long_iteration_cycles); then
-   * nothing to reap; begin_iteration(): the anchor is fresh. */
-  if (G_UNLIKELY (wall_cycles >= self->read_stretch_cycles ||
-                  wall_cycles > self->long_iteration_cycles ||
-                  self->anchor_cycles != self->iteration_anchor_cycles ||
+  /* Unsigned: a counter that went backwards makes it huge. */
+  wall_cycles = now - self->iteration_start_cycles;
+  /* end_iteration(): no reading (a short iteration, the anchor older than
+   * it: lean_wall_cycles is 0 otherwise); commit(): no renormalisation,
+   * nothing to judge (a short iteration is under long_iteration_cycles),
+   * and the thread group's share left to fold_span(); begin_iteration():
+   * the anchor is fresh. Dead records wait for the next full commit, at
+   * most ANCHOR_MAX_AGE_US away. */
+  if (G_UNLIKELY (wall_cycles >= self->lean_wall_cycles ||
                   self->measured_cycles > wall_cycles ||
-                  now >= self->anchor_stale_cycles ||
-                  g_atomic_pointer_get (&self->dead) != NULL))
-    return monitor_poll_full (slot, fds, n_fds, timeout);
+                  now >= self->anchor_stale_cycles))
+    return monitor_poll_read (fds, n_fds, timeout, slot, self, now);
 
-  thread_record = self->thread_record;
-  if (thread_record->active)
-    {
-      thread_record->cpu_time_cycles += wall_cycles;
-      thread_record->ticks++;
-    }
   next_iteration (self);
   self->iteration_start_cycles = now;
-  self->iteration_anchor_cpu = self->anchor_cpu;
   /* The phase is BUSY: checked above. */
   if (watched)
     _perfmon_loop_activity_busy_next_in_busy (&self->activity, now);
@@ -1422,7 +1578,7 @@ monitor_poll (PollSlot *slot,
 
 #define POLL_TRAMPOLINE(n) \
   static __attribute__ ((hot)) gint poll_trampoline_##n (GPollFD *fds, guint n_fds, gint timeout) \
-  { return monitor_poll (&poll_slots[n], fds, n_fds, timeout); }
+  { return monitor_poll (fds, n_fds, timeout, &poll_slots[n]); }
 
 POLL_TRAMPOLINE (0)  POLL_TRAMPOLINE (1)  POLL_TRAMPOLINE (2)  POLL_TRAMPOLINE (3)
 POLL_TRAMPOLINE (4)  POLL_TRAMPOLINE (5)  POLL_TRAMPOLINE (6)  POLL_TRAMPOLINE (7)
@@ -1740,6 +1896,8 @@ perfmon_monitor_init (PerfmonMonitor *self)
 {
   self->enabled = TRUE;
   self->iteration = 1;
+  self->span_iteration = 1;
+  self->lean_depth = 1;
   self->poll_slot = -1;
   self->cycles_per_us = _perfmon_clock_cycles_per_us ();
   self->us_per_cycle = 1.0 / self->cycles_per_us;
@@ -1867,7 +2025,7 @@ perfmon_monitor_set_enabled (PerfmonMonitor *self,
     {
       cancel_measures (self);
       discard_recent (self);
-      self->in_iteration = FALSE;
+      set_in_iteration (self, FALSE);
     }
   self->enabled = enabled;
 
@@ -2327,12 +2485,24 @@ perfmon_monitor_blocked_end_checked (PerfmonMonitor *self,
     {
       guint64 blocked = (guint64) MAX (0, g_get_monotonic_time () - self->blocked_since);
 
-      self->blocked_us += blocked;
       /* Outside any measure, the only group around is the thread's (a
        * sync call from a plain dispatch, or before any loop runs); inside
-       * one, its leave charges it. */
-      if (self->open_measures == 0)
+       * measures, the thread's and those that the measures under way
+       * charge, each once. Here rather than at each leave: enter and
+       * leave keep nothing for it. */
+      if (self->depth == self->base_depth || self->thread_record->active)
         self->thread_record->blocked_time_us += blocked;
+      for (guint i = self->base_depth; i < self->depth; i++)
+        {
+          PerfmonGroupRecord *compartment = self->measures[i].compartment;
+          PerfmonGroupRecord *groups[3] = {
+            compartment, compartment->key.parents.window, compartment->key.parents.addon,
+          };
+
+          for (guint g = 0; g < G_N_ELEMENTS (groups); g++)
+            if (groups[g] != NULL && groups[g]->active && !is_covered (self, groups[g], i))
+              groups[g]->blocked_time_us += blocked;
+        }
     }
   return TRUE;
 }
@@ -2453,6 +2623,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
     return NULL;
 
   reap_dead_records (self);
+  fold_span (self);
 
   g_mutex_lock (&self->registry_lock);
   groups = g_ptr_array_new_full (self->records->len, (GDestroyNotify) perfmon_group_stats_unref);
@@ -2607,14 +2778,11 @@ leave_dispatch_slowly (PerfmonMonitor     *self,
  * any, around it; notes a long dispatch for the hang monitor. On the
  * monitor's thread (the hook checked it).
  *
- * The common case, the outermost measure of a group without window or
- * add-on, takes a lean path: it acquires the thread group
- * and @record directly (nothing can hold them at depth 0) and, for a
- * short dispatch that left the measure as it found it, charges the two
- * directly. It does what _perfmon_monitor_enter() and
- * _perfmon_monitor_leave() do for that case, with the same Measure, so
- * that compartments entered inside the dispatch nest as always; anything
- * else goes the general way. */
+ * The common case (in an iteration, nesting left) takes a lean path: it
+ * pushes the measure as perfmon_group_enter() does and, for the outermost
+ * short measure left as it began, charges it as perfmon_group_leave()
+ * does, with the same Measure, so that compartments entered inside the
+ * dispatch nest as always; anything else goes the general way. */
 __attribute__ ((hot)) gboolean
 _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
                                     PerfmonGroupRecord  *record,
@@ -2623,40 +2791,21 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
                                     GSourceFunc          callback,
                                     gpointer             user_data)
 {
-  PerfmonGroupRecord *thread_record = self->thread_record;
-  Measure *measure = &self->measures[0];
   const PerfmonDispatchObserver *observer;
   const char *outer_name;
+  guint depth = self->depth;
   guint64 start;
-  guint64 now;
-  guint64 blocked;
+  guint64 cycles;
   gboolean again;
 
-  /* At depth 0 no measure holds a group: neither is acquired. */
-  if (G_UNLIKELY (self->depth != 0 || !self->enabled || !self->in_iteration ||
-                  record->key.parents.window != NULL || record->key.parents.addon != NULL ||
-                  !thread_record->active || !record->active))
+  if (G_UNLIKELY (depth >= self->enter_limit))
     return dispatch_measured (self, record, dispatch, source, callback, user_data);
 
-  /* _perfmon_monitor_enter(), acquiring the thread group and @record. */
-  self->depth = 1;
-  measure->compartment = record;
-  thread_record->acquired = TRUE;
-  record->acquired = TRUE;
-  measure->acquired[0] = thread_record;
-  measure->acquired[1] = record;
-  measure->n_acquired = 2;
-  self->open_measures++;
-  measure->start_blocked_us = self->blocked_us;
   start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
-    start_measure_with_new_anchor (self, measure, start);
+    push_measure_with_new_anchor (self, depth, record, start);
   else
-    {
-      measure->anchor_cycles = self->anchor_cycles;
-      measure->anchor_cpu = self->anchor_cpu;
-      measure->start_cycles = start;
-    }
+    push_measure (self, depth, record, start);
 
   outer_name = _perfmon_current_dispatch_name;
   _perfmon_current_dispatch_name = record->name;
@@ -2672,37 +2821,9 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
     }
   _perfmon_current_dispatch_name = outer_name;
 
-  /* _perfmon_monitor_leave() of a short measure left as it began (a
-   * nested loop cancels it: n_acquired 0). Under READ_STRETCH_US, far
-   * under a long dispatch. */
-  now = _perfmon_clock_cycles ();
-  start = measure->start_cycles;
-  if (G_UNLIKELY (self->depth != 1 || self->overflow != 0 || measure->compartment != record ||
-                  measure->n_acquired != 2 || now < start || now - start >= self->read_stretch_cycles))
+  /* Under READ_STRETCH_US, far under a long dispatch. */
+  if (G_UNLIKELY (!leave_lean (self, record, self->depth, _perfmon_clock_cycles (), &cycles)))
     return leave_dispatch_slowly (self, record, again);
-
-  self->depth = 0;
-  now -= start;
-  blocked = self->blocked_us - measure->start_blocked_us;
-  thread_record->acquired = FALSE;
-  record->acquired = FALSE;
-  if (G_UNLIKELY (blocked != 0))
-    {
-      thread_record->blocked_time_us += blocked;
-      record->blocked_time_us += blocked;
-    }
-  if (record->stamp != self->iteration)
-    {
-      record->stamp = self->iteration;
-      record->recent_cycles = 0;
-      record->next_executed = self->executed;
-      self->executed = record;
-      record->ticks++;
-    }
-  record->recent_cycles += now;
-  record->cpu_time_cycles += now;
-  if (--self->open_measures == 0)
-    self->measured_cycles += now;
   return again;
 }
 

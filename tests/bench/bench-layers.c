@@ -1,6 +1,8 @@
 /* bench-layers.c: what each layer of the library API adds to an empty
  * dispatch, side by side in one run
  *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
  * Prints, never asserts. Every mode adds one layer to the one before it,
  * on the default main context, with one idle source re-dispatched:
  *
@@ -16,10 +18,15 @@
  *   tracing     the task tracer's flight recorder on (automatic tasks)
  *
  *  1. with valgrind on PATH: instructions per dispatch counted by
- *     valgrind --tool=callgrind (deterministic on a loaded machine; it
- *     counts instructions, not what a locked or fenced one costs), and
- *     the difference to plain. Without valgrind this part says so and is
- *     skipped;
+ *     valgrind --tool=callgrind (it counts instructions, not what a
+ *     locked or fenced one costs), and the difference to plain. Without
+ *     valgrind this part says so and is skipped. Deterministic but for
+ *     one thing: an iteration of 25 us or more ends with a reading of the
+ *     thread's CPU clock (a system call and ~100 instructions), and under
+ *     callgrind, 50 times slower, an empty iteration lasts about that
+ *     long, more on a loaded machine. So the monitor's readings per 1000
+ *     dispatches are printed beside the figures, under callgrind and
+ *     natively (where they are a few, one per 2 ms);
  *  2. CPU time (process CPU clock, every thread) of 1,000,000 dispatches
  *     per mode, modes interleaved in each round and rotated, medians of
  *     the per-round ratios to plain (and "hang" to "thread").
@@ -28,9 +35,7 @@
  * <= 1.05x CPU; tracing (automatic tasks) <= 1.15x.
  *
  *   bench-layers [--instructions-only | --cpu-only] [ROUNDS]
- *   bench-layers --child MODE N        (what callgrind runs)
- *
- * SPDX-License-Identifier: LGPL-2.1-or-later
+ *   bench-layers --child MODE N [READS-FILE]   (what callgrind runs)
  */
 #include "config.h"
 
@@ -48,6 +53,7 @@
 #include "bench-common.h"
 #include "bench-dispatch.h"
 #include "perfmon.h"
+#include "perfmon-monitor-private.h"
 
 #define N_DISPATCHES 1000000
 #define N_CALLGRIND  20000
@@ -169,11 +175,27 @@ cpu_seconds_for (Mode  mode,
   return seconds.cpu;
 }
 
-/* What callgrind runs: a warm-up, then @n dispatches collected. */
+/* The monitor's readings of the thread CPU clock per 1000 dispatches in
+ * @n dispatches of @layers, or -1 without a monitor. */
+static double
+reads_per_1000 (Layers *layers,
+                guint64 reads_before,
+                guint   n)
+{
+  if (layers->monitor == NULL)
+    return -1;
+  return (double) (_perfmon_monitor_count_cpu_clock_reads (layers->monitor) - reads_before) * 1000.0 / n;
+}
+
+/* What callgrind runs: a warm-up, then @n dispatches collected. With
+ * @reads_file, writes the monitor's readings per 1000 dispatches there. */
 static int
 child (const char *name,
-       guint       n)
+       guint       n,
+       const char *reads_file)
 {
+  g_autofree char *reads = NULL;
+  guint64 reads_before = 0;
   Layers layers;
   Mode mode;
 
@@ -185,25 +207,95 @@ child (const char *name,
 
   layers_init (&layers, mode);
   bench_seconds_for_idle_dispatches (1000, layers.compartment);
+  if (layers.monitor != NULL)
+    reads_before = _perfmon_monitor_count_cpu_clock_reads (layers.monitor);
   CALLGRIND_TOGGLE_COLLECT;
   bench_seconds_for_idle_dispatches (n, layers.compartment);
   CALLGRIND_TOGGLE_COLLECT;
+  reads = g_strdup_printf ("%.1f", reads_per_1000 (&layers, reads_before, n));
   layers_free (&layers);
+  if (reads_file != NULL && !g_file_set_contents (reads_file, reads, -1, NULL))
+    return 1;
   return 0;
 }
 
-/* Instructions callgrind counted in @mode's collected loop, or -1. */
+/* Whether @name (a callgrind function name, maybe with a suffix such as
+ * ".constprop.0") is one of the poll wrapper's paths that read the thread
+ * CPU clock. */
+static gboolean
+is_reading_path (const char *name)
+{
+  return name != NULL &&
+         (g_str_has_prefix (name, "monitor_poll_read") || g_str_has_prefix (name, "monitor_poll_full"));
+}
+
+/* The instructions, inclusive, of the calls into the reading paths in
+ * @contents, a callgrind output file (names compressed or not). */
+static gint64
+reading_path_instructions (const char *contents)
+{
+  g_autoptr(GHashTable) names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_auto(GStrv) lines = g_strsplit (contents, "\n", -1);
+  const char *fn = NULL;
+  const char *cfn = NULL;
+  gint64 total = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *line = lines[i];
+      gboolean is_fn = g_str_has_prefix (line, "fn=");
+      gboolean is_cfn = g_str_has_prefix (line, "cfn=");
+
+      if (is_fn || is_cfn)
+        {
+          const char *spec = line + (is_fn ? 3 : 4);
+          const char *name = spec;
+
+          if (spec[0] == '(')
+            {
+              const char *close = strchr (spec, ')');
+              g_autofree char *id = close != NULL ? g_strndup (spec, close - spec + 1) : NULL;
+
+              if (id == NULL)
+                continue;
+              if (close[1] == ' ')
+                g_hash_table_replace (names, g_strdup (id), g_strdup (close + 2));
+              name = g_hash_table_lookup (names, id);
+            }
+          if (is_fn)
+            fn = name;
+          else
+            cfn = name;
+        }
+      else if (g_str_has_prefix (line, "calls=") && lines[i + 1] != NULL)
+        {
+          g_auto(GStrv) cost = g_strsplit (lines[++i], " ", 3);
+
+          if (is_reading_path (cfn) && !is_reading_path (fn) && cost[0] != NULL && cost[1] != NULL)
+            total += g_ascii_strtoll (cost[1], NULL, 10);
+        }
+    }
+  return total;
+}
+
+/* Instructions callgrind counted in @mode's collected loop, or -1; the
+ * monitor's readings per 1000 dispatches in *@reads (-1: no monitor), and
+ * the instructions of the paths that read in *@reading. */
 static gint64
 callgrind_instructions (const char *self,
                         const char *valgrind,
                         const char *dir,
-                        Mode        mode)
+                        Mode        mode,
+                        double     *reads,
+                        gint64     *reading)
 {
   g_autofree char *out = g_strdup_printf ("%s/callgrind.%s", dir, mode_names[mode]);
   g_autofree char *out_arg = g_strdup_printf ("--callgrind-out-file=%s", out);
+  g_autofree char *reads_file = g_strdup_printf ("%s/reads.%s", dir, mode_names[mode]);
+  g_autofree char *reads_text = NULL;
   g_autofree char *n = g_strdup_printf ("%u", N_CALLGRIND);
   const char *argv[] = { valgrind, "--tool=callgrind", "--collect-atstart=no", out_arg,
-                         self, "--child", mode_names[mode], n, NULL };
+                         self, "--child", mode_names[mode], n, reads_file, NULL };
   g_autofree char *contents = NULL;
   g_autoptr(GError) error = NULL;
   const char *totals;
@@ -218,6 +310,10 @@ callgrind_instructions (const char *self,
       g_printerr ("callgrind %s: %s\n", mode_names[mode], error->message);
       return -1;
     }
+  *reads = g_file_get_contents (reads_file, &reads_text, NULL, NULL)
+           ? g_ascii_strtod (reads_text, NULL) : -1;
+  *reading = reading_path_instructions (contents);
+  g_unlink (reads_file);
   if (g_getenv ("BENCH_KEEP_CALLGRIND") == NULL)
     g_unlink (out);
   else
@@ -236,6 +332,9 @@ bench_instructions (const char *self)
   g_autofree char *valgrind = g_find_program_in_path ("valgrind");
   g_autofree char *dir = NULL;
   double per[N_MODES];
+  double reads[N_MODES];
+  double native_reads[N_MODES];
+  double reading[N_MODES];
 
 #ifndef HAVE_CALLGRIND_H
   g_print ("1. (built without valgrind/callgrind.h: no instruction counts)\n");
@@ -249,15 +348,38 @@ bench_instructions (const char *self)
   dir = g_dir_make_tmp ("perfmon-bench-layers-XXXXXX", NULL);
   g_assert (dir != NULL);
   for (Mode mode = 0; mode < N_MODES; mode++)
-    per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode) / N_CALLGRIND;
+    {
+      Layers layers;
+      guint64 reads_before = 0;
+      gint64 reading_instructions = 0;
+
+      per[mode] = (double) callgrind_instructions (self, valgrind, dir, mode, &reads[mode],
+                                                   &reading_instructions) / N_CALLGRIND;
+      reading[mode] = (double) reading_instructions / N_CALLGRIND;
+      layers_init (&layers, mode);
+      if (layers.monitor != NULL)
+        reads_before = _perfmon_monitor_count_cpu_clock_reads (layers.monitor);
+      bench_seconds_for_idle_dispatches (N_DISPATCHES / 10, layers.compartment);
+      native_reads[mode] = reads_per_1000 (&layers, reads_before, N_DISPATCHES / 10);
+      layers_free (&layers);
+    }
   g_rmdir (dir);
 
-  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches):\n",
+  g_print ("1. instructions per empty dispatch (valgrind --tool=callgrind, %d dispatches);\n"
+           "   the monitor's readings of the thread CPU clock per 1000 dispatches under\n"
+           "   callgrind and natively, and the instructions per dispatch of the\n"
+           "   iterations that read (the poll wrapper's reading path, inclusive):\n",
            N_CALLGRIND);
   for (Mode mode = 0; mode < N_MODES; mode++)
-    g_print ("   %-12s %7.1f  (%+7.1f against plain, %+7.1f against the line above)\n",
-             mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
-             mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+    {
+      g_print ("   %-12s %7.1f  (%+7.1f against plain, %+7.1f against the line above)",
+               mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
+               mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+      if (reads[mode] >= 0)
+        g_print ("  reads %6.1f (natively %4.1f), in reading %5.1f",
+                 reads[mode], native_reads[mode], reading[mode]);
+      g_print ("\n");
+    }
   g_print ("   goal: enter-leave <= plain + 150\n");
 }
 
@@ -314,9 +436,9 @@ main (int   argc,
   g_assert (dir != NULL);
   pings_dir = g_build_filename (dir, "pings", NULL);
 
-  if (argc == 4 && g_str_equal (argv[1], "--child"))
+  if ((argc == 4 || argc == 5) && g_str_equal (argv[1], "--child"))
     {
-      int status = child (argv[2], (guint) g_ascii_strtoull (argv[3], NULL, 10));
+      int status = child (argv[2], (guint) g_ascii_strtoull (argv[3], NULL, 10), argc == 5 ? argv[4] : NULL);
 
       g_rmdir (pings_dir);
       g_rmdir (dir);
