@@ -29,6 +29,7 @@
 #define _GNU_SOURCE 1  /* dladdr() */
 #include "config.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
@@ -388,25 +389,35 @@ scan_peas_plugins (GHashTable *table,
     }
 }
 
-/* Every BASE/APP/plugins. */
+/* Every BASE/APP/plugins. A library directory holds thousands of files
+ * and a few dozen directories: only directories (by the entry's type,
+ * when the file system gives it) are looked into. */
 static void
 scan_peas_applications (GHashTable *table,
                         const char *base)
 {
-  g_autoptr(GDir) dir = NULL;
-  const char *entry;
+  DIR *dir;
+  struct dirent *entry;
   guint seen = 0;
 
   if (!g_path_is_absolute (base) || !g_utf8_validate (base, -1, NULL) || strlen (base) > PREFIX_MAX)
     return;
-  dir = g_dir_open (base, 0, NULL);
-  while (dir != NULL && (entry = g_dir_read_name (dir)) != NULL && seen++ < PEAS_APPS_MAX)
+  dir = opendir (base);
+  if (dir == NULL)
+    return;
+  while ((entry = readdir (dir)) != NULL && seen++ < PEAS_APPS_MAX)
     {
-      g_autofree char *plugins = g_build_filename (base, entry, "plugins", NULL);
+      g_autofree char *plugins = NULL;
 
-      if (g_utf8_validate (entry, -1, NULL) && g_file_test (plugins, G_FILE_TEST_IS_DIR))
+      if (entry->d_name[0] == '.' ||
+          (entry->d_type != DT_DIR && entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN) ||
+          !g_utf8_validate (entry->d_name, -1, NULL))
+        continue;
+      plugins = g_build_filename (base, entry->d_name, "plugins", NULL);
+      if (g_file_test (plugins, G_FILE_TEST_IS_DIR))
         scan_peas_plugins (table, plugins);
     }
+  closedir (dir);
 }
 
 /* The library directory GLib was loaded from (a multiarch one on Debian),
