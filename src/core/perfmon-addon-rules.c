@@ -594,7 +594,7 @@ perfmon_addon_rule_match (const char  *location,
     }
   /* libpeas plugins: @path itself, then its parent directories; the
    * first found is the longest. */
-  if (peas_rules != NULL && path[0] == '/')
+  if (peas_rules != NULL && g_hash_table_size (peas_rules) > 0 && path[0] == '/')
     {
       g_autofree char *parent = g_strdup (path);
       char *slash = parent + strlen (parent);

@@ -148,12 +148,17 @@ name_site (GPtrArray            *frames,
 {
   const PerfmonJsFrame *program = NULL;
   g_autofree char *text = NULL;
+  const char *unmatched = NULL;
+
   for (guint i = 0; i < frames->len; i++)
     {
       const PerfmonJsFrame *frame = g_ptr_array_index (frames, i);
       g_autofree char *inside = NULL;
 
-      if (perfmon_addon_rule_match (frame->file, addon_id, addon_name, &inside))
+      /* Frames come in runs of one file: a run that is no add-on's is
+       * matched once. */
+      if ((unmatched == NULL || !g_str_equal (unmatched, frame->file)) &&
+          perfmon_addon_rule_match (frame->file, addon_id, addon_name, &inside))
         {
           g_autofree char *callback_id = NULL;
           g_autofree char *callback_inside = NULL;
@@ -167,6 +172,7 @@ name_site (GPtrArray            *frames,
           *site_name = cut (text);
           return TRUE;
         }
+      unmatched = frame->file;
       if (program == NULL && !g_str_has_prefix (frame->file, GJS_OWN_MODULES))
         program = frame;
     }
