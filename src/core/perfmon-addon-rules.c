@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-error.h"
 #include "perfmon-utf8.h"
 
@@ -129,9 +130,9 @@ scan_directories (const char *prefix)
       if (!g_utf8_validate (entry, -1, NULL) || strlen (entry) > PERFMON_ADDON_ID_MAX ||
           !g_file_test (path, G_FILE_TEST_IS_DIR))
         continue;
+      /* Every directory is an add-on known now, named or not. */
       name = read_metadata_name (path);
-      if (name != NULL)
-        g_hash_table_insert (names, g_strdup (entry), name);
+      g_hash_table_insert (names, g_strdup (entry), name != NULL ? name : cut_name (entry));
     }
   return names;
 }
@@ -652,6 +653,24 @@ perfmon_addon_rule_match (const char  *location,
   if (path_in_addon != NULL)
     *path_in_addon = g_steal_pointer (&inside);
   return TRUE;
+}
+
+/* See perfmon-addon-rules-private.h. */
+gboolean
+_perfmon_addon_rules_any_known (void)
+{
+  gboolean known = FALSE;
+
+  g_mutex_lock (&lock);
+  for (guint i = 0; rules != NULL && i < rules->len && !known; i++)
+    {
+      const Rule *rule = g_ptr_array_index (rules, i);
+
+      known = rule->addon_id != NULL || g_hash_table_size (rule->names) > 0;
+    }
+  known = known || (peas_rules != NULL && g_hash_table_size (peas_rules) > 0);
+  g_mutex_unlock (&lock);
+  return known;
 }
 
 /**

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-hang-report-private.h"
 #include "perfmon-label.h"
 #include "perfmon-automatic-private.h"
@@ -129,11 +130,31 @@ find_site (gconstpointer  func,
   const PerfmonJsFrame *callback = NULL;
   gboolean found;
 
-  if (!_perfmon_js_stack_here (frames))
+  /* The cheap question first: C code makes most sources. */
+  if (!_perfmon_js_script_running ())
     return FALSE;
   if (closure != NULL && (func == NULL || _perfmon_js_callback_is_ffi (func)) &&
       _perfmon_js_callback_describe (closure, &described))
     callback = &described;
+  /* No add-on known: no frame of one to look for, and a callback of the
+   * program's names the site without a walk of the stack (the costly part:
+   * JS::FormatStackDump()). */
+  if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES) &&
+      !_perfmon_addon_rules_any_known ())
+    {
+      g_autofree char *text = frame_name (callback, NULL);
+
+      *site_name = cut (text);
+      *addon_id = NULL;
+      *addon_name = NULL;
+      _perfmon_js_frame_clear (&described);
+      return TRUE;
+    }
+  if (!_perfmon_js_stack_here (frames))
+    {
+      _perfmon_js_frame_clear (&described);
+      return FALSE;
+    }
   found = name_site (frames, callback, site_name, addon_id, addon_name);
   _perfmon_js_frame_clear (&described);
   return found;
@@ -285,6 +306,9 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
   /* One pair of guards per closure: never one the program set. */
   if (monitor == NULL || closure == NULL || closure->n_guards != 0 || closure->is_invalid ||
       closure->in_marshal)
+    return FALSE;
+  /* Only an add-on's handlers are measured on their own. */
+  if (!_perfmon_addon_rules_any_known ())
     return FALSE;
   /* GJS connects its own closures: the handler's function names it. */
   if (!find_site (NULL, closure, &site_name, &addon_id, &addon_name) || addon_id == NULL)

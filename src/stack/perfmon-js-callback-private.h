@@ -30,6 +30,10 @@ gboolean _perfmon_js_callback_describe (GClosure       *closure,
  * Takes the dynamic linker's lock (dladdr()). */
 gboolean _perfmon_js_callback_is_ffi (gconstpointer func);
 
+/* Whether JavaScript runs on the calling thread, GJS's (the engine called
+ * into C): JS::DescribeScriptedCaller(), no walk. */
+gboolean _perfmon_js_script_running (void);
+
 void     _perfmon_js_frame_clear (PerfmonJsFrame *frame);
 
 G_END_DECLS

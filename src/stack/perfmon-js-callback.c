@@ -87,6 +87,7 @@ static struct
   /* JS::AddPersistentRoot (JS::RootingContext*, JS::RootKind, js::PersistentRootedBase*):
    * a JSContext is a RootingContext (its first base). */
   void        (*add_persistent_root) (JSContext *, gint8, Rooted *);
+  bool        (*describe_scripted_caller) (JSContext *, void *, unsigned *, unsigned *);
 } api;
 
 /* mozjs 102's JS::RootKind::Object (js/TraceKind.h). */
@@ -113,6 +114,8 @@ resolve (void)
              RESOLVE (script_line, "_Z26JS_GetScriptBaseLineNumberP9JSContextP8JSScript") &&
              RESOLVE (is_bound, "_Z18JS_IsFunctionBoundP10JSFunction") &&
              RESOLVE (bound_target, "_Z25JS_GetBoundFunctionTargetP10JSFunction") &&
+             RESOLVE (describe_scripted_caller,
+                      "_ZN2JS22DescribeScriptedCallerEP9JSContextPNS_12AutoFilenameEPjS4_") &&
              RESOLVE (add_persistent_root,
                       "_ZN2JS17AddPersistentRootEPNS_14RootingContextENS_8RootKindEPN2js20PersistentRootedBaseE") &&
              g_str_has_prefix (api.implementation_version (), "JavaScript-C102.");
@@ -244,6 +247,19 @@ _perfmon_js_callback_describe (GClosure       *closure,
   else
     location = &tail->heap;
   return describe_function (cx, location, frame);
+}
+
+gboolean
+_perfmon_js_script_running (void)
+{
+  GjsContext *gjs;
+  JSContext *cx;
+
+  if (!resolve () || (pid_t) syscall (SYS_gettid) != getpid ())
+    return FALSE;
+  gjs = api.gjs_current ();
+  return gjs != NULL && (cx = api.gjs_native (gjs)) != NULL &&
+         api.describe_scripted_caller (cx, NULL, NULL, NULL);
 }
 
 void

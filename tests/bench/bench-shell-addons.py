@@ -99,10 +99,10 @@ def per_operation(attribution):
     return result['sources_us'] / OPS, result['handlers_us'] / OPS
 
 
-def stack_walks_per_second():
-    """JS::FormatStackDump() calls per second in the busy shell with
-    attribution on, and the shell's CPU share in that window; None without
-    perf or uprobes."""
+def stack_walks_per_second(busy):
+    """JS::FormatStackDump() calls per second in the shell (idle or busy)
+    with attribution on, and the shell's CPU share in that window; None
+    without perf or uprobes."""
     if shutil.which('perf') is None or not os.path.exists(MOZJS):
         return None
     event = 'i24bench_dump_%d' % os.getpid()
@@ -114,7 +114,7 @@ def stack_walks_per_second():
     try:
         tmp = tempfile.mkdtemp(prefix='bench-shell-addons-')
         with GnomeShellSession(perfmon_args=['--summary', os.path.join(tmp, 'summary.json')],
-                               extensions=[BURNER]) as shell:
+                               extensions=[BURNER] if busy else []) as shell:
             time.sleep(SETTLE)
             before = shell.cpu_seconds()
             start = time.monotonic()
@@ -146,14 +146,15 @@ if shutil.which('gjs') is not None:
     print('  source made: off %.1f µs, on %.1f µs (+%.1f µs)' % (source_off, source_on, source_on - source_off))
     print('  handler connected: off %.1f µs, on %.1f µs (+%.1f µs)'
           % (handler_off, handler_on, handler_on - handler_off))
-    walks = stack_walks_per_second()
-    if walks is None:
-        print('  stack walks in the shell: not counted (no perf, or no uprobes)')
-    else:
+    extra = max(source_on - source_off, handler_on - handler_off)
+    for busy in (False, True):
+        walks = stack_walks_per_second(busy)
+        if walks is None:
+            print('  stack walks in the shell: not counted (no perf, or no uprobes)')
+            break
         rate, share = walks
-        extra = max(source_on - source_off, handler_on - handler_off)
-        print('  busy shell, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
+        print('  %s shell, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
               'at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
-              % (rate, share * 100, extra, rate * extra / 1e4, rate * extra / 1e4 / (share * 100) * 100
-                 if share > 0 else float('nan')))
+              % ('busy' if busy else 'idle', rate, share * 100, extra, rate * extra / 1e4,
+                 rate * extra / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
 print('load after: %s' % load())

@@ -73,7 +73,8 @@ class PeasPluginsTest(CliTestCase):
             # The id is the plugin's module, the name its .plugin's Name.
             self.assertEqual(group['name'], NAMES[module])
         for module in BURNERS:
-            self.assertGreater(burnt[module], 300000, burnt)
+            # Something was burnt (a loaded machine runs fewer timeouts).
+            self.assertGreater(burnt[module], 60000, burnt)
             self.assertLess(abs(addons[module]['cpu_time'] - burnt[module]), 0.15 * burnt[module],
                             '%s: charged %d µs, burnt %d µs' % (module, addons[module]['cpu_time'], burnt[module]))
         # About nothing: some forty dispatches of a timeout that reads a clock.
