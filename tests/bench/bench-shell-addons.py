@@ -32,7 +32,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'shell'))
 from gnome_shell_session import GnomeShellSession, gnome_shell_path  # noqa: E402
-from test_shell_extensions import BURNER  # noqa: E402
+from test_shell_extensions import BURNER, CALM  # noqa: E402
 
 ROUNDS = int(os.environ.get('BENCH_SHELL_ROUNDS', '3'))
 SECONDS = float(os.environ.get('BENCH_SHELL_SECONDS', '30'))
@@ -85,13 +85,16 @@ for busy in () if os.environ.get('BENCH_SHELL_COUNT_ONLY') == '1' else (False, T
              statistics.median(ratios)))
 
 
-def per_operation(attribution):
-    """CPU µs per source made and per handler connected from JavaScript."""
+def per_operation(attribution, addon_known):
+    """CPU µs per source made and per handler connected from JavaScript; with
+    @addon_known, a rule of an add-on none of whose code runs (as in a shell
+    with extensions: every site is looked for an add-on's frames)."""
     env = dict(os.environ, PERFMON_RUN_NO_EXPORT='1')
     env['XDG_STATE_HOME'] = tempfile.mkdtemp(prefix='bench-shell-addons-state-')
     if not attribution:
         env['PERFMON_RUN_NO_ADDONS'] = '1'
-    out = subprocess.run([os.environ.get('PERFMON_TOOL', 'perfmon'), 'run', '--', 'gjs', '-m', CREATION,
+    rule = ['--addon-path', '/nonexistent/bench-addon=bench'] if addon_known else []
+    out = subprocess.run([os.environ.get('PERFMON_TOOL', 'perfmon'), 'run'] + rule + ['--', 'gjs', '-m', CREATION,
                           str(OPS), '30'], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          universal_newlines=True, check=True).stdout
     shutil.rmtree(env['XDG_STATE_HOME'], ignore_errors=True)
@@ -99,10 +102,10 @@ def per_operation(attribution):
     return result['sources_us'] / OPS, result['handlers_us'] / OPS
 
 
-def stack_walks_per_second(busy):
-    """JS::FormatStackDump() calls per second in the shell (idle or busy)
-    with attribution on, and the shell's CPU share in that window; None
-    without perf or uprobes."""
+def stack_walks_per_second(extensions):
+    """JS::FormatStackDump() calls per second in the shell with
+    @extensions, attribution on, and the shell's CPU share in that window;
+    None without perf or uprobes."""
     if shutil.which('perf') is None or not os.path.exists(MOZJS):
         return None
     event = 'i24bench_dump_%d' % os.getpid()
@@ -114,7 +117,7 @@ def stack_walks_per_second(busy):
     try:
         tmp = tempfile.mkdtemp(prefix='bench-shell-addons-')
         with GnomeShellSession(perfmon_args=['--summary', os.path.join(tmp, 'summary.json')],
-                               extensions=[BURNER] if busy else []) as shell:
+                               extensions=extensions) as shell:
             time.sleep(SETTLE)
             before = shell.cpu_seconds()
             start = time.monotonic()
@@ -135,26 +138,33 @@ def stack_walks_per_second(busy):
 
 if shutil.which('gjs') is not None:
     print('per operation from JavaScript, %d of each from 30 frames deep (CPU µs; interleaved rounds):' % OPS)
-    costs = {True: [], False: []}
-    for r in range(ROUNDS):
-        for attribution in ((False, True) if r % 2 == 0 else (True, False)):
-            costs[attribution].append(per_operation(attribution))
-    source_on = statistics.median(c[0] for c in costs[True])
-    source_off = statistics.median(c[0] for c in costs[False])
-    handler_on = statistics.median(c[1] for c in costs[True])
-    handler_off = statistics.median(c[1] for c in costs[False])
-    print('  source made: off %.1f µs, on %.1f µs (+%.1f µs)' % (source_off, source_on, source_on - source_off))
-    print('  handler connected: off %.1f µs, on %.1f µs (+%.1f µs)'
-          % (handler_off, handler_on, handler_on - handler_off))
-    extra = max(source_on - source_off, handler_on - handler_off)
-    for busy in (False, True):
-        walks = stack_walks_per_second(busy)
+    extra = {}
+    for addon_known in (False, True):
+        costs = {True: [], False: []}
+        for r in range(ROUNDS):
+            for attribution in ((False, True) if r % 2 == 0 else (True, False)):
+                costs[attribution].append(per_operation(attribution, addon_known))
+        source_on = statistics.median(c[0] for c in costs[True])
+        source_off = statistics.median(c[0] for c in costs[False])
+        handler_on = statistics.median(c[1] for c in costs[True])
+        handler_off = statistics.median(c[1] for c in costs[False])
+        what = 'an add-on known' if addon_known else 'no add-on known'
+        print('  %s: source made: off %.1f µs, on %.1f µs (+%.1f µs); handler connected: off %.1f µs, '
+              'on %.1f µs (+%.1f µs)' % (what, source_off, source_on, source_on - source_off,
+                                        handler_off, handler_on, handler_on - handler_off))
+        extra[addon_known] = max(source_on - source_off, handler_on - handler_off)
+    for what, extensions in (('idle, no extension', []), ('idle, a calm extension', [CALM]),
+                             ('busy extension', [BURNER])):
+        walks = stack_walks_per_second(extensions)
         if walks is None:
             print('  stack walks in the shell: not counted (no perf, or no uprobes)')
             break
         rate, share = walks
-        print('  %s shell, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
+        # A walk costs the "add-on known" figure; without an extension the
+        # shell makes no walk but where a callback cannot be read.
+        cost = extra[True]
+        print('  shell %s, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
               'at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
-              % ('busy' if busy else 'idle', rate, share * 100, extra, rate * extra / 1e4,
-                 rate * extra / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
+              % (what, rate, share * 100, cost, rate * cost / 1e4,
+                 rate * cost / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
 print('load after: %s' % load())
