@@ -145,6 +145,121 @@ test_builtin_gnome_shell (void)
   test_remove_tree (data_home);
 }
 
+/* The built-in rules of libpeas plugins (issue 24, point 7), in the user's
+ * and the system's plugin directories of any application
+ * (…/APP/plugins): a plugin in a directory of its own is everything under
+ * it; plugins side by side in the plugin directory are their module files
+ * (libMODULE.so, MODULE.py, the package MODULE/). The id is the .plugin's
+ * Module, the name its Name. */
+static void
+test_builtin_peas (void)
+{
+  /* The child reads the environment its parent set. */
+  g_autofree char *data_home = g_test_subprocess () ? g_strdup (g_get_user_data_dir ())
+                                                    : test_make_tmp_dir ("perfmon-addon-peas-XXXXXX");
+  g_autofree char *plugins = g_build_filename (data_home, "app", "plugins", NULL);
+  g_autofree char *system_plugins = g_build_filename (data_home, "system", "share", "app", "plugins", NULL);
+
+  if (!g_test_subprocess ())
+    {
+      write_file (plugins, "spell", "spell.plugin", "[Plugin]\nModule=spell\nName=Spell checker\n");
+      write_file (plugins, "spell", "libspell.so", "");
+      write_file (plugins, ".", "flat.plugin", "[Plugin]\nLoader=python3\nModule=flat\nName=Flat one\n");
+      write_file (plugins, ".", "flat.py", "");
+      write_file (plugins, ".", "cflat.plugin", "[Plugin]\nModule=cflat\n");
+      write_file (plugins, ".", "libcflat.so", "");
+      write_file (plugins, "pkg", "__init__.py", "");
+      write_file (plugins, ".", "pkg.plugin", "[Plugin]\nLoader=python3\nModule=pkg\nName=Package\n");
+      /* Bad ones are skipped: no Module, a Module that is a path, no group. */
+      write_file (plugins, ".", "nomodule.plugin", "[Plugin]\nName=Nothing\n");
+      write_file (plugins, ".", "evil.plugin", "[Plugin]\nModule=../../etc\n");
+      write_file (plugins, ".", "junk.plugin", "\xff\xfe not a key file");
+      write_file (system_plugins, ".", "sys.plugin", "[Plugin]\nModule=sys\nName=System one\n");
+      write_file (system_plugins, ".", "libsys.so", "");
+    }
+
+  if (g_test_subprocess ())
+    {
+      g_autofree char *file = NULL;
+      g_autofree char *id = NULL;
+      g_autofree char *name = NULL;
+      g_autofree char *inside = NULL;
+
+      perfmon_addon_rule_clear ();
+      perfmon_addon_rule_add_builtin ();
+      file = g_build_filename (plugins, "spell", "libspell.so", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, &name, &inside));
+      g_assert_cmpstr (id, ==, "spell");
+      g_assert_cmpstr (name, ==, "Spell checker");
+      g_assert_cmpstr (inside, ==, "spell/libspell.so");
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&name, g_free);
+      g_clear_pointer (&inside, g_free);
+      g_clear_pointer (&file, g_free);
+
+      file = g_build_filename (plugins, "flat.py", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, &name, &inside));
+      g_assert_cmpstr (id, ==, "flat");
+      g_assert_cmpstr (name, ==, "Flat one");
+      g_assert_cmpstr (inside, ==, "flat.py");
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&name, g_free);
+      g_clear_pointer (&file, g_free);
+
+      file = g_build_filename (plugins, "libcflat.so", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, &name, NULL));
+      g_assert_cmpstr (id, ==, "cflat");
+      g_assert_cmpstr (name, ==, "cflat");   /* no Name: the module */
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&name, g_free);
+      g_clear_pointer (&file, g_free);
+
+      file = g_build_filename (plugins, "pkg", "__init__.py", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, NULL, NULL));
+      g_assert_cmpstr (id, ==, "pkg");
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&file, g_free);
+
+      file = g_build_filename (system_plugins, "libsys.so", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, &name, NULL));
+      g_assert_cmpstr (id, ==, "sys");
+      g_assert_cmpstr (name, ==, "System one");
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&name, g_free);
+      g_clear_pointer (&file, g_free);
+
+      /* Other files of the plugin directory belong to no plugin. */
+      file = g_build_filename (plugins, "other.py", NULL);
+      g_assert_false (perfmon_addon_rule_match (file, NULL, NULL, NULL));
+      g_clear_pointer (&file, g_free);
+      file = g_build_filename (plugins, "flat.pyc", NULL);
+      g_assert_false (perfmon_addon_rule_match (file, NULL, NULL, NULL));
+      g_clear_pointer (&file, g_free);
+      file = g_build_filename (data_home, "etc", "x.so", NULL);
+      g_assert_false (perfmon_addon_rule_match (file, NULL, NULL, NULL));
+
+      /* Cleared like the others, added again on demand. */
+      perfmon_addon_rule_clear ();
+      g_clear_pointer (&file, g_free);
+      file = g_build_filename (plugins, "flat.py", NULL);
+      g_assert_false (perfmon_addon_rule_match (file, NULL, NULL, NULL));
+      perfmon_addon_rule_add_builtin ();
+      g_assert_true (perfmon_addon_rule_match (file, NULL, NULL, NULL));
+      perfmon_addon_rule_clear ();
+      return;
+    }
+  g_setenv ("XDG_DATA_HOME", data_home, TRUE);
+  {
+    g_autofree char *system_data = g_build_filename (data_home, "system", "share", NULL);
+    g_autofree char *data_dirs = g_strconcat (system_data, ":/usr/share", NULL);
+
+    g_setenv ("XDG_DATA_DIRS", data_dirs, TRUE);
+  }
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+  g_test_trap_assert_passed ();
+  test_remove_tree (data_home);
+}
+
 /* Bad input: a clear error naming the field, never a crash. */
 static void
 test_bad_input (void)
@@ -211,6 +326,7 @@ main (int   argc,
   g_test_add_func ("/addon-rules/fixed-prefix", test_fixed_prefix);
   g_test_add_func ("/addon-rules/per-directory", test_per_directory);
   g_test_add_func ("/addon-rules/builtin-gnome-shell", test_builtin_gnome_shell);
+  g_test_add_func ("/addon-rules/builtin-peas", test_builtin_peas);
   g_test_add_func ("/addon-rules/bad-input", test_bad_input);
   g_test_add_func ("/addon-rules/spec", test_spec);
   return g_test_run ();

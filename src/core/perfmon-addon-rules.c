@@ -15,23 +15,38 @@
  * (GJS names ES modules by URI); other URIs (resource:///) match rules of
  * their own form.
  *
+ * The built-in rules of libpeas plugins are fixed rules too, one per
+ * plugin found when they are added (see add_peas_plugins()), kept in a
+ * table by prefix rather than in the list: a system can hold hundreds of
+ * plugins, which neither count towards PERFMON_ADDON_RULES_MAX nor make
+ * matching walk them all (a location's parent directories are looked up).
+ *
  * The rules are process-wide, behind a mutex: they are consulted when code
  * creates a source or connects a handler, never per dispatch. Adding a
  * per-directory rule reads the metadata files then, on the caller's thread
  * (at set-up, before the watched loop runs): matching never touches a file.
  */
+#define _GNU_SOURCE 1  /* dladdr() */
 #include "config.h"
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <json-glib/json-glib.h>
 #include <string.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-error.h"
 #include "perfmon-utf8.h"
 
 #define PREFIX_MAX 4096
 #define METADATA_MAX (64 * 1024)
 #define SCANNED_MAX 1024
+/* libpeas: application directories looked at per base directory (a
+ * multiarch library directory holds well over a thousand entries), and
+ * plugins kept. */
+#define PEAS_APPS_MAX 4096
+#define PEAS_PLUGINS_MAX 1024
 
 typedef struct
 {
@@ -43,6 +58,7 @@ typedef struct
 
 static GMutex lock;
 static GPtrArray *rules;      /* of Rule */
+static GHashTable *peas_rules; /* prefix → Rule (fixed): libpeas plugins */
 static gboolean builtin_added;
 
 static void
@@ -114,9 +130,9 @@ scan_directories (const char *prefix)
       if (!g_utf8_validate (entry, -1, NULL) || strlen (entry) > PERFMON_ADDON_ID_MAX ||
           !g_file_test (path, G_FILE_TEST_IS_DIR))
         continue;
+      /* Every directory is an add-on known now, named or not. */
       name = read_metadata_name (path);
-      if (name != NULL)
-        g_hash_table_insert (names, g_strdup (entry), name);
+      g_hash_table_insert (names, g_strdup (entry), name != NULL ? name : cut_name (entry));
     }
   return names;
 }
@@ -262,6 +278,189 @@ perfmon_addon_rule_add_spec (const char  *spec,
   return perfmon_addon_rule_add (prefix, equal + 1, NULL, error);
 }
 
+/* libpeas plugins (libpeas 1.x, peas-engine.c and peas-plugin-info.c): an
+ * application adds search paths, "module directories", in which libpeas
+ * reads every NAME.plugin file (a key file, group [Plugin]: Module, Name,
+ * Loader), directly and one level down; the plugin's module lies in the
+ * directory of its .plugin: libMODULE.so for the C loader, MODULE.py or
+ * the package MODULE/ for the Python loader, MODULE.js, MODULE.lua for the
+ * others. Applications put those directories in their library directory
+ * (/usr/lib/x86_64-linux-gnu/gedit/plugins) and in the user's data
+ * directory (~/.local/share/gedit/plugins): the built-in rules look in
+ * APP/plugins under the library directories and the data directories. */
+
+static void
+add_peas_rule (GHashTable *table,
+               const char *prefix,
+               const char *addon_id,
+               const char *name)
+{
+  Rule *rule;
+
+  if (g_hash_table_contains (table, prefix) || g_hash_table_size (table) >= PEAS_PLUGINS_MAX)
+    return;
+  rule = g_new0 (Rule, 1);
+  rule->prefix = g_strdup (prefix);
+  rule->addon_id = g_strdup (addon_id);
+  rule->name = g_strdup (name);
+  g_hash_table_insert (table, rule->prefix, rule);
+}
+
+/* The rules of the plugin that @plugin_file describes; @own_dir: its
+ * directory is the plugin's alone. */
+static void
+add_peas_plugin (GHashTable *table,
+                 const char *dir,
+                 const char *plugin_file,
+                 gboolean    own_dir)
+{
+  /* Before and after the module's name. */
+  static const char * const module_files[][2] = {
+    { "lib", ".so" }, { "", ".py" }, { "", "" }, { "", ".js" }, { "", ".lua" },
+  };
+  g_autoptr(GKeyFile) key_file = g_key_file_new ();
+  g_autofree char *contents = NULL;
+  g_autofree char *module = NULL;
+  g_autofree char *plugin_name = NULL;
+  g_autofree char *name = NULL;
+  gsize length = 0;
+
+  if (!g_file_get_contents (plugin_file, &contents, &length, NULL) || length > METADATA_MAX ||
+      !g_key_file_load_from_data (key_file, contents, length, G_KEY_FILE_NONE, NULL))
+    return;
+  module = g_key_file_get_string (key_file, "Plugin", "Module", NULL);
+  /* An id, and a file name in @dir: never a path. */
+  if (module == NULL || *module == '\0' || !g_utf8_validate (module, -1, NULL) ||
+      strlen (module) > PERFMON_ADDON_ID_MAX || strchr (module, '/') != NULL ||
+      g_str_equal (module, ".") || g_str_equal (module, ".."))
+    return;
+  plugin_name = g_key_file_get_string (key_file, "Plugin", "Name", NULL);
+  name = plugin_name != NULL && *plugin_name != '\0' ? cut_name (plugin_name) : g_strdup (module);
+
+  if (own_dir)
+    {
+      add_peas_rule (table, dir, module, name);
+      return;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (module_files); i++)
+    {
+      g_autofree char *file = g_strconcat (module_files[i][0], module, module_files[i][1], NULL);
+      g_autofree char *path = g_build_filename (dir, file, NULL);
+
+      if (g_file_test (path, G_FILE_TEST_EXISTS))
+        add_peas_rule (table, path, module, name);
+    }
+}
+
+/* The plugins in @plugins_dir, a module directory of libpeas. */
+static void
+scan_peas_plugins (GHashTable *table,
+                   const char *plugins_dir)
+{
+  g_autoptr(GDir) dir = g_dir_open (plugins_dir, 0, NULL);
+  const char *entry;
+  guint seen = 0;
+
+  if (dir == NULL)
+    return;
+  while ((entry = g_dir_read_name (dir)) != NULL && seen++ < SCANNED_MAX)
+    {
+      g_autofree char *path = g_build_filename (plugins_dir, entry, NULL);
+
+      if (g_str_has_suffix (entry, ".plugin"))
+        {
+          if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+            add_peas_plugin (table, plugins_dir, path, FALSE);
+        }
+      else if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        {
+          g_autoptr(GDir) subdir = g_dir_open (path, 0, NULL);
+          const char *sub_entry;
+          guint sub_seen = 0;
+
+          while (subdir != NULL && (sub_entry = g_dir_read_name (subdir)) != NULL && sub_seen++ < SCANNED_MAX)
+            if (g_str_has_suffix (sub_entry, ".plugin"))
+              {
+                g_autofree char *plugin_file = g_build_filename (path, sub_entry, NULL);
+
+                if (g_file_test (plugin_file, G_FILE_TEST_IS_REGULAR))
+                  add_peas_plugin (table, path, plugin_file, TRUE);
+              }
+        }
+    }
+}
+
+/* Every BASE/APP/plugins. A library directory holds thousands of files
+ * and a few dozen directories: only directories (by the entry's type,
+ * when the file system gives it) are looked into. */
+static void
+scan_peas_applications (GHashTable *table,
+                        const char *base)
+{
+  DIR *dir;
+  struct dirent *entry;
+  guint seen = 0;
+
+  if (!g_path_is_absolute (base) || !g_utf8_validate (base, -1, NULL) || strlen (base) > PREFIX_MAX)
+    return;
+  dir = opendir (base);
+  if (dir == NULL)
+    return;
+  while ((entry = readdir (dir)) != NULL && seen++ < PEAS_APPS_MAX)
+    {
+      g_autofree char *plugins = NULL;
+
+      if (entry->d_name[0] == '.' ||
+          (entry->d_type != DT_DIR && entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN) ||
+          !g_utf8_validate (entry->d_name, -1, NULL))
+        continue;
+      plugins = g_build_filename (base, entry->d_name, "plugins", NULL);
+      if (g_file_test (plugins, G_FILE_TEST_IS_DIR))
+        scan_peas_plugins (table, plugins);
+    }
+  closedir (dir);
+}
+
+/* The library directory GLib was loaded from (a multiarch one on Debian),
+ * or NULL. */
+static char *
+glib_library_dir (void)
+{
+  Dl_info info;
+
+  if (dladdr ((gconstpointer) g_main_context_default, &info) == 0 || info.dli_fname == NULL ||
+      !g_path_is_absolute (info.dli_fname))
+    return NULL;
+  return g_path_get_dirname (info.dli_fname);
+}
+
+static GHashTable *
+find_peas_plugins (void)
+{
+  GHashTable *table = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, rule_free);
+  const char * const *system_dirs = g_get_system_data_dirs ();
+  g_autoptr(GPtrArray) bases = g_ptr_array_new_with_free_func (g_free);
+  char *glib_dir = glib_library_dir ();
+
+  g_ptr_array_add (bases, g_strdup (g_get_user_data_dir ()));
+  for (guint i = 0; system_dirs[i] != NULL; i++)
+    g_ptr_array_add (bases, g_strdup (system_dirs[i]));
+  if (glib_dir != NULL)
+    g_ptr_array_add (bases, glib_dir);
+  g_ptr_array_add (bases, g_strdup ("/usr/lib"));
+  g_ptr_array_add (bases, g_strdup ("/usr/local/lib"));
+  for (guint i = 0; i < bases->len; i++)
+    {
+      gboolean again = FALSE;
+
+      for (guint j = 0; j < i && !again; j++)
+        again = g_str_equal (g_ptr_array_index (bases, i), g_ptr_array_index (bases, j));
+      if (!again)
+        scan_peas_applications (table, g_ptr_array_index (bases, i));
+    }
+  return table;
+}
+
 /**
  * perfmon_addon_rule_add_builtin:
  *
@@ -269,8 +468,17 @@ perfmon_addon_rule_add_spec (const char  *spec,
  * (`$XDG_DATA_HOME/gnome-shell/extensions/UUID/`) and system
  * (`gnome-shell/extensions/UUID/` in each of `$XDG_DATA_DIRS`), one add-on
  * per extension: its id is its uuid, its name that of its
- * `metadata.json`. Reads those directories now. `perfmon run` adds them in
- * every process it runs.
+ * `metadata.json`; and libpeas plugins, in `APP/plugins/` under the
+ * user's and the system's data directories and the library directories
+ * (`/usr/lib`, GLib's, `/usr/local/lib`), one add-on per `.plugin` file:
+ * its id is the plugin's `Module`, its name the plugin's `Name`; a plugin
+ * in a directory of its own is everything under it, plugins side by side
+ * are their module files (`libMODULE.so`, `MODULE.py`, `MODULE/`,
+ * `MODULE.js`, `MODULE.lua`). A C plugin's code is matched by the module
+ * its callbacks lie in, a Python plugin's by its callables' files.
+ *
+ * Reads those directories now. `perfmon run` adds them in every process
+ * it runs.
  *
  * Since: 0.3
  */
@@ -301,6 +509,15 @@ perfmon_addon_rule_add_builtin (void)
       if (g_utf8_validate (prefix, -1, NULL) && strlen (prefix) <= PREFIX_MAX)
         perfmon_addon_rule_add (prefix, NULL, NULL, NULL);
     }
+
+  {
+    GHashTable *peas = find_peas_plugins ();
+
+    g_mutex_lock (&lock);
+    g_clear_pointer (&peas_rules, g_hash_table_unref);
+    peas_rules = peas;
+    g_mutex_unlock (&lock);
+  }
 }
 
 /* Whether @path lies under @prefix, at a component boundary; the rest
@@ -376,6 +593,32 @@ perfmon_addon_rule_match (const char  *location,
           best_rest = rest;
         }
     }
+  /* libpeas plugins: @path itself, then its parent directories; the
+   * first found is the longest. */
+  if (peas_rules != NULL && g_hash_table_size (peas_rules) > 0 && path[0] == '/')
+    {
+      g_autofree char *parent = g_strdup (path);
+      char *slash = parent + strlen (parent);
+
+      while (slash != NULL && slash > parent)
+        {
+          const Rule *rule;
+          const char *rest;
+
+          *slash = '\0';
+          rule = g_hash_table_lookup (peas_rules, parent);
+          if (rule != NULL && (best == NULL || strlen (rule->prefix) > strlen (best->prefix)) &&
+              under (path, rule->prefix, &rest))
+            {
+              best = rule;
+              best_rest = rest;
+              break;
+            }
+          if (rule != NULL)
+            break;
+          slash = strrchr (parent, '/');
+        }
+    }
   if (best != NULL)
     {
       if (best->addon_id != NULL)
@@ -412,6 +655,24 @@ perfmon_addon_rule_match (const char  *location,
   return TRUE;
 }
 
+/* See perfmon-addon-rules-private.h. */
+gboolean
+_perfmon_addon_rules_any_known (void)
+{
+  gboolean known = FALSE;
+
+  g_mutex_lock (&lock);
+  for (guint i = 0; rules != NULL && i < rules->len && !known; i++)
+    {
+      const Rule *rule = g_ptr_array_index (rules, i);
+
+      known = rule->addon_id != NULL || g_hash_table_size (rule->names) > 0;
+    }
+  known = known || (peas_rules != NULL && g_hash_table_size (peas_rules) > 0);
+  g_mutex_unlock (&lock);
+  return known;
+}
+
 /**
  * perfmon_addon_rule_clear:
  *
@@ -426,6 +687,7 @@ perfmon_addon_rule_clear (void)
 {
   g_mutex_lock (&lock);
   g_clear_pointer (&rules, g_ptr_array_unref);
+  g_clear_pointer (&peas_rules, g_hash_table_unref);
   builtin_added = FALSE;
   g_mutex_unlock (&lock);
 }

@@ -60,6 +60,7 @@
 #include <link.h>
 #include <string.h>
 
+#include "perfmon-addon-rules.h"
 #include "perfmon-automatic-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
@@ -344,7 +345,7 @@ struct _PerfmonAutomatic
   guint               max_groups;
   GHashTable         *groups;      /* name (the record's) → record, held */
   PerfmonGroupRecord *overflow;    /* held, or NULL */
-  GHashTable         *symbols;     /* callback → owned name */
+  GHashTable         *symbols;     /* callback address → Callback */
   Cached              cache[N_CACHED];
 };
 
@@ -419,40 +420,106 @@ group_name (const char *text)
   return g_steal_pointer (&valid);
 }
 
-/* The callback's dynamic symbol, or NULL with @where set to
- * "module+0xoffset" (or "" for a callback outside every object, such as a
- * closure trampoline of PyGObject or GJS). Cached: dladdr() takes a lock
- * and walks the objects. */
-static const char *
-callback_symbol (PerfmonAutomatic *self,
-                 gpointer          callback,
-                 const char      **where)
+/* What perfmon knows of a callback, from dladdr(). */
+typedef struct
 {
-  char *name;
+  char *symbol;       /* its dynamic symbol, or NULL */
+  char *where;        /* without a symbol: "module+0xoffset", or "" */
+  char *addon_id;     /* the add-on whose module it lies in, or NULL */
+  char *addon_name;
+} Callback;
+
+static void
+callback_free (gpointer data)
+{
+  Callback *callback = data;
+
+  g_free (callback->symbol);
+  g_free (callback->where);
+  g_free (callback->addon_id);
+  g_free (callback->addon_name);
+  g_free (callback);
+}
+
+/* Describes @address. A module that an add-on rule matches (a libpeas C
+ * plugin's libNAME.so: see perfmon_addon_rule_add_builtin()) makes the
+ * callback the add-on's, and is named by its path in the add-on:
+ * "symbol (NAME/libNAME.so)", or "NAME/libNAME.so+0xoffset" for a static
+ * function, so that two plugins' callbacks never share a group. */
+static Callback *
+describe_callback (gconstpointer address)
+{
+  Callback *callback = g_new0 (Callback, 1);
   char text[KIND_NAME_SIZE * 2];
+  Dl_info info;
+  g_autofree char *inside = NULL;
 
-  if (self->symbols == NULL)
-    self->symbols = g_hash_table_new_full (NULL, NULL, NULL, g_free);
-  name = g_hash_table_lookup (self->symbols, callback);
-  if (name == NULL)
+  if (describe_address (address, text, sizeof text))
+    callback->symbol = g_strdup (text);
+  else
+    callback->where = g_strdup (text);
+  if (dladdr (address, &info) != 0 && info.dli_fname != NULL && info.dli_fname[0] == '/' &&
+      info.dli_fbase != NULL &&
+      perfmon_addon_rule_match (info.dli_fname, &callback->addon_id, &callback->addon_name, &inside))
     {
-      /* Stored as "S<symbol>" or "W<where>". */
-      gboolean exact = describe_address (callback, text + 1, sizeof text - 1);
+      if (callback->symbol != NULL)
+        {
+          char *symbol = g_strdup_printf ("%s (%s)", callback->symbol, inside);
 
-      text[0] = exact ? 'S' : 'W';
-      name = g_strdup (text);
-      if (g_hash_table_size (self->symbols) < MAX_CACHED_SYMBOLS)
-        g_hash_table_insert (self->symbols, callback, name);
+          g_free (callback->symbol);
+          callback->symbol = symbol;
+        }
       else
         {
-          /* Bounded: past the limit, new callbacks go by their type. */
-          g_free (name);
-          *where = "";
-          return NULL;
+          g_free (callback->where);
+          callback->where = g_strdup_printf ("%s+0x%" G_GINTPTR_MODIFIER "x", inside,
+                                             (guintptr) address - (guintptr) info.dli_fbase);
         }
     }
-  *where = name[0] == 'W' ? name + 1 : "";
-  return name[0] == 'S' ? name + 1 : NULL;
+  if (callback->where == NULL)
+    callback->where = g_strdup ("");
+  return callback;
+}
+
+/* The callback's description, or NULL past the limit (new callbacks then
+ * go by their type). Cached: dladdr() takes a lock and walks the objects,
+ * matching takes the rules' lock. */
+static const Callback *
+find_callback (PerfmonAutomatic *self,
+               gpointer          address)
+{
+  Callback *callback;
+
+  if (self->symbols == NULL)
+    self->symbols = g_hash_table_new_full (NULL, NULL, NULL, callback_free);
+  callback = g_hash_table_lookup (self->symbols, address);
+  if (callback == NULL)
+    {
+      if (g_hash_table_size (self->symbols) >= MAX_CACHED_SYMBOLS)
+        return NULL;
+      callback = describe_callback (address);
+      g_hash_table_insert (self->symbols, address, callback);
+    }
+  return callback;
+}
+
+/* Makes @record, an automatic group of a callback in an add-on's module,
+ * belong to the add-on (the first time: unless something assigned it
+ * already). */
+static void
+assign_to_addon (PerfmonAutomatic   *self,
+                 PerfmonGroupRecord *record,
+                 const Callback     *callback)
+{
+  PerfmonGroup *addon;
+
+  if (callback == NULL || callback->addon_id == NULL || record == self->overflow ||
+      PERFMON_RECORD_ADDON (record) != NULL || PERFMON_RECORD_WINDOW (record) != NULL)
+    return;
+  /* Made with its name first: the record's parent keeps it alive. */
+  addon = perfmon_monitor_get_addon_group (self->monitor, callback->addon_id, callback->addon_name);
+  _perfmon_monitor_set_record_parents (self->monitor, record, 0, callback->addon_id);
+  g_object_unref (addon);
 }
 
 /* The group of @name: the existing one, a new one, or the overflow group
@@ -523,12 +590,16 @@ find_group (PerfmonAutomatic *self,
   const char *name = is_default_name (source_name) ? NULL : source_name;
   g_autofree char *cut = NULL;
   PerfmonGroupRecord *record;
-
+  const Callback *described = NULL;
   const char *where = "";
   g_autofree char *located = NULL;
 
-  if (name == NULL && callback != NULL)
-    name = callback_symbol (self, (gpointer) callback, &where);
+  /* Named by its callback: its symbol, else the type and where it is. */
+  if (name == NULL && callback != NULL && (described = find_callback (self, (gpointer) callback)) != NULL)
+    {
+      name = described->symbol;
+      where = described->where;
+    }
   if (name == NULL)
     {
       name = source_name != NULL ? source_name : kind->type_name;
@@ -540,6 +611,7 @@ find_group (PerfmonAutomatic *self,
 
   cut = group_name (name);
   record = group_for_name (self, cut, TRUE);
+  assign_to_addon (self, record, described);
 
   cached->source = source;
   cached->id = source->source_id;

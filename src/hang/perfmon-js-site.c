@@ -26,9 +26,13 @@
  * add-on, it is the innermost frame that is no module of GJS's own: the
  * program's code that asked.
  *
- * The name is that of the function that created the source or connected
- * the handler, not of the callback given: the callback is a JavaScript
- * value GJS keeps in its own C++ objects, which no public API reaches.
+ * The name is that of the callback itself, "function (file:line)" where
+ * the function is written (issue 24, point 3), read from GJS's closure
+ * (stack/perfmon-js-callback.c): in an add-on, if the callback is the
+ * add-on's code; else if it is no module of GJS's own (setInterval() hands
+ * GLib a function of GJS's timers). Otherwise, or when the closure cannot
+ * be read, the site's frame names it: the function that created the
+ * source or connected the handler, at that line.
  *
  * Everything here runs on GJS's thread (the main thread), where the tables
  * live; the guards check the thread they run on.
@@ -38,9 +42,11 @@
 #include <string.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-hang-report-private.h"
 #include "perfmon-label.h"
 #include "perfmon-automatic-private.h"
+#include "perfmon-js-callback-private.h"
 #include "perfmon-js-site-private.h"
 #include "perfmon-js-stack-private.h"
 #include "perfmon-loop-activity-private.h"
@@ -83,41 +89,120 @@ cut (const char *text)
   return g_steal_pointer (&valid);
 }
 
+/* "file:line" of @frame for a name: @file as given (a path in the add-on)
+ * or, for a frame of the program, its last component. */
+static char *
+frame_name (const PerfmonJsFrame *frame,
+            const char           *file)
+{
+  const char *slash;
+
+  if (file == NULL)
+    {
+      slash = strrchr (frame->file, '/');
+      file = slash != NULL ? slash + 1 : frame->file;
+    }
+  return perfmon_format_script_frame (frame->function, file, frame->line);
+}
+
 /* The site of the calling JavaScript code: its name, and the add-on it
- * belongs to (id and name) if a frame of one is on the stack. */
+ * belongs to (id and name) if a frame of one is on the stack. The
+ * JavaScript function the source or handler will call, if @closure is
+ * GJS's (a handler's closure; or, with @func, a source's callback, its
+ * data: then @func must be a libffi closure), names it when it is the
+ * add-on's code (or, outside add-ons, the program's). Looked at only
+ * while script runs: C code makes most sources and handlers. */
+static gboolean name_site (GPtrArray            *frames,
+                           const PerfmonJsFrame *callback,
+                           char                **site_name,
+                           char                **addon_id,
+                           char                **addon_name);
+
 static gboolean
-find_site (char **site_name,
-           char **addon_id,
-           char **addon_name)
+find_site (gconstpointer  func,
+           GClosure      *closure,
+           char         **site_name,
+           char         **addon_id,
+           char         **addon_name)
 {
   g_autoptr(GPtrArray) frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+  PerfmonJsFrame described = { NULL, NULL, 0 };
+  const PerfmonJsFrame *callback = NULL;
+  gboolean found;
+
+  /* The cheap question first: C code makes most sources. */
+  if (!_perfmon_js_script_running ())
+    return FALSE;
+  if (closure != NULL && (func == NULL || _perfmon_js_callback_is_ffi (func)) &&
+      _perfmon_js_callback_describe (closure, &described))
+    callback = &described;
+  /* No add-on known: no frame of one to look for, and a callback of the
+   * program's names the site without a walk of the stack (the costly part:
+   * JS::FormatStackDump()). */
+  if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES) &&
+      !_perfmon_addon_rules_any_known ())
+    {
+      g_autofree char *text = frame_name (callback, NULL);
+
+      *site_name = cut (text);
+      *addon_id = NULL;
+      *addon_name = NULL;
+      _perfmon_js_frame_clear (&described);
+      return TRUE;
+    }
+  if (!_perfmon_js_stack_here (frames))
+    {
+      _perfmon_js_frame_clear (&described);
+      return FALSE;
+    }
+  found = name_site (frames, callback, site_name, addon_id, addon_name);
+  _perfmon_js_frame_clear (&described);
+  return found;
+}
+
+static gboolean
+name_site (GPtrArray            *frames,
+           const PerfmonJsFrame *callback,
+           char                **site_name,
+           char                **addon_id,
+           char                **addon_name)
+{
   const PerfmonJsFrame *program = NULL;
   g_autofree char *text = NULL;
+  const char *unmatched = NULL;
 
-  if (!_perfmon_js_stack_here (frames))
-    return FALSE;
   for (guint i = 0; i < frames->len; i++)
     {
       const PerfmonJsFrame *frame = g_ptr_array_index (frames, i);
       g_autofree char *inside = NULL;
 
-      if (perfmon_addon_rule_match (frame->file, addon_id, addon_name, &inside))
+      /* Frames come in runs of one file: a run that is no add-on's is
+       * matched once. */
+      if ((unmatched == NULL || !g_str_equal (unmatched, frame->file)) &&
+          perfmon_addon_rule_match (frame->file, addon_id, addon_name, &inside))
         {
-          text = perfmon_format_script_frame (frame->function, inside, frame->line);
+          g_autofree char *callback_id = NULL;
+          g_autofree char *callback_inside = NULL;
+
+          if (callback != NULL &&
+              perfmon_addon_rule_match (callback->file, &callback_id, NULL, &callback_inside) &&
+              g_str_equal (callback_id, *addon_id))
+            text = frame_name (callback, callback_inside);
+          else
+            text = frame_name (frame, inside);
           *site_name = cut (text);
           return TRUE;
         }
+      unmatched = frame->file;
       if (program == NULL && !g_str_has_prefix (frame->file, GJS_OWN_MODULES))
         program = frame;
     }
   if (program == NULL)
     return FALSE;
-  {
-    const char *slash = strrchr (program->file, '/');
-
-    text = perfmon_format_script_frame (program->function, slash != NULL ? slash + 1 : program->file,
-                                        program->line);
-  }
+  if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES))
+    text = frame_name (callback, NULL);
+  else
+    text = frame_name (program, NULL);
   *site_name = cut (text);
   *addon_id = NULL;
   *addon_name = NULL;
@@ -145,13 +230,19 @@ _perfmon_js_site_source_attached (PerfmonMonitor *monitor,
   g_autofree char *site_name = NULL;
   g_autofree char *addon_id = NULL;
   g_autofree char *addon_name = NULL;
+  GSourceFunc func = NULL;
+  gpointer data = NULL;
 
   if (monitor == NULL || source == NULL ||
       !_perfmon_automatic_is_default_name (g_source_get_name (source)))
     return;
   if (context != NULL && context != perfmon_monitor_get_context (monitor))
     return;
-  if (!find_site (&site_name, &addon_id, &addon_name))
+  /* A JavaScript callback: a libffi closure, with GJS's trampoline as its
+   * data (GLib.timeout_add(), idle_add(), setTimeout()…). */
+  if (source->callback_funcs != NULL && source->callback_funcs->get != NULL)
+    source->callback_funcs->get (source->callback_data, source, &func, &data);
+  if (!find_site ((gconstpointer) func, func != NULL ? data : NULL, &site_name, &addon_id, &addon_name))
     return;
 
   g_source_set_name (source, site_name);
@@ -216,7 +307,11 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
   if (monitor == NULL || closure == NULL || closure->n_guards != 0 || closure->is_invalid ||
       closure->in_marshal)
     return FALSE;
-  if (!find_site (&site_name, &addon_id, &addon_name) || addon_id == NULL)
+  /* Only an add-on's handlers are measured on their own. */
+  if (!_perfmon_addon_rules_any_known ())
+    return FALSE;
+  /* GJS connects its own closures: the handler's function names it. */
+  if (!find_site (NULL, closure, &site_name, &addon_id, &addon_name) || addon_id == NULL)
     return FALSE;
 
   if (handler_sites == NULL)

@@ -44,9 +44,10 @@
  *   PERFMON_RUN_ADDON_PATHS   add-on rules, one "PREFIX[=NAME]" a line
  *                             (`perfmon run --addon-path`), beside the
  *                             built-in ones (GNOME Shell extensions)
- *   PERFMON_RUN_NO_ADDONS     "1": no add-on attribution by creation site
- *                             (what tests/bench/bench-shell-addons.py
- *                             compares against)
+ *   PERFMON_RUN_NO_ADDONS     "1": no add-on rules, so no add-on
+ *                             attribution at all (what
+ *                             tests/bench/bench-shell-addons.py compares
+ *                             against)
  *   PERFMON_RUN_NO_AUTOMATIC  "1": no automatic groups (by default every
  *                             dispatch on the default context is charged
  *                             to a group named after its source) and no
@@ -699,6 +700,11 @@ start_addon_attribution (void)
   const char *paths = g_getenv ("PERFMON_RUN_ADDON_PATHS");
   const char *status;
 
+  /* No rules either: no add-on by creation site, by a C callback's module
+   * (core/perfmon-automatic.c) nor by a Python callable's file
+   * (perfmon_pygobject.py). */
+  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_ADDONS"), "1") == 0)
+    return;
   perfmon_addon_rule_add_builtin ();
   if (paths != NULL && *paths != '\0')
     {
@@ -712,8 +718,6 @@ start_addon_attribution (void)
             preload_message ("ignoring add-on path: %s", error->message);
         }
     }
-  if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_ADDONS"), "1") == 0)
-    return;
   /* addons_on stays off without the library's table (another version). */
   if (_perfmon_preload_internals == NULL)
     return;

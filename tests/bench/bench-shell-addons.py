@@ -8,10 +8,23 @@
 # rounds of BENCH_SHELL_SECONDS (30) per case, after BENCH_SHELL_SETTLE (10)
 # seconds of start-up.
 #
+# Then, counting (the 2 % the issue allows is below what CPU ratios on a
+# shared machine resolve): what attribution costs per source made and per
+# handler connected from JavaScript (tests/bench/gjs_source_creation.js
+# under perfmon run, on and off, BENCH_SHELL_OPS (2000) of each from 30
+# frames deep, interleaved rounds, medians of the thread's CPU), times how
+# often the busy shell walks its JavaScript stack for it (calls of
+# JS::FormatStackDump() counted by a perf uprobe over BENCH_SHELL_SECONDS,
+# when perf and uprobes are there), over the shell's CPU in that window.
+# BENCH_SHELL_COUNT_ONLY=1 runs the counting alone.
+#
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
+import json
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -19,11 +32,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'shell'))
 from gnome_shell_session import GnomeShellSession, gnome_shell_path  # noqa: E402
-from test_shell_extensions import BURNER  # noqa: E402
+from test_shell_extensions import BURNER, CALM  # noqa: E402
 
 ROUNDS = int(os.environ.get('BENCH_SHELL_ROUNDS', '3'))
 SECONDS = float(os.environ.get('BENCH_SHELL_SECONDS', '30'))
 SETTLE = float(os.environ.get('BENCH_SHELL_SETTLE', '10'))
+OPS = int(os.environ.get('BENCH_SHELL_OPS', '2000'))
+CREATION = os.path.join(HERE, 'gjs_source_creation.js')
+MOZJS = '/usr/lib/x86_64-linux-gnu/libmozjs-102.so.0'
+DUMP_SYMBOL = '_ZN2JS15FormatStackDumpEP9JSContextbbb'
 
 
 def load():
@@ -52,7 +69,8 @@ if gnome_shell_path() is None:
 print('bench-shell-addons: %d interleaved rounds of %.0f s per case (after %.0f s of start-up)'
       % (ROUNDS, SECONDS, SETTLE))
 print('load before: %s' % load())
-for busy in (False, True):
+# BENCH_SHELL_COUNT_ONLY=1: the counting alone.
+for busy in () if os.environ.get('BENCH_SHELL_COUNT_ONLY') == '1' else (False, True):
     ons, offs, ratios = [], [], []
     for r in range(ROUNDS):
         order = (False, True) if r % 2 == 0 else (True, False)
@@ -65,4 +83,88 @@ for busy in (False, True):
     print('%s median: off %.2f %%, on %.2f %%, ratio %.3fx'
           % ('busy' if busy else 'idle', statistics.median(offs) * 100, statistics.median(ons) * 100,
              statistics.median(ratios)))
+
+
+def per_operation(attribution, addon_known):
+    """CPU µs per source made and per handler connected from JavaScript; with
+    @addon_known, a rule of an add-on none of whose code runs (as in a shell
+    with extensions: every site is looked for an add-on's frames)."""
+    env = dict(os.environ, PERFMON_RUN_NO_EXPORT='1')
+    env['XDG_STATE_HOME'] = tempfile.mkdtemp(prefix='bench-shell-addons-state-')
+    if not attribution:
+        env['PERFMON_RUN_NO_ADDONS'] = '1'
+    rule = ['--addon-path', '/nonexistent/bench-addon=bench'] if addon_known else []
+    out = subprocess.run([os.environ.get('PERFMON_TOOL', 'perfmon'), 'run'] + rule + ['--', 'gjs', '-m', CREATION,
+                          str(OPS), '30'], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         universal_newlines=True, check=True).stdout
+    shutil.rmtree(env['XDG_STATE_HOME'], ignore_errors=True)
+    result = json.loads([line for line in out.splitlines() if line.startswith('{')][-1])
+    return result['sources_us'] / OPS, result['handlers_us'] / OPS
+
+
+def stack_walks_per_second(extensions):
+    """JS::FormatStackDump() calls per second in the shell with
+    @extensions, attribution on, and the shell's CPU share in that window;
+    None without perf or uprobes."""
+    if shutil.which('perf') is None or not os.path.exists(MOZJS):
+        return None
+    event = 'i24bench_dump_%d' % os.getpid()
+    added = subprocess.run(['perf', 'probe', '-q', '-x', MOZJS, '--no-demangle', '-a',
+                            '%s=%s' % (event, DUMP_SYMBOL)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    if not added:
+        return None
+    try:
+        tmp = tempfile.mkdtemp(prefix='bench-shell-addons-')
+        with GnomeShellSession(perfmon_args=['--summary', os.path.join(tmp, 'summary.json')],
+                               extensions=extensions) as shell:
+            time.sleep(SETTLE)
+            before = shell.cpu_seconds()
+            start = time.monotonic()
+            stat = subprocess.run(['perf', 'stat', '-x,', '-e', 'probe_libmozjs:' + event,
+                                   '-p', str(shell.shell_pid), '--', 'sleep', str(SECONDS)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True)
+            used = shell.cpu_seconds() - before
+            elapsed = time.monotonic() - start
+            shell.stop()
+        counts = [line.split(',')[0] for line in stat.stderr.splitlines() if event in line]
+        if not counts or not counts[0].isdigit():
+            return None
+        return int(counts[0]) / elapsed, used / elapsed
+    finally:
+        subprocess.run(['perf', 'probe', '-q', '-d', 'probe_libmozjs:' + event],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+if shutil.which('gjs') is not None:
+    print('per operation from JavaScript, %d of each from 30 frames deep (CPU µs; interleaved rounds):' % OPS)
+    extra = {}
+    for addon_known in (False, True):
+        costs = {True: [], False: []}
+        for r in range(ROUNDS):
+            for attribution in ((False, True) if r % 2 == 0 else (True, False)):
+                costs[attribution].append(per_operation(attribution, addon_known))
+        source_on = statistics.median(c[0] for c in costs[True])
+        source_off = statistics.median(c[0] for c in costs[False])
+        handler_on = statistics.median(c[1] for c in costs[True])
+        handler_off = statistics.median(c[1] for c in costs[False])
+        what = 'an add-on known' if addon_known else 'no add-on known'
+        print('  %s: source made: off %.1f µs, on %.1f µs (+%.1f µs); handler connected: off %.1f µs, '
+              'on %.1f µs (+%.1f µs)' % (what, source_off, source_on, source_on - source_off,
+                                        handler_off, handler_on, handler_on - handler_off))
+        extra[addon_known] = max(source_on - source_off, handler_on - handler_off)
+    for what, extensions in (('idle, no extension', []), ('idle, a calm extension', [CALM]),
+                             ('busy extension', [BURNER])):
+        walks = stack_walks_per_second(extensions)
+        if walks is None:
+            print('  stack walks in the shell: not counted (no perf, or no uprobes)')
+            break
+        rate, share = walks
+        # A walk costs the "add-on known" figure; without an extension the
+        # shell makes no walk but where a callback cannot be read.
+        cost = extra[True]
+        print('  shell %s, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
+              'at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
+              % (what, rate, share * 100, cost, rate * cost / 1e4,
+                 rate * cost / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
 print('load after: %s' % load())

@@ -58,7 +58,8 @@ class AddonsTest(CliTestCase):
             # Point 1: the id is the uuid, the name metadata.json's.
             self.assertEqual(group['name'], NAMES[uuid])
         for uuid in BURNERS:
-            self.assertGreater(burnt[uuid], 100000, burnt)
+            # Something was burnt (a loaded machine runs fewer timeouts).
+            self.assertGreater(burnt[uuid], 20000, burnt)
             # Point 2: within 15 % of what the extension itself measured
             # (its CPU charged, nobody else's).
             self.assertLess(abs(addons[uuid]['cpu_time'] - burnt[uuid]), 0.15 * burnt[uuid],

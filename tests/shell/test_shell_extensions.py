@@ -160,7 +160,7 @@ class ShellExtensionsTest(unittest.TestCase):
         self.assertTrue(in_handler, json.dumps(brief, indent=1))
         for hang in in_handler:
             self.assertIn(['Addon', 'slow-handler@perfmon.test'], hang['annotations'])
-            self.assertRegex(hang['runnableName'], r'^enable \(slow-handler@perfmon\.test/extension\.js:\d+\)$')
+            self.assertRegex(hang['runnableName'], r'^enable/handler< \(slow-handler@perfmon\.test/extension\.js:\d+\)$')
 
 
 if __name__ == '__main__':
