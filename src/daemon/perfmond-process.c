@@ -69,6 +69,7 @@ perfmond_history_init (PerfmondHistory      *history,
                        GHashTable           *processes)
 {
   history->bytes = 0;
+  history->newest_bytes = 0;
   history->max_bytes = (gsize) config->max_history_mib * 1024 * 1024;
   history->max_age_us = (gint64) config->history_s * G_USEC_PER_SEC;
   history->max_count = config->history_s * 1000u / config->poll_interval_ms + 1;
@@ -91,6 +92,9 @@ history_pop_oldest (PerfmondHistory *history,
 {
   HistoryEntry *entry = g_queue_pop_head (&process->history);
 
+  /* The newest one goes only when the whole history does. */
+  if (g_queue_is_empty (&process->history))
+    history->newest_bytes -= entry->size;
   process->history_bytes -= entry->size;
   history->bytes -= entry->size;
   history_entry_free (entry);
@@ -115,29 +119,18 @@ perfmond_history_drop (PerfmondHistory *history,
 
 /* Whether a snapshot of @variant_size bytes of @process fits in the total
  * budget next to the newest snapshot of every other process (older ones
- * make room). */
+ * make room). In constant time: it is asked at every poll of every
+ * process. */
 gboolean
 perfmond_history_has_room (PerfmondHistory *history,
                            Process         *process,
                            gsize            variant_size)
 {
-  gsize budget = history->max_bytes;
-  gsize needed = history_cost (variant_size);
-  GHashTableIter iter;
-  gpointer value;
+  HistoryEntry *own_newest = g_queue_peek_tail (&process->history);
+  gsize others = history->newest_bytes - (own_newest != NULL ? own_newest->size : 0);
 
-  g_hash_table_iter_init (&iter, history->processes);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    {
-      Process *other = value;
-      HistoryEntry *newest = g_queue_peek_tail (&other->history);
-
-      if (other != process && newest != NULL)
-        needed += newest->size;
-      if (needed > budget)
-        return FALSE;
-    }
-  return TRUE;
+  return history_cost (variant_size) <= history->max_bytes &&
+         others <= history->max_bytes - history_cost (variant_size);
 }
 
 void
@@ -162,6 +155,9 @@ perfmond_history_add (PerfmondHistory *history,
   g_variant_get_data (entry->variant);
   entry->variant_size = variant_size;
   entry->size = history_cost (variant_size);
+  newest = g_queue_peek_tail (&process->history);
+  history->newest_bytes -= newest != NULL ? newest->size : 0;
+  history->newest_bytes += entry->size;
   g_queue_push_tail (&process->history, entry);
   process->history_bytes += entry->size;
   history->bytes += entry->size;

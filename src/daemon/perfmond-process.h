@@ -53,6 +53,7 @@ typedef struct
 typedef struct
 {
   gsize       bytes;          /* what every process's history costs */
+  gsize       newest_bytes;   /* what the newest snapshot of each costs */
   gsize       max_bytes;
   gint64      max_age_us;
   guint       max_count;      /* snapshots of one process */
