@@ -233,6 +233,19 @@ poll_done (GObject      *source,
     goto out;
 
   process->poll_pending = FALSE;
+
+  /* A process of a libperfmon before 0.3 (or another implementation of
+   * Monitor1) has no GetSnapshotBytes: it is polled with GetSnapshot from
+   * now on, and at once. */
+  if (reply == NULL && !process->legacy_poll &&
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD))
+    {
+      g_debug ("pid %u (%s): no GetSnapshotBytes, polled with GetSnapshot", process->pid, process->bus_name);
+      process->legacy_poll = TRUE;
+      poll_process (self, process);
+      goto out;
+    }
+
   process->polls++;
 
   if (reply == NULL)
@@ -245,7 +258,17 @@ poll_done (GObject      *source,
       goto out;
     }
 
-  g_variant_get (reply, "(v)", &variant);
+  if (process->legacy_poll)
+    g_variant_get (reply, "(v)", &variant);
+  else
+    {
+      g_autoptr(GVariant) bytes = g_variant_get_child_value (reply, 0);
+
+      /* One array as GDBus received it: no parsing of the snapshot's
+       * columns and strings into a tree of values, and nothing to flatten
+       * for the history. */
+      variant = perfmond_snapshot_variant_from_bytes (bytes);
+    }
   /* Bytes too, before decoding: the history's budget covers the newest
    * snapshots as well, so a snapshot that cannot fit is refused, and the
    * process's older ones go (nothing stale is served in its place). */
@@ -304,7 +327,8 @@ poll_process (PerfmondDaemon *self,
 
   process->poll_pending = TRUE;
   g_dbus_connection_call (self->connection, process->bus_name, PERFMON_MONITOR_OBJECT_PATH,
-                          PERFMON_MONITOR_INTERFACE, "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
+                          PERFMON_MONITOR_INTERFACE, process->legacy_poll ? "GetSnapshot" : "GetSnapshotBytes",
+                          NULL, G_VARIANT_TYPE (process->legacy_poll ? "(v)" : "(ay)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
                           process->cancellable, poll_done, perfmond_process_ref (process));

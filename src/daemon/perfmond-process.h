@@ -37,6 +37,7 @@ typedef struct
   guint            signal_id;
   GCancellable    *cancellable;
   gboolean         poll_pending;
+  gboolean         legacy_poll;   /* no GetSnapshotBytes: polled with GetSnapshot */
   PerfmonSnapshot *latest;
   GQueue           history;       /* HistoryEntry *, oldest first */
   gsize            history_bytes;
@@ -80,5 +81,7 @@ void      perfmond_history_add            (PerfmondHistory *history,
                                            GVariant        *variant,
                                            gsize            variant_size);
 GVariant *perfmond_history_latest_variant (Process         *process);
+
+GVariant *perfmond_snapshot_variant_from_bytes (GVariant *bytes);
 
 G_END_DECLS
