@@ -46,6 +46,10 @@
 #define POLL_SLOTS 10
 /* Listeners of the daemon's signals. */
 #define MAX_SUBSCRIBERS 64
+/* Members of PERFMON_SNAPSHOT_VARIANT_TYPE (perfmon-snapshot.h). */
+#define SNAPSHOT_TIMESTAMP 1
+#define SNAPSHOT_PID 3
+#define SNAPSHOT_PROCESS_NAME 4
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -174,7 +178,7 @@ answer_waiters (Process    *process,
     {
       GDBusMethodInvocation *invocation = g_ptr_array_index (process->waiters, i);
 
-      if (process->latest != NULL && failure == NULL)
+      if (!g_queue_is_empty (&process->history) && failure == NULL)
         g_dbus_method_invocation_return_value (invocation,
                                                g_variant_new ("(@v)", perfmond_history_latest_variant (process)));
       else
@@ -225,7 +229,9 @@ poll_done (GObject      *source,
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
-  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  const char *process_name;
+  gint64 timestamp;
+  guint32 pid;
   gsize variant_size;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
@@ -285,18 +291,23 @@ poll_done (GObject      *source,
       goto out;
     }
 
-  /* Checked (type, group count) before it is decoded. */
-  snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
-  if (snapshot == NULL)
+  /* Checked in full (type and group count first), not decoded: the
+   * newest one is decoded when asked for (perfmond_process_get_latest()),
+   * most are never read. */
+  if (!perfmond_snapshot_check_reply (variant, self->config.max_groups, &error))
     {
       perfmond_process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
       goto out;
     }
-  if (perfmon_snapshot_get_pid (snapshot) != process->pid)
+  /* Members of both types perfmond_snapshot_check_reply() takes. */
+  g_variant_get_child (variant, SNAPSHOT_TIMESTAMP, "x", &timestamp);
+  g_variant_get_child (variant, SNAPSHOT_PID, "u", &pid);
+  g_variant_get_child (variant, SNAPSHOT_PROCESS_NAME, "&s", &process_name);
+  if (pid != process->pid)
     {
       g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
-                                              perfmon_snapshot_get_pid (snapshot), process->pid);
+                                              pid, process->pid);
       perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
@@ -305,11 +316,10 @@ poll_done (GObject      *source,
   if (process->process_name[0] == '\0')
     {
       g_free (process->process_name);
-      process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
+      process->process_name = g_strdup (process_name);
     }
 
-  perfmond_history_add (&self->history, process, snapshot, variant, variant_size);
-  g_set_object (&process->latest, snapshot);
+  perfmond_history_add (&self->history, process, timestamp, variant, variant_size);
   answer_waiters (process, NULL);
 
 out:
@@ -399,7 +409,7 @@ perfmond_daemon_get_processes (PerfmondDaemon *self)
   for (guint i = 0; i < processes->len; i++)
     {
       Process *process = g_ptr_array_index (processes, i);
-      PerfmondMetricsProcess entry = { process->pid, process->process_name, process->latest };
+      PerfmondMetricsProcess entry = { process->pid, process->process_name, perfmond_process_get_latest (process) };
 
       g_array_append_val (list, entry);
     }
@@ -1002,7 +1012,7 @@ handle_get_snapshot (PerfmonDBusDaemon1    *skeleton,
   if (process == NULL)
     return G_DBUS_METHOD_INVOCATION_HANDLED;
 
-  if (process->latest != NULL)
+  if (!g_queue_is_empty (&process->history))
     {
       perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, perfmond_history_latest_variant (process));
       return G_DBUS_METHOD_INVOCATION_HANDLED;
@@ -1036,9 +1046,11 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
     {
       Process *process = g_ptr_array_index (processes, i);
 
-      if (process->latest == NULL)
+      PerfmonSnapshot *latest = perfmond_process_get_latest (process);
+
+      if (latest == NULL)
         continue;
-      g_ptr_array_add (snapshots, process->latest);
+      g_ptr_array_add (snapshots, latest);
       g_array_append_val (pids, process->pid);
     }
 

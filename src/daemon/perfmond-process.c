@@ -156,10 +156,32 @@ perfmond_history_has_room (PerfmondHistory *history,
          others <= history->max_bytes - history_cost (variant_size);
 }
 
+/* The newest snapshot of @process decoded, or %NULL before its first: for
+ * the aggregate, the metrics and the page. Decoded when first asked for
+ * after each poll, not at every poll: perfmond_snapshot_check_reply()
+ * made sure it decodes. Owned by @process. */
+PerfmonSnapshot *
+perfmond_process_get_latest (Process *process)
+{
+  HistoryEntry *newest = g_queue_peek_tail (&process->history);
+  g_autoptr(GError) error = NULL;
+
+  if (process->latest != NULL || newest == NULL)
+    return process->latest;
+  process->latest = perfmon_snapshot_new_from_variant (newest->variant, &error);
+  /* The check and the reader apply the same rules (fuzz-snapshot-variant
+   * asserts it). */
+  if (process->latest == NULL)
+    g_critical ("pid %u: a checked snapshot does not decode: %s", process->pid, error->message);
+  return process->latest;
+}
+
+/* Keeps @variant, checked (perfmond_snapshot_check_reply()), as the
+ * newest snapshot of @process, taken at @timestamp. */
 void
 perfmond_history_add (PerfmondHistory *history,
                       Process         *process,
-                      PerfmonSnapshot *snapshot,
+                      gint64           timestamp,
                       GVariant        *variant,
                       gsize            variant_size)
 {
@@ -169,11 +191,11 @@ perfmond_history_add (PerfmondHistory *history,
   gsize budget = history->max_bytes;
   HistoryEntry *newest;
 
-  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  /* The variant as received, checked by decoding it: GDBus built it as a
-   * tree of small values, which g_variant_get_data() flattens into one
-   * buffer, the compact form to keep. Cheaper than writing it again from
-   * the snapshot, and the same content. */
+  entry->timestamp = timestamp;
+  /* The variant as received, checked: from GetSnapshotBytes it is one
+   * buffer already; from GetSnapshot GDBus built it as a tree of small
+   * values, which g_variant_get_data() flattens into one buffer, the
+   * compact form to keep. */
   entry->variant = g_variant_ref (variant);
   g_variant_get_data (entry->variant);
   entry->variant_size = variant_size;
@@ -182,6 +204,7 @@ perfmond_history_add (PerfmondHistory *history,
   history->newest_bytes -= newest != NULL ? newest->size : 0;
   history->newest_bytes += entry->size;
   g_queue_push_tail (&process->history, entry);
+  g_clear_object (&process->latest);
   process->history_bytes += entry->size;
   history->bytes += entry->size;
 

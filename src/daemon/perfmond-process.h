@@ -38,7 +38,8 @@ typedef struct
   GCancellable    *cancellable;
   gboolean         poll_pending;
   gboolean         legacy_poll;   /* no GetSnapshotBytes: polled with GetSnapshot */
-  PerfmonSnapshot *latest;
+  PerfmonSnapshot *latest;        /* decoded from the history's newest, when asked: see
+                                   * perfmond_process_get_latest() */
   GQueue           history;       /* HistoryEntry *, oldest first */
   gsize            history_bytes;
   GPtrArray       *waiters;       /* GDBusMethodInvocation * for GetSnapshot */
@@ -77,10 +78,11 @@ gboolean  perfmond_history_has_room       (PerfmondHistory *history,
                                            gsize            variant_size);
 void      perfmond_history_add            (PerfmondHistory *history,
                                            Process         *process,
-                                           PerfmonSnapshot *snapshot,
+                                           gint64           timestamp,
                                            GVariant        *variant,
                                            gsize            variant_size);
 GVariant *perfmond_history_latest_variant (Process         *process);
+PerfmonSnapshot *perfmond_process_get_latest (Process *process);
 
 GVariant *perfmond_snapshot_variant_from_bytes (GVariant *bytes);
 
