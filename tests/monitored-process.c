@@ -22,6 +22,12 @@
  *   hang-reports answers GetSnapshot with its real snapshot and
  *              GetHangReports with the "report" of each case of --reports
  *              (tests/hang-reports/cases.json), valid or not
+ *   real       answers GetSnapshot with its real snapshot, as a process
+ *              of a libperfmon before GetSnapshotBytes does
+ *   not-a-snapshot answers with a variant that is not a snapshot, as
+ *              garbage does without --bytes
+ * With --bytes, these modes answer GetSnapshotBytes instead (garbage: with
+ * bytes that are no variant at all), and GetSnapshot with an error.
  *
  * It prints "READY <pid>" on stdout once its monitor is on the bus (in
  * normal mode, registration may still be on its way), and runs until
@@ -37,10 +43,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char monitor_xml[] =
+/* GetSnapshotBytes goes between the two halves with --bytes. */
+static const char monitor_xml_head[] =
   "<node>"
   "  <interface name='org.perfmon.Monitor1'>"
-  "    <method name='GetSnapshot'><arg name='snapshot' type='v' direction='out'/></method>"
+  "    <method name='GetSnapshot'><arg name='snapshot' type='v' direction='out'/></method>";
+static const char monitor_xml[] =
   "    <method name='GetHangReports'>"
   "      <arg name='max_reports' type='u' direction='in'/>"
   "      <arg name='reports' type='as' direction='out'/>"
@@ -56,7 +64,12 @@ static const char monitor_xml[] =
   "  </interface>"
   "</node>";
 
+/* With --bytes. */
+static const char bytes_method_xml[] =
+  "<method name='GetSnapshotBytes'><arg name='snapshot' type='ay' direction='out'/></method>";
+
 static char *mode = NULL;
+static gboolean bytes_only = FALSE;
 static int n_windows = 2;
 static guint64 window_base = 1;
 static char **addons = NULL;
@@ -255,7 +268,10 @@ on_method_call (GDBusConnection       *conn,
                 GDBusMethodInvocation *invocation,
                 gpointer               user_data)
 {
-  if (g_str_equal (method_name, "GetSnapshot"))
+  if (g_str_equal (method_name, "GetSnapshot") && bytes_only)
+    g_dbus_method_invocation_return_dbus_error (invocation, "org.freedesktop.DBus.Error.Failed",
+                                                "this process answers GetSnapshotBytes only");
+  else if (g_str_equal (method_name, "GetSnapshot") || g_str_equal (method_name, "GetSnapshotBytes"))
     {
       g_autoptr(GVariant) flood = NULL;
       GVariant *snapshot = NULL;
@@ -276,15 +292,48 @@ on_method_call (GDBusConnection       *conn,
             big_variant = g_variant_ref_sink (make_big_snapshot ());
           snapshot = big_variant;
         }
-      else if (g_str_equal (mode, "hang-flood") || g_str_equal (mode, "hang-reports"))
+      else if (g_str_equal (mode, "hang-flood") || g_str_equal (mode, "hang-reports") ||
+               g_str_equal (mode, "real"))
         {
           g_autoptr(PerfmonSnapshot) own = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
 
           snapshot = flood = g_variant_ref_sink (perfmon_snapshot_to_variant (own));
         }
+      else if (g_str_equal (mode, "garbage") && g_str_equal (method_name, "GetSnapshotBytes"))
+        {
+          /* Not even a variant: a length that no "v" has. */
+          static const guint8 garbage[] = { 0xff, 0x00, 'n', 'o', 't', ' ', 'a', ' ', 'v', 0x00, 0x07 };
+
+          g_dbus_method_invocation_return_value (invocation,
+                                                 g_variant_new ("(@ay)",
+                                                                g_variant_new_fixed_array (G_VARIANT_TYPE_BYTE, garbage,
+                                                                                           sizeof garbage, 1)));
+          return;
+        }
       else
         snapshot = g_variant_new ("(sx)", "not a snapshot", (gint64) 42);
-      g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));
+
+      if (g_str_equal (method_name, "GetSnapshotBytes"))
+        {
+          /* As perfmon-export.c writes it: a little-endian "v". */
+          g_autoptr(GVariant) wrapped = g_variant_ref_sink (g_variant_new_variant (snapshot));
+          g_autoptr(GBytes) bytes = NULL;
+
+          if (G_BYTE_ORDER == G_BIG_ENDIAN)
+            {
+              GVariant *swapped = g_variant_byteswap (wrapped);
+
+              g_variant_unref (wrapped);
+              wrapped = swapped;
+            }
+          bytes = g_variant_get_data_as_bytes (wrapped);
+          g_dbus_method_invocation_return_value (invocation,
+                                                 g_variant_new ("(@ay)",
+                                                                g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
+                                                                                          bytes, TRUE)));
+        }
+      else
+        g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));
     }
   else if (g_str_equal (method_name, "GetHangReports"))
     {
@@ -399,6 +448,7 @@ main (int    argc,
     { "hang-bytes", 0, 0, G_OPTION_ARG_INT, &hang_bytes, "Size of a flood Hang signal (250 KiB)", "N" },
     { "flood-count", 0, 0, G_OPTION_ARG_INT, &flood_count, "Hang signals of the flood (2000)", "N" },
     { "reports", 0, 0, G_OPTION_ARG_FILENAME, &reports_path, "The cases of the hang-reports mode", "FILE" },
+    { "bytes", 0, 0, G_OPTION_ARG_NONE, &bytes_only, "Answer GetSnapshotBytes, not GetSnapshot", NULL },
     { NULL }
   };
 
@@ -494,7 +544,10 @@ main (int    argc,
     }
   else
     {
-      info = g_dbus_node_info_new_for_xml (monitor_xml, &error);
+      g_autofree char *xml = g_strconcat (monitor_xml_head, bytes_only ? bytes_method_xml : "",
+                                            monitor_xml, NULL);
+
+      info = g_dbus_node_info_new_for_xml (xml, &error);
       g_assert_no_error (error);
       if (g_dbus_connection_register_object (connection, PERFMON_MONITOR_OBJECT_PATH, info->interfaces[0],
                                              &vtable, NULL, NULL, &error) == 0)

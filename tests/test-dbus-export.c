@@ -414,6 +414,48 @@ test_get_snapshot (Fixture       *fixture,
   g_assert_cmpstr (perfmon_group_stats_get_addon_id (stats), ==, "calm@addons");
 }
 
+/* GetSnapshotBytes: the same snapshot as GetSnapshot, as the bytes of a
+ * little-endian serialised "v" (perfmond's poll). */
+static void
+test_get_snapshot_bytes (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) bytes_v = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GVariant) wrapped = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  PerfmonGroupStats *stats;
+
+  reply = call (fixture->client, fixture->name, "GetSnapshotBytes", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_variant_is_of_type (reply, G_VARIANT_TYPE ("(ay)")));
+  bytes_v = g_variant_get_child_value (reply, 0);
+  bytes = g_variant_get_data_as_bytes (bytes_v);
+  wrapped = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_VARIANT, bytes, FALSE));
+  if (G_BYTE_ORDER == G_BIG_ENDIAN)
+    {
+      GVariant *swapped = g_variant_byteswap (wrapped);
+
+      g_variant_unref (wrapped);
+      wrapped = swapped;
+    }
+  g_assert_true (g_variant_is_normal_form (wrapped));
+  variant = g_variant_get_variant (wrapped);
+  g_assert_cmpstr (g_variant_get_type_string (variant), ==, PERFMON_SNAPSHOT_VARIANT_TYPE);
+
+  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, (guint) getpid ());
+  g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, ==, fixture->groups->len);
+  stats = perfmon_snapshot_lookup (snapshot, perfmon_group_get_id (g_ptr_array_index (fixture->groups, 3)));
+  g_assert_nonnull (stats);
+  g_assert_cmpstr (perfmon_group_stats_get_name (stats), ==, "busy-compartment");
+  g_assert_cmpstr (perfmon_group_stats_get_addon_id (stats), ==, "calm@addons");
+}
+
 static void
 test_get_snapshot_json (Fixture       *fixture,
                         gconstpointer  data)
@@ -1595,6 +1637,7 @@ main (int   argc,
 
   ADD ("get-snapshot", test_get_snapshot, EXPORTED);
   ADD ("get-snapshot-json", test_get_snapshot_json, EXPORTED);
+  ADD ("get-snapshot-bytes", test_get_snapshot_bytes, EXPORTED);
   ADD ("properties", test_properties, EXPORTED);
   ADD ("process-name-without-prgname", test_process_name_without_prgname, NOT_EXPORTED);
   ADD ("subscribers-gone-before-served", test_subscribers_gone_before_served, EXPORTED);

@@ -954,6 +954,12 @@ test_variant_roundtrip (void)
   from_bytes = perfmon_snapshot_new_from_variant (untrusted, &error);
   g_assert_no_error (error);
   assert_snapshots_equal (snapshot, from_bytes);
+
+  /* What reads, checks. */
+  g_assert_true (perfmon_snapshot_check_variant (variant, &error));
+  g_assert_no_error (error);
+  g_assert_true (perfmon_snapshot_check_variant (untrusted, &error));
+  g_assert_no_error (error);
 }
 
 /* The one table of kind names: the public function says what the JSON
@@ -1084,6 +1090,15 @@ test_variant_malformed (void)
       g_assert_nonnull (strstr (error->message, expected));
       if (c->also != NULL)
         g_assert_nonnull (strstr (error->message, c->also));
+
+      /* The check without decoding refuses it the same way. */
+      {
+        g_autoptr(GError) check_error = NULL;
+
+        g_assert_false (perfmon_snapshot_check_variant (variant, &check_error));
+        g_assert_error (check_error, PERFMON_ERROR, (gint) c->code);
+        g_assert_cmpstr (check_error->message, ==, error->message);
+      }
     }
 }
 
@@ -1097,6 +1112,16 @@ check_untrusted_bytes (GBytes *bytes)
   variant = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE),
                                                           bytes, FALSE));
   snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+
+  /* The check without decoding agrees, error and all. */
+  {
+    g_autoptr(GError) check_error = NULL;
+    gboolean checked = perfmon_snapshot_check_variant (variant, &check_error);
+
+    g_assert_cmpint (checked, ==, snapshot != NULL);
+    if (!checked)
+      g_assert_cmpstr (check_error->message, ==, error->message);
+  }
 
   if (snapshot == NULL)
     {

@@ -116,6 +116,24 @@ GPtrArray *_perfmon_snapshot_dup_modules (PerfmonSnapshot *self);
 gboolean _perfmon_snapshot_check_version (guint64   version,
                                           GError  **error);
 
+/* Rules of the format that the variant's reader applies to its columns
+ * too (perfmon_snapshot_check_variant() builds no groups): those of the
+ * members other than the groups (@fields->groups is not read), the kind
+ * and the histogram of groups[@index]. */
+gboolean _perfmon_snapshot_check_header    (const PerfmonSnapshotFields  *fields,
+                                            GError                      **error);
+gboolean _perfmon_snapshot_check_kind      (guint32                       kind,
+                                            guint                         index,
+                                            GError                      **error);
+gboolean _perfmon_snapshot_check_histogram (guint64                       ticks,
+                                            const guint64                *durations,
+                                            guint                         index,
+                                            GError                      **error);
+/* The modules' rules: at most PERFMON_RECORDED_MODULES_MAX, each valid,
+ * names unique. */
+gboolean _perfmon_snapshot_check_modules   (const PerfmonSnapshotFields  *fields,
+                                            GError                      **error);
+
 /* The kind named @name in the JSON form: perfmon_group_kind_to_string()
  * backwards. */
 gboolean    _perfmon_snapshot_kind_from_name (const char       *name,

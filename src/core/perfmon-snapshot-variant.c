@@ -135,6 +135,278 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 
 /* --- Decoder: untrusted input, checked in full --------------------------- */
 
+/* The members of PERFMON_SNAPSHOT_VARIANT_TYPE. */
+#define N_MEMBERS 19
+
+/* A snapshot variant's members, its groups by column: read and checked by
+ * read_columns(), which applies every rule of the format, so that
+ * perfmon_snapshot_check_variant() and perfmon_snapshot_new_from_variant()
+ * accept the same variants. */
+typedef struct
+{
+  PerfmonSnapshotFields  fields;    /* but the groups */
+  GVariant              *extended;  /* an older form, with the members it lacks */
+  GVariant              *ids_v, *kinds_v, *names_v, *window_ids_v, *addon_ids_v, *addon_indexes_v;
+  GVariant              *cpu_times_v, *blocked_times_v, *ticks_v, *durations_v;
+  const guint64         *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
+  const guint32         *kinds, *addon_indexes;
+  const char           **addon_ids;
+  gsize                  n, n_addon_ids;
+} Columns;
+
+static void
+columns_clear (Columns *c)
+{
+  _perfmon_snapshot_fields_clear (&c->fields);
+  g_clear_pointer (&c->extended, g_variant_unref);
+  g_clear_pointer (&c->ids_v, g_variant_unref);
+  g_clear_pointer (&c->kinds_v, g_variant_unref);
+  g_clear_pointer (&c->names_v, g_variant_unref);
+  g_clear_pointer (&c->window_ids_v, g_variant_unref);
+  g_clear_pointer (&c->addon_ids_v, g_variant_unref);
+  g_clear_pointer (&c->addon_indexes_v, g_variant_unref);
+  g_clear_pointer (&c->cpu_times_v, g_variant_unref);
+  g_clear_pointer (&c->blocked_times_v, g_variant_unref);
+  g_clear_pointer (&c->ticks_v, g_variant_unref);
+  g_clear_pointer (&c->durations_v, g_variant_unref);
+  g_clear_pointer (&c->addon_ids, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Columns, columns_clear)
+
+static gboolean
+read_columns (GVariant  *variant,
+              Columns   *c,
+              GError   **error)
+{
+  gsize length;
+  guint32 version, pid, next_addon_index = 1;
+  gboolean ids_increase = TRUE;
+  g_autoptr(GHashTable) index_by_id = NULL;
+
+  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)) ||
+      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_MODULES)))
+    {
+      /* The forms of processes built before snapshots had modules, or a
+       * wall time: the same but the last members. */
+      g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+
+      for (gsize i = 0; i < g_variant_n_children (variant); i++)
+        g_ptr_array_add (children, g_variant_get_child_value (variant, i));
+      if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
+        g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_int64 (0)));
+      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_array (G_VARIANT_TYPE ("(ssts)"), NULL, 0)));
+      c->extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
+      variant = c->extended;
+    }
+
+  if (!g_variant_type_equal (g_variant_get_type (variant),
+                             G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
+    return _perfmon_snapshot_set_field_error (error, NULL, "(root)", "expected a variant of type %s, got %s",
+                                              PERFMON_SNAPSHOT_VARIANT_TYPE, g_variant_get_type_string (variant));
+
+  /* Member by member, not with g_variant_get() and a format string,
+   * whose parsing cost as much as the rest of the checks of a small
+   * snapshot (perfmond checks hundreds a second). Each member is read
+   * from the variant as it is, in tree form (as GDBus hands over a "v")
+   * or serialised (GetSnapshotBytes), never serialised first. */
+  {
+    GVariant *members[N_MEMBERS];
+
+    g_assert (g_variant_n_children (variant) == N_MEMBERS);
+    for (guint i = 0; i < N_MEMBERS; i++)
+      members[i] = g_variant_get_child_value (variant, i);
+    version = g_variant_get_uint32 (members[0]);
+    c->fields.timestamp = g_variant_get_int64 (members[1]);
+    c->fields.interval = g_variant_get_int64 (members[2]);
+    pid = g_variant_get_uint32 (members[3]);
+    c->fields.process_name = g_variant_dup_string (members[4], NULL);
+    c->fields.user_time = g_variant_get_uint64 (members[5]);
+    c->fields.system_time = g_variant_get_uint64 (members[6]);
+    c->ids_v = g_steal_pointer (&members[7]);
+    c->kinds_v = g_steal_pointer (&members[8]);
+    c->names_v = g_steal_pointer (&members[9]);
+    c->window_ids_v = g_steal_pointer (&members[10]);
+    c->addon_ids_v = g_steal_pointer (&members[11]);
+    c->addon_indexes_v = g_steal_pointer (&members[12]);
+    c->cpu_times_v = g_steal_pointer (&members[13]);
+    c->blocked_times_v = g_steal_pointer (&members[14]);
+    c->ticks_v = g_steal_pointer (&members[15]);
+    c->durations_v = g_steal_pointer (&members[16]);
+    c->fields.wall_time = g_variant_get_int64 (members[17]);
+    length = g_variant_n_children (members[18]);
+    if (length > PERFMON_RECORDED_MODULES_MAX)
+      {
+        for (guint i = 0; i < N_MEMBERS; i++)
+          g_clear_pointer (&members[i], g_variant_unref);
+        return _perfmon_snapshot_set_field_error (error, NULL, "modules",
+                                                  "expected at most %d modules, got %" G_GSIZE_FORMAT,
+                                                  PERFMON_RECORDED_MODULES_MAX, length);
+      }
+    if (length > 0)
+      c->fields.modules = g_ptr_array_new_full (length, _perfmon_recorded_module_free);
+    for (gsize i = 0; i < length; i++)
+      {
+        const char *name, *path, *build_id;
+        guint64 base;
+
+        g_variant_get_child (members[18], i, "(&s&st&s)", &name, &path, &base, &build_id);
+        g_ptr_array_add (c->fields.modules, _perfmon_recorded_module_new (name, path, base, build_id));
+      }
+    for (guint i = 0; i < N_MEMBERS; i++)
+      g_clear_pointer (&members[i], g_variant_unref);
+  }
+
+  if (!_perfmon_snapshot_check_version (version, error))
+    return FALSE;
+  c->fields.pid = pid;
+
+  /* Every column has one entry per group (durations PERFMON_N_DURATIONS). */
+  c->ids = g_variant_get_fixed_array (c->ids_v, &c->n, sizeof (guint64));
+  {
+    const struct {
+      const char *member;
+      GVariant   *column;
+      gsize       per_group;
+    } columns[] = {
+      { "kinds", c->kinds_v, 1 },
+      { "names", c->names_v, 1 },
+      { "window_ids", c->window_ids_v, 1 },
+      { "addon_indexes", c->addon_indexes_v, 1 },
+      { "cpu_times", c->cpu_times_v, 1 },
+      { "blocked_times", c->blocked_times_v, 1 },
+      { "ticks", c->ticks_v, 1 },
+      { "durations", c->durations_v, PERFMON_N_DURATIONS },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (columns); i++)
+      {
+        gsize expected = c->n * columns[i].per_group;
+
+        length = g_variant_n_children (columns[i].column);
+        if (length != expected)
+          return _perfmon_snapshot_set_field_error (error, NULL, columns[i].member,
+                                                    "expected %" G_GSIZE_FORMAT " elements (%" G_GSIZE_FORMAT
+                                                    " per id, %" G_GSIZE_FORMAT " ids), got %" G_GSIZE_FORMAT,
+                                                    expected, columns[i].per_group, c->n, length);
+      }
+  }
+
+  c->kinds = g_variant_get_fixed_array (c->kinds_v, &length, sizeof (guint32));
+  c->window_ids = g_variant_get_fixed_array (c->window_ids_v, &length, sizeof (guint64));
+  c->addon_ids = g_variant_get_strv (c->addon_ids_v, &c->n_addon_ids);
+  c->addon_indexes = g_variant_get_fixed_array (c->addon_indexes_v, &length, sizeof (guint32));
+  c->cpu_times = g_variant_get_fixed_array (c->cpu_times_v, &length, sizeof (guint64));
+  c->blocked_times = g_variant_get_fixed_array (c->blocked_times_v, &length, sizeof (guint64));
+  c->ticks = g_variant_get_fixed_array (c->ticks_v, &length, sizeof (guint64));
+  c->durations = g_variant_get_fixed_array (c->durations_v, &length, sizeof (guint64));
+
+  /* The table lists each add-on id once, in the order of the groups that
+   * first use it, as perfmon_snapshot_to_variant() writes it: any other
+   * table would not read back to the same variant. */
+  for (gsize i = 0; i < c->n; i++)
+    {
+      if (c->addon_indexes[i] > next_addon_index || c->addon_indexes[i] > c->n_addon_ids)
+        {
+          char prefix[32];
+
+          g_snprintf (prefix, sizeof prefix, "groups[%" G_GSIZE_FORMAT "]", i);
+          return _perfmon_snapshot_set_field_error (error, prefix, "addon_id",
+                                                    "addon_indexes[%" G_GSIZE_FORMAT "] = %u, expected 0 (none) "
+                                                    "or an index in [1, %u] of addon_ids (%" G_GSIZE_FORMAT
+                                                    " entries, each first used in table order)",
+                                                    i, c->addon_indexes[i],
+                                                    MIN (next_addon_index, (guint32) MIN (c->n_addon_ids, G_MAXUINT32)),
+                                                    c->n_addon_ids);
+        }
+      if (c->addon_indexes[i] == next_addon_index)
+        next_addon_index++;
+    }
+
+  if (next_addon_index - 1 != c->n_addon_ids)
+    return _perfmon_snapshot_set_field_error (error, NULL, "addon_ids",
+                                              "%" G_GSIZE_FORMAT " entries, but groups use %u",
+                                              c->n_addon_ids, next_addon_index - 1);
+  {
+    /* Entry → its index: a set, not a pairwise scan, for untrusted input
+     * of thousands of add-ons. */
+    g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
+
+    for (gsize i = 0; i < c->n_addon_ids; i++)
+      {
+        gpointer first;
+
+        if (g_hash_table_lookup_extended (seen, c->addon_ids[i], NULL, &first))
+          return _perfmon_snapshot_set_field_error (error, NULL, "addon_ids",
+                                                    "entries %" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT
+                                                    " are both \"%s\"",
+                                                    (gsize) GPOINTER_TO_SIZE (first), i, c->addon_ids[i]);
+        g_hash_table_insert (seen, (gpointer) c->addon_ids[i], GSIZE_TO_POINTER (i));
+      }
+  }
+
+  /* The rules of the snapshot object (_perfmon_snapshot_new_checked()),
+   * in its order, on the columns: the names come from GVariant's string
+   * accessors, which give UTF-8 only. A monitor's ids increase along the
+   * groups: no table is needed to find a duplicate then. */
+  if (!_perfmon_snapshot_check_header (&c->fields, error))
+    return FALSE;
+  for (gsize i = 1; i < c->n && ids_increase; i++)
+    ids_increase = c->ids[i - 1] < c->ids[i];
+  if (!ids_increase)
+    index_by_id = g_hash_table_new (g_int64_hash, g_int64_equal);
+  for (gsize i = 0; i < c->n; i++)
+    {
+      gpointer other;
+
+      if (!_perfmon_snapshot_check_kind (c->kinds[i], (guint) i, error) ||
+          !_perfmon_snapshot_check_histogram (c->ticks[i], &c->durations[i * PERFMON_N_DURATIONS], (guint) i, error))
+        return FALSE;
+      if (index_by_id == NULL)
+        continue;
+      if (g_hash_table_lookup_extended (index_by_id, &c->ids[i], NULL, &other))
+        {
+          char prefix[32];
+
+          g_snprintf (prefix, sizeof prefix, "groups[%" G_GSIZE_FORMAT "]", i);
+          return _perfmon_snapshot_set_field_error (error, prefix, "id",
+                                                    "duplicate id %" G_GUINT64_FORMAT
+                                                    ", already the id of groups[%u]",
+                                                    c->ids[i], GPOINTER_TO_UINT (other));
+        }
+      g_hash_table_insert (index_by_id, (gpointer) &c->ids[i], GUINT_TO_POINTER ((guint) i));
+    }
+
+  return _perfmon_snapshot_check_modules (&c->fields, error);
+}
+
+/**
+ * perfmon_snapshot_check_variant:
+ * @variant: a #GVariant, as perfmon_snapshot_new_from_variant() takes it
+ * @error: return location for a #GError
+ *
+ * Checks @variant as perfmon_snapshot_new_from_variant() does, without
+ * building the snapshot: it fails exactly when that would, with the same
+ * error. For a reader that keeps many snapshots in their variant form and
+ * reads few of them, such as perfmond, which checks each snapshot it
+ * receives and decodes the newest only when asked for it.
+ *
+ * Returns: %TRUE if perfmon_snapshot_new_from_variant() reads @variant
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_snapshot_check_variant (GVariant  *variant,
+                                GError   **error)
+{
+  g_auto(Columns) c = { { 0, }, };
+
+  g_return_val_if_fail (variant != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  return read_columns (variant, &c, error);
+}
+
 /**
  * perfmon_snapshot_new_from_variant:
  * @variant: a #GVariant of type %PERFMON_SNAPSHOT_VARIANT_TYPE, as returned
@@ -159,185 +431,30 @@ PerfmonSnapshot *
 perfmon_snapshot_new_from_variant (GVariant  *variant,
                                    GError   **error)
 {
-  g_auto(PerfmonSnapshotFields) fields = { 0, };
-  g_autoptr(GVariant) ids_v = NULL, kinds_v = NULL, names_v = NULL, window_ids_v = NULL;
-  g_autoptr(GVariant) addon_ids_v = NULL, addon_indexes_v = NULL, cpu_times_v = NULL;
-  g_autoptr(GVariant) blocked_times_v = NULL, ticks_v = NULL, durations_v = NULL, modules_v = NULL;
+  g_auto(Columns) c = { { 0, }, };
   g_autofree const char **names = NULL;
-  g_autofree const char **addon_ids = NULL;
-  const guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
-  const guint32 *kinds, *addon_indexes;
-  gsize n, n_addon_ids, length;
-  guint32 version, pid, next_addon_index = 1;
 
   g_return_val_if_fail (variant != NULL, NULL);
   g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
-  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)) ||
-      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_MODULES)))
-    {
-      /* The forms of processes built before snapshots had modules, or a
-       * wall time: the same but the last members. */
-      g_autoptr(GVariant) extended = NULL;
-      g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
-
-      for (gsize i = 0; i < g_variant_n_children (variant); i++)
-        g_ptr_array_add (children, g_variant_get_child_value (variant, i));
-      if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
-        g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_int64 (0)));
-      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_array (G_VARIANT_TYPE ("(ssts)"), NULL, 0)));
-      extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
-      return perfmon_snapshot_new_from_variant (extended, error);
-    }
-
-  if (!g_variant_type_equal (g_variant_get_type (variant),
-                             G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
-    {
-      _perfmon_snapshot_set_field_error (error, NULL, "(root)", "expected a variant of type %s, got %s",
-                       PERFMON_SNAPSHOT_VARIANT_TYPE, g_variant_get_type_string (variant));
-      return NULL;
-    }
-
-  /* No '&' format: g_variant_get() would first serialise a variant in
-   * tree form, which is how GDBus hands it over. */
-  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx@a(ssts))",
-                 &version,
-                 &fields.timestamp,
-                 &fields.interval,
-                 &pid,
-                 &fields.process_name,
-                 &fields.user_time,
-                 &fields.system_time,
-                 &ids_v, &kinds_v, &names_v, &window_ids_v, &addon_ids_v, &addon_indexes_v,
-                 &cpu_times_v, &blocked_times_v, &ticks_v, &durations_v,
-                 &fields.wall_time,
-                 &modules_v);
-
-  if (!_perfmon_snapshot_check_version (version, error))
+  if (!read_columns (variant, &c, error))
     return NULL;
-  fields.pid = pid;
 
-  /* Every column has one entry per group (durations PERFMON_N_DURATIONS). */
-  ids = g_variant_get_fixed_array (ids_v, &n, sizeof (guint64));
-  {
-    const struct {
-      const char *member;
-      GVariant   *column;
-      gsize       per_group;
-    } columns[] = {
-      { "kinds", kinds_v, 1 },
-      { "names", names_v, 1 },
-      { "window_ids", window_ids_v, 1 },
-      { "addon_indexes", addon_indexes_v, 1 },
-      { "cpu_times", cpu_times_v, 1 },
-      { "blocked_times", blocked_times_v, 1 },
-      { "ticks", ticks_v, 1 },
-      { "durations", durations_v, PERFMON_N_DURATIONS },
-    };
-
-    for (guint c = 0; c < G_N_ELEMENTS (columns); c++)
-    {
-      gsize expected = n * columns[c].per_group;
-
-      length = g_variant_n_children (columns[c].column);
-      if (length != expected)
-        {
-          _perfmon_snapshot_set_field_error (error, NULL, columns[c].member,
-                           "expected %" G_GSIZE_FORMAT " elements (%" G_GSIZE_FORMAT " per id, %"
-                           G_GSIZE_FORMAT " ids), got %" G_GSIZE_FORMAT,
-                           expected, columns[c].per_group, n, length);
-          return NULL;
-        }
-    }
-  }
-
-  kinds = g_variant_get_fixed_array (kinds_v, &length, sizeof (guint32));
-  names = g_variant_get_strv (names_v, NULL);
-  window_ids = g_variant_get_fixed_array (window_ids_v, &length, sizeof (guint64));
-  addon_ids = g_variant_get_strv (addon_ids_v, &n_addon_ids);
-  addon_indexes = g_variant_get_fixed_array (addon_indexes_v, &length, sizeof (guint32));
-  cpu_times = g_variant_get_fixed_array (cpu_times_v, &length, sizeof (guint64));
-  blocked_times = g_variant_get_fixed_array (blocked_times_v, &length, sizeof (guint64));
-  ticks = g_variant_get_fixed_array (ticks_v, &length, sizeof (guint64));
-  durations = g_variant_get_fixed_array (durations_v, &length, sizeof (guint64));
-
-  fields.groups = g_ptr_array_new_full (n, (GDestroyNotify) perfmon_group_stats_unref);
-  for (gsize i = 0; i < n; i++)
+  names = g_variant_get_strv (c.names_v, NULL);
+  c.fields.groups = g_ptr_array_new_full (c.n, (GDestroyNotify) perfmon_group_stats_unref);
+  for (gsize i = 0; i < c.n; i++)
     {
       PerfmonGroupStats *stats;
 
-      /* The table lists each add-on id once, in the order of the groups
-       * that first use it, as perfmon_snapshot_to_variant() writes it:
-       * any other table would not read back to the same variant. */
-      if (addon_indexes[i] > next_addon_index || addon_indexes[i] > n_addon_ids)
-        {
-          char prefix[32];
-
-          g_snprintf (prefix, sizeof prefix, "groups[%" G_GSIZE_FORMAT "]", i);
-          _perfmon_snapshot_set_field_error (error, prefix, "addon_id",
-                           "addon_indexes[%" G_GSIZE_FORMAT "] = %u, expected 0 (none) or an index "
-                           "in [1, %u] of addon_ids (%" G_GSIZE_FORMAT " entries, each first used "
-                           "in table order)",
-                           i, addon_indexes[i], MIN (next_addon_index, (guint32) MIN (n_addon_ids, G_MAXUINT32)),
-                           n_addon_ids);
-          return NULL;
-        }
-      if (addon_indexes[i] == next_addon_index)
-        next_addon_index++;
-
-      stats = _perfmon_group_stats_new (ids[i], (PerfmonGroupKind) kinds[i], names[i], window_ids[i],
-                                        addon_indexes[i] != 0 ? addon_ids[addon_indexes[i] - 1] : NULL);
-      stats->cpu_time = cpu_times[i];
-      stats->blocked_time = blocked_times[i];
-      stats->ticks = ticks[i];
-      memcpy (stats->durations, &durations[i * PERFMON_N_DURATIONS], sizeof stats->durations);
-      g_ptr_array_add (fields.groups, stats);
+      stats = _perfmon_group_stats_new (c.ids[i], (PerfmonGroupKind) c.kinds[i], names[i], c.window_ids[i],
+                                        c.addon_indexes[i] != 0 ? c.addon_ids[c.addon_indexes[i] - 1] : NULL);
+      stats->cpu_time = c.cpu_times[i];
+      stats->blocked_time = c.blocked_times[i];
+      stats->ticks = c.ticks[i];
+      memcpy (stats->durations, &c.durations[i * PERFMON_N_DURATIONS], sizeof stats->durations);
+      g_ptr_array_add (c.fields.groups, stats);
     }
 
-  if (next_addon_index - 1 != n_addon_ids)
-    {
-      _perfmon_snapshot_set_field_error (error, NULL, "addon_ids",
-                       "%" G_GSIZE_FORMAT " entries, but groups use %u", n_addon_ids, next_addon_index - 1);
-      return NULL;
-    }
-  {
-    /* Entry → its index: a set, not a pairwise scan, for untrusted input
-     * of thousands of add-ons. */
-    g_autoptr(GHashTable) seen = g_hash_table_new (g_str_hash, g_str_equal);
-
-    for (gsize i = 0; i < n_addon_ids; i++)
-      {
-        gpointer first;
-
-        if (g_hash_table_lookup_extended (seen, addon_ids[i], NULL, &first))
-          {
-            _perfmon_snapshot_set_field_error (error, NULL, "addon_ids",
-                             "entries %" G_GSIZE_FORMAT " and %" G_GSIZE_FORMAT " are both \"%s\"",
-                             (gsize) GPOINTER_TO_SIZE (first), i, addon_ids[i]);
-            return NULL;
-          }
-        g_hash_table_insert (seen, (gpointer) addon_ids[i], GSIZE_TO_POINTER (i));
-      }
-  }
-
-  length = g_variant_n_children (modules_v);
-  if (length > PERFMON_RECORDED_MODULES_MAX)
-    {
-      _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected at most %d modules, got %" G_GSIZE_FORMAT,
-                                         PERFMON_RECORDED_MODULES_MAX, length);
-      return NULL;
-    }
-  if (length > 0)
-    fields.modules = g_ptr_array_new_full (length, _perfmon_recorded_module_free);
-  for (gsize i = 0; i < length; i++)
-    {
-      const char *name, *path, *build_id;
-      guint64 base;
-
-      /* Checked with every other reader's: _perfmon_snapshot_new_checked(). */
-      g_variant_get_child (modules_v, i, "(&s&st&s)", &name, &path, &base, &build_id);
-      g_ptr_array_add (fields.modules, _perfmon_recorded_module_new (name, path, base, build_id));
-    }
-
-  return _perfmon_snapshot_new_checked (&fields, error);
+  /* Checked again on the groups: read_columns() applied the same rules. */
+  return _perfmon_snapshot_new_checked (&c.fields, error);
 }

@@ -215,21 +215,24 @@ _perfmon_snapshot_check_version (guint64   version,
 
 /* The histogram's rules, which counters of one monitor keep and so
  * differences of its snapshots too. Comparisons only: the "groups[i]"
- * of the message is formatted when there is an error to report. */
-static gboolean
-validate_histogram (const PerfmonGroupStats  *stats,
-                    guint                     index,
-                    GError                  **error)
+ * of the message is formatted when there is an error to report. On the
+ * values, so that the variant's reader can check its columns with the
+ * same rules without building groups. */
+gboolean
+_perfmon_snapshot_check_histogram (guint64         ticks,
+                                   const guint64  *durations,
+                                   guint           index,
+                                   GError        **error)
 {
   char prefix[32];
 
-  if (G_LIKELY (stats->durations[0] <= stats->ticks))
+  if (G_LIKELY (durations[0] <= ticks))
     {
       guint i;
 
       for (i = 1; i < PERFMON_N_DURATIONS; i++)
         {
-          if (stats->durations[i] > stats->durations[i - 1])
+          if (durations[i] > durations[i - 1])
             break;
         }
       if (G_LIKELY (i == PERFMON_N_DURATIONS))
@@ -239,7 +242,7 @@ validate_histogram (const PerfmonGroupStats  *stats,
       return _perfmon_snapshot_set_field_error (error, prefix, "durations",
                                                 "durations[%u] = %" G_GUINT64_FORMAT " exceeds durations[%u] = %"
                                                 G_GUINT64_FORMAT ": an iteration over %u ms is also over %u ms",
-                                                i, stats->durations[i], i - 1, stats->durations[i - 1],
+                                                i, durations[i], i - 1, durations[i - 1],
                                                 1u << i, 1u << (i - 1));
     }
 
@@ -247,7 +250,30 @@ validate_histogram (const PerfmonGroupStats  *stats,
   return _perfmon_snapshot_set_field_error (error, prefix, "durations",
                                             "durations[0] = %" G_GUINT64_FORMAT " exceeds ticks = %"
                                             G_GUINT64_FORMAT ": every iteration over 1 ms is counted in ticks",
-                                            stats->durations[0], stats->ticks);
+                                            durations[0], ticks);
+}
+
+static gboolean
+validate_histogram (const PerfmonGroupStats  *stats,
+                    guint                     index,
+                    GError                  **error)
+{
+  return _perfmon_snapshot_check_histogram (stats->ticks, stats->durations, index, error);
+}
+
+gboolean
+_perfmon_snapshot_check_kind (guint32   kind,
+                              guint     index,
+                              GError  **error)
+{
+  char prefix[32];
+
+  if (kind < N_KINDS)
+    return TRUE;
+  g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
+  return _perfmon_snapshot_set_field_error (error, prefix, "kind",
+                                            "expected an integer in [0, %u], got %u",
+                                            (guint) N_KINDS - 1, kind);
 }
 
 static gboolean
@@ -258,13 +284,8 @@ validate_group (const PerfmonGroupStats  *stats,
   const char *member = NULL;
   char prefix[32];
 
-  if ((guint) stats->kind >= N_KINDS)
-    {
-      g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
-      return _perfmon_snapshot_set_field_error (error, prefix, "kind",
-                                                "expected an integer in [0, %u], got %u",
-                                                (guint) N_KINDS - 1, (guint) stats->kind);
-    }
+  if (!_perfmon_snapshot_check_kind ((guint32) stats->kind, index, error))
+    return FALSE;
 
   if (!g_utf8_validate (stats->name, -1, NULL))
     member = "name";
@@ -279,13 +300,11 @@ validate_group (const PerfmonGroupStats  *stats,
   return validate_histogram (stats, index, error);
 }
 
-/* Every rule of the format; see the documentation of PerfmonSnapshot. */
-static gboolean
-validate_fields (const PerfmonSnapshotFields  *fields,
-                 GError                      **error)
+/* The rules of the members other than the groups. */
+gboolean
+_perfmon_snapshot_check_header (const PerfmonSnapshotFields  *fields,
+                                GError                      **error)
 {
-  g_autoptr(GHashTable) index_by_id = NULL;
-
   if (fields->timestamp < 0)
     return _perfmon_snapshot_set_field_error (error, NULL, "timestamp",
                                               "expected a non-negative integer, got %" G_GINT64_FORMAT,
@@ -308,6 +327,19 @@ validate_fields (const PerfmonSnapshotFields  *fields,
 
   if (fields->process_name != NULL && !g_utf8_validate (fields->process_name, -1, NULL))
     return _perfmon_snapshot_set_field_error (error, NULL, "process_name", "expected a UTF-8 string");
+
+  return TRUE;
+}
+
+/* Every rule of the format; see the documentation of PerfmonSnapshot. */
+static gboolean
+validate_fields (const PerfmonSnapshotFields  *fields,
+                 GError                      **error)
+{
+  g_autoptr(GHashTable) index_by_id = NULL;
+
+  if (!_perfmon_snapshot_check_header (fields, error))
+    return FALSE;
 
   index_by_id = g_hash_table_new (g_int64_hash, g_int64_equal);
 
@@ -333,6 +365,13 @@ validate_fields (const PerfmonSnapshotFields  *fields,
       g_hash_table_insert (index_by_id, (gpointer) &stats->id, GUINT_TO_POINTER (i));
     }
 
+  return _perfmon_snapshot_check_modules (fields, error);
+}
+
+gboolean
+_perfmon_snapshot_check_modules (const PerfmonSnapshotFields  *fields,
+                                 GError                      **error)
+{
   if (fields->modules != NULL && fields->modules->len > PERFMON_RECORDED_MODULES_MAX)
     return _perfmon_snapshot_set_field_error (error, NULL, "modules", "expected at most %d modules, got %u",
                                               PERFMON_RECORDED_MODULES_MAX, fields->modules->len);

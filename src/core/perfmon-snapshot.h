@@ -54,6 +54,9 @@ PerfmonSnapshot   *perfmon_snapshot_new_from_json    (const char       *json,
 PERFMON_AVAILABLE_IN_0_1
 PerfmonSnapshot   *perfmon_snapshot_new_from_variant (GVariant         *variant,
                                                       GError          **error);
+PERFMON_AVAILABLE_IN_0_3
+gboolean           perfmon_snapshot_check_variant    (GVariant         *variant,
+                                                      GError          **error);
 
 PERFMON_AVAILABLE_IN_0_1
 gint64             perfmon_snapshot_get_timestamp    (PerfmonSnapshot  *self);

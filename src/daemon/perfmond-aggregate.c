@@ -613,15 +613,13 @@ is_snapshot_type (GVariant *variant)
          g_str_equal (type, "(uxxusttatauasatasauatatatat)");
 }
 
-PerfmonSnapshot *
-perfmond_snapshot_from_reply (GVariant  *variant,
-                              guint      max_groups,
-                              GError   **error)
+/* The checks made before anything is decoded. */
+static gboolean
+check_type_and_groups (GVariant  *variant,
+                       guint      max_groups,
+                       GError   **error)
 {
   g_autoptr(GVariant) groups = NULL;
-
-  g_return_val_if_fail (variant != NULL, NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
 
   if (!is_snapshot_type (variant))
     {
@@ -630,7 +628,7 @@ perfmond_snapshot_from_reply (GVariant  *variant,
                    PERFMON_SNAPSHOT_VARIANT_TYPE,
                    (int) MIN (strlen (g_variant_get_type_string (variant)), 64),
                    g_variant_get_type_string (variant));
-      return NULL;
+      return FALSE;
     }
 
   /* Counted before decoding: decoding a flood of groups is the cost to
@@ -641,8 +639,33 @@ perfmond_snapshot_from_reply (GVariant  *variant,
       g_set_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA,
                    "%" G_GSIZE_FORMAT " groups, more than the %u allowed (--max-groups)",
                    g_variant_n_children (groups), max_groups);
-      return NULL;
+      return FALSE;
     }
+  return TRUE;
+}
 
+PerfmonSnapshot *
+perfmond_snapshot_from_reply (GVariant  *variant,
+                              guint      max_groups,
+                              GError   **error)
+{
+  g_return_val_if_fail (variant != NULL, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  if (!check_type_and_groups (variant, max_groups, error))
+    return NULL;
   return perfmon_snapshot_new_from_variant (variant, error);
+}
+
+/* As perfmond_snapshot_from_reply(), without decoding: whether it would
+ * give a snapshot. */
+gboolean
+perfmond_snapshot_check_reply (GVariant  *variant,
+                               guint      max_groups,
+                               GError   **error)
+{
+  g_return_val_if_fail (variant != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  return check_type_and_groups (variant, max_groups, error) && perfmon_snapshot_check_variant (variant, error);
 }

@@ -33,6 +33,9 @@ GVariant           *perfmond_aggregator_merge (PerfmondAggregator  *self,
 PerfmonSnapshot    *perfmond_snapshot_from_reply (GVariant  *variant,
                                                   guint      max_groups,
                                                   GError   **error);
+gboolean            perfmond_snapshot_check_reply (GVariant  *variant,
+                                                   guint      max_groups,
+                                                   GError   **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (PerfmondAggregator, perfmond_aggregator_free)
 

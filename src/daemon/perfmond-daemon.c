@@ -45,6 +45,10 @@
 #define POLL_SLOTS 10
 /* Listeners of the daemon's signals. */
 #define MAX_SUBSCRIBERS 64
+/* Members of PERFMON_SNAPSHOT_VARIANT_TYPE (perfmon-snapshot.h). */
+#define SNAPSHOT_TIMESTAMP 1
+#define SNAPSHOT_PID 3
+#define SNAPSHOT_PROCESS_NAME 4
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -173,7 +177,7 @@ answer_waiters (Process    *process,
     {
       GDBusMethodInvocation *invocation = g_ptr_array_index (process->waiters, i);
 
-      if (process->latest != NULL && failure == NULL)
+      if (!g_queue_is_empty (&process->history) && failure == NULL)
         g_dbus_method_invocation_return_value (invocation,
                                                g_variant_new ("(@v)", perfmond_history_latest_variant (process)));
       else
@@ -224,7 +228,9 @@ poll_done (GObject      *source,
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
-  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  const char *process_name;
+  gint64 timestamp;
+  guint32 pid;
   gsize variant_size;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
@@ -232,6 +238,19 @@ poll_done (GObject      *source,
     goto out;
 
   process->poll_pending = FALSE;
+
+  /* A process of a libperfmon before 0.3 (or another implementation of
+   * Monitor1) has no GetSnapshotBytes: it is polled with GetSnapshot from
+   * now on, and at once. */
+  if (reply == NULL && !process->legacy_poll &&
+      g_error_matches (error, G_DBUS_ERROR, G_DBUS_ERROR_UNKNOWN_METHOD))
+    {
+      g_debug ("pid %u (%s): no GetSnapshotBytes, polled with GetSnapshot", process->pid, process->bus_name);
+      process->legacy_poll = TRUE;
+      poll_process (self, process);
+      goto out;
+    }
+
   process->polls++;
 
   if (reply == NULL)
@@ -244,7 +263,17 @@ poll_done (GObject      *source,
       goto out;
     }
 
-  g_variant_get (reply, "(v)", &variant);
+  if (process->legacy_poll)
+    g_variant_get (reply, "(v)", &variant);
+  else
+    {
+      g_autoptr(GVariant) bytes = g_variant_get_child_value (reply, 0);
+
+      /* One array as GDBus received it: no parsing of the snapshot's
+       * columns and strings into a tree of values, and nothing to flatten
+       * for the history. */
+      variant = perfmond_snapshot_variant_from_bytes (bytes);
+    }
   /* Bytes too, before decoding: the history's budget covers the newest
    * snapshots as well, so a snapshot that cannot fit is refused, and the
    * process's older ones go (nothing stale is served in its place). */
@@ -261,18 +290,23 @@ poll_done (GObject      *source,
       goto out;
     }
 
-  /* Checked (type, group count) before it is decoded. */
-  snapshot = perfmond_snapshot_from_reply (variant, self->config.max_groups, &error);
-  if (snapshot == NULL)
+  /* Checked in full (type and group count first), not decoded: the
+   * newest one is decoded when asked for (perfmond_process_get_latest()),
+   * most are never read. */
+  if (!perfmond_snapshot_check_reply (variant, self->config.max_groups, &error))
     {
       perfmond_process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
       goto out;
     }
-  if (perfmon_snapshot_get_pid (snapshot) != process->pid)
+  /* Members of both types perfmond_snapshot_check_reply() takes. */
+  g_variant_get_child (variant, SNAPSHOT_TIMESTAMP, "x", &timestamp);
+  g_variant_get_child (variant, SNAPSHOT_PID, "u", &pid);
+  g_variant_get_child (variant, SNAPSHOT_PROCESS_NAME, "&s", &process_name);
+  if (pid != process->pid)
     {
       g_autofree char *why = g_strdup_printf ("the snapshot claims pid %u; the bus says the process is pid %u",
-                                              perfmon_snapshot_get_pid (snapshot), process->pid);
+                                              pid, process->pid);
       perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
       goto out;
@@ -281,11 +315,10 @@ poll_done (GObject      *source,
   if (process->process_name[0] == '\0')
     {
       g_free (process->process_name);
-      process->process_name = g_strdup (perfmon_snapshot_get_process_name (snapshot));
+      process->process_name = g_strdup (process_name);
     }
 
-  perfmond_history_add (&self->history, process, snapshot, variant, variant_size);
-  g_set_object (&process->latest, snapshot);
+  perfmond_history_add (&self->history, process, timestamp, variant, variant_size);
   answer_waiters (process, NULL);
 
 out:
@@ -303,7 +336,8 @@ poll_process (PerfmondDaemon *self,
 
   process->poll_pending = TRUE;
   g_dbus_connection_call (self->connection, process->bus_name, PERFMON_MONITOR_OBJECT_PATH,
-                          PERFMON_MONITOR_INTERFACE, "GetSnapshot", NULL, G_VARIANT_TYPE ("(v)"),
+                          PERFMON_MONITOR_INTERFACE, process->legacy_poll ? "GetSnapshot" : "GetSnapshotBytes",
+                          NULL, G_VARIANT_TYPE (process->legacy_poll ? "(v)" : "(ay)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
                           (int) self->config.call_timeout_ms,
                           process->cancellable, poll_done, perfmond_process_ref (process));
@@ -374,7 +408,7 @@ perfmond_daemon_get_processes (PerfmondDaemon *self)
   for (guint i = 0; i < processes->len; i++)
     {
       Process *process = g_ptr_array_index (processes, i);
-      PerfmondMetricsProcess entry = { process->pid, process->process_name, process->latest };
+      PerfmondMetricsProcess entry = { process->pid, process->process_name, perfmond_process_get_latest (process) };
 
       g_array_append_val (list, entry);
     }
@@ -977,7 +1011,7 @@ handle_get_snapshot (PerfmonDBusDaemon1    *skeleton,
   if (process == NULL)
     return G_DBUS_METHOD_INVOCATION_HANDLED;
 
-  if (process->latest != NULL)
+  if (!g_queue_is_empty (&process->history))
     {
       perfmon_dbus_daemon1_complete_get_snapshot (skeleton, invocation, perfmond_history_latest_variant (process));
       return G_DBUS_METHOD_INVOCATION_HANDLED;
@@ -1011,9 +1045,11 @@ handle_get_aggregate (PerfmonDBusDaemon1    *skeleton,
     {
       Process *process = g_ptr_array_index (processes, i);
 
-      if (process->latest == NULL)
+      PerfmonSnapshot *latest = perfmond_process_get_latest (process);
+
+      if (latest == NULL)
         continue;
-      g_ptr_array_add (snapshots, process->latest);
+      g_ptr_array_add (snapshots, latest);
       g_array_append_val (pids, process->pid);
     }
 

@@ -58,6 +58,29 @@ perfmond_process_reject (Process    *process,
                         process->pid, process->bus_name, what, process->rejected, why);
 }
 
+/* The snapshot variant of a GetSnapshotBytes reply (@bytes, its "ay"):
+ * the bytes of a little-endian "v". Nothing is copied or checked here: the
+ * variant holds the bytes as they came, untrusted, which GVariant reads
+ * safely (a part out of form reads as its default value), and
+ * perfmond_snapshot_from_reply() checks it as it would GetSnapshot's.
+ * Returns: (transfer full) */
+GVariant *
+perfmond_snapshot_variant_from_bytes (GVariant *bytes)
+{
+  g_autoptr(GBytes) data = g_variant_get_data_as_bytes (bytes);
+  g_autoptr(GVariant) wrapped = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_VARIANT,
+                                                                              data, FALSE));
+
+  if (G_BYTE_ORDER == G_BIG_ENDIAN)
+    {
+      GVariant *swapped = g_variant_byteswap (wrapped);
+
+      g_variant_unref (wrapped);
+      wrapped = swapped;
+    }
+  return g_variant_get_variant (wrapped);
+}
+
 /* --- the history of snapshots --------------------------------------- */
 
 /* The limits come from @config (checked: a poll interval above 0);
@@ -69,6 +92,7 @@ perfmond_history_init (PerfmondHistory      *history,
                        GHashTable           *processes)
 {
   history->bytes = 0;
+  history->newest_bytes = 0;
   history->max_bytes = (gsize) config->max_history_mib * 1024 * 1024;
   history->max_age_us = (gint64) config->history_s * G_USEC_PER_SEC;
   history->max_count = config->history_s * 1000u / config->poll_interval_ms + 1;
@@ -91,6 +115,9 @@ history_pop_oldest (PerfmondHistory *history,
 {
   HistoryEntry *entry = g_queue_pop_head (&process->history);
 
+  /* The newest one goes only when the whole history does. */
+  if (g_queue_is_empty (&process->history))
+    history->newest_bytes -= entry->size;
   process->history_bytes -= entry->size;
   history->bytes -= entry->size;
   history_entry_free (entry);
@@ -115,35 +142,46 @@ perfmond_history_drop (PerfmondHistory *history,
 
 /* Whether a snapshot of @variant_size bytes of @process fits in the total
  * budget next to the newest snapshot of every other process (older ones
- * make room). */
+ * make room). In constant time: it is asked at every poll of every
+ * process. */
 gboolean
 perfmond_history_has_room (PerfmondHistory *history,
                            Process         *process,
                            gsize            variant_size)
 {
-  gsize budget = history->max_bytes;
-  gsize needed = history_cost (variant_size);
-  GHashTableIter iter;
-  gpointer value;
+  HistoryEntry *own_newest = g_queue_peek_tail (&process->history);
+  gsize others = history->newest_bytes - (own_newest != NULL ? own_newest->size : 0);
 
-  g_hash_table_iter_init (&iter, history->processes);
-  while (g_hash_table_iter_next (&iter, NULL, &value))
-    {
-      Process *other = value;
-      HistoryEntry *newest = g_queue_peek_tail (&other->history);
-
-      if (other != process && newest != NULL)
-        needed += newest->size;
-      if (needed > budget)
-        return FALSE;
-    }
-  return TRUE;
+  return history_cost (variant_size) <= history->max_bytes &&
+         others <= history->max_bytes - history_cost (variant_size);
 }
 
+/* The newest snapshot of @process decoded, or %NULL before its first: for
+ * the aggregate, the metrics and the page. Decoded when first asked for
+ * after each poll, not at every poll: perfmond_snapshot_check_reply()
+ * made sure it decodes. Owned by @process. */
+PerfmonSnapshot *
+perfmond_process_get_latest (Process *process)
+{
+  HistoryEntry *newest = g_queue_peek_tail (&process->history);
+  g_autoptr(GError) error = NULL;
+
+  if (process->latest != NULL || newest == NULL)
+    return process->latest;
+  process->latest = perfmon_snapshot_new_from_variant (newest->variant, &error);
+  /* The check and the reader apply the same rules (fuzz-snapshot-variant
+   * asserts it). */
+  if (process->latest == NULL)
+    g_critical ("pid %u: a checked snapshot does not decode: %s", process->pid, error->message);
+  return process->latest;
+}
+
+/* Keeps @variant, checked (perfmond_snapshot_check_reply()), as the
+ * newest snapshot of @process, taken at @timestamp. */
 void
 perfmond_history_add (PerfmondHistory *history,
                       Process         *process,
-                      PerfmonSnapshot *snapshot,
+                      gint64           timestamp,
                       GVariant        *variant,
                       gsize            variant_size)
 {
@@ -153,16 +191,20 @@ perfmond_history_add (PerfmondHistory *history,
   gsize budget = history->max_bytes;
   HistoryEntry *newest;
 
-  entry->timestamp = perfmon_snapshot_get_timestamp (snapshot);
-  /* The variant as received, checked by decoding it: GDBus built it as a
-   * tree of small values, which g_variant_get_data() flattens into one
-   * buffer, the compact form to keep. Cheaper than writing it again from
-   * the snapshot, and the same content. */
+  entry->timestamp = timestamp;
+  /* The variant as received, checked: from GetSnapshotBytes it is one
+   * buffer already; from GetSnapshot GDBus built it as a tree of small
+   * values, which g_variant_get_data() flattens into one buffer, the
+   * compact form to keep. */
   entry->variant = g_variant_ref (variant);
   g_variant_get_data (entry->variant);
   entry->variant_size = variant_size;
   entry->size = history_cost (variant_size);
+  newest = g_queue_peek_tail (&process->history);
+  history->newest_bytes -= newest != NULL ? newest->size : 0;
+  history->newest_bytes += entry->size;
   g_queue_push_tail (&process->history, entry);
+  g_clear_object (&process->latest);
   process->history_bytes += entry->size;
   history->bytes += entry->size;
 

@@ -37,7 +37,9 @@ typedef struct
   guint            signal_id;
   GCancellable    *cancellable;
   gboolean         poll_pending;
-  PerfmonSnapshot *latest;
+  gboolean         legacy_poll;   /* no GetSnapshotBytes: polled with GetSnapshot */
+  PerfmonSnapshot *latest;        /* decoded from the history's newest, when asked: see
+                                   * perfmond_process_get_latest() */
   GQueue           history;       /* HistoryEntry *, oldest first */
   gsize            history_bytes;
   GPtrArray       *waiters;       /* GDBusMethodInvocation * for GetSnapshot */
@@ -53,6 +55,7 @@ typedef struct
 typedef struct
 {
   gsize       bytes;          /* what every process's history costs */
+  gsize       newest_bytes;   /* what the newest snapshot of each costs */
   gsize       max_bytes;
   gint64      max_age_us;
   guint       max_count;      /* snapshots of one process */
@@ -75,9 +78,12 @@ gboolean  perfmond_history_has_room       (PerfmondHistory *history,
                                            gsize            variant_size);
 void      perfmond_history_add            (PerfmondHistory *history,
                                            Process         *process,
-                                           PerfmonSnapshot *snapshot,
+                                           gint64           timestamp,
                                            GVariant        *variant,
                                            gsize            variant_size);
 GVariant *perfmond_history_latest_variant (Process         *process);
+PerfmonSnapshot *perfmond_process_get_latest (Process *process);
+
+GVariant *perfmond_snapshot_variant_from_bytes (GVariant *bytes);
 
 G_END_DECLS

@@ -169,9 +169,9 @@ char             *_perfmon_stack_tree_to_text        (PerfmonStackTree *tree);
  * stack) but print no line. "" for an empty tree. */
 char             *_perfmon_stack_tree_heaviest_stack (PerfmonStackTree *tree);
 
-/* --- Reading the text back ------------------------------------------------
- *
- * One line of the text of _perfmon_stack_tree_to_text() or
+/* --- Reading the text back ----------------------------------------------- */
+
+/* One line of the text of _perfmon_stack_tree_to_text() or
  * _perfmon_stack_tree_heaviest_stack(), as its strict reader gives it and
  * its writer (_perfmon_stack_tree_append_line()) takes it. */
 typedef enum

@@ -4,9 +4,10 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * The input is the serialized "v" of the "(v)" reply, as any peer on the
- * bus could send it: a variant of any type, possibly not in normal form.
+ * bus could send it: a variant of any type, possibly not in normal form;
+ * it is also exactly the "ay" of a GetSnapshotBytes reply.
  * perfmond_snapshot_from_reply() must refuse it with a PERFMON_ERROR or
- * give a snapshot; a snapshot must merge (with itself, as two processes)
+ * give a snapshot, and perfmond_snapshot_check_reply() agree; a snapshot must merge (with itself, as two processes)
  * into an aggregate that perfmon_snapshot_new_from_variant() reads, and
  * merging again must give the same aggregate, but for its wall time. A
  * crash, a sanitizer report, a g_critical() or a g_warning() is a finding.
@@ -15,6 +16,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "perfmond-aggregate.h"
 #include "fuzz-common.h"
@@ -72,6 +74,18 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
   variant = g_variant_get_variant (boxed);
 
   snapshot = perfmond_snapshot_from_reply (variant, MAX_GROUPS, &error);
+
+  /* The check of every poll, which decodes nothing, agrees, message and
+   * all. */
+  {
+    g_autoptr(GError) check_error = NULL;
+    gboolean checked = perfmond_snapshot_check_reply (variant, MAX_GROUPS, &check_error);
+
+    if (checked != (snapshot != NULL) || (checked && check_error != NULL) ||
+        (!checked && (check_error == NULL || strcmp (check_error->message, error->message) != 0)))
+      abort ();
+  }
+
   if (snapshot == NULL)
     {
       check_error (error);

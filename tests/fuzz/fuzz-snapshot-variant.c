@@ -6,7 +6,8 @@
  * The input is the serialized form of a PERFMON_SNAPSHOT_VARIANT_TYPE
  * variant, as a peer on D-Bus could send it: untrusted, possibly not in
  * normal form. It must either be refused with a PERFMON_ERROR or give a
- * snapshot equal to the input whose variant reads back to an equal one. A
+ * snapshot equal to the input whose variant reads back to an equal one;
+ * perfmon_snapshot_check_variant() must agree, message and all. A
  * crash, a sanitizer report, a g_critical() or a g_warning() is a finding.
  */
 #include "config.h"
@@ -39,6 +40,18 @@ LLVMFuzzerTestOneInput (const uint8_t *data,
                                                         bytes, FALSE));
 
   snapshot = perfmon_snapshot_new_from_variant (input, &error);
+
+  /* The check without decoding (perfmond's, at every poll) accepts the
+   * same inputs and refuses the others with the same message. */
+  {
+    g_autoptr(GError) check_error = NULL;
+    gboolean checked = perfmon_snapshot_check_variant (input, &check_error);
+
+    if (checked != (snapshot != NULL) || (checked && check_error != NULL) ||
+        (!checked && (check_error == NULL || strcmp (check_error->message, error->message) != 0)))
+      abort ();
+  }
+
   if (snapshot == NULL)
     {
       check_error (error);
