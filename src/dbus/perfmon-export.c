@@ -673,6 +673,7 @@ serve (Export                *self,
                                                       "(exported from a thread other than the monitor's)");
           return;
         }
+      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
       /* The variant serialised here, once, as GDBus would have done it
        * for GetSnapshot: the message then carries one array of bytes,
        * which the reader receives with one copy instead of parsing every
