@@ -49,6 +49,7 @@
 #define SNAPSHOT_TIMESTAMP 1
 #define SNAPSHOT_PID 3
 #define SNAPSHOT_PROCESS_NAME 4
+#define SNAPSHOT_GROUP_IDS 7
 /* Hang reports asked of a process when it registers. */
 #define MAX_INITIAL_HANGS 100
 
@@ -231,7 +232,7 @@ poll_done (GObject      *source,
   const char *process_name;
   gint64 timestamp;
   guint32 pid;
-  gsize variant_size;
+  gsize variant_size, n_groups;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   if (process->removed)
@@ -274,11 +275,25 @@ poll_done (GObject      *source,
        * for the history. */
       variant = perfmond_snapshot_variant_from_bytes (bytes);
     }
-  /* Bytes too, before decoding: the history's budget covers the newest
-   * snapshots as well, so a snapshot that cannot fit is refused, and the
+  /* Checked in full (type and group count first), not decoded: the
+   * newest one is decoded when asked for (perfmond_process_get_latest()),
+   * most are never read. */
+  if (!perfmond_snapshot_check_reply (variant, self->config.max_groups, &error))
+    {
+      perfmond_process_reject (process, "a snapshot", error->message);
+      answer_waiters (process, error->message);
+      goto out;
+    }
+  /* The history's budget covers the newest snapshots as well, decoded
+   * when asked for, so a snapshot that cannot fit is refused, and the
    * process's older ones go (nothing stale is served in its place). */
   variant_size = g_variant_get_size (variant);
-  if (!perfmond_history_has_room (&self->history, process, variant_size))
+  {
+    g_autoptr(GVariant) ids = g_variant_get_child_value (variant, SNAPSHOT_GROUP_IDS);
+
+    n_groups = g_variant_n_children (ids);
+  }
+  if (!perfmond_history_has_room (&self->history, process, variant_size, n_groups))
     {
       g_autofree char *why = g_strdup_printf ("a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in "
                                               "the history's %u MiB next to the other processes' "
@@ -290,15 +305,6 @@ poll_done (GObject      *source,
       goto out;
     }
 
-  /* Checked in full (type and group count first), not decoded: the
-   * newest one is decoded when asked for (perfmond_process_get_latest()),
-   * most are never read. */
-  if (!perfmond_snapshot_check_reply (variant, self->config.max_groups, &error))
-    {
-      perfmond_process_reject (process, "a snapshot", error->message);
-      answer_waiters (process, error->message);
-      goto out;
-    }
   /* Members of both types perfmond_snapshot_check_reply() takes. */
   g_variant_get_child (variant, SNAPSHOT_TIMESTAMP, "x", &timestamp);
   g_variant_get_child (variant, SNAPSHOT_PID, "u", &pid);
@@ -318,7 +324,7 @@ poll_done (GObject      *source,
       process->process_name = g_strdup (process_name);
     }
 
-  perfmond_history_add (&self->history, process, timestamp, variant, variant_size);
+  perfmond_history_add (&self->history, process, timestamp, variant, variant_size, n_groups);
   answer_waiters (process, NULL);
 
 out:

@@ -123,12 +123,19 @@ history_pop_oldest (PerfmondHistory *history,
   history_entry_free (entry);
 }
 
-/* What keeping a snapshot of @variant_size bytes costs: the variant, and
- * while it is the newest, its decoded copy (about as big). */
+/* What a decoded group holds beyond its share of the variant's bytes:
+ * the PerfmonGroupStats object, its strings' allocations and its slot in
+ * the snapshot's array (measured: about 230 bytes). */
+#define DECODED_GROUP_BYTES 256
+
+/* What keeping a snapshot of @variant_size bytes and @n_groups groups
+ * costs: the variant, and while it is the newest, its decoded copy (as
+ * big, and DECODED_GROUP_BYTES a group more). */
 static gsize
-history_cost (gsize variant_size)
+history_cost (gsize variant_size,
+              gsize n_groups)
 {
-  return 2 * variant_size + sizeof (HistoryEntry) + sizeof (GList);
+  return 2 * variant_size + n_groups * DECODED_GROUP_BYTES + sizeof (HistoryEntry) + sizeof (GList);
 }
 
 void
@@ -147,13 +154,14 @@ perfmond_history_drop (PerfmondHistory *history,
 gboolean
 perfmond_history_has_room (PerfmondHistory *history,
                            Process         *process,
-                           gsize            variant_size)
+                           gsize            variant_size,
+                           gsize            n_groups)
 {
   HistoryEntry *own_newest = g_queue_peek_tail (&process->history);
   gsize others = history->newest_bytes - (own_newest != NULL ? own_newest->size : 0);
+  gsize cost = history_cost (variant_size, n_groups);
 
-  return history_cost (variant_size) <= history->max_bytes &&
-         others <= history->max_bytes - history_cost (variant_size);
+  return cost <= history->max_bytes && others <= history->max_bytes - cost;
 }
 
 /* The newest snapshot of @process decoded, or %NULL before its first: for
@@ -183,7 +191,8 @@ perfmond_history_add (PerfmondHistory *history,
                       Process         *process,
                       gint64           timestamp,
                       GVariant        *variant,
-                      gsize            variant_size)
+                      gsize            variant_size,
+                      gsize            n_groups)
 {
   HistoryEntry *entry = g_new0 (HistoryEntry, 1);
   gint64 max_age = history->max_age_us;
@@ -199,7 +208,7 @@ perfmond_history_add (PerfmondHistory *history,
   entry->variant = g_variant_ref (variant);
   g_variant_get_data (entry->variant);
   entry->variant_size = variant_size;
-  entry->size = history_cost (variant_size);
+  entry->size = history_cost (variant_size, n_groups);
   newest = g_queue_peek_tail (&process->history);
   history->newest_bytes -= newest != NULL ? newest->size : 0;
   history->newest_bytes += entry->size;

@@ -75,12 +75,14 @@ void      perfmond_history_drop           (PerfmondHistory *history,
                                            Process         *process);
 gboolean  perfmond_history_has_room       (PerfmondHistory *history,
                                            Process         *process,
-                                           gsize            variant_size);
+                                           gsize            variant_size,
+                                           gsize            n_groups);
 void      perfmond_history_add            (PerfmondHistory *history,
                                            Process         *process,
                                            gint64           timestamp,
                                            GVariant        *variant,
-                                           gsize            variant_size);
+                                           gsize            variant_size,
+                                           gsize            n_groups);
 GVariant *perfmond_history_latest_variant (Process         *process);
 PerfmonSnapshot *perfmond_process_get_latest (Process *process);
 
