@@ -1217,13 +1217,16 @@ test_jank_once_per_process (Fixture       *fixture,
   /* An old log of ours that must go for the new one, and a file of the
    * user's that only looks like ours. */
   {
-    g_autofree char *filler = g_strnfill (4000, 'x');
+    /* The old log fills the limit by itself, so any new log makes it
+     * age out; the new one, whatever its stacks' depth (deeper under the
+     * sanitizers), fits alone. */
+    g_autofree char *filler = g_strnfill (16000, 'x');
     g_autofree char *old_log = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_20000101000000_1.txt", NULL);
     g_autofree char *notes = g_build_filename (fixture->dir, "MAIN_THREAD_JANK_notes.txt", NULL);
 
     g_assert_true (g_file_set_contents (old_log, filler, -1, NULL));
     g_assert_true (g_file_set_contents (notes, filler, -1, NULL));
-    g_object_set (fixture->hang_monitor, "log-dir-limit", (guint64) 6000, NULL);
+    g_object_set (fixture->hang_monitor, "log-dir-limit", (guint64) 16000, NULL);
   }
 
   /* A 550 ms task: detected at 100 ms, seen at 200 ms, 8 samples from
