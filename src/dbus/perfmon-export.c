@@ -623,6 +623,28 @@ serve_subscribe (Export                *self,
   g_dbus_method_invocation_return_value (invocation, NULL);
 }
 
+/* The monitor's snapshot for @method, with the modules its "module+0x…"
+ * names refer to (so that the tool names them after the process has
+ * exited); NULL, the call answered, if the monitor took none. */
+static PerfmonSnapshot *
+snapshot_for_call (Export                *self,
+                   GDBusMethodInvocation *invocation,
+                   const char            *method)
+{
+  PerfmonSnapshot *snapshot = perfmon_monitor_snapshot (self->monitor);
+
+  if (snapshot == NULL)
+    {
+      g_autofree char *message = g_strdup_printf ("%s: the monitor did not take a snapshot "
+                                                  "(exported from a thread other than the monitor's)", method);
+
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_FAILED, message);
+      return NULL;
+    }
+  _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
+  return snapshot;
+}
+
 /* An authorized call: runs on the export thread, the monitor's. */
 static void
 serve (Export                *self,
@@ -643,37 +665,23 @@ serve (Export                *self,
     serve_properties (self, invocation);
   else if (g_str_equal (method, "GetSnapshot"))
     {
-      g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (self->monitor);
+      g_autoptr(PerfmonSnapshot) snapshot = snapshot_for_call (self, invocation, method);
       g_autoptr(GVariant) variant = NULL;
 
       if (snapshot == NULL)
-        {
-          g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_FAILED,
-                                                      "GetSnapshot: the monitor did not take a snapshot "
-                                                      "(exported from a thread other than the monitor's)");
-          return;
-        }
-      /* Not shared yet: the modules its "module+0x…" names refer to, so
-       * that the tool names them after the process has exited. */
-      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
+        return;
       variant = perfmon_snapshot_to_variant (snapshot);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", variant));
     }
   else if (g_str_equal (method, "GetSnapshotBytes"))
     {
-      g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (self->monitor);
+      g_autoptr(PerfmonSnapshot) snapshot = snapshot_for_call (self, invocation, method);
       g_autoptr(GVariant) variant = NULL;
       g_autoptr(GVariant) wrapped = NULL;
       g_autoptr(GBytes) bytes = NULL;
 
       if (snapshot == NULL)
-        {
-          g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_FAILED,
-                                                      "GetSnapshotBytes: the monitor did not take a snapshot "
-                                                      "(exported from a thread other than the monitor's)");
-          return;
-        }
-      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
+        return;
       /* The variant serialised here, once, as GDBus would have done it
        * for GetSnapshot: the message then carries one array of bytes,
        * which the reader receives with one copy instead of parsing every
@@ -696,17 +704,11 @@ serve (Export                *self,
     }
   else if (g_str_equal (method, "GetSnapshotJson"))
     {
-      g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (self->monitor);
+      g_autoptr(PerfmonSnapshot) snapshot = snapshot_for_call (self, invocation, method);
       g_autofree char *json = NULL;
 
       if (snapshot == NULL)
-        {
-          g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_FAILED,
-                                                      "GetSnapshotJson: the monitor did not take a snapshot "
-                                                      "(exported from a thread other than the monitor's)");
-          return;
-        }
-      _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
+        return;
       json = perfmon_snapshot_to_json (snapshot);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
     }
