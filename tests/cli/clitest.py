@@ -8,6 +8,7 @@
 # PERFMON_UNINSTRUMENTED (tests/uninstrumented-loop).
 
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -17,6 +18,25 @@ import unittest
 
 TOOL = os.environ['PERFMON_TOOL']
 
+
+
+def stripped_copy(source, directory):
+    """A stripped copy of the program @source in @directory, and a debug
+    directory there holding its symbols by build id, as debuginfod and
+    Debian's -dbgsym packages lay them out: (program, debug_dir,
+    build_id)."""
+    program = os.path.join(directory, os.path.basename(source))
+    debug = program + '.debug'
+    shutil.copy(source, program)
+    subprocess.run(['objcopy', '--only-keep-debug', program, debug], check=True)
+    subprocess.run(['strip', '--strip-all', program], check=True)
+    notes = subprocess.run(['readelf', '-n', program], check=True, stdout=subprocess.PIPE,
+                           universal_newlines=True).stdout
+    build_id = re.search(r'Build ID: ([0-9a-f]+)', notes).group(1)
+    debug_dir = os.path.join(directory, 'debug')
+    os.makedirs(os.path.join(debug_dir, '.build-id', build_id[:2]))
+    shutil.move(debug, os.path.join(debug_dir, '.build-id', build_id[:2], build_id[2:] + '.debug'))
+    return program, debug_dir, build_id
 
 class CliTestCase(unittest.TestCase):
     def setUp(self):

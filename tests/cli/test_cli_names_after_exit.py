@@ -23,7 +23,7 @@ import subprocess
 import sys
 import unittest
 
-from clitest import BusTestCase, TOOL
+from clitest import BusTestCase, TOOL, stripped_copy
 
 UNINSTRUMENTED = os.environ['PERFMON_UNINSTRUMENTED']
 TICK = re.compile(r'GTimeoutSource \(uninstrumented-loop\+0x[0-9a-f]+ \(tick\)\)')
@@ -31,27 +31,12 @@ TICK_TASK = re.compile(r'uninstrumented-loop\+0x[0-9a-f]+ \(tick\)')
 UNNAMED_TASK = re.compile(r'uninstrumented-loop\+0x[0-9a-f]+\)')
 
 
-def build_id_of(program):
-    notes = subprocess.run(['readelf', '-n', program], check=True, stdout=subprocess.PIPE,
-                           universal_newlines=True).stdout
-    return re.search(r'Build ID: ([0-9a-f]+)', notes).group(1)
-
-
 @unittest.skipIf(shutil.which('objcopy') is None or shutil.which('strip') is None, 'binutils missing')
 class NamesAfterExitTest(BusTestCase):
     def stripped_program(self):
         """A stripped copy of uninstrumented-loop, and a debug directory
         holding its symbols by build id."""
-        program = self.path('uninstrumented-loop')
-        debug = self.path('uninstrumented-loop.debug')
-        shutil.copy(UNINSTRUMENTED, program)
-        subprocess.run(['objcopy', '--only-keep-debug', program, debug], check=True)
-        subprocess.run(['strip', '--strip-all', program], check=True)
-        build_id = build_id_of(program)
-        debug_dir = self.path('debug')
-        os.makedirs(os.path.join(debug_dir, '.build-id', build_id[:2]))
-        shutil.move(debug, os.path.join(debug_dir, '.build-id', build_id[:2], build_id[2:] + '.debug'))
-        return program, debug_dir, build_id
+        return stripped_copy(UNINSTRUMENTED, self.path(''))
 
     def run_to_the_end(self, program, snapshot=None):
         """Runs @program under perfmon run with a task log and a summary;

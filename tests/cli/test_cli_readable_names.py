@@ -23,7 +23,7 @@ import subprocess
 import sys
 import unittest
 
-from clitest import BusTestCase, TOOL
+from clitest import BusTestCase, TOOL, stripped_copy
 
 UNINSTRUMENTED = os.environ['PERFMON_UNINSTRUMENTED']
 # A group or task name with a module and offset, named by the tool.
@@ -35,20 +35,10 @@ class ReadableNamesTest(BusTestCase):
     def stripped_program(self):
         """A stripped copy of uninstrumented-loop, and a debug directory
         holding its symbols by build id."""
-        program = self.path('uninstrumented-loop')
-        debug = self.path('uninstrumented-loop.debug')
-        shutil.copy(UNINSTRUMENTED, program)
-        subprocess.run(['objcopy', '--only-keep-debug', program, debug], check=True)
-        subprocess.run(['strip', '--strip-all', program], check=True)
-        notes = subprocess.run(['readelf', '-n', program], check=True, stdout=subprocess.PIPE,
-                               universal_newlines=True).stdout
-        build_id = re.search(r'Build ID: ([0-9a-f]+)', notes).group(1)
+        program, debug_dir, _ = stripped_copy(UNINSTRUMENTED, self.path(''))
         symbols = subprocess.run(['nm', program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  universal_newlines=True).stdout
         self.assertIn('no symbols', symbols)
-        debug_dir = self.path('debug')
-        os.makedirs(os.path.join(debug_dir, '.build-id', build_id[:2]))
-        shutil.move(debug, os.path.join(debug_dir, '.build-id', build_id[:2], build_id[2:] + '.debug'))
         return program, debug_dir
 
     def start_program(self, program):
