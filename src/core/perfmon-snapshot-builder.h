@@ -46,6 +46,9 @@ void                    perfmon_snapshot_builder_add_group   (PerfmonSnapshotBui
                                                               guint64                 ticks,
                                                               const guint64          *durations,
                                                               gsize                   n_durations);
+PERFMON_AVAILABLE_IN_0_3
+void                    perfmon_snapshot_builder_set_sampled_cpu_time (PerfmonSnapshotBuilder *self,
+                                                                       guint64                 sampled_cpu_time);
 PERFMON_AVAILABLE_IN_0_2
 PerfmonSnapshot        *perfmon_snapshot_builder_end         (PerfmonSnapshotBuilder *self,
                                                               GError                **error);

@@ -13,8 +13,9 @@
 #include "perfmon-error.h"
 #include "perfmon-snapshot-private.h"
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the wall time:
- * what processes built before it send. */
+/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last members, the sampled CPU
+ * times, and the wall time: what processes built before them send. */
+#define SNAPSHOT_VARIANT_TYPE_NO_SAMPLED "(uxxusttatauasatasauatatatatx)"
 #define SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME "(uxxusttatauasatasauatatatat)"
 
 /* --- Encoder ------------------------------------------------------------- */
@@ -43,6 +44,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
   g_autofree guint64 *blocked_times = NULL;
   g_autofree guint64 *ticks = NULL;
   g_autofree guint64 *durations = NULL;
+  g_autofree guint64 *sampled_cpu_times = NULL;
   g_autoptr(GPtrArray) addon_ids = NULL;
   g_autoptr(GHashTable) addon_index_of = NULL;
 
@@ -63,6 +65,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
   blocked_times = g_new (guint64, n);
   ticks = g_new (guint64, n);
   durations = g_new (guint64, (gsize) n * PERFMON_N_DURATIONS);
+  sampled_cpu_times = g_new (guint64, n);
   addon_ids = g_ptr_array_new ();
   addon_index_of = g_hash_table_new (g_str_hash, g_str_equal);
 
@@ -90,6 +93,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
       cpu_times[i] = stats->cpu_time;
       blocked_times[i] = stats->blocked_time;
       ticks[i] = stats->ticks;
+      sampled_cpu_times[i] = stats->sampled_cpu_time;
       memcpy (&durations[(gsize) i * PERFMON_N_DURATIONS], stats->durations, sizeof stats->durations);
     }
   names[n] = NULL;
@@ -97,7 +101,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 #define FIXED_ARRAY(type, data, count) \
   g_variant_new_fixed_array (type, data, count, sizeof *(data))
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atx@at)",
                                             (guint32) PERFMON_SNAPSHOT_FORMAT_VERSION,
                                             self->timestamp,
                                             self->interval,
@@ -117,7 +121,8 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, ticks, n),
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, durations,
                                                          (gsize) n * PERFMON_N_DURATIONS),
-                                            self->wall_time));
+                                            self->wall_time,
+                                            FIXED_ARRAY (G_VARIANT_TYPE_UINT64, sampled_cpu_times, n)));
 #undef FIXED_ARRAY
 }
 
@@ -151,9 +156,10 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   g_autoptr(GVariant) ids_v = NULL, kinds_v = NULL, names_v = NULL, window_ids_v = NULL;
   g_autoptr(GVariant) addon_ids_v = NULL, addon_indexes_v = NULL, cpu_times_v = NULL;
   g_autoptr(GVariant) blocked_times_v = NULL, ticks_v = NULL, durations_v = NULL;
+  g_autoptr(GVariant) sampled_cpu_times_v = NULL;
   g_autofree const char **names = NULL;
   g_autofree const char **addon_ids = NULL;
-  const guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
+  const guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations, *sampled_cpu_times;
   const guint32 *kinds, *addon_indexes;
   gsize n, n_addon_ids, length;
   guint32 version, pid, next_addon_index = 1;
@@ -175,6 +181,24 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
       extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
       return perfmon_snapshot_new_from_variant (extended, error);
     }
+  if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_SAMPLED)))
+    {
+      /* Before sampled CPU times: none. */
+      gsize n_groups;
+      g_autoptr(GVariant) ids_column = g_variant_get_child_value (variant, 7);
+      g_autofree guint64 *zeros = NULL;
+      g_autoptr(GVariant) extended = NULL;
+      g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+
+      n_groups = g_variant_n_children (ids_column);
+      zeros = g_new0 (guint64, MAX (n_groups, 1));
+      for (gsize i = 0; i < g_variant_n_children (variant); i++)
+        g_ptr_array_add (children, g_variant_get_child_value (variant, i));
+      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_fixed_array (G_VARIANT_TYPE_UINT64, zeros,
+                                                                                n_groups, sizeof (guint64))));
+      extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
+      return perfmon_snapshot_new_from_variant (extended, error);
+    }
 
   if (!g_variant_type_equal (g_variant_get_type (variant),
                              G_VARIANT_TYPE (PERFMON_SNAPSHOT_VARIANT_TYPE)))
@@ -186,7 +210,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
 
   /* No '&' format: g_variant_get() would first serialise a variant in
    * tree form, which is how GDBus hands it over. */
-  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx)",
+  g_variant_get (variant, "(uxxustt@at@au@as@at@as@au@at@at@at@atx@at)",
                  &version,
                  &fields.timestamp,
                  &fields.interval,
@@ -196,7 +220,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
                  &fields.system_time,
                  &ids_v, &kinds_v, &names_v, &window_ids_v, &addon_ids_v, &addon_indexes_v,
                  &cpu_times_v, &blocked_times_v, &ticks_v, &durations_v,
-                 &fields.wall_time);
+                 &fields.wall_time, &sampled_cpu_times_v);
 
   if (!_perfmon_snapshot_check_version (version, error))
     return NULL;
@@ -218,6 +242,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
       { "blocked_times", blocked_times_v, 1 },
       { "ticks", ticks_v, 1 },
       { "durations", durations_v, PERFMON_N_DURATIONS },
+      { "sampled_cpu_times", sampled_cpu_times_v, 1 },
     };
 
     for (guint c = 0; c < G_N_ELEMENTS (columns); c++)
@@ -245,6 +270,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
   blocked_times = g_variant_get_fixed_array (blocked_times_v, &length, sizeof (guint64));
   ticks = g_variant_get_fixed_array (ticks_v, &length, sizeof (guint64));
   durations = g_variant_get_fixed_array (durations_v, &length, sizeof (guint64));
+  sampled_cpu_times = g_variant_get_fixed_array (sampled_cpu_times_v, &length, sizeof (guint64));
 
   fields.groups = g_ptr_array_new_full (n, (GDestroyNotify) perfmon_group_stats_unref);
   for (gsize i = 0; i < n; i++)
@@ -275,6 +301,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
       stats->cpu_time = cpu_times[i];
       stats->blocked_time = blocked_times[i];
       stats->ticks = ticks[i];
+      stats->sampled_cpu_time = sampled_cpu_times[i];
       memcpy (stats->durations, &durations[i * PERFMON_N_DURATIONS], sizeof stats->durations);
       g_ptr_array_add (fields.groups, stats);
     }

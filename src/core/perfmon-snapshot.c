@@ -256,6 +256,14 @@ validate_group (const PerfmonGroupStats  *stats,
       g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
       return _perfmon_snapshot_set_field_error (error, prefix, member, "expected a UTF-8 string");
     }
+  if (stats->sampled_cpu_time != 0 && stats->kind != PERFMON_GROUP_KIND_ADDON)
+    {
+      g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
+      return _perfmon_snapshot_set_field_error (error, prefix, "sampled_cpu_time",
+                                                "expected 0: only an add-on group has sampled CPU time, "
+                                                "this one is a %s group",
+                                                perfmon_group_kind_to_string (stats->kind));
+    }
 
   return validate_histogram (stats, index, error);
 }
@@ -834,7 +842,9 @@ subtract_group (PerfmonGroupStats        *delta,
       !subtract_counter (&delta->blocked_time, delta->blocked_time, older->blocked_time,
                          delta, "blocked_time", -1, error) ||
       !subtract_counter (&delta->ticks, delta->ticks, older->ticks,
-                         delta, "ticks", -1, error))
+                         delta, "ticks", -1, error) ||
+      !subtract_counter (&delta->sampled_cpu_time, delta->sampled_cpu_time, older->sampled_cpu_time,
+                         delta, "sampled_cpu_time", -1, error))
     return FALSE;
 
   for (int i = 0; i < PERFMON_N_DURATIONS; i++)

@@ -25,10 +25,13 @@ G_BEGIN_DECLS
  * per group an index into it (0 for a group without an add-on id, i + 1
  * for the table's i-th entry), CPU times, blocked times, ticks, and the
  * %PERFMON_N_DURATIONS histogram buckets of every group one after the
- * other; last, the wall-clock time (see
- * [method@Perfmon.Snapshot.get_wall_time]). Times are in microseconds.
+ * other; the wall-clock time (see
+ * [method@Perfmon.Snapshot.get_wall_time]); last, a column of sampled CPU
+ * times (see [method@Perfmon.GroupStats.get_sampled_cpu_time]), 0 but for
+ * add-on groups. Times are in microseconds.
  * perfmon_snapshot_new_from_variant() also reads the type without the
- * last member, which processes built before it send.
+ * last member, and without the last two, which processes built before
+ * them send.
  *
  * Columns make almost everything arrays of fixed-size numbers, which
  * GDBus and GVariant copy in one go: a snapshot travels over D-Bus (for
@@ -38,7 +41,7 @@ G_BEGIN_DECLS
  *
  * Since: 0.1
  */
-#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatx)"
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatxat)"
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 

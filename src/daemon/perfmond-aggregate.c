@@ -44,6 +44,7 @@ typedef struct
   const char       *addon_id;
   guint64           cpu_time;
   guint64           blocked_time;
+  guint64           sampled_cpu_time;
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
 } MergedGroup;
@@ -263,6 +264,8 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
           group->cpu_time = add_saturated (group->cpu_time, perfmon_group_stats_get_cpu_time (s));
           group->blocked_time = add_saturated (group->blocked_time, perfmon_group_stats_get_blocked_time (s));
           group->ticks = add_saturated (group->ticks, perfmon_group_stats_get_ticks (s));
+          group->sampled_cpu_time = add_saturated (group->sampled_cpu_time,
+                                                   perfmon_group_stats_get_sampled_cpu_time (s));
           for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
             group->durations[k] = add_saturated (group->durations[k], durations[k]);
         }
@@ -291,6 +294,8 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
                                           group->window_id, group->addon_id, group->cpu_time,
                                           group->blocked_time, group->ticks,
                                           group->durations, PERFMON_N_DURATIONS);
+      if (group->sampled_cpu_time != 0)
+        perfmon_snapshot_builder_set_sampled_cpu_time (builder, group->sampled_cpu_time);
     }
   /* Before the snapshot and its variant are made: the merge's cost is
    * then theirs, twice the reply, and the ids. */
@@ -324,8 +329,9 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
  * system CPU time. It has one entry per group. */
 #define SNAPSHOT_VARIANT_GROUP_IDS 7
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the form that libperfmon before 0.2
- * sends: the same without the wall time, its last member. Both are read by
+/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the forms that libperfmon before 0.3
+ * and 0.2 send: the same without the sampled CPU times, its last member,
+ * and also without the wall time. All are read by
  * perfmon_snapshot_new_from_variant(), so that perfmond takes the
  * snapshots of older processes on the bus. */
 static gboolean
@@ -337,9 +343,9 @@ is_snapshot_type (GVariant *variant)
 
   if (g_str_equal (type, current))
     return TRUE;
-  /* "(…x)" without its "x". */
-  return strlen (type) == length - 1 && strncmp (type, current, length - 2) == 0 &&
-         type[length - 2] == ')';
+  /* "(…xat)" without "at", or without "xat". */
+  return (strlen (type) == length - 2 || strlen (type) == length - 3) &&
+         strncmp (type, current, strlen (type) - 1) == 0 && type[strlen (type) - 1] == ')';
 }
 
 PerfmonSnapshot *

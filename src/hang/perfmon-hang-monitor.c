@@ -24,6 +24,7 @@
 #include "perfmon-log-event.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-js-sampler-private.h"
 #include "perfmon-js-stack-private.h"
 #include "perfmon-mixed-stack-private.h"
 #include "perfmon-monitor-private.h"
@@ -835,6 +836,9 @@ typedef struct
   PerfmonHangMonitor  *self;
   PerfmonLoopActivity *activity;
   PerfmonJankSampler  *sampler;
+  /* Samples long stretches' JavaScript stacks for add-ons: see
+   * perfmon-js-sampler.c. */
+  PerfmonJsSampler    *js_sampler;
   Stretch              stretch;
   gint64               grace_end_us;
   /* When the watchdog last woke too late (see wait_for_deadline()): busy
@@ -996,6 +1000,9 @@ stretch_deadline (Watchdog   *watchdog,
     }
   jank_next_us = tick_jank (watchdog->self, watchdog->sampler, stretch->start_us);
   give_jank_stack (watchdog, look);
+  deadline_us = MIN (deadline_us,
+                     _perfmon_js_sampler_deadline (watchdog->js_sampler, look->tid, stretch->index,
+                                                   _perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles)));
   return MIN (deadline_us, jank_next_us);
 }
 
@@ -1043,6 +1050,7 @@ on_deadline (Watchdog   *watchdog,
   Stretch *stretch = &watchdog->stretch;
   gint64 busy_us = now_us - stretch->start_us;
 
+  _perfmon_js_sampler_tick (watchdog->js_sampler, stretch->index, now_us);
   switch (stretch->state)
     {
     case WATCH_BUSY:
@@ -1093,6 +1101,7 @@ watchdog_main (gpointer data)
     .self = self,
     .activity = self->activity,
     .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
+    .js_sampler = _perfmon_js_sampler_new (self->monitor),
     .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
   };
 
@@ -1106,6 +1115,8 @@ watchdog_main (gpointer data)
       gint64 now_us;
 
       look_at_loop (&watchdog, &look);
+      _perfmon_js_sampler_look (watchdog.js_sampler, watchdog.activity, look.phase == PERFMON_LOOP_BUSY,
+                                look.index);
       if (is_hang (&watchdog.stretch) &&
           (look.phase != PERFMON_LOOP_BUSY || look.index != watchdog.stretch.index))
         end_hang (&watchdog);
@@ -1123,6 +1134,7 @@ watchdog_main (gpointer data)
                  (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
   stretch_clear (&watchdog.stretch);
   _perfmon_jank_sampler_free (watchdog.sampler);
+  _perfmon_js_sampler_free (watchdog.js_sampler);
   g_mutex_unlock (&self->work_lock);
 
   return NULL;

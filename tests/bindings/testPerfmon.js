@@ -18,7 +18,7 @@ imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
 const {assert, assertEqual, runTests} = imports.testRunner;
 
 const N_DURATIONS = 10;
-const VARIANT_TYPE = '(uxxusttatauasatasauatatatatx)';
+const VARIANT_TYPE = '(uxxusttatauasatasauatatatatxat)';
 
 function assertThrowsPerfmon(fn, code, fieldName) {
     let error = null;

@@ -9,27 +9,36 @@ import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
 
 const UUIDS = ['burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test',
-    'calm@perfmon.test'];
+    'promise-burner@perfmon.test', 'calm@perfmon.test'];
 const RUN_MS = 2500;
 
 const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions`;
 const action = new Gio.SimpleAction({name: 'ping'});
 const extensions = {};
-for (const uuid of UUIDS) {
-    // eslint-disable-next-line no-await-in-loop
-    extensions[uuid] = await import(`file://${dir}/${uuid}/extension.js`);
-    extensions[uuid].enable(action);
-}
-
 const loop = new GLib.MainLoop(null, false);
+
 function emitSignal() {
     action.activate(null);
     return GLib.SOURCE_REMOVE;
 }
-GLib.timeout_add(GLib.PRIORITY_DEFAULT, 600, emitSignal);
-GLib.timeout_add(GLib.PRIORITY_DEFAULT, RUN_MS, () => {
+
+// Loaded while the loop runs, as GNOME Shell does, not with a top-level
+// await: what follows an await runs in a promise job, and a loop run from
+// there could not run the extensions' own promise jobs (GJS's job queue
+// source would be in its dispatch already).
+Promise.all(UUIDS.map(uuid => import(`file://${dir}/${uuid}/extension.js`))).then(modules => {
+    modules.forEach((module, i) => {
+        extensions[UUIDS[i]] = module;
+        module.enable(action);
+    });
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, 600, emitSignal);
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, RUN_MS, () => {
+        loop.quit();
+        return GLib.SOURCE_REMOVE;
+    });
+}).catch(error => {
+    logError(error);
     loop.quit();
-    return GLib.SOURCE_REMOVE;
 });
 loop.run();
 

@@ -2,7 +2,7 @@
 # test_cli_run_addons.py: a GJS program's "extensions" (laid out as GNOME
 # Shell's, under $XDG_DATA_HOME/gnome-shell/extensions) are add-on groups,
 # charged exactly what each burnt, by creation site (issue 24, points 1, 2,
-# 3 and 5)
+# 3 and 5), and what runs in promise jobs, by sampling (point 4)
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -25,6 +25,7 @@ NAMES = {
     'burner@perfmon.test': 'CPU Burner',
     'helper-burner@perfmon.test': 'Helper Burner',
     'slow-handler@perfmon.test': 'Slow Handler',
+    'promise-burner@perfmon.test': 'Promise Burner',
     'calm@perfmon.test': 'Calm',
 }
 
@@ -66,6 +67,27 @@ class AddonsTest(CliTestCase):
         # The calm one: about nothing (a few dispatches of a trivial timeout
         # and handler), far under a millisecond a second.
         self.assertLess(addons['calm@perfmon.test']['cpu_time'], 5000)
+
+        # Point 4: the promise burner's CPU runs in GJS's promise job queue,
+        # which no creation site of its own covers: charged by sampling,
+        # within 15 %, and said to be sampled (a member of its own). What
+        # is charged exactly is never sampled again: the other add-ons
+        # have next to no sampled CPU.
+        uuid = 'promise-burner@perfmon.test'
+        self.assertGreater(burnt[uuid], 100000, burnt)
+        sampled = {u: g.get('sampled_cpu_time', 0) for u, g in addons.items()}
+        print('burnt (µs):', burnt, 'exact (µs):', {u: g['cpu_time'] for u, g in addons.items()},
+              'sampled (µs):', sampled)
+        self.assertLess(abs(sampled[uuid] - burnt[uuid]), 0.15 * burnt[uuid],
+                        '%s: sampled %d µs, burnt %d µs (sampled: %s)' % (uuid, sampled[uuid], burnt[uuid], sampled))
+        self.assertLess(addons[uuid]['cpu_time'], 0.15 * burnt[uuid])
+        for other in BURNERS:
+            self.assertLess(sampled[other], 0.15 * burnt[other], sampled)
+        self.assertLess(sampled['calm@perfmon.test'], 5000, sampled)
+        # Exact groups carry no sampled member.
+        for group in groups:
+            if group['kind'] != 'addon':
+                self.assertNotIn('sampled_cpu_time', group)
 
         # Point 3: each site is a group named after its JS function and
         # place, in the add-on (made directly, through setInterval, through
