@@ -621,6 +621,7 @@ build_report (PerfmonHangMonitor  *self,
   /* The seed's "thread": the OS thread's name, not the thread group's. */
   g_autofree char *thread_name = _perfmon_thread_name (tid);
   g_autoptr(PerfmonMixedStack) mixed = NULL;
+  g_autoptr(GPtrArray) script_frames = g_ptr_array_new ();   /* mixed's */
   guint n_dropped = 0;
 
   /* The runnable's name first, read without stopping the thread, so that
@@ -690,6 +691,7 @@ build_report (PerfmonHangMonitor  *self,
 
       if (frame->script != NULL)
         {
+          g_ptr_array_add (script_frames, (gpointer) frame->script);
           _perfmon_hang_report_add_label_frame (report, frame->script);
           _perfmon_hang_report_add_pseudo_frame (report, frame->script);
           add_sample_script_frame (sample, frame->script);
@@ -700,6 +702,9 @@ build_report (PerfmonHangMonitor  *self,
           add_sample_native_frame (sample, mixed->modules, frame->info);
         }
     }
+
+  /* Without an add-on's label, its JavaScript frame names it: sampled. */
+  _perfmon_js_sampler_note_hang (report, script_frames);
 
   g_free (captured);
   if (sample_out != NULL)

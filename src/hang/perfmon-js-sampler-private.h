@@ -7,6 +7,7 @@
 
 #include <glib.h>
 
+#include "perfmon-hang-report.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-monitor.h"
 
@@ -47,5 +48,13 @@ gint64            _perfmon_js_sampler_deadline (PerfmonJsSampler    *self,
 void              _perfmon_js_sampler_tick     (PerfmonJsSampler    *self,
                                                 guint64              index,
                                                 gint64               now_us);
+
+/* A hang report without an exact add-on (PERFMON_ANNOTATION_ADDON) whose
+ * stack holds a JavaScript frame of an add-on: annotates the innermost's
+ * add-on as PERFMON_ANNOTATION_ADDON_SAMPLED. @script_frames: the report's
+ * script frames as perfmon_format_script_frame() writes them, outermost
+ * first. On the watchdog thread. */
+void              _perfmon_js_sampler_note_hang (PerfmonHangReport *report,
+                                                 GPtrArray         *script_frames);
 
 G_END_DECLS

@@ -44,10 +44,12 @@
 
 #include "config.h"
 
+#include <string.h>
 #include <unistd.h>
 
 #include "perfmon-addon-rules.h"
 #include "perfmon-clock-private.h"
+#include "perfmon-hang-report-private.h"
 #include "perfmon-js-sampler-private.h"
 #include "perfmon-js-site-private.h"
 #include "perfmon-js-stack-private.h"
@@ -69,6 +71,14 @@ struct _PerfmonJsSampler
   gint64          last_cpu_ns;
   PerfmonGroup   *last_addon;    /* where the last sample went, or NULL */
   gint64          next_us;
+  /* The part of the stretch before the sampler saw it, when it saw it
+   * only at the first sample: charged to @unseen_addon at the rate of the
+   * next interval. */
+  gint64          unseen_us;
+  PerfmonGroup   *unseen_addon;
+  /* CPU time of intervals whose sample got no answer (the thread in
+   * native code, or waiting for a CPU): it goes with the next answer. */
+  gint64          carried_ns;
 };
 
 PerfmonJsSampler *
@@ -100,6 +110,23 @@ charge (PerfmonJsSampler *self,
     _perfmon_monitor_add_sampled_cpu_time (self->monitor, addon, (guint64) (cpu_ns + 500) / 1000);
 }
 
+/* An interval of @wall_us in which the thread used @cpu_ns: the rate at
+ * which the unseen start of the stretch is charged, if it waits. */
+static void
+charge_unseen (PerfmonJsSampler *self,
+               gint64            cpu_ns,
+               gint64            wall_us)
+{
+  /* Waits for a sample that answered. */
+  if (self->unseen_addon == NULL)
+    return;
+  if (self->unseen_us > 0 && wall_us > 0)
+    charge (self, self->unseen_addon,
+            (gint64) ((double) self->unseen_us * 1000.0 * MIN (1.0, (double) cpu_ns / ((double) wall_us * 1000.0))));
+  self->unseen_us = 0;
+  self->unseen_addon = NULL;
+}
+
 void
 _perfmon_js_sampler_look (PerfmonJsSampler    *self,
                           PerfmonLoopActivity *activity,
@@ -112,7 +139,7 @@ _perfmon_js_sampler_look (PerfmonJsSampler    *self,
   if (!self->following || (busy && index == self->index))
     return;
   self->following = FALSE;
-  if (self->n_samples == 0 || self->last_addon == NULL ||
+  if (self->n_samples == 0 || (self->last_addon == NULL && self->unseen_addon == NULL) ||
       __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - self->index >= PERFMON_LOOP_RECENT_STRETCHES / 2)
     return;
   /* The stretch's end, from the thread's own timestamp: the watchdog
@@ -120,8 +147,13 @@ _perfmon_js_sampler_look (PerfmonJsSampler    *self,
   end = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, self->index)->end, __ATOMIC_ACQUIRE);
   if (end == 0 || !_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
     return;
-  charge (self, self->last_addon,
-          MIN (cpu_ns - self->last_cpu_ns, (_perfmon_clock_cycles_to_monotonic_us (end) - self->last_us) * 1000));
+  {
+    gint64 tail_us = _perfmon_clock_cycles_to_monotonic_us (end) - self->last_us;
+    gint64 used_ns = MIN (cpu_ns - self->last_cpu_ns, tail_us * 1000);
+
+    charge (self, self->last_addon, used_ns + self->carried_ns);
+    charge_unseen (self, used_ns, tail_us);
+  }
 }
 
 gint64
@@ -142,6 +174,9 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
   self->follow_us = g_get_monotonic_time ();
   self->n_samples = 0;
   self->last_addon = NULL;
+  self->unseen_us = 0;
+  self->unseen_addon = NULL;
+  self->carried_ns = 0;
   self->next_us = start_us + PERFMON_JS_SAMPLE_AFTER_MS * 1000;
   return self->next_us;
 }
@@ -188,29 +223,95 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
       self->following = FALSE;
       return;
     }
+  used_ns = cpu_ns - (self->n_samples == 0 ? self->follow_cpu_ns : self->last_cpu_ns);
   if (self->n_samples == 0)
     {
       /* The stretch ran from start_us, the sampler saw it from follow_us:
-       * what it used before is estimated at the rate seen since. */
+       * what it used before is estimated at the rate seen since, or, if
+       * the sampler saw next to nothing of it (it woke late), at the rate
+       * of the next interval. */
       gint64 seen_us = now_us - self->follow_us;
-      gint64 ran_us = now_us - self->start_us;
+      gint64 unseen_us = self->follow_us - self->start_us;
 
-      used_ns = cpu_ns - self->follow_cpu_ns;
-      if (seen_us > 0 && ran_us > seen_us)
-        used_ns = MIN ((gint64) ((double) used_ns * (double) ran_us / (double) seen_us), ran_us * 1000);
+      if (unseen_us > 0 && seen_us >= PERFMON_JS_SAMPLE_EVERY_MS * 1000 / 5)
+        used_ns += (gint64) ((double) unseen_us * 1000.0 * MIN (1.0, (double) used_ns / ((double) seen_us * 1000.0)));
+      else if (unseen_us > 0)
+        self->unseen_us = unseen_us;
     }
   else
-    used_ns = cpu_ns - self->last_cpu_ns;
+    charge_unseen (self, used_ns, now_us - self->last_us);
 
   frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
-  if (_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name) &&
-      !_perfmon_js_site_is_exact (dispatch_name))
-    addon = find_addon (self, frames);
-  charge (self, addon, used_ns);
+  if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
+    {
+      /* No answer: the interval goes with the next one. */
+      self->carried_ns += used_ns;
+      addon = self->last_addon;
+    }
+  else
+    {
+      if (!_perfmon_js_site_is_exact (dispatch_name))
+        addon = find_addon (self, frames);
+      charge (self, addon, used_ns + self->carried_ns);
+      self->carried_ns = 0;
+      /* The unseen start goes where the first answer says, at the rate
+       * of the next interval; or nowhere, if not to an add-on. */
+      if (self->unseen_us > 0 && self->unseen_addon == NULL)
+        {
+          self->unseen_addon = addon;
+          if (addon == NULL)
+            self->unseen_us = 0;
+        }
+    }
 
   self->n_samples++;
   self->last_us = now_us;
   self->last_cpu_ns = cpu_ns;
   self->last_addon = addon;
   self->next_us = g_get_monotonic_time () + PERFMON_JS_SAMPLE_EVERY_MS * 1000;
+}
+
+/* The file of @frame, "function (file:line)" as
+ * perfmon_format_script_frame() writes it, or NULL. */
+static char *
+frame_file (const char *frame)
+{
+  const char *open = g_strrstr (frame, " (");
+  const char *colon;
+  gsize length;
+
+  if (open == NULL || !g_str_has_suffix (frame, ")"))
+    return NULL;
+  open += 2;
+  length = strlen (open) - 1;
+  colon = g_strrstr_len (open, length, ":");
+  if (colon != NULL && colon + 1 < open + length)
+    {
+      const char *p = colon + 1;
+
+      while (p < open + length && g_ascii_isdigit (*p))
+        p++;
+      if (p == open + length)
+        length = colon - open;
+    }
+  return g_strndup (open, length);
+}
+
+void
+_perfmon_js_sampler_note_hang (PerfmonHangReport *report,
+                               GPtrArray         *script_frames)
+{
+  if (perfmon_hang_report_get_annotation (report, PERFMON_ANNOTATION_ADDON) != NULL)
+    return;
+  for (guint i = script_frames->len; i-- > 0;)
+    {
+      g_autofree char *file = frame_file (g_ptr_array_index (script_frames, i));
+      g_autofree char *id = NULL;
+
+      if (file != NULL && perfmon_addon_rule_match (file, &id, NULL, NULL))
+        {
+          _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_ADDON_SAMPLED, id);
+          return;
+        }
+    }
 }

@@ -61,9 +61,10 @@ gboolean    _perfmon_js_stack_here (GPtrArray *frames);
  * writes at its next safe point (a FormatStackDump() and a copy of the
  * name of what it dispatches: the only work it does for a sample). Waits
  * at most @timeout_ms. Appends the frames, innermost first, to @frames (of
- * PerfmonJsFrame) and stores the name of the dispatch the thread ran (its
- * group's, "" if none) in @dispatch_name. FALSE if no script ran or the
- * engine did not answer in time. */
+ * PerfmonJsFrame), none if no script ran, and stores the name of the
+ * dispatch the thread ran (its group's, "" if none) in @dispatch_name.
+ * FALSE if the engine did not answer in time (the thread runs native
+ * code, or waits for a CPU) or is not set up. */
 gboolean _perfmon_js_stack_sample (guint      timeout_ms,
                                    GPtrArray *frames,
                                    char       dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1]);

@@ -80,8 +80,14 @@ function histogram(durations) {
 function groupItem(g, interval) {
   const cpu = interval > 0 && g.recent_cpu !== undefined ? g.recent_cpu / interval : NaN;
   const blocked = interval > 0 && g.recent_blocked !== undefined ? g.recent_blocked / interval : NaN;
+  // An add-on's code outside its compartments: estimated by sampling,
+  // shown apart from the exact CPU column.
+  const sampled = interval > 0 && g.recent_sampled_cpu !== undefined
+    ? ` <span class="sampled" title="CPU estimated by sampling the JavaScript stack of long dispatches ` +
+      `(promise jobs, virtual functions …), not measured exactly">+${percent(g.recent_sampled_cpu / interval)} sampled</span>`
+    : '';
   return `<li data-group="${Number(g.id)}"><span class="kind">${esc(g.kind)}</span>` +
-         `<span class="name" title="${esc(g.name)}">${esc(g.name)}</span>` +
+         `<span class="name" title="${esc(g.name)}">${esc(g.name)}${sampled}</span>` +
          sparkline(g.spark || [], GROUP_SPARK_POINTS, 'spark small') +
          `<span class="num">${percent(cpu)}</span><span class="num">${percent(blocked)}</span>` +
          histogram(g.durations || []) + '</li>';
