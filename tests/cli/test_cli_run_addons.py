@@ -89,6 +89,30 @@ class AddonsTest(CliTestCase):
             if group['kind'] != 'addon':
                 self.assertNotIn('sampled_cpu_time', group)
 
+        # The table (perfmon diff of the run, from nothing) shows the
+        # sampled CPU in a column of its own, ~CPU, and says what it is.
+        newer = data['snapshot']
+        older = json.loads(json.dumps(newer))
+        older['timestamp'] = max(0, newer['timestamp'] - 1000)
+        for group in older['groups']:
+            for key in ('cpu_time', 'blocked_time', 'ticks'):
+                group[key] = 0
+            group['durations'] = [0] * len(group['durations'])
+            group.pop('sampled_cpu_time', None)
+        for name, snapshot in (('older.json', older), ('newer.json', newer)):
+            with open(self.path(name), 'w') as f:
+                json.dump(snapshot, f)
+        result = self.perfmon('diff', self.path('older.json'), self.path('newer.json'))
+        self.assertExit(result, 0)
+        self.assertIn('~CPU s', result.stdout)
+        self.assertIn('~CPU: an add-on', result.stdout)
+        row = [line for line in result.stdout.splitlines() if line.startswith('Promise Burner ')]
+        self.assertEqual(len(row), 1, result.stdout)
+        # GROUP KIND CPU BLK ~CPU: the exact figure, then the sampled one.
+        fields = row[0].split()
+        self.assertEqual(fields[2], 'add-on', row)
+        self.assertAlmostEqual(float(fields[5]), sampled[uuid] / 1e6, delta=0.006)
+
         # Point 3: each site is a group named after its JS function and
         # place, in the add-on (made directly, through setInterval, through
         # imports.mainloop: the helpers' frames are skipped).
@@ -118,6 +142,15 @@ class AddonsTest(CliTestCase):
             # the report says which add-on.
             self.assertIn('slow-handler@perfmon.test/extension.js', hang['runnableName'])
             self.assertIn(['Addon', 'slow-handler@perfmon.test'], hang['annotations'])
+        # Point 4: the promise burner's hang (a job that blocks 250 ms) has
+        # no label of an add-on: its JavaScript stack names it, as an
+        # attribution by sampling (AddonSampled, never the exact Addon).
+        sampled = [h for h in data['hangs']
+                   if ['AddonSampled', 'promise-burner@perfmon.test'] in h['annotations']]
+        self.assertTrue(sampled, json.dumps([(h['runnableName'], h['annotations']) for h in data['hangs']],
+                                            indent=1)[:3000])
+        for hang in sampled:
+            self.assertNotIn('Addon', [key for key, _ in hang['annotations']])
 
     def test_addon_path_option(self):
         # --addon-path PREFIX=NAME: a fixed add-on, more specific than the
