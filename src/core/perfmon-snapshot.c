@@ -57,6 +57,12 @@
  * }
  * ```
  *
+ * An add-on group whose code was also seen by sampling (see
+ * [method@Perfmon.GroupStats.get_sampled_cpu_time]) has one more member
+ * after `blocked_time`, `"sampled_cpu_time"`: that estimate, apart from the
+ * exact `cpu_time`. It is left out when 0, a reader takes a missing one as
+ * 0, and only an add-on group may have one that is not 0.
+ *
  * `wall_time` is the wall-clock time the snapshot was taken at
  * (g_get_real_time(), microseconds since 1970-01-01 UTC); it is left out
  * when not known, and a reader takes a missing `wall_time` as 0.

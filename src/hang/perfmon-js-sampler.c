@@ -57,7 +57,7 @@
 
 struct _PerfmonJsSampler
 {
-  PerfmonMonitor *monitor;       /* held */
+  PerfmonMonitor *monitor;       /* the hang monitor's, which outlives us */
   GHashTable     *addon_groups;  /* id → PerfmonGroup, held */
 
   /* The followed stretch. */
@@ -86,7 +86,7 @@ _perfmon_js_sampler_new (PerfmonMonitor *monitor)
 {
   PerfmonJsSampler *self = g_new0 (PerfmonJsSampler, 1);
 
-  self->monitor = g_object_ref (monitor);
+  self->monitor = monitor;
   self->addon_groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   return self;
 }
@@ -97,7 +97,6 @@ _perfmon_js_sampler_free (PerfmonJsSampler *self)
   if (self == NULL)
     return;
   g_hash_table_unref (self->addon_groups);
-  g_object_unref (self->monitor);
   g_free (self);
 }
 
