@@ -34,10 +34,11 @@
  *   to its end, at most the CPU time used since) goes where the last
  *   sample went.
  *
- * A sample taken while a dispatch already charged to an add-on exactly
- * runs (a source or handler of its creation site:
- * _perfmon_js_site_is_exact()) charges nothing: exact figures are never
- * counted twice. A sample without JavaScript (the thread in native code
+ * A dispatch already charged to an add-on exactly (a source or handler of
+ * its creation site: _perfmon_js_site_is_exact()) is not sampled: its
+ * name, read from the thread's memory first (as a hang's runnable is), or
+ * that the engine's answer gives, says so, and the interval charges
+ * nothing: exact figures are never counted twice. A sample without JavaScript (the thread in native code
  * past the timeout) or without an add-on frame charges nothing either.
  */
 #define _GNU_SOURCE 1
@@ -54,14 +55,19 @@
 #include "perfmon-js-site-private.h"
 #include "perfmon-js-stack-private.h"
 #include "perfmon-monitor-private.h"
+#include "perfmon-stack-capture-private.h"
 
 struct _PerfmonJsSampler
 {
   PerfmonMonitor *monitor;       /* the hang monitor's, which outlives us */
   GHashTable     *addon_groups;  /* id → PerfmonGroup, held */
 
+  /* What the thread dispatches, read from its memory before a sample. */
+  PerfmonCapturedStack *named;
+
   /* The followed stretch. */
   gboolean        following;
+  gint64          tid;
   guint64         index;
   gint64          start_us;      /* monotonic, when it began */
   gint64          follow_us;     /* when the sampler began following it */
@@ -88,6 +94,7 @@ _perfmon_js_sampler_new (PerfmonMonitor *monitor)
 
   self->monitor = monitor;
   self->addon_groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  self->named = g_new0 (PerfmonCapturedStack, 1);
   return self;
 }
 
@@ -97,6 +104,7 @@ _perfmon_js_sampler_free (PerfmonJsSampler *self)
   if (self == NULL)
     return;
   g_hash_table_unref (self->addon_groups);
+  g_free (self->named);
   g_free (self);
 }
 
@@ -168,6 +176,7 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
       !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
     return G_MAXINT64;
   self->following = TRUE;
+  self->tid = tid;
   self->index = index;
   self->start_us = start_us;
   self->follow_us = g_get_monotonic_time ();
@@ -241,7 +250,16 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     charge_unseen (self, used_ns, now_us - self->last_us);
 
   frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
-  if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
+  /* A dispatch charged exactly is not sampled at all: its name, read
+   * from the thread's memory here, spares the thread the stack dump. */
+  if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
+      _perfmon_js_site_is_exact (self->named->runnable_name))
+    {
+      self->unseen_us = 0;
+      self->unseen_addon = NULL;
+      self->carried_ns = 0;
+    }
+  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
     {
       /* No answer: the interval goes with the next one. */
       self->carried_ns += used_ns;

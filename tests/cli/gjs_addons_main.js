@@ -10,7 +10,7 @@ import GLib from 'gi://GLib';
 
 const UUIDS = ['burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test',
     'promise-burner@perfmon.test', 'calm@perfmon.test'];
-const RUN_MS = 2500;
+const RUN_MS = 4000;
 
 const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions`;
 const action = new Gio.SimpleAction({name: 'ping'});
