@@ -109,7 +109,6 @@ on_interrupt (JSContext *cx)
   if (pending && cx == registered)
     {
       guint64 serial = request_serial;
-
       const char *dispatching = _perfmon_current_dispatch_name;
       gsize n = 0;
 
