@@ -52,3 +52,8 @@ export function disable() {
         GLib.source_remove(timer);
     return burnt;
 }
+
+// The CPU burnt so far (ns), for the program to know when it has enough.
+export function burntSoFar() {
+    return burnt;
+}
