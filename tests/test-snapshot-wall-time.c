@@ -83,10 +83,10 @@ test_variant (void)
   g_assert_no_error (error);
   g_assert_cmpint (perfmon_snapshot_get_wall_time (copy), ==, perfmon_snapshot_get_wall_time (snapshot));
 
-  /* The form without the wall time and the modules (the last two
-   * members), as processes built before them send it, still reads, with
-   * 0. */
-  for (gsize i = 0; i + 2 < g_variant_n_children (variant); i++)
+  /* The form without the wall time, the modules and the sampled CPU
+   * times (the last three members), as processes built before them send
+   * it, still reads, with 0. */
+  for (gsize i = 0; i + 3 < g_variant_n_children (variant); i++)
     g_ptr_array_add (children, g_variant_get_child_value (variant, i));
   old_variant = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
   old = perfmon_snapshot_new_from_variant (old_variant, &error);

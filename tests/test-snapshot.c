@@ -999,7 +999,7 @@ test_variant_values (void)
 
   g_assert_cmpstr (text, ==,
                    "(1, 77, 5, 12, 'proc', 3, 4, [6], [3], ['c'], [8], ['ad'], [1], [1], [2], [9], "
-                   "[4, 3, 2, 1, 0, 0, 0, 0, 0, 0], 0, [])");
+                   "[4, 3, 2, 1, 0, 0, 0, 0, 0, 0], 0, [], [0])");
 }
 
 typedef struct
@@ -1308,11 +1308,12 @@ test_modules (void)
   assert_module (delta, "prog", "/usr/bin/prog", 0x5555000, "0123456789abcdef");
 
   /* Without modules: no member in JSON, as before 0.3, and the 0.2
-   * variant (without the last member) reads. */
+   * variant (without the last two members, the modules and the sampled CPU
+   * times) reads. */
   bare = make_snapshot (1, 0, 7, "p", 0, 0, NULL);
   bare_json = perfmon_snapshot_to_json (bare);
   g_assert_null (strstr (bare_json, "modules"));
-  for (gsize i = 0; i + 1 < g_variant_n_children (variant); i++)
+  for (gsize i = 0; i + 2 < g_variant_n_children (variant); i++)
     g_ptr_array_add (children, g_variant_get_child_value (variant, i));
   old_variant = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
   old = perfmon_snapshot_new_from_variant (old_variant, &error);
@@ -1460,6 +1461,127 @@ test_subtract_any_order (void)
   g_assert_null (perfmon_snapshot_lookup (delta_shuffled, 3));
 }
 
+/* An add-on group's CPU time charged by sampling (issue 24, point 4): a
+ * figure of its own in every form, apart from the exact cpu_time, and only
+ * add-on groups have one. */
+static PerfmonSnapshot *
+make_sampled_snapshot (gint64    timestamp,
+                       guint64   sampled,
+                       gboolean  on_thread_group,
+                       GError  **error)
+{
+  g_autoptr(PerfmonSnapshotBuilder) builder = perfmon_snapshot_builder_new ();
+  const guint64 durations[PERFMON_N_DURATIONS] = { 0 };
+
+  perfmon_snapshot_builder_set_times (builder, timestamp, 0, 0);
+  perfmon_snapshot_builder_set_process (builder, 7, "shell", 0, 0);
+  perfmon_snapshot_builder_add_group (builder, 1, PERFMON_GROUP_KIND_THREAD, "main", 0, NULL, 50, 0, 1,
+                                      durations, PERFMON_N_DURATIONS);
+  if (on_thread_group)
+    perfmon_snapshot_builder_set_sampled_cpu_time (builder, sampled);
+  perfmon_snapshot_builder_add_group (builder, 2, PERFMON_GROUP_KIND_ADDON, "Promise Burner", 0,
+                                      "promise@test", 10, 0, 1, durations, PERFMON_N_DURATIONS);
+  if (!on_thread_group)
+    perfmon_snapshot_builder_set_sampled_cpu_time (builder, sampled);
+  return perfmon_snapshot_builder_end (builder, error);
+}
+
+static void
+test_sampled_cpu_time (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PerfmonSnapshot) older = make_sampled_snapshot (1000, 1000, FALSE, &error);
+  g_autoptr(PerfmonSnapshot) snapshot = make_sampled_snapshot (2000, 31000, FALSE, &error);
+  g_autoptr(PerfmonSnapshot) from_json = NULL;
+  g_autoptr(PerfmonSnapshot) from_variant = NULL;
+  g_autoptr(PerfmonSnapshot) from_old_variant = NULL;
+  g_autoptr(PerfmonSnapshot) delta = NULL;
+  g_autoptr(PerfmonSnapshot) bad = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(GVariant) old_variant = NULL;
+  g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+  g_autofree char *json = NULL;
+  g_autofree char *bad_json = NULL;
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (snapshot, 2)), ==, 31000);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (perfmon_snapshot_lookup (snapshot, 2)), ==, 10);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (snapshot, 1)), ==, 0);
+
+  /* JSON: a member of the add-on group only. */
+  json = perfmon_snapshot_to_json (snapshot);
+  g_assert_nonnull (strstr (json, "\"sampled_cpu_time\":31000"));
+  g_assert_null (strstr (strstr (json, "\"sampled_cpu_time\"") + 1, "\"sampled_cpu_time\""));
+  from_json = perfmon_snapshot_new_from_json (json, &error);
+  g_assert_no_error (error);
+  assert_snapshots_equal (snapshot, from_json);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (from_json, 2)), ==, 31000);
+
+  /* The variant: its last column. */
+  variant = perfmon_snapshot_to_variant (snapshot);
+  from_variant = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (from_variant, 2)), ==, 31000);
+
+  /* A process built before it sends no column: none sampled. */
+  for (gsize i = 0; i + 1 < g_variant_n_children (variant); i++)
+    g_ptr_array_add (children, g_variant_get_child_value (variant, i));
+  old_variant = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
+  g_assert_cmpstr (g_variant_get_type_string (old_variant), ==, "(uxxusttatauasatasauatatatatxa(ssts))");
+  from_old_variant = perfmon_snapshot_new_from_variant (old_variant, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (from_old_variant, 2)), ==, 0);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (perfmon_snapshot_lookup (from_old_variant, 2)), ==, 10);
+
+  /* Deltas. */
+  delta = perfmon_snapshot_subtract (snapshot, older, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (delta, 2)), ==, 30000);
+
+  /* Only an add-on group has any: named in the error. */
+  bad = make_sampled_snapshot (1000, 5, TRUE, &error);
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, "groups[0].sampled_cpu_time"));
+  g_assert_null (bad);
+  g_clear_error (&error);
+  bad_json = g_strdup (json);
+  {
+    /* The thread group's "blocked_time":0 gains a sampled member. */
+    g_autoptr(GString) text = g_string_new (bad_json);
+
+    g_string_replace (text, "\"blocked_time\":0,", "\"blocked_time\":0,\"sampled_cpu_time\":3,", 1);
+    bad = perfmon_snapshot_new_from_json (text->str, &error);
+  }
+  g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+  g_assert_nonnull (strstr (error->message, "groups[0].sampled_cpu_time"));
+  g_assert_null (bad);
+  g_clear_error (&error);
+
+  /* The variant's reader and its checker apply the same rule: sampled CPU
+   * time in the thread group's row of the last column. */
+  {
+    g_autoptr(GPtrArray) members = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+    g_autoptr(GVariant) bad_variant = NULL;
+    const guint64 sampled[] = { 3, 31000 };
+    gsize n = g_variant_n_children (variant);
+
+    for (gsize i = 0; i + 1 < n; i++)
+      g_ptr_array_add (members, g_variant_get_child_value (variant, i));
+    g_ptr_array_add (members, g_variant_ref_sink (g_variant_new_fixed_array (G_VARIANT_TYPE_UINT64, sampled,
+                                                                             G_N_ELEMENTS (sampled),
+                                                                             sizeof (guint64))));
+    bad_variant = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) members->pdata, members->len));
+    g_assert_false (perfmon_snapshot_check_variant (bad_variant, &error));
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "groups[0].sampled_cpu_time"));
+    g_clear_error (&error);
+    bad = perfmon_snapshot_new_from_variant (bad_variant, &error);
+    g_assert_error (error, PERFMON_ERROR, PERFMON_ERROR_INVALID_DATA);
+    g_assert_nonnull (strstr (error->message, "groups[0].sampled_cpu_time"));
+    g_assert_null (bad);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1492,6 +1614,7 @@ main (int    argc,
   g_test_add_func ("/snapshot/variant/values", test_variant_values);
   g_test_add_func ("/snapshot/variant/malformed", test_variant_malformed);
   g_test_add_func ("/snapshot/variant/garbage", test_variant_garbage);
+  g_test_add_func ("/snapshot/sampled-cpu-time", test_sampled_cpu_time);
 
   return g_test_run ();
 }

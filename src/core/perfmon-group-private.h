@@ -62,6 +62,9 @@ struct _PerfmonGroupRecord
   } group;
   PerfmonGroupRecord *next_dead;      /* on the dead stack */
   guint64             blocked_time_us;
+  /* ADDON: CPU time estimated by sampling (µs), under the registry lock:
+   * see _perfmon_monitor_add_sampled_cpu_time(). */
+  guint64             sampled_cpu_us;
   guint32             durations[PERFMON_N_DURATIONS]; /* saturating */
   guint               registry_index;
 

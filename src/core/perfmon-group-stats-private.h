@@ -19,6 +19,7 @@ struct _PerfmonGroupStats
   char             *addon_id;    /* a GRefString, NULL = none */
   guint64           cpu_time;    /* µs */
   guint64           blocked_time;/* µs */
+  guint64           sampled_cpu_time; /* µs, add-on groups only */
   guint64           ticks;
   guint64           durations[PERFMON_N_DURATIONS];
   char              strings[];   /* name and addon_id, in one allocation */

@@ -245,6 +245,34 @@ perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self)
 }
 
 /**
+ * perfmon_group_stats_get_sampled_cpu_time:
+ * @self: a `PerfmonGroupStats`
+ *
+ * Gets the CPU time charged to an add-on group by sampling, an estimate,
+ * apart from its exact CPU time ([method@Perfmon.GroupStats.get_cpu_time],
+ * the sum of its compartments' measures).
+ *
+ * Code of an add-on that runs outside its own compartments (in a GNOME
+ * Shell extension: promise jobs, virtual functions, paint and allocation
+ * in the frame clock, D-Bus methods, garbage collection) is charged this
+ * way: while a dispatch runs long, the JavaScript stack is sampled, and
+ * the CPU time between samples goes to the add-on whose code is on it.
+ * Dispatches already charged to an add-on exactly are not sampled.
+ *
+ * Returns: the sampled CPU time, in microseconds; 0 for groups other than
+ *   add-on groups
+ *
+ * Since: 0.3
+ */
+guint64
+perfmon_group_stats_get_sampled_cpu_time (const PerfmonGroupStats *self)
+{
+  g_return_val_if_fail (self != NULL, 0);
+
+  return self->sampled_cpu_time;
+}
+
+/**
  * perfmon_group_stats_get_ticks:
  * @self: a `PerfmonGroupStats`
  *

@@ -50,6 +50,8 @@ PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_cpu_time     (const PerfmonGroupStats *self);
 PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_blocked_time (const PerfmonGroupStats *self);
+PERFMON_AVAILABLE_IN_0_3
+guint64            perfmon_group_stats_get_sampled_cpu_time (const PerfmonGroupStats *self);
 PERFMON_AVAILABLE_IN_0_1
 guint64            perfmon_group_stats_get_ticks        (const PerfmonGroupStats *self);
 PERFMON_AVAILABLE_IN_0_1

@@ -39,6 +39,14 @@ void                 _perfmon_monitor_begin_startup     (PerfmonMonitor *self);
 
 /* For tests and benchmarks: the number of records not yet freed, dead or
  * alive, and the number of thread CPU clock reads so far. */
+/* Charges @addon (an add-on group of @self) @cpu_us of CPU time estimated
+ * by sampling (perfmon_group_stats_get_sampled_cpu_time()), apart from its
+ * exact CPU time. Any thread: takes the registry lock, never the hot
+ * path's records' counters. */
+void    _perfmon_monitor_add_sampled_cpu_time (PerfmonMonitor *self,
+                                               PerfmonGroup   *addon,
+                                               guint64         cpu_us);
+
 guint   _perfmon_monitor_count_records (PerfmonMonitor *self);
 guint64 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self);
 

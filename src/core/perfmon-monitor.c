@@ -2666,6 +2666,7 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
         }
       stats->cpu_time = (guint64) ((double) cpu_time_cycles * self->us_per_cycle);
       stats->blocked_time = record->blocked_time_us;
+      stats->sampled_cpu_time = record->sampled_cpu_us;
       stats->ticks = ticks;
       for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
         stats->durations[d] = record->durations[d];
@@ -2682,6 +2683,19 @@ perfmon_monitor_snapshot (PerfmonMonitor *self)
                                 (guint64) usage.ru_utime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_utime.tv_usec,
                                 (guint64) usage.ru_stime.tv_sec * G_USEC_PER_SEC + (guint64) usage.ru_stime.tv_usec,
                                 g_steal_pointer (&groups));
+}
+
+void
+_perfmon_monitor_add_sampled_cpu_time (PerfmonMonitor *self,
+                                       PerfmonGroup   *addon,
+                                       guint64         cpu_us)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+  g_return_if_fail (PERFMON_IS_GROUP (addon) && addon->record->kind == PERFMON_GROUP_KIND_ADDON);
+
+  g_mutex_lock (&self->registry_lock);
+  addon->record->sampled_cpu_us += cpu_us;
+  g_mutex_unlock (&self->registry_lock);
 }
 
 guint

@@ -252,6 +252,31 @@ perfmon_snapshot_builder_add_module (PerfmonSnapshotBuilder *self,
 }
 
 /**
+ * perfmon_snapshot_builder_set_sampled_cpu_time:
+ * @self: a `PerfmonSnapshotBuilder`
+ * @sampled_cpu_time: CPU time charged by sampling, in microseconds (see
+ *   [method@Perfmon.GroupStats.get_sampled_cpu_time])
+ *
+ * Sets the sampled CPU time of the group added last, which must be an
+ * add-on group if it is not 0 ([method@Perfmon.SnapshotBuilder.end]
+ * checks it).
+ *
+ * Since: 0.3
+ */
+void
+perfmon_snapshot_builder_set_sampled_cpu_time (PerfmonSnapshotBuilder *self,
+                                               guint64                 sampled_cpu_time)
+{
+  PerfmonGroupStats *stats;
+
+  g_return_if_fail (PERFMON_IS_SNAPSHOT_BUILDER (self));
+  g_return_if_fail (self->fields.groups->len > 0);
+
+  stats = g_ptr_array_index (self->fields.groups, self->fields.groups->len - 1);
+  stats->sampled_cpu_time = sampled_cpu_time;
+}
+
+/**
  * perfmon_snapshot_builder_end:
  * @self: a `PerfmonSnapshotBuilder`
  * @error: return location for a #GError

@@ -52,6 +52,9 @@ void                    perfmon_snapshot_builder_add_module  (PerfmonSnapshotBui
                                                               const char             *path,
                                                               guint64                 base,
                                                               const char             *build_id);
+PERFMON_AVAILABLE_IN_0_3
+void                    perfmon_snapshot_builder_set_sampled_cpu_time (PerfmonSnapshotBuilder *self,
+                                                                       guint64                 sampled_cpu_time);
 PERFMON_AVAILABLE_IN_0_2
 PerfmonSnapshot        *perfmon_snapshot_builder_end         (PerfmonSnapshotBuilder *self,
                                                               GError                **error);

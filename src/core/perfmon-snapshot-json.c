@@ -179,6 +179,13 @@ write_group (Writer                  *writer,
   p = put_u64 (p, stats->cpu_time);
   p = PUT_LITERAL (p, ",\"blocked_time\":");
   p = put_u64 (p, stats->blocked_time);
+  /* Add-on groups only, and only when not 0: an estimate, apart from the
+   * exact cpu_time. */
+  if (stats->sampled_cpu_time != 0)
+    {
+      p = PUT_LITERAL (p, ",\"sampled_cpu_time\":");
+      p = put_u64 (p, stats->sampled_cpu_time);
+    }
   p = PUT_LITERAL (p, ",\"ticks\":");
   p = put_u64 (p, stats->ticks);
   p = PUT_LITERAL (p, ",\"durations\":[");
@@ -471,6 +478,11 @@ group_from_json (JsonNode  *node,
   if (!read_u64_member (object, prefix, "cpu_time", &stats->cpu_time, error) ||
       !read_u64_member (object, prefix, "blocked_time", &stats->blocked_time, error) ||
       !read_u64_member (object, prefix, "ticks", &stats->ticks, error))
+    return NULL;
+  /* Optional: written for add-on groups that have some (validate_group()
+   * checks the kind). */
+  if (json_object_has_member (object, "sampled_cpu_time") &&
+      !read_u64_member (object, prefix, "sampled_cpu_time", &stats->sampled_cpu_time, error))
     return NULL;
 
   if (!(durations_node = get_member (object, prefix, "durations", error)))

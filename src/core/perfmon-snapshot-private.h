@@ -118,11 +118,16 @@ gboolean _perfmon_snapshot_check_version (guint64   version,
 
 /* Rules of the format that the variant's reader applies to its columns
  * too (perfmon_snapshot_check_variant() builds no groups): those of the
- * members other than the groups (@fields->groups is not read), the kind
- * and the histogram of groups[@index]. */
+ * members other than the groups (@fields->groups is not read), the kind,
+ * the sampled CPU time and the histogram of groups[@index]. */
 gboolean _perfmon_snapshot_check_header    (const PerfmonSnapshotFields  *fields,
                                             GError                      **error);
 gboolean _perfmon_snapshot_check_kind      (guint32                       kind,
+                                            guint                         index,
+                                            GError                      **error);
+/* A group's sampled CPU time: 0 unless its @kind is an add-on. */
+gboolean _perfmon_snapshot_check_sampled   (guint32                       kind,
+                                            guint64                       sampled_cpu_time,
                                             guint                         index,
                                             GError                      **error);
 gboolean _perfmon_snapshot_check_histogram (guint64                       ticks,

@@ -13,9 +13,11 @@
 #include "perfmon-error.h"
 #include "perfmon-snapshot-private.h"
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the modules
- * (0.2), and without the last two, the wall time too (0.1): what processes
+/* PERFMON_SNAPSHOT_VARIANT_TYPE without its last member, the sampled CPU
+ * times (0.3 before them), without the last two, the modules too (0.2),
+ * and without the last three, the wall time too (0.1): what processes
  * built before them send. */
+#define SNAPSHOT_VARIANT_TYPE_NO_SAMPLED "(uxxusttatauasatasauatatatatxa(ssts))"
 #define SNAPSHOT_VARIANT_TYPE_NO_MODULES "(uxxusttatauasatasauatatatatx)"
 #define SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME "(uxxusttatauasatasauatatatat)"
 
@@ -45,6 +47,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
   g_autofree guint64 *blocked_times = NULL;
   g_autofree guint64 *ticks = NULL;
   g_autofree guint64 *durations = NULL;
+  g_autofree guint64 *sampled_cpu_times = NULL;
   g_autoptr(GPtrArray) addon_ids = NULL;
   g_autoptr(GHashTable) addon_index_of = NULL;
   GVariantBuilder modules;
@@ -74,6 +77,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
   blocked_times = g_new (guint64, n);
   ticks = g_new (guint64, n);
   durations = g_new (guint64, (gsize) n * PERFMON_N_DURATIONS);
+  sampled_cpu_times = g_new (guint64, n);
   addon_ids = g_ptr_array_new ();
   addon_index_of = g_hash_table_new (g_str_hash, g_str_equal);
 
@@ -101,6 +105,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
       cpu_times[i] = stats->cpu_time;
       blocked_times[i] = stats->blocked_time;
       ticks[i] = stats->ticks;
+      sampled_cpu_times[i] = stats->sampled_cpu_time;
       memcpy (&durations[(gsize) i * PERFMON_N_DURATIONS], stats->durations, sizeof stats->durations);
     }
   names[n] = NULL;
@@ -108,7 +113,7 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
 #define FIXED_ARRAY(type, data, count) \
   g_variant_new_fixed_array (type, data, count, sizeof *(data))
 
-  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atxa(ssts))",
+  return g_variant_ref_sink (g_variant_new ("(uxxustt@at@au@as@at@as@au@at@at@at@atxa(ssts)@at)",
                                             (guint32) PERFMON_SNAPSHOT_FORMAT_VERSION,
                                             self->timestamp,
                                             self->interval,
@@ -129,14 +134,15 @@ perfmon_snapshot_to_variant (PerfmonSnapshot *self)
                                             FIXED_ARRAY (G_VARIANT_TYPE_UINT64, durations,
                                                          (gsize) n * PERFMON_N_DURATIONS),
                                             self->wall_time,
-                                            &modules));
+                                            &modules,
+                                            FIXED_ARRAY (G_VARIANT_TYPE_UINT64, sampled_cpu_times, n)));
 #undef FIXED_ARRAY
 }
 
 /* --- Decoder: untrusted input, checked in full --------------------------- */
 
 /* The members of PERFMON_SNAPSHOT_VARIANT_TYPE. */
-#define N_MEMBERS 19
+#define N_MEMBERS 20
 
 /* A snapshot variant's members, its groups by column: read and checked by
  * read_columns(), which applies every rule of the format, so that
@@ -147,8 +153,8 @@ typedef struct
   PerfmonSnapshotFields  fields;    /* but the groups */
   GVariant              *extended;  /* an older form, with the members it lacks */
   GVariant              *ids_v, *kinds_v, *names_v, *window_ids_v, *addon_ids_v, *addon_indexes_v;
-  GVariant              *cpu_times_v, *blocked_times_v, *ticks_v, *durations_v;
-  const guint64         *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
+  GVariant              *cpu_times_v, *blocked_times_v, *ticks_v, *durations_v, *sampled_cpu_times_v;
+  const guint64         *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations, *sampled_cpu_times;
   const guint32         *kinds, *addon_indexes;
   const char           **addon_ids;
   gsize                  n, n_addon_ids;
@@ -169,6 +175,7 @@ columns_clear (Columns *c)
   g_clear_pointer (&c->blocked_times_v, g_variant_unref);
   g_clear_pointer (&c->ticks_v, g_variant_unref);
   g_clear_pointer (&c->durations_v, g_variant_unref);
+  g_clear_pointer (&c->sampled_cpu_times_v, g_variant_unref);
   g_clear_pointer (&c->addon_ids, g_free);
 }
 
@@ -185,17 +192,26 @@ read_columns (GVariant  *variant,
   g_autoptr(GHashTable) index_by_id = NULL;
 
   if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)) ||
-      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_MODULES)))
+      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_MODULES)) ||
+      g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_SAMPLED)))
     {
-      /* The forms of processes built before snapshots had modules, or a
-       * wall time: the same but the last members. */
+      /* The forms of processes built before snapshots had sampled CPU
+       * times, modules, or a wall time: the same but the last members. A
+       * column of sampled CPU times has one 0 per group. */
+      const char *type = g_variant_get_type_string (variant);
       g_autoptr(GPtrArray) children = g_ptr_array_new_with_free_func ((GDestroyNotify) g_variant_unref);
+      g_autoptr(GVariant) ids = g_variant_get_child_value (variant, 7);
+      g_autofree guint64 *zeros = g_new0 (guint64, MAX (g_variant_n_children (ids), 1));
 
       for (gsize i = 0; i < g_variant_n_children (variant); i++)
         g_ptr_array_add (children, g_variant_get_child_value (variant, i));
-      if (g_variant_type_equal (g_variant_get_type (variant), G_VARIANT_TYPE (SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME)))
+      if (g_str_equal (type, SNAPSHOT_VARIANT_TYPE_NO_WALL_TIME))
         g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_int64 (0)));
-      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_array (G_VARIANT_TYPE ("(ssts)"), NULL, 0)));
+      if (!g_str_equal (type, SNAPSHOT_VARIANT_TYPE_NO_SAMPLED))
+        g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_array (G_VARIANT_TYPE ("(ssts)"), NULL, 0)));
+      g_ptr_array_add (children, g_variant_ref_sink (g_variant_new_fixed_array (G_VARIANT_TYPE_UINT64, zeros,
+                                                                                g_variant_n_children (ids),
+                                                                                sizeof (guint64))));
       c->extended = g_variant_ref_sink (g_variant_new_tuple ((GVariant **) children->pdata, children->len));
       variant = c->extended;
     }
@@ -253,6 +269,7 @@ read_columns (GVariant  *variant,
         g_variant_get_child (members[18], i, "(&s&st&s)", &name, &path, &base, &build_id);
         g_ptr_array_add (c->fields.modules, _perfmon_recorded_module_new (name, path, base, build_id));
       }
+    c->sampled_cpu_times_v = g_steal_pointer (&members[19]);
     for (guint i = 0; i < N_MEMBERS; i++)
       g_clear_pointer (&members[i], g_variant_unref);
   }
@@ -277,6 +294,7 @@ read_columns (GVariant  *variant,
       { "blocked_times", c->blocked_times_v, 1 },
       { "ticks", c->ticks_v, 1 },
       { "durations", c->durations_v, PERFMON_N_DURATIONS },
+      { "sampled_cpu_times", c->sampled_cpu_times_v, 1 },
     };
 
     for (guint i = 0; i < G_N_ELEMENTS (columns); i++)
@@ -300,6 +318,7 @@ read_columns (GVariant  *variant,
   c->blocked_times = g_variant_get_fixed_array (c->blocked_times_v, &length, sizeof (guint64));
   c->ticks = g_variant_get_fixed_array (c->ticks_v, &length, sizeof (guint64));
   c->durations = g_variant_get_fixed_array (c->durations_v, &length, sizeof (guint64));
+  c->sampled_cpu_times = g_variant_get_fixed_array (c->sampled_cpu_times_v, &length, sizeof (guint64));
 
   /* The table lists each add-on id once, in the order of the groups that
    * first use it, as perfmon_snapshot_to_variant() writes it: any other
@@ -360,6 +379,7 @@ read_columns (GVariant  *variant,
       gpointer other;
 
       if (!_perfmon_snapshot_check_kind (c->kinds[i], (guint) i, error) ||
+          !_perfmon_snapshot_check_sampled (c->kinds[i], c->sampled_cpu_times[i], (guint) i, error) ||
           !_perfmon_snapshot_check_histogram (c->ticks[i], &c->durations[i * PERFMON_N_DURATIONS], (guint) i, error))
         return FALSE;
       if (index_by_id == NULL)
@@ -451,6 +471,7 @@ perfmon_snapshot_new_from_variant (GVariant  *variant,
       stats->cpu_time = c.cpu_times[i];
       stats->blocked_time = c.blocked_times[i];
       stats->ticks = c.ticks[i];
+      stats->sampled_cpu_time = c.sampled_cpu_times[i];
       memcpy (stats->durations, &c.durations[i * PERFMON_N_DURATIONS], sizeof stats->durations);
       g_ptr_array_add (c.fields.groups, stats);
     }

@@ -75,6 +75,12 @@
  * ([method@Perfmon.Snapshot.lookup_module]). A reader takes a missing
  * `modules` as none.
  *
+ * An add-on group whose code was also seen by sampling (see
+ * [method@Perfmon.GroupStats.get_sampled_cpu_time]) has one more member
+ * after `blocked_time`, `"sampled_cpu_time"`: that estimate, apart from the
+ * exact `cpu_time`. It is left out when 0, a reader takes a missing one as
+ * 0, and only an add-on group may have one that is not 0.
+ *
  * `wall_time` is the wall-clock time the snapshot was taken at
  * (g_get_real_time(), microseconds since 1970-01-01 UTC); it is left out
  * when not known, and a reader takes a missing `wall_time` as 0.
@@ -276,6 +282,23 @@ _perfmon_snapshot_check_kind (guint32   kind,
                                             (guint) N_KINDS - 1, kind);
 }
 
+gboolean
+_perfmon_snapshot_check_sampled (guint32   kind,
+                                 guint64   sampled_cpu_time,
+                                 guint     index,
+                                 GError  **error)
+{
+  char prefix[32];
+
+  if (sampled_cpu_time == 0 || kind == PERFMON_GROUP_KIND_ADDON)
+    return TRUE;
+  g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
+  return _perfmon_snapshot_set_field_error (error, prefix, "sampled_cpu_time",
+                                            "expected 0: only an add-on group has sampled CPU time, "
+                                            "this one is a %s group",
+                                            perfmon_group_kind_to_string ((PerfmonGroupKind) kind));
+}
+
 static gboolean
 validate_group (const PerfmonGroupStats  *stats,
                 guint                     index,
@@ -296,6 +319,8 @@ validate_group (const PerfmonGroupStats  *stats,
       g_snprintf (prefix, sizeof prefix, "groups[%u]", index);
       return _perfmon_snapshot_set_field_error (error, prefix, member, "expected a UTF-8 string");
     }
+  if (!_perfmon_snapshot_check_sampled ((guint32) stats->kind, stats->sampled_cpu_time, index, error))
+    return FALSE;
 
   return validate_histogram (stats, index, error);
 }
@@ -973,7 +998,9 @@ subtract_group (PerfmonGroupStats        *delta,
       !subtract_counter (&delta->blocked_time, delta->blocked_time, older->blocked_time,
                          delta, "blocked_time", -1, error) ||
       !subtract_counter (&delta->ticks, delta->ticks, older->ticks,
-                         delta, "ticks", -1, error))
+                         delta, "ticks", -1, error) ||
+      !subtract_counter (&delta->sampled_cpu_time, delta->sampled_cpu_time, older->sampled_cpu_time,
+                         delta, "sampled_cpu_time", -1, error))
     return FALSE;
 
   for (int i = 0; i < PERFMON_N_DURATIONS; i++)

@@ -28,10 +28,13 @@ G_BEGIN_DECLS
  * other; then the wall-clock time (see
  * [method@Perfmon.Snapshot.get_wall_time]); last (since 0.3), the modules
  * that `module+0x…` group names refer to, as (name, path, load base, build
- * id) (see [method@Perfmon.Snapshot.lookup_module]). Times are in
- * microseconds. perfmon_snapshot_new_from_variant() also reads the type
- * without the last member and without the last two, which processes built
- * before them send.
+ * id) (see [method@Perfmon.Snapshot.lookup_module]); last (since 0.3), a
+ * column of sampled CPU times (see
+ * [method@Perfmon.GroupStats.get_sampled_cpu_time]), 0 but for add-on
+ * groups. Times are in microseconds. perfmon_snapshot_new_from_variant()
+ * also reads the types of processes built before the last members: without
+ * the sampled CPU times, without the modules too, and without the wall
+ * time too.
  *
  * Columns make almost everything arrays of fixed-size numbers, which
  * GDBus and GVariant copy in one go: a snapshot travels over D-Bus (for
@@ -41,7 +44,7 @@ G_BEGIN_DECLS
  *
  * Since: 0.1
  */
-#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatxa(ssts))"
+#define PERFMON_SNAPSHOT_VARIANT_TYPE "(uxxusttatauasatasauatatatatxa(ssts)at)"
 
 #define PERFMON_TYPE_SNAPSHOT (perfmon_snapshot_get_type ())
 

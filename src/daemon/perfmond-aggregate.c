@@ -148,7 +148,7 @@ run_name (PerfmonSnapshot * const *snapshots,
 }
 
 /* What a group adds to the reply, about (at least what it adds): its
- * counters (128 bytes), its name, its add-on id and their framing. */
+ * counters (136 bytes), its name, its add-on id and their framing. */
 static gsize
 run_bytes (PerfmonSnapshot * const *snapshots,
            const Member            *members,
@@ -156,7 +156,7 @@ run_bytes (PerfmonSnapshot * const *snapshots,
 {
   const char *addon_id = perfmon_group_stats_get_addon_id (member_stats (snapshots, &members[run->first]));
 
-  return 160 + run_name (snapshots, members, run).length + (addon_id != NULL ? strlen (addon_id) : 0);
+  return 168 + run_name (snapshots, members, run).length + (addon_id != NULL ? strlen (addon_id) : 0);
 }
 
 /* The most CPU first; ties by id, so that the choice is stable (a group
@@ -360,11 +360,13 @@ number_column_take (const GVariantType *type,
 /* PERFMON_SNAPSHOT_VARIANT_TYPE: the header (format version, timestamp,
  * interval, pid, process name, user and system CPU time), then the
  * columns of the groups from the column of their ids on, each with one
- * entry per group, and last the wall time and the modules (a merged
- * snapshot, of many processes, has none: the header's empty list). */
+ * entry per group, then the wall time and the modules (a merged
+ * snapshot, of many processes, has none: the header's empty list), and
+ * last one more column, the sampled CPU times. */
 #define SNAPSHOT_VARIANT_FIRST_COLUMN 7
 #define SNAPSHOT_VARIANT_END_COLUMNS 17
-#define SNAPSHOT_VARIANT_N_MEMBERS 19
+#define SNAPSHOT_VARIANT_SAMPLED_COLUMN 19
+#define SNAPSHOT_VARIANT_N_MEMBERS 20
 
 /**
  * perfmond_aggregator_merge:
@@ -412,7 +414,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   g_autofree ReplyString *names = NULL;
   g_autoptr(GArray) addon_ids = NULL;
   g_autoptr(GHashTable) addon_index_of = NULL;
-  guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations;
+  guint64 *ids, *window_ids, *cpu_times, *blocked_times, *ticks, *durations, *sampled_cpu_times;
   guint32 *kinds, *addon_indexes;
   GVariant *children[SNAPSHOT_VARIANT_N_MEMBERS];
   GVariant *variant;
@@ -522,6 +524,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   blocked_times = g_new (guint64, n_kept);
   ticks = g_new (guint64, n_kept);
   durations = g_new0 (guint64, (gsize) n_kept * PERFMON_N_DURATIONS);
+  sampled_cpu_times = g_new (guint64, n_kept);
   addon_ids = g_array_new (FALSE, FALSE, sizeof (ReplyString));
   addon_index_of = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint32 k = 0; k < n_kept; k++)
@@ -553,7 +556,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
           addon_indexes[k] = GPOINTER_TO_UINT (index);
         }
       cpu_times[k] = run->cpu_time;
-      blocked_times[k] = ticks[k] = 0;
+      blocked_times[k] = ticks[k] = sampled_cpu_times[k] = 0;
       for (guint32 m = 0; m < run->n_members; m++)
         {
           const PerfmonGroupStats *s = member_stats (snapshots, &members[run->first + m]);
@@ -561,6 +564,7 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
 
           blocked_times[k] = add_saturated (blocked_times[k], perfmon_group_stats_get_blocked_time (s));
           ticks[k] = add_saturated (ticks[k], perfmon_group_stats_get_ticks (s));
+          sampled_cpu_times[k] = add_saturated (sampled_cpu_times[k], perfmon_group_stats_get_sampled_cpu_time (s));
           for (guint b = 0; b < PERFMON_N_DURATIONS; b++)
             group_durations[b] = add_saturated (group_durations[b], d[b]);
         }
@@ -585,8 +589,10 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   children[15] = number_column_take (G_VARIANT_TYPE ("at"), ticks, n_kept, sizeof *ticks);
   children[16] = number_column_take (G_VARIANT_TYPE ("at"), durations, (gsize) n_kept * PERFMON_N_DURATIONS,
                                      sizeof *durations);
-  for (guint i = SNAPSHOT_VARIANT_END_COLUMNS; i < SNAPSHOT_VARIANT_N_MEMBERS; i++)
+  for (guint i = SNAPSHOT_VARIANT_END_COLUMNS; i < SNAPSHOT_VARIANT_SAMPLED_COLUMN; i++)
     children[i] = g_variant_get_child_value (header, i);
+  children[SNAPSHOT_VARIANT_SAMPLED_COLUMN] = number_column_take (G_VARIANT_TYPE ("at"), sampled_cpu_times, n_kept,
+                                                                  sizeof *sampled_cpu_times);
   variant = g_variant_ref_sink (g_variant_new_tuple (children, G_N_ELEMENTS (children)));
   for (guint i = 0; i < G_N_ELEMENTS (children); i++)
     g_variant_unref (children[i]);
@@ -598,9 +604,10 @@ perfmond_aggregator_merge (PerfmondAggregator  *self,
   return variant;
 }
 
-/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the forms that libperfmon before 0.3
- * and 0.2 send: the same without the modules, its last member, and without
- * the wall time, the one before. All are read by
+/* PERFMON_SNAPSHOT_VARIANT_TYPE, or the forms that earlier libperfmon
+ * sends: the same without the sampled CPU times, its last member, without
+ * the modules too (before 0.3), and without the wall time too (before
+ * 0.2). All are read by
  * perfmon_snapshot_new_from_variant(), so that perfmond takes the
  * snapshots of older processes on the bus. */
 static gboolean
@@ -609,6 +616,7 @@ is_snapshot_type (GVariant *variant)
   const char *type = g_variant_get_type_string (variant);
 
   return g_str_equal (type, PERFMON_SNAPSHOT_VARIANT_TYPE) ||
+         g_str_equal (type, "(uxxusttatauasatasauatatatatxa(ssts))") ||
          g_str_equal (type, "(uxxusttatauasatasauatatatatx)") ||
          g_str_equal (type, "(uxxusttatauasatasauatatatat)");
 }

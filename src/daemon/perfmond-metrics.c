@@ -104,6 +104,7 @@ typedef struct
   guint64     id;         /* 0 for "(other)" and "(none)" */
   const char *name;
   guint64     cpu_time, blocked_time, ticks;
+  guint64     sampled_cpu_time;   /* add-on groups: estimated, apart */
   guint64     durations[PERFMON_N_DURATIONS];
 } MetricGroup;
 
@@ -144,6 +145,7 @@ collect_groups (PerfmonSnapshot  *snapshot,
       group.cpu_time = perfmon_group_stats_get_cpu_time (s);
       group.blocked_time = perfmon_group_stats_get_blocked_time (s);
       group.ticks = perfmon_group_stats_get_ticks (s);
+      group.sampled_cpu_time = perfmon_group_stats_get_sampled_cpu_time (s);
       memcpy (group.durations, perfmon_group_stats_get_durations (s, NULL), sizeof group.durations);
       kind_cpu += group.cpu_time;
       kind_blocked += group.blocked_time;
@@ -162,6 +164,7 @@ collect_groups (PerfmonSnapshot  *snapshot,
           other.cpu_time += g->cpu_time;
           other.blocked_time += g->blocked_time;
           other.ticks += g->ticks;
+          other.sampled_cpu_time += g->sampled_cpu_time;
           for (guint k = 0; k < PERFMON_N_DURATIONS; k++)
             other.durations[k] += g->durations[k];
         }
@@ -217,8 +220,9 @@ append_header (GString               *out,
 }
 
 /* The samples of one family of @kind: CPU or blocked counters, or the
- * iteration histogram. */
-typedef enum { FAMILY_CPU, FAMILY_BLOCKED, FAMILY_HISTOGRAM } FamilyType;
+ * iteration histogram; for add-on groups, the CPU time estimated by
+ * sampling, a family of its own beside the exact one. */
+typedef enum { FAMILY_CPU, FAMILY_BLOCKED, FAMILY_HISTOGRAM, FAMILY_SAMPLED_CPU } FamilyType;
 
 static void
 append_family (GString                      *out,
@@ -238,6 +242,15 @@ append_family (GString                      *out,
       name = g_strdup_printf ("perfmon_%s_iteration_cpu_seconds", label);
       help = g_strdup_printf ("CPU time of a %s group per main-loop iteration it ran in", label);
       append_header (out, format, name, "histogram", "seconds", help);
+    }
+  else if (type == FAMILY_SAMPLED_CPU)
+    {
+      name = g_strdup_printf ("perfmon_%s_sampled_cpu_seconds", label);
+      help = g_strdup_printf ("CPU time of the %s groups' code outside their own compartments (promise "
+                              "jobs, virtual functions, ...), estimated by sampling the JavaScript stack "
+                              "of long dispatches; not in perfmon_%s_cpu_seconds, which is exact",
+                              label, label);
+      append_header (out, format, name, "counter", "seconds", help);
     }
   else
     {
@@ -262,6 +275,15 @@ append_family (GString                      *out,
         {
           MetricGroup *group = &g_array_index (groups, MetricGroup, j);
 
+          if (type == FAMILY_SAMPLED_CPU)
+            {
+              if (g_str_equal (group->name, "(none)") && group->id == 0)
+                continue;
+              g_string_append_printf (out, "%s_total{", name);
+              append_labels (out, process, label, group);
+              g_string_append_printf (out, "} %.6f\n", group->sampled_cpu_time / 1e6);
+              continue;
+            }
           if (type != FAMILY_HISTOGRAM)
             {
               g_string_append_printf (out, "%s_total{", name);
@@ -336,6 +358,7 @@ perfmond_metrics_write (PerfmondMetrics              *self,
       append_family (out, format, processes, n_processes, kind, FAMILY_CPU);
       append_family (out, format, processes, n_processes, kind, FAMILY_BLOCKED);
     }
+  append_family (out, format, processes, n_processes, PERFMON_GROUP_KIND_ADDON, FAMILY_SAMPLED_CPU);
   append_family (out, format, processes, n_processes, PERFMON_GROUP_KIND_THREAD, FAMILY_HISTOGRAM);
 
   append_header (out, format, "perfmon_hangs", "counter", NULL, "Hangs reported, by process and runnable");

@@ -391,12 +391,25 @@ add_process (PerfmondView                 *self,
       json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_cpu_time (group));
       json_builder_set_member_name (builder, "blocked");
       json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_blocked_time (group));
+      /* An add-on's CPU time estimated by sampling: apart from "cpu",
+       * which is exact. */
+      if (perfmon_group_stats_get_sampled_cpu_time (group) != 0)
+        {
+          json_builder_set_member_name (builder, "sampled_cpu");
+          json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_sampled_cpu_time (group));
+        }
       if (view_group->recent != NULL)
         {
           json_builder_set_member_name (builder, "recent_cpu");
           json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_cpu_time (view_group->recent));
           json_builder_set_member_name (builder, "recent_blocked");
           json_builder_add_int_value (builder, (gint64) perfmon_group_stats_get_blocked_time (view_group->recent));
+          if (perfmon_group_stats_get_sampled_cpu_time (view_group->recent) != 0)
+            {
+              json_builder_set_member_name (builder, "recent_sampled_cpu");
+              json_builder_add_int_value (builder,
+                                          (gint64) perfmon_group_stats_get_sampled_cpu_time (view_group->recent));
+            }
         }
       /* The exceedance histogram since the group began: iterations over
        * 1, 2, 4 … 512 ms. */

@@ -24,6 +24,7 @@
 #include "perfmon-log-event.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
+#include "perfmon-js-sampler-private.h"
 #include "perfmon-js-stack-private.h"
 #include "perfmon-mixed-stack-private.h"
 #include "perfmon-monitor-private.h"
@@ -620,6 +621,7 @@ build_report (PerfmonHangMonitor  *self,
   /* The seed's "thread": the OS thread's name, not the thread group's. */
   g_autofree char *thread_name = _perfmon_thread_name (tid);
   g_autoptr(PerfmonMixedStack) mixed = NULL;
+  g_autoptr(GPtrArray) script_frames = g_ptr_array_new ();   /* mixed's */
   guint n_dropped = 0;
 
   /* The runnable's name first, read without stopping the thread, so that
@@ -689,6 +691,7 @@ build_report (PerfmonHangMonitor  *self,
 
       if (frame->script != NULL)
         {
+          g_ptr_array_add (script_frames, (gpointer) frame->script);
           _perfmon_hang_report_add_label_frame (report, frame->script);
           _perfmon_hang_report_add_pseudo_frame (report, frame->script);
           add_sample_script_frame (sample, frame->script);
@@ -699,6 +702,9 @@ build_report (PerfmonHangMonitor  *self,
           add_sample_native_frame (sample, mixed->modules, frame->info);
         }
     }
+
+  /* Without an add-on's label, its JavaScript frame names it: sampled. */
+  _perfmon_js_sampler_note_hang (report, script_frames);
 
   g_free (captured);
   if (sample_out != NULL)
@@ -835,6 +841,9 @@ typedef struct
   PerfmonHangMonitor  *self;
   PerfmonLoopActivity *activity;
   PerfmonJankSampler  *sampler;
+  /* Samples long stretches' JavaScript stacks for add-ons: see
+   * perfmon-js-sampler.c. */
+  PerfmonJsSampler    *js_sampler;
   Stretch              stretch;
   gint64               grace_end_us;
   /* When the watchdog last woke too late (see wait_for_deadline()): busy
@@ -996,6 +1005,9 @@ stretch_deadline (Watchdog   *watchdog,
     }
   jank_next_us = tick_jank (watchdog->self, watchdog->sampler, stretch->start_us);
   give_jank_stack (watchdog, look);
+  deadline_us = MIN (deadline_us,
+                     _perfmon_js_sampler_deadline (watchdog->js_sampler, look->tid, stretch->index,
+                                                   _perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles)));
   return MIN (deadline_us, jank_next_us);
 }
 
@@ -1043,6 +1055,7 @@ on_deadline (Watchdog   *watchdog,
   Stretch *stretch = &watchdog->stretch;
   gint64 busy_us = now_us - stretch->start_us;
 
+  _perfmon_js_sampler_tick (watchdog->js_sampler, stretch->index, now_us);
   switch (stretch->state)
     {
     case WATCH_BUSY:
@@ -1093,6 +1106,7 @@ watchdog_main (gpointer data)
     .self = self,
     .activity = self->activity,
     .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
+    .js_sampler = _perfmon_js_sampler_new (self->monitor),
     .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
   };
 
@@ -1106,6 +1120,8 @@ watchdog_main (gpointer data)
       gint64 now_us;
 
       look_at_loop (&watchdog, &look);
+      _perfmon_js_sampler_look (watchdog.js_sampler, watchdog.activity, look.phase == PERFMON_LOOP_BUSY,
+                                look.index);
       if (is_hang (&watchdog.stretch) &&
           (look.phase != PERFMON_LOOP_BUSY || look.index != watchdog.stretch.index))
         end_hang (&watchdog);
@@ -1123,6 +1139,7 @@ watchdog_main (gpointer data)
                  (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
   stretch_clear (&watchdog.stretch);
   _perfmon_jank_sampler_free (watchdog.sampler);
+  _perfmon_js_sampler_free (watchdog.js_sampler);
   g_mutex_unlock (&self->work_lock);
 
   return NULL;

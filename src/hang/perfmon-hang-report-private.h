@@ -27,6 +27,10 @@ G_BEGIN_DECLS
  * label that add-on attribution pushes around an add-on's handler (see
  * hang/perfmon-js-site.c): "[add-on ID] SITE". */
 #define PERFMON_ANNOTATION_ADDON "Addon"
+/* Without that label: the add-on of the innermost JavaScript frame of the
+ * report's stack that an add-on rule matches (see
+ * hang/perfmon-js-sampler.c), an attribution by sampling, not exact. */
+#define PERFMON_ANNOTATION_ADDON_SAMPLED "AddonSampled"
 #define PERFMON_ADDON_LABEL_PREFIX "[add-on "
 
 /* The limits of a report: perfmon_hang_report_new_from_json() refuses

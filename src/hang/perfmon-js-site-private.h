@@ -41,6 +41,13 @@ void     _perfmon_js_site_source_attached    (PerfmonMonitor *monitor,
                                               GMainContext   *context);
 gboolean _perfmon_js_site_handler_connected  (PerfmonMonitor *monitor,
                                               GClosure       *closure);
+/* Whether the preload module has called the functions above (JavaScript
+ * add-on attribution runs in this process): long dispatches are then
+ * sampled too (perfmon-js-sampler.c). */
+gboolean    _perfmon_js_site_attribution_running (void);
+/* Whether @dispatch_name (a dispatch's group name, or a handler site's)
+ * is charged to an add-on exactly, by its creation site. Any thread. */
+gboolean    _perfmon_js_site_is_exact            (const char *dispatch_name);
 /* NULL when attribution works in this process, else "off: why". */
 const char *_perfmon_js_site_status          (void);
 

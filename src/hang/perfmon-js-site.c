@@ -71,6 +71,14 @@ static GHashTable *addon_groups;    /* id → PerfmonGroup, held */
 static GHashTable *assigned;        /* source site names done */
 static GHashTable *handler_sites;   /* name → HandlerSite (never freed) */
 
+/* The names of dispatches (sources' groups) and handler sites charged to
+ * an add-on exactly: the sampler of long dispatches skips them (see
+ * perfmon-js-sampler.c). Written here on GJS's thread when a site is
+ * assigned, read by the watchdog thread. */
+static GMutex exact_lock;
+static GHashTable *exact_names;
+static gint attribution_running;
+
 static __thread const char *outer_names[GUARD_NAME_DEPTH];
 static __thread guint guard_depth;
 
@@ -78,6 +86,33 @@ const char *
 _perfmon_js_site_status (void)
 {
   return _perfmon_js_stack_here_status ();
+}
+
+gboolean
+_perfmon_js_site_attribution_running (void)
+{
+  return g_atomic_int_get (&attribution_running) != 0;
+}
+
+static void
+add_exact (const char *name)
+{
+  g_mutex_lock (&exact_lock);
+  if (exact_names == NULL)
+    exact_names = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_hash_table_add (exact_names, g_strdup (name));
+  g_mutex_unlock (&exact_lock);
+}
+
+gboolean
+_perfmon_js_site_is_exact (const char *dispatch_name)
+{
+  gboolean exact;
+
+  g_mutex_lock (&exact_lock);
+  exact = exact_names != NULL && g_hash_table_contains (exact_names, dispatch_name);
+  g_mutex_unlock (&exact_lock);
+  return exact;
 }
 
 static char *
@@ -233,8 +268,11 @@ _perfmon_js_site_source_attached (PerfmonMonitor *monitor,
   GSourceFunc func = NULL;
   gpointer data = NULL;
 
-  if (monitor == NULL || source == NULL ||
-      !_perfmon_automatic_is_default_name (g_source_get_name (source)))
+  if (monitor == NULL)
+    return;
+  if (G_UNLIKELY (g_atomic_int_get (&attribution_running) == 0))
+    g_atomic_int_set (&attribution_running, 1);
+  if (source == NULL || !_perfmon_automatic_is_default_name (g_source_get_name (source)))
     return;
   if (context != NULL && context != perfmon_monitor_get_context (monitor))
     return;
@@ -256,7 +294,10 @@ _perfmon_js_site_source_attached (PerfmonMonitor *monitor,
   /* Fails past max-automatic-groups: the site's dispatches then go to
    * the overflow group, as any source's would. */
   if (perfmon_monitor_assign_automatic_group (monitor, site_name, 0, addon_id, NULL))
-    g_hash_table_add (assigned, g_steal_pointer (&site_name));
+    {
+      add_exact (site_name);
+      g_hash_table_add (assigned, g_steal_pointer (&site_name));
+    }
 }
 
 static void
@@ -303,6 +344,8 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
   g_autofree char *addon_name = NULL;
   HandlerSite *site;
 
+  if (monitor != NULL && G_UNLIKELY (g_atomic_int_get (&attribution_running) == 0))
+    g_atomic_int_set (&attribution_running, 1);
   /* One pair of guards per closure: never one the program set. */
   if (monitor == NULL || closure == NULL || closure->n_guards != 0 || closure->is_invalid ||
       closure->in_marshal)
@@ -333,6 +376,7 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
         site->label = g_intern_string (label);
       }
       g_hash_table_insert (handler_sites, site->name, site);
+      add_exact (site->name);
     }
   g_closure_add_marshal_guards (closure, site, guard_pre, site, guard_post);
   return TRUE;

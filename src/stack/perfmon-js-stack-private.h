@@ -52,4 +52,28 @@ const char *_perfmon_js_stack_here_status (void);
  * never per dispatch. */
 gboolean    _perfmon_js_stack_here (GPtrArray *frames);
 
+/* Bytes of the dispatch name a sample carries, NUL excluded. */
+#define PERFMON_JS_SAMPLE_DISPATCH_MAX 95
+
+/* A sample of a long dispatch, for add-on attribution by sampling (see
+ * hang/perfmon-js-sampler.c), from any thread but the engine's: the same
+ * request as _perfmon_js_stack_capture(), whose answer the engine's thread
+ * writes at its next safe point (a FormatStackDump() and a copy of the
+ * name of what it dispatches: the only work it does for a sample). Waits
+ * at most @timeout_ms. Appends the frames, innermost first, to @frames (of
+ * PerfmonJsFrame), none if no script ran, and stores the name of the
+ * dispatch the thread ran (its group's, "" if none) in @dispatch_name.
+ * FALSE if the engine did not answer in time (the thread runs native
+ * code, or waits for a CPU) or is not set up. */
+gboolean _perfmon_js_stack_sample (guint      timeout_ms,
+                                   GPtrArray *frames,
+                                   char       dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1]);
+
+/* Whether _perfmon_js_stack_prepare() set up the engine's thread. */
+gboolean _perfmon_js_stack_is_prepared (void);
+
+/* The CPU time of the engine's thread (set up by
+ * _perfmon_js_stack_prepare()), ns, read from any thread. */
+gboolean _perfmon_js_stack_thread_cpu_ns (gint64 *cpu_ns);
+
 G_END_DECLS

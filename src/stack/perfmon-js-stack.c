@@ -7,12 +7,15 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "perfmon-js-stack-private.h"
+#include "perfmon-loop-activity-private.h"
 #include "perfmon-symbolizer.h"
 
 /* Design.
@@ -66,6 +69,12 @@ static gboolean pending;           /* a request the callback should serve */
 static guint64 request_serial;
 static guint64 answered_serial;
 static char *answer;               /* FormatStackDump's text, g_malloc'd */
+/* What the thread dispatched when it answered (a sample's), copied by the
+ * callback: no allocation. */
+static char answer_dispatch[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1];
+/* The engine's thread's CPU clock, set with the callback. */
+static clockid_t registered_clock;
+static gboolean have_registered_clock;
 
 static gboolean
 resolve (void)
@@ -100,12 +109,23 @@ on_interrupt (JSContext *cx)
   if (pending && cx == registered)
     {
       guint64 serial = request_serial;
+      const char *dispatching = _perfmon_current_dispatch_name;
+      gsize n = 0;
 
       pending = FALSE;
       g_mutex_unlock (&lock);
       /* No arguments, locals nor properties: nothing that runs script. */
       js.format_stack_dump (&dump, cx, false, false, false);
       g_mutex_lock (&lock);
+      /* The name is the dispatch's group's (or a handler site's), alive
+       * while it runs: copied here, on its thread, under the lock. */
+      if (dispatching != NULL)
+        while (n < PERFMON_JS_SAMPLE_DISPATCH_MAX && dispatching[n] != '\0')
+          {
+            answer_dispatch[n] = dispatching[n];
+            n++;
+          }
+      answer_dispatch[n] = '\0';
       g_free (answer);
       answer = g_strdup (dump != NULL ? dump : "");
       answered_serial = serial;
@@ -135,7 +155,10 @@ _perfmon_js_stack_prepare (void)
   if (cx != NULL && registered == NULL)
     {
       if (js.add_interrupt_callback (cx, on_interrupt))
-        registered = cx;
+        {
+          registered = cx;
+          have_registered_clock = pthread_getcpuclockid (pthread_self (), &registered_clock) == 0;
+        }
     }
   g_mutex_unlock (&lock);
 }
@@ -262,20 +285,23 @@ _perfmon_js_frame_free (gpointer data)
   g_free (frame);
 }
 
-gboolean
-_perfmon_js_stack_capture (guint       timeout_ms,
-                           GPtrArray  *frames,
-                           char      **reason)
+/* Asks the engine's thread for its stack dump (see the top); TRUE with
+ * *@text (g_malloc'd) and @dispatch_out (if not NULL, at least
+ * PERFMON_JS_SAMPLE_DISPATCH_MAX + 1 bytes) the name of what it
+ * dispatched; FALSE with *@reason NULL (no GJS) or why not. */
+static gboolean
+request_dump (guint   timeout_ms,
+              char  **text_out,
+              char   *dispatch_out,
+              char  **reason)
 {
   gint64 deadline_us = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   guint64 serial;
-  g_autofree char *text = NULL;
-  g_autoptr(GPtrArray) inner_first = NULL;
-  g_auto(GStrv) lines = NULL;
   GjsContext *gjs;
   JSContext *cx;
 
   *reason = NULL;
+  *text_out = NULL;
   if (!resolve () || (gjs = js.gjs_current ()) == NULL)
     return FALSE;
 
@@ -303,17 +329,35 @@ _perfmon_js_stack_capture (guint       timeout_ms,
     if (!g_cond_wait_until (&cond, &lock, deadline_us))
       break;
   if (answered_serial == serial)
-    text = g_steal_pointer (&answer);
+    {
+      *text_out = g_steal_pointer (&answer);
+      if (dispatch_out != NULL)
+        memcpy (dispatch_out, answer_dispatch, sizeof answer_dispatch);
+    }
   else
     pending = FALSE;   /* a late interrupt answers nothing */
   g_mutex_unlock (&lock);
 
-  if (text == NULL)
+  if (*text_out == NULL)
     {
       *reason = g_strdup_printf ("the JavaScript engine did not reach a safe point within %u ms "
                                  "(the thread runs native code)", timeout_ms);
       return FALSE;
     }
+  return TRUE;
+}
+
+gboolean
+_perfmon_js_stack_capture (guint       timeout_ms,
+                           GPtrArray  *frames,
+                           char      **reason)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(GPtrArray) inner_first = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!request_dump (timeout_ms, &text, NULL, reason))
+    return FALSE;
 
   inner_first = g_ptr_array_new_with_free_func (g_free);
   lines = g_strsplit (text, "\n", -1);
@@ -330,4 +374,54 @@ _perfmon_js_stack_capture (guint       timeout_ms,
   for (guint i = inner_first->len; i-- > 0;)
     g_ptr_array_add (frames, g_strdup (g_ptr_array_index (inner_first, i)));
   return TRUE;
+}
+
+gboolean
+_perfmon_js_stack_sample (guint      timeout_ms,
+                          GPtrArray *frames,
+                          char       dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1])
+{
+  g_autofree char *text = NULL;
+  g_autofree char *reason = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  dispatch_name[0] = '\0';
+  if (!request_dump (timeout_ms, &text, dispatch_name, &reason))
+    return FALSE;
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      PerfmonJsFrame *frame = g_new0 (PerfmonJsFrame, 1);
+
+      if (parse_frame_parts (lines[i], &frame->function, &frame->file, &frame->line))
+        g_ptr_array_add (frames, frame);
+      else
+        g_free (frame);
+    }
+  return TRUE;
+}
+
+gboolean
+_perfmon_js_stack_thread_cpu_ns (gint64 *cpu_ns)
+{
+  struct timespec ts;
+  gboolean ok;
+
+  g_mutex_lock (&lock);
+  ok = have_registered_clock && registered != NULL && clock_gettime (registered_clock, &ts) == 0;
+  g_mutex_unlock (&lock);
+  if (ok)
+    *cpu_ns = (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+  return ok;
+}
+
+gboolean
+_perfmon_js_stack_is_prepared (void)
+{
+  gboolean prepared;
+
+  g_mutex_lock (&lock);
+  prepared = registered != NULL;
+  g_mutex_unlock (&lock);
+  return prepared;
 }

@@ -315,8 +315,9 @@ compare_cpu (gconstpointer a,
 {
   const PerfmonGroupStats *sa = *(PerfmonGroupStats * const *) a;
   const PerfmonGroupStats *sb = *(PerfmonGroupStats * const *) b;
-  guint64 ca = perfmon_group_stats_get_cpu_time (sa);
-  guint64 cb = perfmon_group_stats_get_cpu_time (sb);
+  /* An add-on's CPU time charged by sampling counts in its rank. */
+  guint64 ca = perfmon_group_stats_get_cpu_time (sa) + perfmon_group_stats_get_sampled_cpu_time (sa);
+  guint64 cb = perfmon_group_stats_get_cpu_time (sb) + perfmon_group_stats_get_sampled_cpu_time (sb);
 
   if (ca != cb)
     return ca < cb ? 1 : -1;
@@ -362,6 +363,8 @@ append_count (GString *out,
  * allows; the rest of a row is REST_WIDTH columns. */
 #define MIN_NAME_WIDTH 18
 #define REST_WIDTH (1 + 6 + 1 + 6 + 1 + 6 + PERFMON_N_DURATIONS * 4)
+/* The column of CPU time charged by sampling, shown when a group has some. */
+#define SAMPLED_WIDTH (1 + 6)
 
 /* The columns the table may use: the terminal's, or $COLUMNS, or no
  * limit (0) when the output is a file or a pipe. */
@@ -510,6 +513,7 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
   guint rows;
   guint width = output_width ();
   guint name_width = MIN_NAME_WIDTH;
+  gboolean any_sampled = FALSE;
 
   if (flags & PERFMON_TOOL_TABLE_HIDE_IDLE)
     for (guint i = groups->len; i-- > 0;)
@@ -519,6 +523,8 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
           n_hidden++;
         }
   rows = max_rows > 0 ? MIN (max_rows, groups->len) : groups->len;
+  for (guint i = 0; i < rows; i++)
+    any_sampled |= perfmon_group_stats_get_sampled_cpu_time (g_ptr_array_index (groups, i)) != 0;
 
   /* As wide as the longest name, within the width (less one column: a
    * terminal wraps a line that fills the last one). */
@@ -529,13 +535,19 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
       name_width = MAX (name_width, (guint) g_utf8_strlen (g_ptr_array_index (names, i), -1));
     }
   if (width > 0)
-    name_width = MIN (name_width, MAX (MIN_NAME_WIDTH, width - 1 > REST_WIDTH ? width - 1 - REST_WIDTH : 0));
+    {
+      guint rest = REST_WIDTH + (any_sampled ? SAMPLED_WIDTH : 0);
 
-  g_print ("%*s  iterations over N ms of CPU\n", (int) name_width + 1 + 6 + 1 + 6 + 1 + 6, "");
-  g_print ("%-*s %-6s %6s %6s   1   2   4   8  16  32  64 128 256 512\n",
+      name_width = MIN (name_width, MAX (MIN_NAME_WIDTH, width - 1 > rest ? width - 1 - rest : 0));
+    }
+
+  g_print ("%*s  iterations over N ms of CPU\n",
+           (int) name_width + 1 + 6 + 1 + 6 + 1 + 6 + (any_sampled ? SAMPLED_WIDTH : 0), "");
+  g_print ("%-*s %-6s %6s %6s%s   1   2   4   8  16  32  64 128 256 512\n",
            (int) name_width, "GROUP", "KIND",
            percent ? "CPU%" : "CPU s",
-           percent ? "BLK%" : "BLK s");
+           percent ? "BLK%" : "BLK s",
+           !any_sampled ? "" : percent ? "  ~CPU%" : " ~CPU s");
 
   for (guint i = 0; i < rows; i++)
     {
@@ -558,10 +570,24 @@ perfmon_tool_print_table_full (PerfmonSnapshot      *snapshot,
         g_string_append_printf (line, "%6.1f %6.1f", 100.0 * cpu / interval_us, 100.0 * blocked / interval_us);
       else
         g_string_append_printf (line, "%6.2f %6.2f", cpu / G_USEC_PER_SEC, blocked / G_USEC_PER_SEC);
+      if (any_sampled)
+        {
+          double sampled = (double) perfmon_group_stats_get_sampled_cpu_time (stats);
+
+          if (perfmon_group_stats_get_kind (stats) != PERFMON_GROUP_KIND_ADDON)
+            g_string_append (line, "       ");
+          else if (percent)
+            g_string_append_printf (line, " %6.1f", 100.0 * sampled / interval_us);
+          else
+            g_string_append_printf (line, " %6.2f", sampled / G_USEC_PER_SEC);
+        }
       for (guint d = 0; d < PERFMON_N_DURATIONS; d++)
         append_count (line, durations[d]);
       g_print ("%s\n", line->str);
     }
+  if (any_sampled)
+    g_print ("(CPU: measured exactly; ~CPU: an add-on's code elsewhere, estimated by sampling "
+             "long dispatches)\n");
   if (rows < groups->len)
     g_print ("(%u more groups)\n", groups->len - rows);
   if (n_hidden > 0)
@@ -594,6 +620,10 @@ perfmon_tool_table_to_json (PerfmonSnapshot *snapshot,
 
       json_object_set_double_member (group, "cpu_percent", 100.0 * cpu / interval_us);
       json_object_set_double_member (group, "blocked_percent", 100.0 * blocked / interval_us);
+      if (json_object_has_member (group, "sampled_cpu_time"))
+        json_object_set_double_member (group, "sampled_cpu_percent",
+                                       100.0 * (double) json_object_get_int_member (group, "sampled_cpu_time") /
+                                       interval_us);
     }
   return root;
 }

@@ -247,6 +247,15 @@ print_report (const char        *id,
   if (perfmon_hang_report_get_remote_type (report) != NULL)
     g_print (" (%s)", perfmon_hang_report_get_remote_type (report));
   g_print ("\n");
+  /* The add-on, and how it is known (doc/addons.md): the annotations
+   * "Addon" (its handler's label: exact) and "AddonSampled" (its
+   * JavaScript frame on the hung stack: sampled). */
+  if (perfmon_hang_report_get_annotation (report, "Addon") != NULL)
+    g_print ("Add-on: %s (exact: the hang is in its handler)\n",
+             perfmon_hang_report_get_annotation (report, "Addon"));
+  else if (perfmon_hang_report_get_annotation (report, "AddonSampled") != NULL)
+    g_print ("Add-on: %s (sampled: its JavaScript code was on the hung stack)\n",
+             perfmon_hang_report_get_annotation (report, "AddonSampled"));
 
   if (keys[0] != NULL)
     g_print ("\nAnnotations:\n");

@@ -18,7 +18,7 @@ imports.searchPath.unshift(GLib.path_get_dirname(System.programPath));
 const {assert, assertEqual, runTests} = imports.testRunner;
 
 const N_DURATIONS = 10;
-const VARIANT_TYPE = '(uxxusttatauasatasauatatatatxa(ssts))';
+const VARIANT_TYPE = '(uxxusttatauasatasauatatatatxa(ssts)at)';
 
 function assertThrowsPerfmon(fn, code, fieldName) {
     let error = null;

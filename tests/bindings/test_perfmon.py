@@ -25,7 +25,7 @@ gi.require_version('Perfmon', '1')
 from gi.repository import GLib, Perfmon  # noqa: E402
 
 N_DURATIONS = 10
-VARIANT_TYPE = '(uxxusttatauasatasauatatatatxa(ssts))'
+VARIANT_TYPE = '(uxxusttatauasatasauatatatatxa(ssts)at)'
 
 
 def burn(seconds):
@@ -894,11 +894,12 @@ class TestSnapshot(PerfmonTestCase):
                             .equal(variant))
 
         (version, timestamp, interval, pid, name, utime, stime, ids, kinds, names, window_ids,
-         addon_ids, addon_indexes, cpu_times, blocked_times, ticks, durations, wall_time, modules) = \
-            newer.to_variant().unpack()
+         addon_ids, addon_indexes, cpu_times, blocked_times, ticks, durations, wall_time, modules,
+         sampled_cpu_times) = newer.to_variant().unpack()
         self.assertEqual(wall_time, newer.get_wall_time())
         # A monitor's own snapshot: modules are recorded by who exports it.
         self.assertEqual(modules, [])
+        self.assertEqual(len(sampled_cpu_times), len(ids))
         self.assertEqual(version, 1)
         self.assertEqual(timestamp, newer.get_timestamp())
         self.assertEqual(pid, os.getpid())

@@ -52,6 +52,13 @@ class HangReportsCliTest(BusTestCase):
                 if case['field'] is None:
                     self.assertExit(result, 0)
                     self.assertIn('Hang %s:' % case['name'], result.stdout)
+                    # Issue 24: the add-on, said to be exact or sampled.
+                    if case['name'] == 'addon-exact':
+                        self.assertIn('Add-on: slow@test (exact', result.stdout)
+                    elif case['name'] == 'addon-sampled':
+                        self.assertIn('Add-on: promise@test (sampled', result.stdout)
+                    else:
+                        self.assertNotIn('Add-on:', result.stdout)
                 else:
                     self.assertExit(result, 1)
                     self.assertIn('hang %s: %s' % (case['name'], case['field']), result.stderr)

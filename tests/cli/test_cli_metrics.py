@@ -55,6 +55,19 @@ class MetricsTest(BusTestCase):
             self.assertIn('# TYPE perfmon_%s_blocked_seconds_total counter' % kind, text)
         self.assertIn('# TYPE perfmon_process_cpu_seconds_total counter', text)
         self.assertIn('# TYPE perfmon_thread_iteration_cpu_seconds histogram', text)
+        # An add-on's CPU estimated by sampling: a family of its own, whose
+        # help says it is not the exact one; the example's add-ons (C code,
+        # charged exactly) have none.
+        self.assertIn('# TYPE perfmon_addon_sampled_cpu_seconds_total counter', text)
+        help_line = [line for line in text.splitlines()
+                     if line.startswith('# HELP perfmon_addon_sampled_cpu_seconds_total ')]
+        self.assertEqual(len(help_line), 1, text)
+        self.assertIn('sampling', help_line[0])
+        self.assertIn('exact', help_line[0])
+        for line in text.splitlines():
+            if line.startswith('perfmon_addon_sampled_cpu_seconds_total{'):
+                self.assertEqual(float(line.rsplit(' ', 1)[1]), 0.0, line)
+                self.assertNotIn('"(none)"', line)
         self.assertIn('perfmond_processes 1', text)
         self.assertIn('pid="%d"' % example.pid, text)
         # Buckets are cumulative and end with +Inf = _count.

@@ -2,7 +2,7 @@
 # test_cli_run_addons.py: a GJS program's "extensions" (laid out as GNOME
 # Shell's, under $XDG_DATA_HOME/gnome-shell/extensions) are add-on groups,
 # charged exactly what each burnt, by creation site (issue 24, points 1, 2,
-# 3 and 5)
+# 3 and 5), and what runs in promise jobs, by sampling (point 4)
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -25,6 +25,7 @@ NAMES = {
     'burner@perfmon.test': 'CPU Burner',
     'helper-burner@perfmon.test': 'Helper Burner',
     'slow-handler@perfmon.test': 'Slow Handler',
+    'promise-burner@perfmon.test': 'Promise Burner',
     'calm@perfmon.test': 'Calm',
 }
 
@@ -68,6 +69,51 @@ class AddonsTest(CliTestCase):
         # and handler), far under a millisecond a second.
         self.assertLess(addons['calm@perfmon.test']['cpu_time'], 5000)
 
+        # Point 4: the promise burner's CPU runs in GJS's promise job queue,
+        # which no creation site of its own covers: charged by sampling,
+        # within 15 %, and said to be sampled (a member of its own). What
+        # is charged exactly is never sampled again: the other add-ons
+        # have next to no sampled CPU.
+        uuid = 'promise-burner@perfmon.test'
+        self.assertGreater(burnt[uuid], 100000, burnt)
+        sampled = {u: g.get('sampled_cpu_time', 0) for u, g in addons.items()}
+        print('burnt (µs):', burnt, 'exact (µs):', {u: g['cpu_time'] for u, g in addons.items()},
+              'sampled (µs):', sampled)
+        self.assertLess(abs(sampled[uuid] - burnt[uuid]), 0.15 * burnt[uuid],
+                        '%s: sampled %d µs, burnt %d µs (sampled: %s)' % (uuid, sampled[uuid], burnt[uuid], sampled))
+        self.assertLess(addons[uuid]['cpu_time'], 0.15 * burnt[uuid])
+        for other in BURNERS:
+            self.assertLess(sampled[other], 0.15 * burnt[other], sampled)
+        self.assertLess(sampled['calm@perfmon.test'], 5000, sampled)
+        # Exact groups carry no sampled member.
+        for group in groups:
+            if group['kind'] != 'addon':
+                self.assertNotIn('sampled_cpu_time', group)
+
+        # The table (perfmon diff of the run, from nothing) shows the
+        # sampled CPU in a column of its own, ~CPU, and says what it is.
+        newer = data['snapshot']
+        older = json.loads(json.dumps(newer))
+        older['timestamp'] = max(0, newer['timestamp'] - 1000)
+        for group in older['groups']:
+            for key in ('cpu_time', 'blocked_time', 'ticks'):
+                group[key] = 0
+            group['durations'] = [0] * len(group['durations'])
+            group.pop('sampled_cpu_time', None)
+        for name, snapshot in (('older.json', older), ('newer.json', newer)):
+            with open(self.path(name), 'w') as f:
+                json.dump(snapshot, f)
+        result = self.perfmon('diff', self.path('older.json'), self.path('newer.json'))
+        self.assertExit(result, 0)
+        self.assertIn('~CPU s', result.stdout)
+        self.assertIn('~CPU: an add-on', result.stdout)
+        row = [line for line in result.stdout.splitlines() if line.startswith('Promise Burner ')]
+        self.assertEqual(len(row), 1, result.stdout)
+        # GROUP KIND CPU BLK ~CPU: the exact figure, then the sampled one.
+        fields = row[0].split()
+        self.assertEqual(fields[2], 'add-on', row)
+        self.assertAlmostEqual(float(fields[5]), sampled[uuid] / 1e6, delta=0.006)
+
         # Point 3: each site is a group named after its JS function and
         # place, in the add-on (made directly, through setInterval, through
         # imports.mainloop: the helpers' frames are skipped).
@@ -97,6 +143,15 @@ class AddonsTest(CliTestCase):
             # the report says which add-on.
             self.assertIn('slow-handler@perfmon.test/extension.js', hang['runnableName'])
             self.assertIn(['Addon', 'slow-handler@perfmon.test'], hang['annotations'])
+        # Point 4: the promise burner's hang (a job that blocks 250 ms) has
+        # no label of an add-on: its JavaScript stack names it, as an
+        # attribution by sampling (AddonSampled, never the exact Addon).
+        sampled = [h for h in data['hangs']
+                   if ['AddonSampled', 'promise-burner@perfmon.test'] in h['annotations']]
+        self.assertTrue(sampled, json.dumps([(h['runnableName'], h['annotations']) for h in data['hangs']],
+                                            indent=1)[:3000])
+        for hang in sampled:
+            self.assertNotIn('Addon', [key for key, _ in hang['annotations']])
 
     def test_addon_path_option(self):
         # --addon-path PREFIX=NAME: a fixed add-on, more specific than the

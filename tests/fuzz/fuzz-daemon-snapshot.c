@@ -24,7 +24,7 @@
 #define MAX_GROUPS 1000
 
 /* The wall time's member in PERFMON_SNAPSHOT_VARIANT_TYPE: the one
- * before the modules, the last. */
+ * before the modules and the sampled CPU times. */
 #define WALL_TIME_MEMBER 17
 
 /* Two aggregates of the same snapshots: equal but for their wall time,

@@ -3,8 +3,11 @@
 # four test extensions (issue 24): a CPU burner in a GLib timeout it makes
 # itself, one that burns through the shell's JS helpers (imports.mainloop),
 # a slow handler of a signal the shell emits (its own GSettings'
-# "changed"), a calm one. Each burner's CPU is charged to its add-on group
-# within 15 % of what it measured itself; the slow handler's hang names its
+# "changed"), a promise-heavy one (async code awaiting resolved promises,
+# burning 30 ms every 100 ms in GJS's promise job queue), a calm one. Each
+# burner's CPU is charged to its add-on group within 15 % of what it
+# measured itself (the promise burner's by sampling the JavaScript stack of
+# long dispatches, said to be sampled); the slow handler's hang names its
 # extension and its site; the calm one is charged about nothing. Skips only
 # where gnome-shell is not installed.
 #
@@ -95,6 +98,39 @@ function disable() {
 }
 ''')
 
+PROMISE_BURNER = extension('promise-burner@perfmon.test', 'Promise Burner', '''
+let running = false;
+let timer = 0;
+function init() {}
+function sleep(ms) {
+    return new Promise(resolve => {
+        timer = GLib.timeout_add(GLib.PRIORITY_DEFAULT, ms, () => {
+            timer = 0;
+            resolve();
+            return GLib.SOURCE_REMOVE;
+        });
+    });
+}
+async function work() {
+    while (running) {
+        await sleep(70);
+        for (let i = 0; i < 6 && running; i++) {
+            await Promise.resolve();
+            burn('promise-burner@perfmon.test', 5);
+        }
+    }
+}
+function enable() {
+    running = true;
+    work().catch(logError);
+}
+function disable() {
+    running = false;
+    if (timer !== 0)
+        GLib.source_remove(timer);
+}
+''')
+
 CALM = extension('calm@perfmon.test', 'Calm', '''
 let id = 0;
 function init() {}
@@ -113,7 +149,7 @@ class ShellExtensionsTest(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix='perfmon-shell-ext-')
         summary = os.path.join(tmp, 'summary.json')
         with GnomeShellSession(perfmon_args=['--summary', summary, '--threshold', '250'],
-                               extensions=[BURNER, HELPER_BURNER, SLOW_HANDLER, CALM]) as shell:
+                               extensions=[BURNER, HELPER_BURNER, SLOW_HANDLER, PROMISE_BURNER, CALM]) as shell:
             env = dict(shell.env, DBUS_SESSION_BUS_ADDRESS=shell.session_bus_address)
             time.sleep(SECONDS / 2)
             # The shell's own GSettings emits "changed" in the shell.
@@ -146,6 +182,22 @@ class ShellExtensionsTest(unittest.TestCase):
                             '%s: charged %d µs, burnt %d µs' % (uuid, addons[uuid]['cpu_time'], burnt[uuid]))
         if 'calm@perfmon.test' in addons:
             self.assertLess(addons['calm@perfmon.test']['cpu_time'], 0.001 * SECONDS * 1e6)
+            self.assertLess(addons['calm@perfmon.test'].get('sampled_cpu_time', 0), 0.001 * SECONDS * 1e6)
+
+        # The promise burner: its CPU runs in promise jobs, charged by
+        # sampling (its own member, sampled_cpu_time), within 15 %; what
+        # an add-on is charged exactly is not sampled again.
+        sampled = {k: v.get('sampled_cpu_time', 0) for k, v in addons.items()}
+        print('sampled (µs):', sampled)
+        uuid = 'promise-burner@perfmon.test'
+        self.assertIn(uuid, addons, (sorted(addons), log[-3000:]))
+        self.assertEqual(addons[uuid]['name'], 'Promise Burner')
+        self.assertGreater(burnt.get(uuid, 0), 1000000, burnt)
+        self.assertLess(abs(sampled[uuid] - burnt[uuid]), 0.15 * burnt[uuid],
+                        '%s: sampled %d µs, burnt %d µs' % (uuid, sampled[uuid], burnt[uuid]))
+        self.assertLess(addons[uuid]['cpu_time'], 0.15 * burnt[uuid])
+        for other in ('burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test'):
+            self.assertLess(sampled[other], 0.15 * burnt[other], sampled)
 
         # A hang is described as it was caught (its stack, labels and
         # annotations are taken at the threshold): one caught while the

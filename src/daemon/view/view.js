@@ -119,8 +119,20 @@ class GroupItem {
     const blocked = interval > 0 && g.recent_blocked !== undefined ? g.recent_blocked / interval : NaN;
     const durations = g.durations || [];
     setText(this.kind, String(g.kind));
+    // An add-on's code outside its compartments: estimated by sampling,
+    // shown apart from the exact CPU column, after the name (by the style
+    // sheet, from data-sampled: the name's text stays the name).
+    const sampled = interval > 0 && g.recent_sampled_cpu !== undefined
+      ? `+${percent(g.recent_sampled_cpu / interval)} sampled` : '';
     setText(this.name, String(g.name));
-    setAttr(this.name, 'title', String(g.name));
+    setAttr(this.name, 'title', sampled
+      ? `${g.name}\n${sampled}: CPU estimated by sampling the JavaScript stack of long dispatches ` +
+        '(promise jobs, virtual functions …), not measured exactly'
+      : String(g.name));
+    if (sampled)
+      setAttr(this.name, 'data-sampled', sampled);
+    else if (this.name.hasAttribute('data-sampled'))
+      this.name.removeAttribute('data-sampled');
     setAttr(this.line, 'points', sparkPoints(g.spark || [], GROUP_SPARK_POINTS));
     setText(this.cpu, percent(cpu));
     setText(this.blocked, percent(blocked));

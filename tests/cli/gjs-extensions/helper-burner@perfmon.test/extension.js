@@ -26,3 +26,8 @@ export function disable() {
     Mainloop.source_remove(id);
     return burnt;
 }
+
+// The CPU burnt so far (ns), for the program to know when it has enough.
+export function burntSoFar() {
+    return burnt;
+}

@@ -1,0 +1,334 @@
+/* perfmon-js-sampler.c: add-on attribution by sampling the JavaScript
+ * stack of long dispatches (issue 24, point 4)
+ *
+ * SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Design (doc/addons.md, "Attribution by sampling"). Creation sites
+ * (perfmon-js-site.c) charge an add-on exactly for the sources it makes
+ * and the handlers it connects. Its code also runs where it made nothing:
+ * promise jobs (GjsPromiseJobQueueSource), virtual functions, paint and
+ * allocation in the frame clock, D-Bus methods, garbage collection. Those
+ * run inside someone else's dispatch, which only the JavaScript stack
+ * tells apart.
+ *
+ * So the hang monitor's watchdog thread, which already follows each busy
+ * stretch of the loop with a deadline, samples a stretch that runs
+ * PERFMON_JS_SAMPLE_AFTER_MS or more, every PERFMON_JS_SAMPLE_EVERY_MS
+ * until it ends:
+ * - it reads the thread's CPU clock (from here: clock_gettime() on the
+ *   thread's clock id);
+ * - it asks the engine for its stack (_perfmon_js_stack_sample(): the
+ *   interrupt callback the hang reports use). The watched thread's only
+ *   work is the engine's stack dump (JS::FormatStackDump(), which
+ *   allocates: the public API offers no other walk) and a copy of the
+ *   name of what it dispatches into a static buffer, at its next safe
+ *   point, and only in a stretch already PERFMON_JS_SAMPLE_AFTER_MS long,
+ *   at most once per PERFMON_JS_SAMPLE_EVERY_MS: never in a short one;
+ * - here, on the watchdog: the frames are parsed, the innermost one that
+ *   an add-on rule matches names the add-on (perfmon_addon_rule_match()),
+ *   and the CPU time the thread used since the previous sample (for the
+ *   first, since the stretch began, scaled from when the watchdog began
+ *   following it) goes to that add-on group's sampled CPU time
+ *   (_perfmon_monitor_add_sampled_cpu_time(), apart from its exact CPU
+ *   time). When the stretch is over, its last part (from the last sample
+ *   to its end, at most the CPU time used since) goes where the last
+ *   sample went.
+ *
+ * A dispatch already charged to an add-on exactly (a source or handler of
+ * its creation site: _perfmon_js_site_is_exact()) is not sampled: its
+ * name, read from the thread's memory first (as a hang's runnable is), or
+ * that the engine's answer gives, says so, and the interval charges
+ * nothing: exact figures are never counted twice. A sample without JavaScript (the thread in native code
+ * past the timeout) or without an add-on frame charges nothing either.
+ */
+#define _GNU_SOURCE 1
+
+#include "config.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "perfmon-addon-rules.h"
+#include "perfmon-clock-private.h"
+#include "perfmon-hang-report-private.h"
+#include "perfmon-js-sampler-private.h"
+#include "perfmon-js-site-private.h"
+#include "perfmon-js-stack-private.h"
+#include "perfmon-monitor-private.h"
+#include "perfmon-stack-capture-private.h"
+
+struct _PerfmonJsSampler
+{
+  PerfmonMonitor *monitor;       /* the hang monitor's, which outlives us */
+  GHashTable     *addon_groups;  /* id → PerfmonGroup, held */
+
+  /* What the thread dispatches, read from its memory before a sample. */
+  PerfmonCapturedStack *named;
+
+  /* The followed stretch. */
+  gboolean        following;
+  gint64          tid;
+  guint64         index;
+  gint64          start_us;      /* monotonic, when it began */
+  gint64          follow_us;     /* when the sampler began following it */
+  gint64          follow_cpu_ns; /* the thread's CPU time then */
+  guint           n_samples;
+  gint64          last_us;       /* the last sample's, monotonic */
+  gint64          last_cpu_ns;
+  PerfmonGroup   *last_addon;    /* where the last sample went, or NULL */
+  gint64          next_us;
+  /* The part of the stretch before the sampler saw it, when it saw it
+   * only at the first sample: charged to @unseen_addon at the rate of the
+   * next interval. */
+  gint64          unseen_us;
+  PerfmonGroup   *unseen_addon;
+  /* CPU time of intervals whose sample got no answer (the thread in
+   * native code, or waiting for a CPU): it goes with the next answer. */
+  gint64          carried_ns;
+};
+
+PerfmonJsSampler *
+_perfmon_js_sampler_new (PerfmonMonitor *monitor)
+{
+  PerfmonJsSampler *self = g_new0 (PerfmonJsSampler, 1);
+
+  self->monitor = monitor;
+  self->addon_groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  self->named = g_new0 (PerfmonCapturedStack, 1);
+  return self;
+}
+
+void
+_perfmon_js_sampler_free (PerfmonJsSampler *self)
+{
+  if (self == NULL)
+    return;
+  g_hash_table_unref (self->addon_groups);
+  g_free (self->named);
+  g_free (self);
+}
+
+static void
+charge (PerfmonJsSampler *self,
+        PerfmonGroup     *addon,
+        gint64            cpu_ns)
+{
+  if (addon != NULL && cpu_ns > 0)
+    _perfmon_monitor_add_sampled_cpu_time (self->monitor, addon, (guint64) (cpu_ns + 500) / 1000);
+}
+
+/* An interval of @wall_us in which the thread used @cpu_ns: the rate at
+ * which the unseen start of the stretch is charged, if it waits. */
+static void
+charge_unseen (PerfmonJsSampler *self,
+               gint64            cpu_ns,
+               gint64            wall_us)
+{
+  /* Waits for a sample that answered. */
+  if (self->unseen_addon == NULL)
+    return;
+  if (self->unseen_us > 0 && wall_us > 0)
+    charge (self, self->unseen_addon,
+            (gint64) ((double) self->unseen_us * 1000.0 * MIN (1.0, (double) cpu_ns / ((double) wall_us * 1000.0))));
+  self->unseen_us = 0;
+  self->unseen_addon = NULL;
+}
+
+void
+_perfmon_js_sampler_look (PerfmonJsSampler    *self,
+                          PerfmonLoopActivity *activity,
+                          gboolean             busy,
+                          guint64              index)
+{
+  guint64 end;
+  gint64 cpu_ns;
+
+  if (!self->following || (busy && index == self->index))
+    return;
+  self->following = FALSE;
+  if (self->n_samples == 0 || (self->last_addon == NULL && self->unseen_addon == NULL) ||
+      __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - self->index >= PERFMON_LOOP_RECENT_STRETCHES / 2)
+    return;
+  /* The stretch's end, from the thread's own timestamp: the watchdog
+   * notices it a deadline later, when the thread may be in the next. */
+  end = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, self->index)->end, __ATOMIC_ACQUIRE);
+  if (end == 0 || !_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
+    return;
+  {
+    gint64 tail_us = _perfmon_clock_cycles_to_monotonic_us (end) - self->last_us;
+    gint64 used_ns = MIN (cpu_ns - self->last_cpu_ns, tail_us * 1000);
+
+    charge (self, self->last_addon, used_ns + self->carried_ns);
+    charge_unseen (self, used_ns, tail_us);
+  }
+}
+
+gint64
+_perfmon_js_sampler_deadline (PerfmonJsSampler *self,
+                              gint64            tid,
+                              guint64           index,
+                              gint64            start_us)
+{
+  if (self->following && self->index == index)
+    return self->next_us;
+  /* The engine runs on the main thread (see _perfmon_js_stack_prepare()). */
+  if (tid != (gint64) getpid () || !_perfmon_js_site_attribution_running () ||
+      !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
+    return G_MAXINT64;
+  self->following = TRUE;
+  self->tid = tid;
+  self->index = index;
+  self->start_us = start_us;
+  self->follow_us = g_get_monotonic_time ();
+  self->n_samples = 0;
+  self->last_addon = NULL;
+  self->unseen_us = 0;
+  self->unseen_addon = NULL;
+  self->carried_ns = 0;
+  self->next_us = start_us + PERFMON_JS_SAMPLE_AFTER_MS * 1000;
+  return self->next_us;
+}
+
+/* The add-on of the innermost frame an add-on rule matches, or NULL. */
+static PerfmonGroup *
+find_addon (PerfmonJsSampler *self,
+            GPtrArray        *frames)
+{
+  for (guint i = 0; i < frames->len; i++)
+    {
+      const PerfmonJsFrame *frame = g_ptr_array_index (frames, i);
+      g_autofree char *id = NULL;
+      g_autofree char *name = NULL;
+      PerfmonGroup *group;
+
+      if (!perfmon_addon_rule_match (frame->file, &id, &name, NULL))
+        continue;
+      group = g_hash_table_lookup (self->addon_groups, id);
+      if (group == NULL && g_hash_table_size (self->addon_groups) < PERFMON_JS_SAMPLE_MAX_ADDONS)
+        {
+          group = perfmon_monitor_get_addon_group (self->monitor, id, name);
+          g_hash_table_insert (self->addon_groups, g_steal_pointer (&id), group);
+        }
+      return group;
+    }
+  return NULL;
+}
+
+void
+_perfmon_js_sampler_tick (PerfmonJsSampler *self,
+                          guint64           index,
+                          gint64            now_us)
+{
+  g_autoptr(GPtrArray) frames = NULL;
+  char dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1];
+  PerfmonGroup *addon = NULL;
+  gint64 cpu_ns, used_ns;
+
+  if (!self->following || self->index != index || now_us < self->next_us)
+    return;
+  if (!_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
+    {
+      self->following = FALSE;
+      return;
+    }
+  used_ns = cpu_ns - (self->n_samples == 0 ? self->follow_cpu_ns : self->last_cpu_ns);
+  if (self->n_samples == 0)
+    {
+      /* The stretch ran from start_us, the sampler saw it from follow_us:
+       * what it used before is estimated at the rate seen since, or, if
+       * the sampler saw next to nothing of it (it woke late), at the rate
+       * of the next interval. */
+      gint64 seen_us = now_us - self->follow_us;
+      gint64 unseen_us = self->follow_us - self->start_us;
+
+      if (unseen_us > 0 && seen_us >= PERFMON_JS_SAMPLE_EVERY_MS * 1000 / 5)
+        used_ns += (gint64) ((double) unseen_us * 1000.0 * MIN (1.0, (double) used_ns / ((double) seen_us * 1000.0)));
+      else if (unseen_us > 0)
+        self->unseen_us = unseen_us;
+    }
+  else
+    charge_unseen (self, used_ns, now_us - self->last_us);
+
+  frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+  /* A dispatch charged exactly is not sampled at all: its name, read
+   * from the thread's memory here, spares the thread the stack dump. */
+  if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
+      _perfmon_js_site_is_exact (self->named->runnable_name))
+    {
+      self->unseen_us = 0;
+      self->unseen_addon = NULL;
+      self->carried_ns = 0;
+    }
+  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
+    {
+      /* No answer: the interval goes with the next one. */
+      self->carried_ns += used_ns;
+      addon = self->last_addon;
+    }
+  else
+    {
+      if (!_perfmon_js_site_is_exact (dispatch_name))
+        addon = find_addon (self, frames);
+      charge (self, addon, used_ns + self->carried_ns);
+      self->carried_ns = 0;
+      /* The unseen start goes where the first answer says, at the rate
+       * of the next interval; or nowhere, if not to an add-on. */
+      if (self->unseen_us > 0 && self->unseen_addon == NULL)
+        {
+          self->unseen_addon = addon;
+          if (addon == NULL)
+            self->unseen_us = 0;
+        }
+    }
+
+  self->n_samples++;
+  self->last_us = now_us;
+  self->last_cpu_ns = cpu_ns;
+  self->last_addon = addon;
+  self->next_us = g_get_monotonic_time () + PERFMON_JS_SAMPLE_EVERY_MS * 1000;
+}
+
+/* The file of @frame, "function (file:line)" as
+ * perfmon_format_script_frame() writes it, or NULL. */
+static char *
+frame_file (const char *frame)
+{
+  const char *open = g_strrstr (frame, " (");
+  const char *colon;
+  gsize length;
+
+  if (open == NULL || !g_str_has_suffix (frame, ")"))
+    return NULL;
+  open += 2;
+  length = strlen (open) - 1;
+  colon = g_strrstr_len (open, length, ":");
+  if (colon != NULL && colon + 1 < open + length)
+    {
+      const char *p = colon + 1;
+
+      while (p < open + length && g_ascii_isdigit (*p))
+        p++;
+      if (p == open + length)
+        length = colon - open;
+    }
+  return g_strndup (open, length);
+}
+
+void
+_perfmon_js_sampler_note_hang (PerfmonHangReport *report,
+                               GPtrArray         *script_frames)
+{
+  if (perfmon_hang_report_get_annotation (report, PERFMON_ANNOTATION_ADDON) != NULL)
+    return;
+  for (guint i = script_frames->len; i-- > 0;)
+    {
+      g_autofree char *file = frame_file (g_ptr_array_index (script_frames, i));
+      g_autofree char *id = NULL;
+
+      if (file != NULL && perfmon_addon_rule_match (file, &id, NULL, NULL))
+        {
+          _perfmon_hang_report_annotate (report, PERFMON_ANNOTATION_ADDON_SAMPLED, id);
+          return;
+        }
+    }
+}
