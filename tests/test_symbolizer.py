@@ -205,6 +205,12 @@ class Symbolizer(unittest.TestCase):
         self.assertRegex(dump, r'trace-static-task\+0x[0-9a-f]+ \(static_traced_callback\)')
         doc = json.loads(self.symbolize('--json', log).stdout)
         self.assertEqual(list(doc['functions'].values()), ['static_traced_callback'], doc)
+        # The Chrome trace that `perfmon tasks export` writes names it too.
+        trace = json.loads(subprocess.run([PERFMON, 'tasks', log, 'export', '-'], check=True,
+                                          capture_output=True, text=True).stdout)
+        names = [e.get('name', '') for e in trace['traceEvents']]
+        self.assertTrue(any(re.fullmatch(r'trace-static-task\+0x[0-9a-f]+ \(static_traced_callback\)', n)
+                            for n in names), names)
 
     def test_task_log_of_stripped_program(self):
         # The log records the stripped program's path and build id: the

@@ -739,6 +739,16 @@ perfmon_tool_readable_task_name (PerfmonTaskLog *log,
 }
 
 char *
+perfmon_tool_readable_log_name (PerfmonTaskLog *log,
+                                guint           process,
+                                const char     *name)
+{
+  TaskLogModules modules = { log, process };
+
+  return perfmon_tool_readable_name_with (name, process, task_log_module, &modules);
+}
+
+char *
 perfmon_tool_readable_group_name (PerfmonSnapshot *snapshot,
                                   const char      *name)
 {
