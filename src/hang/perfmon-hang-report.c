@@ -408,6 +408,42 @@ perfmon_hang_report_get_dispatch_names (PerfmonHangReport *self)
 }
 
 /**
+ * perfmon_hang_report_lookup_module:
+ * @self: a #PerfmonHangReport
+ * @name: a module's file name, as runnable and dispatch names use it
+ *   before `+0x` (a callback without an exported symbol)
+ * @breakpad_id: (out) (optional) (transfer none): where to store the
+ *   module's breakpad id ("" if the report has none)
+ *
+ * Finds the module @name among those the report's native frames are in,
+ * so that a symbolizer can name the callback of a runnable or dispatch
+ * name of the form `module+0xOFFSET` after the process has exited (the
+ * process names it so and never symbolizes): see
+ * [method@Perfmon.Symbolizer.lookup], which takes the breakpad id.
+ *
+ * Returns: %TRUE if a frame of @self is in the module @name
+ *
+ * Since: 0.3
+ */
+gboolean
+perfmon_hang_report_lookup_module (PerfmonHangReport  *self,
+                                   const char         *name,
+                                   const char        **breakpad_id)
+{
+  g_return_val_if_fail (self != NULL, FALSE);
+  g_return_val_if_fail (name != NULL, FALSE);
+
+  for (guint i = 0; i + 1 < self->module_names->len; i += 2)
+    if (g_strcmp0 (g_ptr_array_index (self->module_names, i), name) == 0)
+      {
+        if (breakpad_id != NULL)
+          *breakpad_id = g_ptr_array_index (self->module_names, i + 1);
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/**
  * perfmon_hang_report_get_dispatch_duration:
  * @self: a #PerfmonHangReport
  * @index: an index into [method@Perfmon.HangReport.get_dispatch_names]

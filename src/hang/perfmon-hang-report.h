@@ -40,6 +40,10 @@ const char * const *perfmon_hang_report_get_dispatch_names (PerfmonHangReport *s
 PERFMON_AVAILABLE_IN_0_2
 double              perfmon_hang_report_get_dispatch_duration (PerfmonHangReport *self,
                                                                guint              index);
+PERFMON_AVAILABLE_IN_0_3
+gboolean            perfmon_hang_report_lookup_module    (PerfmonHangReport  *self,
+                                                          const char         *name,
+                                                          const char        **breakpad_id);
 PERFMON_AVAILABLE_IN_0_1
 const char         *perfmon_hang_report_get_process_type (PerfmonHangReport *self);
 PERFMON_AVAILABLE_IN_0_1

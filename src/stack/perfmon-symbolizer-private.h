@@ -36,6 +36,11 @@ char *_perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
                                       gint64                  deadline_us,
                                       guint64                *function_offset);
 
+/* How many lookups (any symbolizer's) the calling thread has made: the
+ * tests' proof that a thread symbolized nothing (a watched thread must
+ * not: perfmon_tracer_stop() on the application's main thread). */
+guint _perfmon_symbolizer_get_thread_lookups (void);
+
 /* perfmon_symbolizer_lookup() with a deadline, as
  * _perfmon_symbolizer_lookup_ref(): @id is a breakpad id if it is 33 hex
  * digits ending in the age 0, else a GNU build id (NULL or "": none). */

@@ -1005,6 +1005,14 @@ get_entry (PerfmonSymbolizer      *self,
   return entry;
 }
 
+static __thread guint thread_lookups;
+
+guint
+_perfmon_symbolizer_get_thread_lookups (void)
+{
+  return thread_lookups;
+}
+
 char *
 _perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
                                 const PerfmonModuleRef *module,
@@ -1019,6 +1027,7 @@ _perfmon_symbolizer_lookup_ref (PerfmonSymbolizer      *self,
   g_return_val_if_fail (PERFMON_IS_SYMBOLIZER (self), NULL);
   g_return_val_if_fail (module != NULL, NULL);
 
+  thread_lookups++;
   g_mutex_lock (&self->lock);
   self->deadline_us = deadline_us;
   entry = get_entry (self, module);

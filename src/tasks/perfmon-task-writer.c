@@ -7,8 +7,9 @@
  * hands the copies here, where they become one file of the format of
  * perfmon-task-format-private.h. This is where records are put in time
  * order, where cycle-counter readings become CLOCK_MONOTONIC nanoseconds,
- * where callback addresses become SYMBOL records and where an automatic
- * task's compact ring records (AUTO with a name number, see
+ * where callback addresses become SYMBOL records (dladdr() only: nothing
+ * is symbolized in the program, see describe_callback()) and where an
+ * automatic task's compact ring records (AUTO with a name number, see
  * perfmon-task-writer-private.h) become the file's DISPATCH, NAME and
  * BEGIN: never on the hot path.
  */
@@ -23,7 +24,6 @@
 #include "perfmon-modules-private.h"
 #include "perfmon-process-private.h"
 #include "perfmon-recorded-module-private.h"
-#include "perfmon-symbolizer-private.h"
 #include "perfmon-task-writer-private.h"
 #include "perfmon-utf8.h"
 
@@ -264,39 +264,27 @@ append_module_record (GByteArray                  *out,
   g_byte_array_append (out, zeros, size - sizeof record - strings);
 }
 
-/* How long one task log may spend loading the symbol tables of modules
- * that the process's symbolizer has not read yet (a log may be written on
- * the application's main thread: perfmon_tracer_stop()). */
-#define DESCRIBE_CALLBACKS_BUDGET_US (50 * 1000)
-
+/* A callback's name for its SYMBOL record: its dynamic symbol when it is
+ * one (dladdr(), from memory), else its module and offset (Breakpad's:
+ * from the object's first byte, dli_fbase), "module+0xoffset", which the
+ * reader names with the symbolizer and the log's MODULE records (`perfmon
+ * tasks`, `perfmon symbolize`). Nothing is symbolized here: a log may be
+ * written on a watched thread (perfmon_tracer_stop() on the application's
+ * main thread), which loads no symbol table. */
 static char *
-describe_callback (guint64 callback,
-                   gint64  deadline_us)
+describe_callback (guint64 callback)
 {
   Dl_info info;
+  g_autofree char *base = NULL;
 
   if (dladdr ((const void *) (guintptr) callback, &info) == 0 || info.dli_fname == NULL)
     return g_strdup_printf ("0x%" G_GINT64_MODIFIER "x", callback);
   if (info.dli_sname != NULL && (guint64) (guintptr) info.dli_saddr == callback)
     return g_strdup (info.dli_sname);
   /* A static function: dladdr() would name the exported one before it,
-   * which is not ours. The symbolizer reads the object's .symtab or its
-   * debug file; failing that, the object and the offset (Breakpad's: from
-   * the object's first byte, dli_fbase) can be symbolised offline. */
-  {
-    g_autofree char *base = g_path_get_basename (info.dli_fname);
-    PerfmonModuleRef ref = { info.dli_fname, NULL, NULL };
-    guint64 offset = callback - (guint64) (guintptr) info.dli_fbase;
-    guint64 function_offset = 0;
-    g_autofree char *function = NULL;
-
-    if (g_path_is_absolute (info.dli_fname))
-      function = _perfmon_symbolizer_lookup_ref (_perfmon_symbolizer_get_default (), &ref, offset, FALSE,
-                                                 deadline_us, &function_offset);
-    if (function != NULL && function_offset == 0)
-      return g_steal_pointer (&function);
-    return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, offset);
-  }
+   * which is not ours. */
+  base = g_path_get_basename (info.dli_fname);
+  return g_strdup_printf ("%s+0x%" G_GINT64_MODIFIER "x", base, callback - (guint64) (guintptr) info.dli_fbase);
 }
 
 /* The task log of @threads' records from @session->since_cycles on, in
@@ -319,7 +307,6 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
   gint64 ref_ns;
   double per_ns = _perfmon_clock_cycles_per_us () / 1000.0;
   gsize total_bytes = 0;
-  gint64 describe_deadline_us;
   GHashTableIter iter;
   gpointer key;
   const char *process_name;
@@ -417,12 +404,11 @@ _perfmon_task_writer_write (const PerfmonTaskWriterSession *session,
         }
     }
 
-  describe_deadline_us = g_get_monotonic_time () + DESCRIBE_CALLBACKS_BUDGET_US;
   g_hash_table_iter_init (&iter, callbacks);
   while (g_hash_table_iter_next (&iter, &key, NULL))
     {
       guint64 callback = (guint64) GPOINTER_TO_SIZE (key);
-      char *symbol = describe_callback (callback, describe_deadline_us);
+      char *symbol = describe_callback (callback);
 
       append_string_record (out, PERFMON_TASK_RECORD_SYMBOL, 0, session->start_ns, &callback, symbol);
       g_ptr_array_add (symbols, symbol);

@@ -961,8 +961,11 @@ perfmon_tracer_start_flight_recorder (guint    seconds,
  * of a recording started with perfmon_tracer_start().
  *
  * Any thread may call it. It copies every thread's buffer, converts and
- * sorts the records and resolves the callbacks' symbols: it takes time, so
- * not on a thread whose latency matters.
+ * sorts the records and writes the file: it takes time, so not on a
+ * thread whose latency matters. It symbolizes nothing: a callback without
+ * a dynamic symbol (a static function) is named `module+0xoffset` with
+ * its module's MODULE record, which `perfmon tasks` and `perfmon
+ * symbolize` name when they read the log.
  *
  * Returns: %TRUE, or %FALSE with @error set (%PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the file cannot be
@@ -1012,7 +1015,8 @@ perfmon_tracer_dump (const char  *path,
  * writes nothing: call perfmon_tracer_dump() first).
  *
  * Any thread may call it. Tasks that run meanwhile are not recorded, and
- * tasks still running when it returns record nothing more.
+ * tasks still running when it returns record nothing more. Like
+ * perfmon_tracer_dump(), it symbolizes nothing on the calling thread.
  *
  * Returns: %TRUE, or %FALSE with @error set: %PERFMON_ERROR_TRACING_STATE
  *   if the tracer does not record, a #GFileError if the log could not be

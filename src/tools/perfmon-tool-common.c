@@ -769,6 +769,16 @@ perfmon_tool_readable_task_name (PerfmonTaskLog *log,
 }
 
 char *
+perfmon_tool_readable_log_name (PerfmonTaskLog *log,
+                                guint           process,
+                                const char     *name)
+{
+  TaskLogModules modules = { log, process };
+
+  return perfmon_tool_readable_name_with (name, process, task_log_module, &modules);
+}
+
+char *
 perfmon_tool_readable_group_name (PerfmonSnapshot *snapshot,
                                   const char      *name)
 {
@@ -821,12 +831,15 @@ perfmon_tool_readable_name_with (const char             *name,
         }
       module = g_strndup (start, plus - start);
       /* What the file recorded (by build id, after the process has
-       * exited), else the live process's maps. */
-      if (lookup == NULL || !lookup (data, module, &path, &build_id) || path == NULL)
+       * exited), else the live process's maps: the path, and the build
+       * id with it (a hang report records the module's build id, as a
+       * breakpad id, and not its path). */
+      if (lookup == NULL || !lookup (data, module, &path, &build_id))
+        path = build_id = NULL;
+      if (path == NULL)
         {
           paths = module_paths (pid);
           path = paths != NULL ? g_hash_table_lookup (paths, module) : NULL;
-          build_id = NULL;
         }
       /* A callback's own address, not a return address. */
       function = perfmon_symbolizer_lookup (tool_symbolizer (), path != NULL ? path : module,

@@ -178,6 +178,12 @@ gboolean         perfmon_tool_snapshot_module (gpointer     data,
 char            *perfmon_tool_readable_task_name (PerfmonTaskLog *log,
                                                   PerfmonTask    *task);
 
+/* @name, a name of process @process in @log (a task's, a Chrome trace
+ * slice's), readable as perfmon_tool_readable_task_name() makes it. */
+char            *perfmon_tool_readable_log_name (PerfmonTaskLog *log,
+                                                 guint           process,
+                                                 const char     *name);
+
 /* @snapshot's group names, readable: perfmon_tool_readable_name_with()
  * with its recorded modules. */
 char            *perfmon_tool_readable_group_name (PerfmonSnapshot *snapshot,

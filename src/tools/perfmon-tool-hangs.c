@@ -77,6 +77,52 @@ get_report (GDBusConnection *bus,
   return parse_report (text, id, error);
 }
 
+/* PerfmonToolModuleLookup of a hang report (@data): the modules its
+ * native frames are in, by breakpad id (a report records no paths). */
+static gboolean
+report_module (gpointer     data,
+               const char  *module,
+               const char **path,
+               const char **build_id)
+{
+  *path = NULL;
+  return perfmon_hang_report_lookup_module (data, module, build_id);
+}
+
+/* @name (a runnable or dispatch name of @report, a hang of @pid),
+ * readable: its `module+0x…` callbacks named as stacks are, from the
+ * modules the report recorded, so after the process has exited too. */
+static char *
+readable_report_name (PerfmonHangReport *report,
+                      const char        *name,
+                      guint              pid)
+{
+  return perfmon_tool_readable_name_with (name, pid, report != NULL ? report_module : NULL, report);
+}
+
+/* The readable runnable name of hang @id of @pid, as ListHangs gave it:
+ * the report (GetHang) is fetched only for a name with a callback to
+ * name. */
+static char *
+readable_listed_runnable (GDBusConnection *bus,
+                          const char      *id,
+                          const char      *runnable,
+                          guint            pid)
+{
+  g_autoptr(PerfmonHangReport) report = NULL;
+
+  runnable = runnable_or_unknown (runnable);
+  if (strstr (runnable, "+0x") != NULL)
+    {
+      g_autofree char *text = perfmon_tool_get_hang (bus, id, NULL);
+
+      /* A hang can age out of the daemon between the two calls. */
+      if (text != NULL)
+        report = perfmon_hang_report_new_from_json (text, -1, NULL);
+    }
+  return readable_report_name (report, runnable, pid);
+}
+
 /* --- the aggregated stack tree ------------------------------------------ */
 
 typedef struct _Node Node;
@@ -219,7 +265,7 @@ list_hangs (GDBusConnection *bus,
     {
       if (n++ == 0)
         g_print ("%-20s %7s %-16s %9s  %s\n", "ID", "PID", "PROCESS", "DURATION", "RUNNABLE");
-      g_autofree char *readable = perfmon_tool_readable_name (runnable_or_unknown (runnable), pid);
+      g_autofree char *readable = readable_listed_runnable (bus, id, runnable, pid);
 
       g_print ("%-20s %7u %-16.16s %7.0fms  %s\n", id, pid, name, duration, readable);
     }
@@ -230,6 +276,7 @@ list_hangs (GDBusConnection *bus,
 
 static void
 print_report (const char        *id,
+              guint              pid,
               PerfmonHangReport *report)
 {
   g_auto(GStrv) keys = perfmon_hang_report_dup_annotation_keys (report);
@@ -238,8 +285,8 @@ print_report (const char        *id,
   g_auto(GStrv) stack = perfmon_hang_report_dup_stack (report);
   guint n_frames = g_strv_length (stack);
   const char *reason;
-  g_autofree char *runnable = perfmon_tool_readable_name (
-    runnable_or_unknown (perfmon_hang_report_get_runnable_name (report)), 0);
+  g_autofree char *runnable = readable_report_name (
+    report, runnable_or_unknown (perfmon_hang_report_get_runnable_name (report)), pid);
 
   g_print ("Hang %s: %.0f ms on thread \"%s\", running %s\n", id, perfmon_hang_report_get_duration (report),
            perfmon_hang_report_get_thread (report), runnable);
@@ -271,7 +318,11 @@ print_report (const char        *id,
   if (dispatches[0] != NULL)
     g_print ("\nDispatches (longest first):\n");
   for (guint i = 0; dispatches[i] != NULL; i++)
-    g_print ("  %7.0f ms  %s\n", perfmon_hang_report_get_dispatch_duration (report, i), dispatches[i]);
+    {
+      g_autofree char *dispatch = readable_report_name (report, dispatches[i], pid);
+
+      g_print ("  %7.0f ms  %s\n", perfmon_hang_report_get_dispatch_duration (report, i), dispatch);
+    }
 
   g_print ("\nStack (innermost first):\n");
   reason = perfmon_hang_report_get_stack_unavailable_reason (report);
@@ -298,6 +349,7 @@ show_hang (GDBusConnection *bus,
   double duration;
   gboolean found = FALSE;
   guint merged = 0;
+  g_autofree char *readable = NULL;
   Node *root;
 
   report = get_report (bus, id, &error);
@@ -316,25 +368,28 @@ show_hang (GDBusConnection *bus,
       return PERFMON_TOOL_EXIT_OK;
     }
 
-  print_report (id, report);
-
   /* The tree merges every hang of the same process in the same runnable:
-   * ListHangs tells which those are. */
+   * ListHangs tells which those are, and the process of this one. */
   list = perfmon_tool_list_hangs (bus, &error);
+  if (list != NULL)
+    {
+      g_variant_get (list, "a(susds)", &iter);
+      while (g_variant_iter_next (iter, "(&su&sd&s)", &other_id, &pid, &name, &duration, &runnable))
+        if (g_str_equal (other_id, id))
+          {
+            found = TRUE;
+            my_pid = pid;
+            my_runnable = runnable;
+            break;
+          }
+    }
+
+  print_report (id, my_pid, report);
   if (list == NULL)
     {
       perfmon_tool_error ("%s", error->message);
       return PERFMON_TOOL_EXIT_FAILED;
     }
-  g_variant_get (list, "a(susds)", &iter);
-  while (g_variant_iter_next (iter, "(&su&sd&s)", &other_id, &pid, &name, &duration, &runnable))
-    if (g_str_equal (other_id, id))
-      {
-        found = TRUE;
-        my_pid = pid;
-        my_runnable = runnable;
-        break;
-      }
   if (!found)
     {
       g_print ("\n(Hang %s is no longer listed: no stack tree.)\n", id);
@@ -360,8 +415,9 @@ show_hang (GDBusConnection *bus,
       merged++;
     }
 
+  readable = readable_report_name (report, runnable_or_unknown (my_runnable), my_pid);
   g_print ("\nStack tree of %u hang%s of pid %u in %s (count, frame, outermost first):\n",
-           root->count, root->count == 1 ? "" : "s", my_pid, runnable_or_unknown (my_runnable));
+           root->count, root->count == 1 ? "" : "s", my_pid, readable);
   tree_print (root, 0);
   node_free (root);
   return PERFMON_TOOL_EXIT_OK;

@@ -116,6 +116,48 @@ class NamesAfterExitTest(BusTestCase):
         self.assertNotRegex(result.stdout, TICK_TASK)
         self.assertRegex(result.stdout, UNNAMED_TASK)
 
+    def test_hangs_after_exit(self):
+        # perfmond lists the hang with the name the program gave its
+        # runnable, "GIdleSource (uninstrumented-loop+0x…)": once the
+        # program has exited, `perfmon hangs` names the callback from the
+        # modules its report recorded (file name and build id), with the
+        # same symbolizer and debug directories as the stacks.
+        program, debug_dir, build_id = self.stripped_program()
+        self.start_daemon()
+        env = self.foreign_env()
+        result = self.perfmon('run', '--', program, '2', env=env)
+        self.assertEqual(result.returncode, 3, result.stderr)
+
+        def listed():
+            result = self.perfmon('hangs', 'list', '--json')
+            return [h for h in json.loads(result.stdout)
+                    if h['process_name'] == 'uninstrumented-loop'] if result.returncode == 0 else []
+        hangs = self.eventually(listed, 'perfmond to list the hang')
+        self.assertRegex(hangs[0]['runnable_name'], r'uninstrumented-loop\+0x[0-9a-f]+\)$')
+        self.assertFalse(os.path.exists('/proc/%d' % hangs[0]['pid']))
+        env = dict(self.env)
+        env['PERFMON_DEBUG_DIRS'] = debug_dir
+        block = r'GIdleSource \(uninstrumented-loop\+0x[0-9a-f]+ \(block_then_quit\)\)'
+
+        result = self.perfmon('hangs', 'list', env=env)
+        self.assertExit(result, 0)
+        self.assertRegex(result.stdout, r'\n%s +%d uninstrumented-l +\d+ms  %s\n'
+                         % (re.escape(hangs[0]['id']), hangs[0]['pid'], block))
+        result = self.perfmon('hangs', 'show', hangs[0]['id'], env=env)
+        self.assertExit(result, 0)
+        self.assertRegex(result.stdout, r'^Hang %s: \d+ ms on thread "[^"]*", running %s\n'
+                         % (re.escape(hangs[0]['id']), block))
+        self.assertRegex(result.stdout, r'Stack tree of 1 hang of pid %d in %s ' % (hangs[0]['pid'], block))
+        # The stack names it too: the same symbolizer.
+        self.assertRegex(result.stdout, r'#\d+ +uninstrumented-loop\+0x[0-9a-f]+ \(block_then_quit\+0x')
+
+        # Without the debug file the tool invents nothing.
+        env['PERFMON_DEBUG_DIRS'] = self.path('nothing')
+        result = self.perfmon('hangs', 'list', env=env)
+        self.assertExit(result, 0)
+        self.assertNotIn('block_then_quit', result.stdout)
+        self.assertRegex(result.stdout, r'GIdleSource \(uninstrumented-loop\+0x[0-9a-f]+\)\n')
+
     def test_unstripped_program_after_exit(self):
         # Its own .symtab names the static callbacks: the recorded path is
         # what finds it.
