@@ -194,6 +194,41 @@ test_empty_log_spends_no_budget (Fixture       *fixture,
   g_assert_cmpuint (count_logs (fixture), ==, 1);
 }
 
+/* The watchdog is late (a loaded machine, a sanitizer): it sees the
+ * stretch pass the threshold (100 ms) only 150 ms in, and wakes next at
+ * 290 ms, after the task ended (270 ms). The check, 100 ms after the
+ * threshold was passed, falls at 200 ms, while the task still ran: the
+ * jank is seen, and its log has the stack taken while it ran. Before, the
+ * check counted from the late detection (due at 250 ms) and asked whether
+ * the loop was busy at the late tick: such a jank gave no log at all. */
+static void
+test_late_watchdog_still_sees_the_jank (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  g_autoptr(PerfmonStackSample) sample = _perfmon_stack_sample_new ("jank");
+  PerfmonStackFrame frame = { 0x1000, -1, 0, "busy_function", 0, NULL, NULL, NULL };
+  g_autoptr(GVariant) event = NULL;
+  gint64 start = fixture->base_us - 10 * G_USEC_PER_SEC;
+  const char *heaviest = NULL;
+  guint64 index;
+
+  /* The budget is the process's: another test may have spent one. */
+  fixture->config.report_times_per_app = 10;
+  _perfmon_loop_activity_busy_begin (&fixture->activity, cycles_at (fixture, start));
+  g_assert_null (tick (fixture, start, start + 150 * MS));
+  g_assert_true (_perfmon_jank_sampler_wants_stack (fixture->sampler, &index));
+  _perfmon_stack_sample_add_frame (sample, &frame);
+  _perfmon_jank_sampler_add_running_stack (fixture->sampler, index, sample);
+  _perfmon_loop_activity_busy_end (&fixture->activity, cycles_at (fixture, start + 270 * MS));
+
+  for (gint64 t = start + 290 * MS; t <= start + 3000 * MS && event == NULL; t += INTERVAL_MS * MS)
+    event = tick (fixture, 0, t);
+  g_assert_nonnull (event);
+  g_assert_true (g_variant_lookup (event, "heaviest_stack", "&s", &heaviest));
+  g_assert_nonnull (strstr (heaviest, "busy_function"));
+  g_assert_cmpuint (count_logs (fixture), ==, 1);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -202,5 +237,7 @@ main (int   argc,
 
   g_test_add ("/jank-sampler/empty-log-spends-no-budget", Fixture, NULL, fixture_set_up,
               test_empty_log_spends_no_budget, fixture_tear_down);
+  g_test_add ("/jank-sampler/late-watchdog-still-sees-the-jank", Fixture, NULL, fixture_set_up,
+              test_late_watchdog_still_sees_the_jank, fixture_tear_down);
   return g_test_run ();
 }

@@ -350,8 +350,12 @@ begin_session (PerfmonJankSampler      *sampler,
 {
   end_session (sampler);
   sampler->action = action;
-  sampler->session_start_us = now_us;
   sampler->trigger_us = (gint64) _perfmon_jank_threshold_us (config, action);
+  /* The session's times count from when the stretch passed the
+   * threshold, not from when the watchdog saw it: a watchdog woken late (a
+   * loaded machine) would otherwise check for the jank later than the seed
+   * says, after a task that was still running then had ended. */
+  sampler->session_start_us = stretch_start_us > 0 ? MIN (now_us, stretch_start_us + sampler->trigger_us) : now_us;
   sampler->janky_stretch_start_us = stretch_start_us;
   sampler->checks_done = 0;
   sampler->jank_at_check = 0;
@@ -447,12 +451,20 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
     {
       gint64 elapsed_ms = (now_us - sampler->session_start_us) / 1000;
 
-      /* Checks that are due. */
+      /* Checks that are due. Each asks whether the janky task still ran
+       * at the check's time, not at this tick's, which may come later: the
+       * task's recorded end says. */
+      note_janky_end (sampler, index, busy);
       while (sampler->checks_done < sampler->plan.n_checks &&
              (gint64) sampler->plan.check_ms[sampler->checks_done] <= elapsed_ms)
         {
+          gint64 check_us = sampler->session_start_us + (gint64) sampler->plan.check_ms[sampler->checks_done] * 1000;
+          gboolean ran_then = (busy && index == sampler->janky_index) ||
+                              (sampler->janky_end_us != 0 && sampler->janky_end_us >= check_us);
+
           sampler->checks_done++;
-          if (sampler->jank_at_check == 0 && busy && busy_us >= sampler->trigger_us)
+          if (sampler->jank_at_check == 0 && ran_then &&
+              check_us - sampler->janky_stretch_start_us >= sampler->trigger_us)
             {
               sampler->jank_at_check = sampler->checks_done;
               /* The plan changes once the jank is seen: samples follow. */
@@ -465,7 +477,6 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
              (gint64) sampler->plan.sample_ms[sampler->samples_done] <= elapsed_ms)
         take_sample (sampler, busy && index == sampler->janky_index);
 
-      note_janky_end (sampler, index, busy);
       if ((gint64) sampler->plan.end_ms <= elapsed_ms && sampler->plan.report &&
           sampler->janky_end_us == 0 && elapsed_ms < (gint64) sampler->plan.end_ms + MAX_REPORT_DELAY_MS)
         {
