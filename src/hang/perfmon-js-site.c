@@ -255,7 +255,8 @@ is_addon_file (const char *file,
  * The stack is walked on the engine's saved frames, stopping at the first
  * frame of an add-on (_perfmon_js_stack_find_here()); the engine's dump
  * (_perfmon_js_stack_here(), which formats every frame) only where the
- * frame that names the site has no function name there. */
+ * frame that names the site has no function name there, or where the
+ * saved frames cannot be taken. */
 static gboolean
 find_site (gconstpointer  func,
            GClosure      *closure,
@@ -290,10 +291,15 @@ find_site (gconstpointer  func,
       _perfmon_js_frame_clear (&described);
       return TRUE;
     }
+  /* Script runs: the saved frames fail only where C code called from it
+   * left the script's realm (or out of memory), which the dump does not
+   * need. */
   if (_perfmon_js_stack_find_here (is_addon_file, NULL, GJS_OWN_MODULES, &addon_frame, &program))
     found = name_frames (addon_frame.file != NULL ? &addon_frame : NULL,
                          program.file != NULL ? &program : NULL,
                          callback, site_name, addon_id, addon_name, &unnamed);
+  else
+    unnamed = TRUE;
   _perfmon_js_frame_clear (&addon_frame);
   _perfmon_js_frame_clear (&program);
   if (unnamed)

@@ -64,7 +64,8 @@ typedef gboolean (*PerfmonJsFileWanted) (const char *file,
  * @other_than. A frame's function is NULL where the engine has no name
  * for it (top-level code, or a function it could give no name). Both are
  * cleared with _perfmon_js_frame_clear(). FALSE, filling nothing, where
- * _perfmon_js_stack_here() is. Allocates (a UTF-8 copy of each run's
+ * _perfmon_js_stack_here() is, where the C code called from script left
+ * its realm, or if the engine is out of memory. Allocates (a UTF-8 copy of each run's
  * file; the engine's frames of the stack not taken before): for creation
  * sites, never per dispatch. */
 gboolean    _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,

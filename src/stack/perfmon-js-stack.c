@@ -87,6 +87,7 @@ static struct
   int         (*saved_frame_function) (JSContext *, void *, void * const *, JSString **, int);
   int         (*saved_frame_parent) (JSContext *, void *, void * const *, void **, int);
   void        (*encode_utf8) (char **, JSContext *, JSString * const *);
+  void       *(*current_realm) (JSContext *);
   bool        (*is_exception_pending) (JSContext *);
   void        (*clear_pending_exception) (JSContext *);
 } js;
@@ -143,6 +144,7 @@ resolve (void)
                      "_ZN2JS19GetSavedFrameParentEP9JSContextP12JSPrincipalsNS_6HandleIP8JSObjectEENS_"
                      "13MutableHandleIS6_EENS_20SavedFrameSelfHostedE") &&
             RESOLVE (encode_utf8, "_Z21JS_EncodeStringToUTF8P9JSContextN2JS6HandleIP8JSStringEE") &&
+            RESOLVE (current_realm, "_ZN2JS21GetCurrentRealmOrNullEP9JSContext") &&
             RESOLVE (is_exception_pending, "_Z21JS_IsExceptionPendingP9JSContext") &&
             RESOLVE (clear_pending_exception, "_Z24JS_ClearPendingExceptionP9JSContext");
         }
@@ -331,7 +333,8 @@ _perfmon_js_stack_here (GPtrArray *frames)
 
 /* The UTF-8 text of @str, g_malloc'd; NULL for NULL or if the engine is
  * out of memory (the error it raised then is dropped, unless one was
- * pending before, @had_exception). */
+ * pending before, @had_exception). The engine's encoding is valid UTF-8
+ * (a lone surrogate becomes U+FFFD). */
 static char *
 saved_frame_text (JSContext *cx,
                   JSString  *str,
@@ -349,7 +352,7 @@ saved_frame_text (JSContext *cx,
         js.clear_pending_exception (cx);
       return NULL;
     }
-  text = g_utf8_make_valid (chars, -1);
+  text = g_strdup (chars);
   js.js_free (cx, chars);
   return text;
 }
@@ -414,8 +417,9 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
   if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
     return FALSE;
   /* The cheap question first: C code attaches most sources. The capture
-   * needs a realm, which running script has. */
-  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL))
+   * needs a realm (it aborts without one), which script that called into
+   * C has, unless the C code left it. */
+  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL) || js.current_realm (cx) == NULL)
     return FALSE;
   if (!_perfmon_js_root (cx, &frame))
     return FALSE;
