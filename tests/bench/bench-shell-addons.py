@@ -17,6 +17,10 @@
 # JS::CaptureCurrentStack(), the walk, and of JS::FormatStackDump(), its
 # rare fallback, counted by perf uprobes over BENCH_SHELL_SECONDS, when
 # perf and uprobes are there), over the shell's CPU in that window.
+# Last, deterministic: the instructions attribution runs per source made
+# and per handler connected from JavaScript with an add-on known
+# (valgrind's callgrind, collecting in perfmon's two creation hooks only),
+# BENCH_SHELL_CG_OPS (200) of each, 5 and 30 frames deep.
 # BENCH_SHELL_COUNT_ONLY=1 runs the counting alone.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
@@ -181,4 +185,31 @@ if shutil.which('gjs') is not None:
               'shell CPU %.2f %%; at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
               % (what, rate, rates['dump'], share * 100, cost, rate * cost / 1e4,
                  rate * cost / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
+
+
+def instructions_per_operation(depth):
+    """Instructions (callgrind's Ir) in the creation hooks per source made
+    and per handler connected from @depth frames deep, an add-on known."""
+    tmp = tempfile.mkdtemp(prefix='bench-shell-addons-cg-')
+    env = dict(os.environ, PERFMON_RUN_NO_EXPORT='1', XDG_STATE_HOME=tmp)
+    out = os.path.join(tmp, 'callgrind.out')
+    ops = int(os.environ.get('BENCH_SHELL_CG_OPS', '200'))
+    try:
+        subprocess.run([os.environ.get('PERFMON_TOOL', 'perfmon'), 'run', '--addon-path',
+                        '/nonexistent/bench-addon=bench', '--', 'valgrind', '--tool=callgrind',
+                        '--callgrind-out-file=' + out, '--toggle-collect=_perfmon_js_site_source_attached',
+                        '--toggle-collect=_perfmon_js_site_handler_connected',
+                        'gjs', '-m', CREATION, str(ops), str(depth)],
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        with open(out) as f:
+            totals = [int(line.split()[1]) for line in f if line.startswith('totals:')]
+        return totals[0] / (2 * ops) if totals else None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if shutil.which('gjs') is not None and shutil.which('valgrind') is not None:
+    print('instructions per source made or handler connected, an add-on known (callgrind):')
+    for depth in (5, 30):
+        print('  %d frames deep: %.0f' % (depth, instructions_per_operation(depth)))
 print('load after: %s' % load())
