@@ -87,6 +87,7 @@ static struct
   int         (*saved_frame_function) (JSContext *, void *, void * const *, JSString **, int);
   int         (*saved_frame_parent) (JSContext *, void *, void * const *, void **, int);
   void        (*encode_utf8) (char **, JSContext *, JSString * const *);
+  size_t      (*put_escaped_string) (JSContext *, char *, size_t, JSString *, char);
   void       *(*current_realm) (JSContext *);
   bool        (*is_exception_pending) (JSContext *);
   void        (*clear_pending_exception) (JSContext *);
@@ -144,6 +145,7 @@ resolve (void)
                      "_ZN2JS19GetSavedFrameParentEP9JSContextP12JSPrincipalsNS_6HandleIP8JSObjectEENS_"
                      "13MutableHandleIS6_EENS_20SavedFrameSelfHostedE") &&
             RESOLVE (encode_utf8, "_Z21JS_EncodeStringToUTF8P9JSContextN2JS6HandleIP8JSStringEE") &&
+            RESOLVE (put_escaped_string, "_Z19JS_PutEscapedStringP9JSContextPcmP8JSStringc") &&
             RESOLVE (current_realm, "_ZN2JS21GetCurrentRealmOrNullEP9JSContext") &&
             RESOLVE (is_exception_pending, "_Z21JS_IsExceptionPendingP9JSContext") &&
             RESOLVE (clear_pending_exception, "_Z24JS_ClearPendingExceptionP9JSContext");
@@ -357,22 +359,30 @@ saved_frame_text (JSContext *cx,
   return text;
 }
 
-/* @frame's function and line, with @file, in @out. */
+/* @frame's function and line, with @file, in @out. The function's name
+ * is escaped as the engine's dump and a callback's description write it
+ * (JS_PutEscapedString(): no quotes, a character outside printable ASCII
+ * as an escape), at most NAME_MAX_BYTES. */
+#define NAME_MAX_BYTES 256
 static void
 saved_frame_fill (JSContext        *cx,
                   void * const     *frame,
                   const char       *file,
-                  gboolean          had_exception,
                   PerfmonJsFrame   *out)
 {
   JSString *name = NULL;
   unsigned line = 0;
+  char text[NAME_MAX_BYTES] = "";
 
   if (js.saved_frame_function (cx, NULL, frame, &name, SAVED_FRAME_INCLUDE_SELF_HOSTED) != SAVED_FRAME_OK)
     name = NULL;
   if (js.saved_frame_line (cx, NULL, frame, &line, SAVED_FRAME_INCLUDE_SELF_HOSTED) != SAVED_FRAME_OK)
     line = 0;
-  out->function = saved_frame_text (cx, name, had_exception);
+  if (name != NULL)
+    {
+      js.put_escaped_string (cx, text, sizeof text, name, 0);
+      out->function = g_utf8_make_valid (text, -1);
+    }
   out->file = g_strdup (file);
   out->line = line;
 }
@@ -449,11 +459,11 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
         }
       if (run_wanted)
         {
-          saved_frame_fill (cx, &frame.ptr, run_file, had_exception, found);
+          saved_frame_fill (cx, &frame.ptr, run_file, found);
           break;
         }
       if (first_other->file == NULL && !g_str_has_prefix (run_file, other_than))
-        saved_frame_fill (cx, &frame.ptr, run_file, had_exception, first_other);
+        saved_frame_fill (cx, &frame.ptr, run_file, first_other);
       /* A parent across an asynchronous call is not given: the stack of
        * what runs now ends there, as the engine's own dump does. */
       if (js.saved_frame_parent (cx, NULL, &frame.ptr, &parent.ptr, SAVED_FRAME_INCLUDE_SELF_HOSTED) !=
