@@ -440,13 +440,22 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
   captured = js.capture_current_stack (cx, &frame.ptr, &capture);
   if (!captured && !had_exception && js.is_exception_pending (cx))
     js.clear_pending_exception (cx);
+  /* Script runs, yet no frame: the engine saves none while an exception
+   * is pending (or while it saves one already). */
+  if (captured && frame.ptr == NULL)
+    captured = FALSE;
   while (captured && frame.ptr != NULL)
     {
       JSString *source = NULL;
 
+      /* A frame that cannot be read (the engine out of memory, or a
+       * frame it denies) leaves the walk to the dump. */
       if (js.saved_frame_source (cx, NULL, &frame.ptr, &source, SAVED_FRAME_INCLUDE_SELF_HOSTED) !=
           SAVED_FRAME_OK)
-        break;
+        {
+          captured = FALSE;
+          break;
+        }
       /* Frames come in runs of one file: a run is looked at once. */
       if (source != run_source || run_file == NULL)
         {
@@ -455,7 +464,10 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
           run_source = source;
           run_wanted = run_file != NULL && wanted (run_file, user_data);
           if (run_file == NULL)
-            break;
+            {
+              captured = FALSE;
+              break;
+            }
         }
       if (run_wanted)
         {
@@ -474,6 +486,11 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
     }
   _perfmon_js_unroot (&parent);
   _perfmon_js_unroot (&frame);
+  if (!captured)
+    {
+      _perfmon_js_frame_clear (found);
+      _perfmon_js_frame_clear (first_other);
+    }
   return captured;
 }
 
