@@ -140,19 +140,123 @@ frame_name (const PerfmonJsFrame *frame,
   return perfmon_format_script_frame (frame->function, file, frame->line);
 }
 
+/* Names the site from the innermost frame of an add-on on the stack,
+ * @addon_frame, if any, else from @program, the innermost frame that is no
+ * module of GJS's own (see find_site()). FALSE if neither is there; or,
+ * with *@unnamed set, if the frame that would name it has no function name
+ * from the saved frames (top-level code, or an anonymous function, which
+ * the engine's dump tells apart). */
+static gboolean
+name_frames (const PerfmonJsFrame *addon_frame,
+             const PerfmonJsFrame *program,
+             const PerfmonJsFrame *callback,
+             char                **site_name,
+             char                **addon_id,
+             char                **addon_name,
+             gboolean             *unnamed)
+{
+  g_autofree char *text = NULL;
+
+  *unnamed = FALSE;
+  if (addon_frame != NULL)
+    {
+      g_autofree char *id = NULL;
+      g_autofree char *name = NULL;
+      g_autofree char *inside = NULL;
+      g_autofree char *callback_id = NULL;
+      g_autofree char *callback_inside = NULL;
+
+      if (perfmon_addon_rule_match (addon_frame->file, &id, &name, &inside))
+        {
+          if (callback != NULL &&
+              perfmon_addon_rule_match (callback->file, &callback_id, NULL, &callback_inside) &&
+              g_str_equal (callback_id, id))
+            text = frame_name (callback, callback_inside);
+          else if (addon_frame->function == NULL)
+            {
+              *unnamed = TRUE;
+              return FALSE;
+            }
+          else
+            text = frame_name (addon_frame, inside);
+          *site_name = cut (text);
+          *addon_id = g_steal_pointer (&id);
+          *addon_name = g_steal_pointer (&name);
+          return TRUE;
+        }
+    }
+  if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES))
+    {
+      /* The program's callback names a site only where the program's code
+       * is on the stack, as the walk over the dump has it. */
+      if (program == NULL)
+        return FALSE;
+      text = frame_name (callback, NULL);
+    }
+  else if (program == NULL)
+    return FALSE;
+  else if (program->function == NULL)
+    {
+      *unnamed = TRUE;
+      return FALSE;
+    }
+  else
+    text = frame_name (program, NULL);
+  *site_name = cut (text);
+  *addon_id = NULL;
+  *addon_name = NULL;
+  return TRUE;
+}
+
+/* The innermost frame of an add-on, and the innermost frame before it that
+ * is no module of GJS's own, of @frames (JS::FormatStackDump()'s). */
+static gboolean
+name_site (GPtrArray            *frames,
+           const PerfmonJsFrame *callback,
+           char                **site_name,
+           char                **addon_id,
+           char                **addon_name)
+{
+  const PerfmonJsFrame *program = NULL;
+  const char *unmatched = NULL;
+  gboolean unnamed;
+
+  for (guint i = 0; i < frames->len; i++)
+    {
+      const PerfmonJsFrame *frame = g_ptr_array_index (frames, i);
+
+      /* Frames come in runs of one file: a run that is no add-on's is
+       * matched once. */
+      if ((unmatched == NULL || !g_str_equal (unmatched, frame->file)) &&
+          perfmon_addon_rule_match (frame->file, NULL, NULL, NULL))
+        return name_frames (frame, program, callback, site_name, addon_id, addon_name, &unnamed);
+      unmatched = frame->file;
+      if (program == NULL && !g_str_has_prefix (frame->file, GJS_OWN_MODULES))
+        program = frame;
+    }
+  return name_frames (NULL, program, callback, site_name, addon_id, addon_name, &unnamed);
+}
+
+static gboolean
+is_addon_file (const char *file,
+               gpointer    user_data)
+{
+  return perfmon_addon_rule_match (file, NULL, NULL, NULL);
+}
+
 /* The site of the calling JavaScript code: its name, and the add-on it
  * belongs to (id and name) if a frame of one is on the stack. The
  * JavaScript function the source or handler will call, if @closure is
  * GJS's (a handler's closure; or, with @func, a source's callback, its
  * data: then @func must be a libffi closure), names it when it is the
  * add-on's code (or, outside add-ons, the program's). Looked at only
- * while script runs: C code makes most sources and handlers. */
-static gboolean name_site (GPtrArray            *frames,
-                           const PerfmonJsFrame *callback,
-                           char                **site_name,
-                           char                **addon_id,
-                           char                **addon_name);
-
+ * while script runs: C code makes most sources and handlers.
+ *
+ * The stack is walked on the engine's saved frames, stopping at the first
+ * frame of an add-on (_perfmon_js_stack_find_here()); the engine's dump
+ * (_perfmon_js_stack_here(), which formats every frame) only where the
+ * frame that names the site has no function name there, or where the
+ * saved frames cannot be taken. */
 static gboolean
 find_site (gconstpointer  func,
            GClosure      *closure,
@@ -160,10 +264,13 @@ find_site (gconstpointer  func,
            char         **addon_id,
            char         **addon_name)
 {
-  g_autoptr(GPtrArray) frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+  g_autoptr(GPtrArray) frames = NULL;
   PerfmonJsFrame described = { NULL, NULL, 0 };
+  PerfmonJsFrame addon_frame = { NULL, NULL, 0 };
+  PerfmonJsFrame program = { NULL, NULL, 0 };
   const PerfmonJsFrame *callback = NULL;
-  gboolean found;
+  gboolean found = FALSE;
+  gboolean unnamed = FALSE;
 
   /* The cheap question first: C code makes most sources. */
   if (!_perfmon_js_script_running ())
@@ -172,8 +279,7 @@ find_site (gconstpointer  func,
       _perfmon_js_callback_describe (closure, &described))
     callback = &described;
   /* No add-on known: no frame of one to look for, and a callback of the
-   * program's names the site without a walk of the stack (the costly part:
-   * JS::FormatStackDump()). */
+   * program's names the site without a walk of the stack. */
   if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES) &&
       !_perfmon_addon_rules_any_known ())
     {
@@ -185,63 +291,25 @@ find_site (gconstpointer  func,
       _perfmon_js_frame_clear (&described);
       return TRUE;
     }
-  if (!_perfmon_js_stack_here (frames))
+  /* Script runs: the saved frames fail only where C code called from it
+   * left the script's realm (or out of memory), which the dump does not
+   * need. */
+  if (_perfmon_js_stack_find_here (is_addon_file, NULL, GJS_OWN_MODULES, &addon_frame, &program))
+    found = name_frames (addon_frame.file != NULL ? &addon_frame : NULL,
+                         program.file != NULL ? &program : NULL,
+                         callback, site_name, addon_id, addon_name, &unnamed);
+  else
+    unnamed = TRUE;
+  _perfmon_js_frame_clear (&addon_frame);
+  _perfmon_js_frame_clear (&program);
+  if (unnamed)
     {
-      _perfmon_js_frame_clear (&described);
-      return FALSE;
+      frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+      if (_perfmon_js_stack_here (frames))
+        found = name_site (frames, callback, site_name, addon_id, addon_name);
     }
-  found = name_site (frames, callback, site_name, addon_id, addon_name);
   _perfmon_js_frame_clear (&described);
   return found;
-}
-
-static gboolean
-name_site (GPtrArray            *frames,
-           const PerfmonJsFrame *callback,
-           char                **site_name,
-           char                **addon_id,
-           char                **addon_name)
-{
-  const PerfmonJsFrame *program = NULL;
-  g_autofree char *text = NULL;
-  const char *unmatched = NULL;
-
-  for (guint i = 0; i < frames->len; i++)
-    {
-      const PerfmonJsFrame *frame = g_ptr_array_index (frames, i);
-      g_autofree char *inside = NULL;
-
-      /* Frames come in runs of one file: a run that is no add-on's is
-       * matched once. */
-      if ((unmatched == NULL || !g_str_equal (unmatched, frame->file)) &&
-          perfmon_addon_rule_match (frame->file, addon_id, addon_name, &inside))
-        {
-          g_autofree char *callback_id = NULL;
-          g_autofree char *callback_inside = NULL;
-
-          if (callback != NULL &&
-              perfmon_addon_rule_match (callback->file, &callback_id, NULL, &callback_inside) &&
-              g_str_equal (callback_id, *addon_id))
-            text = frame_name (callback, callback_inside);
-          else
-            text = frame_name (frame, inside);
-          *site_name = cut (text);
-          return TRUE;
-        }
-      unmatched = frame->file;
-      if (program == NULL && !g_str_has_prefix (frame->file, GJS_OWN_MODULES))
-        program = frame;
-    }
-  if (program == NULL)
-    return FALSE;
-  if (callback != NULL && !g_str_has_prefix (callback->file, GJS_OWN_MODULES))
-    text = frame_name (callback, NULL);
-  else
-    text = frame_name (program, NULL);
-  *site_name = cut (text);
-  *addon_id = NULL;
-  *addon_name = NULL;
-  return TRUE;
 }
 
 /* Makes the add-on's group exist with its name, and keeps it. */

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <glib-object.h>
+#include <stdbool.h>
 
 #include "perfmon-js-stack-private.h"
 
@@ -35,5 +36,25 @@ gboolean _perfmon_js_callback_is_ffi (gconstpointer func);
 gboolean _perfmon_js_script_running (void);
 
 void     _perfmon_js_frame_clear (PerfmonJsFrame *frame);
+
+/* mozjs 102's JS::PersistentRooted<JSObject*>: a linked-list element
+ * (next, previous, a flag), then the pointer the garbage collector traces
+ * and updates. */
+typedef struct _PerfmonJsRoot PerfmonJsRoot;
+struct _PerfmonJsRoot
+{
+  PerfmonJsRoot *next;
+  PerfmonJsRoot *prev;
+  bool           is_sentinel;
+  void          *ptr;           /* a JSObject*, or NULL */
+};
+
+/* On GJS's thread: links @root (its ptr set, or NULL) in the persistent
+ * roots of @cx (a JSContext*), as JS::PersistentRooted's constructor
+ * does; FALSE, linking nothing, without a known engine. Unlinked with
+ * _perfmon_js_unroot(), before @root goes out of scope. */
+gboolean _perfmon_js_root (gpointer       cx,
+                           PerfmonJsRoot *root);
+void     _perfmon_js_unroot (PerfmonJsRoot *root);
 
 G_END_DECLS

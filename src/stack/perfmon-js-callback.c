@@ -56,15 +56,7 @@ typedef struct
   void      *root;       /* JS::PersistentRooted<…>*, or NULL */
 } GjsClosureTail;
 
-/* mozjs 102's JS::PersistentRooted<T*>. */
-typedef struct _Rooted Rooted;
-struct _Rooted
-{
-  Rooted   *next;
-  Rooted   *prev;
-  bool      is_sentinel;
-  JSObject *ptr;
-};
+typedef PerfmonJsRoot Rooted;
 
 #define GJS_CLOSURE_TAIL(closure) ((GjsClosureTail *) ((char *) (closure) + sizeof (GClosure)))
 #define NAME_MAX_BYTES 256
@@ -193,12 +185,9 @@ describe_function (JSContext        *cx,
 
       if (rooted.ptr == NULL)
         return FALSE;
-      /* An element in no list points at itself (mozilla::LinkedListElement). */
-      rooted.next = rooted.prev = &rooted;
-      api.add_persistent_root (cx, ROOT_KIND_OBJECT, &rooted);
-      described = describe_function (cx, &rooted.ptr, frame);
-      rooted.prev->next = rooted.next;
-      rooted.next->prev = rooted.prev;
+      _perfmon_js_root (cx, &rooted);
+      described = describe_function (cx, (JSObject * const *) &rooted.ptr, frame);
+      _perfmon_js_unroot (&rooted);
       return described;
     }
 
@@ -242,7 +231,7 @@ _perfmon_js_callback_describe (GClosure       *closure,
       if (rooted->is_sentinel || rooted->next == NULL || rooted->prev == NULL ||
           rooted->next->prev != rooted || rooted->prev->next != rooted)
         return FALSE;
-      location = &rooted->ptr;
+      location = (JSObject * const *) &rooted->ptr;
     }
   else
     location = &tail->heap;
@@ -260,6 +249,27 @@ _perfmon_js_script_running (void)
   gjs = api.gjs_current ();
   return gjs != NULL && (cx = api.gjs_native (gjs)) != NULL &&
          api.describe_scripted_caller (cx, NULL, NULL, NULL);
+}
+
+gboolean
+_perfmon_js_root (gpointer       cx,
+                  PerfmonJsRoot *root)
+{
+  if (!resolve ())
+    return FALSE;
+  /* An element in no list points at itself (mozilla::LinkedListElement). */
+  root->next = root->prev = root;
+  root->is_sentinel = false;
+  api.add_persistent_root (cx, ROOT_KIND_OBJECT, root);
+  return TRUE;
+}
+
+void
+_perfmon_js_unroot (PerfmonJsRoot *root)
+{
+  root->prev->next = root->next;
+  root->next->prev = root->prev;
+  root->next = root->prev = root;
 }
 
 void

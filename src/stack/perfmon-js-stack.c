@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "perfmon-js-callback-private.h"
 #include "perfmon-js-stack-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-symbolizer.h"
@@ -42,7 +43,26 @@
  * another SpiderMonkey means no JavaScript frames, never a wrong call. */
 
 typedef struct _JSContext JSContext;
+typedef struct _JSObject JSObject;
+typedef struct _JSString JSString;
 typedef struct _GjsContext GjsContext;
+
+/* mozjs 102's JS::StackCapture, a mozilla::Variant<JS::AllFrames,
+ * JS::MaxFrames, JS::FirstSubsumedFrame>: 24 bytes of storage, then the
+ * index of the alternative. */
+typedef struct
+{
+  union
+  {
+    guint32 max_frames;
+    guint8  storage[24];
+  } u;
+  guint8 tag;
+} StackCapture;
+#define STACK_CAPTURE_ALL_FRAMES 0
+/* JS::SavedFrameSelfHosted::Include, JS::SavedFrameResult::Ok */
+#define SAVED_FRAME_INCLUDE_SELF_HOSTED 0
+#define SAVED_FRAME_OK 0
 
 static struct
 {
@@ -57,7 +77,23 @@ static struct
   /* Optional: the creation sites of add-on attribution need them. */
   bool        (*describe_scripted_caller) (JSContext *, void *, unsigned *, unsigned *);
   const char *(*implementation_version) (void);
+  /* The saved frames of the creation sites' walk (JS::CaptureCurrentStack()
+   * and its readers). A JS::Handle or JS::MutableHandle is a pointer to
+   * the location; JS::UniqueChars comes back through a hidden first
+   * argument. */
+  bool        (*capture_current_stack) (JSContext *, void **, StackCapture *);
+  int         (*saved_frame_source) (JSContext *, void *, void * const *, JSString **, int);
+  int         (*saved_frame_line) (JSContext *, void *, void * const *, unsigned *, int);
+  int         (*saved_frame_function) (JSContext *, void *, void * const *, JSString **, int);
+  int         (*saved_frame_parent) (JSContext *, void *, void * const *, void **, int);
+  void        (*encode_utf8) (char **, JSContext *, JSString * const *);
+  size_t      (*put_escaped_string) (JSContext *, char *, size_t, JSString *, char);
+  void       *(*current_realm) (JSContext *);
+  bool        (*is_exception_pending) (JSContext *);
+  void        (*clear_pending_exception) (JSContext *);
 } js;
+
+static gboolean have_saved_frames;
 
 static gsize resolved;
 static gboolean have_js;
@@ -92,6 +128,27 @@ resolve (void)
         {
           (void) RESOLVE (describe_scripted_caller, "_ZN2JS22DescribeScriptedCallerEP9JSContextPNS_12AutoFilenameEPjS4_");
           (void) RESOLVE (implementation_version, "_Z27JS_GetImplementationVersionv");
+          have_saved_frames =
+            RESOLVE (capture_current_stack,
+                     "_ZN2JS19CaptureCurrentStackEP9JSContextNS_13MutableHandleIP8JSObjectEEON7mozilla7"
+                     "VariantIJNS_9AllFramesENS_9MaxFramesENS_18FirstSubsumedFrameEEEE") &&
+            RESOLVE (saved_frame_source,
+                     "_ZN2JS19GetSavedFrameSourceEP9JSContextP12JSPrincipalsNS_6HandleIP8JSObjectEENS_"
+                     "13MutableHandleIP8JSStringEENS_20SavedFrameSelfHostedE") &&
+            RESOLVE (saved_frame_line,
+                     "_ZN2JS17GetSavedFrameLineEP9JSContextP12JSPrincipalsNS_6HandleIP8JSObjectEEPjNS_"
+                     "20SavedFrameSelfHostedE") &&
+            RESOLVE (saved_frame_function,
+                     "_ZN2JS32GetSavedFrameFunctionDisplayNameEP9JSContextP12JSPrincipalsNS_6HandleIP8"
+                     "JSObjectEENS_13MutableHandleIP8JSStringEENS_20SavedFrameSelfHostedE") &&
+            RESOLVE (saved_frame_parent,
+                     "_ZN2JS19GetSavedFrameParentEP9JSContextP12JSPrincipalsNS_6HandleIP8JSObjectEENS_"
+                     "13MutableHandleIS6_EENS_20SavedFrameSelfHostedE") &&
+            RESOLVE (encode_utf8, "_Z21JS_EncodeStringToUTF8P9JSContextN2JS6HandleIP8JSStringEE") &&
+            RESOLVE (put_escaped_string, "_Z19JS_PutEscapedStringP9JSContextPcmP8JSStringc") &&
+            RESOLVE (current_realm, "_ZN2JS21GetCurrentRealmOrNullEP9JSContext") &&
+            RESOLVE (is_exception_pending, "_Z21JS_IsExceptionPendingP9JSContext") &&
+            RESOLVE (clear_pending_exception, "_Z24JS_ClearPendingExceptionP9JSContext");
         }
 #undef RESOLVE
       g_once_init_leave (&resolved, 1);
@@ -229,6 +286,7 @@ _perfmon_js_stack_here_status (void)
             "does not know"
           : "off: the process runs no GJS";
       else if (js.describe_scripted_caller == NULL || js.implementation_version == NULL ||
+               !have_saved_frames ||
                !g_str_has_prefix (js.implementation_version (), "JavaScript-C102."))
         status = "off: the JavaScript engine is not mozjs 102 (GJS 1.74), which perfmon knows";
       else
@@ -273,6 +331,167 @@ _perfmon_js_stack_here (GPtrArray *frames)
         g_free (frame);
     }
   return frames->len > 0;
+}
+
+/* The UTF-8 text of @str, g_malloc'd; NULL for NULL or if the engine is
+ * out of memory (the error it raised then is dropped, unless one was
+ * pending before, @had_exception). The engine's encoding is valid UTF-8
+ * (a lone surrogate becomes U+FFFD). */
+static char *
+saved_frame_text (JSContext *cx,
+                  JSString  *str,
+                  gboolean   had_exception)
+{
+  char *chars = NULL;
+  char *text;
+
+  if (str == NULL)
+    return NULL;
+  js.encode_utf8 (&chars, cx, &str);
+  if (chars == NULL)
+    {
+      if (!had_exception && js.is_exception_pending (cx))
+        js.clear_pending_exception (cx);
+      return NULL;
+    }
+  text = g_strdup (chars);
+  js.js_free (cx, chars);
+  return text;
+}
+
+/* @frame's function and line, with @file, in @out. The function's name
+ * is escaped as the engine's dump and a callback's description write it
+ * (JS_PutEscapedString(): no quotes, a character outside printable ASCII
+ * as an escape), at most NAME_MAX_BYTES. */
+#define NAME_MAX_BYTES 256
+static void
+saved_frame_fill (JSContext        *cx,
+                  void * const     *frame,
+                  const char       *file,
+                  PerfmonJsFrame   *out)
+{
+  JSString *name = NULL;
+  unsigned line = 0;
+  char text[NAME_MAX_BYTES] = "";
+
+  if (js.saved_frame_function (cx, NULL, frame, &name, SAVED_FRAME_INCLUDE_SELF_HOSTED) != SAVED_FRAME_OK)
+    name = NULL;
+  if (js.saved_frame_line (cx, NULL, frame, &line, SAVED_FRAME_INCLUDE_SELF_HOSTED) != SAVED_FRAME_OK)
+    line = 0;
+  if (name != NULL)
+    {
+      js.put_escaped_string (cx, text, sizeof text, name, 0);
+      out->function = g_utf8_make_valid (text, -1);
+    }
+  out->file = g_strdup (file);
+  out->line = line;
+}
+
+/* See perfmon-js-stack-private.h.
+ *
+ * The stack comes from JS::CaptureCurrentStack(): SpiderMonkey's saved
+ * frames, which it keeps (a SavedFrame object per distinct frame, shared
+ * by the stacks that have it, and a cache of each script location's line)
+ * and marks in the live frames, so that a capture from where one was
+ * taken reuses it. What is read is a frame's file (an atom: a run of
+ * frames of one file has the same, and is looked at once), and the
+ * function and line of the frames handed back alone. Nothing is
+ * formatted (JS::FormatStackDump() writes every frame's function, file,
+ * line and column, computing each line from the bytecode). The captured
+ * frame and its parent are held in persistent roots of our own while
+ * read: the capture allocates, and the collector may move objects. */
+gboolean
+_perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
+                             gpointer             user_data,
+                             const char          *other_than,
+                             PerfmonJsFrame      *found,
+                             PerfmonJsFrame      *first_other)
+{
+  GjsContext *gjs;
+  JSContext *cx;
+  PerfmonJsRoot frame = { NULL, NULL, false, NULL };
+  PerfmonJsRoot parent = { NULL, NULL, false, NULL };
+  StackCapture capture;
+  JSString *run_source = NULL;
+  g_autofree char *run_file = NULL;
+  gboolean run_wanted = FALSE;
+  gboolean had_exception;
+  gboolean captured;
+
+  if (_perfmon_js_stack_here_status () != NULL)
+    return FALSE;
+  /* As _perfmon_js_stack_here(): GJS's thread only. */
+  if ((pid_t) syscall (SYS_gettid) != getpid ())
+    return FALSE;
+  gjs = js.gjs_current ();
+  if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
+    return FALSE;
+  /* The cheap question first: C code attaches most sources. The capture
+   * needs a realm (it aborts without one), which script that called into
+   * C has, unless the C code left it. */
+  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL) || js.current_realm (cx) == NULL)
+    return FALSE;
+  if (!_perfmon_js_root (cx, &frame))
+    return FALSE;
+  _perfmon_js_root (cx, &parent);
+  had_exception = js.is_exception_pending (cx);
+  memset (&capture, 0, sizeof capture);
+  capture.tag = STACK_CAPTURE_ALL_FRAMES;
+  captured = js.capture_current_stack (cx, &frame.ptr, &capture);
+  if (!captured && !had_exception && js.is_exception_pending (cx))
+    js.clear_pending_exception (cx);
+  /* Script runs, yet no frame: the engine saves none while an exception
+   * is pending (or while it saves one already). */
+  if (captured && frame.ptr == NULL)
+    captured = FALSE;
+  while (captured && frame.ptr != NULL)
+    {
+      JSString *source = NULL;
+
+      /* A frame that cannot be read (the engine out of memory, or a
+       * frame it denies) leaves the walk to the dump. */
+      if (js.saved_frame_source (cx, NULL, &frame.ptr, &source, SAVED_FRAME_INCLUDE_SELF_HOSTED) !=
+          SAVED_FRAME_OK)
+        {
+          captured = FALSE;
+          break;
+        }
+      /* Frames come in runs of one file: a run is looked at once. */
+      if (source != run_source || run_file == NULL)
+        {
+          g_free (run_file);
+          run_file = saved_frame_text (cx, source, had_exception);
+          run_source = source;
+          run_wanted = run_file != NULL && wanted (run_file, user_data);
+          if (run_file == NULL)
+            {
+              captured = FALSE;
+              break;
+            }
+        }
+      if (run_wanted)
+        {
+          saved_frame_fill (cx, &frame.ptr, run_file, found);
+          break;
+        }
+      if (first_other->file == NULL && !g_str_has_prefix (run_file, other_than))
+        saved_frame_fill (cx, &frame.ptr, run_file, first_other);
+      /* A parent across an asynchronous call is not given: the stack of
+       * what runs now ends there, as the engine's own dump does. */
+      if (js.saved_frame_parent (cx, NULL, &frame.ptr, &parent.ptr, SAVED_FRAME_INCLUDE_SELF_HOSTED) !=
+          SAVED_FRAME_OK)
+        break;
+      frame.ptr = parent.ptr;
+      parent.ptr = NULL;
+    }
+  _perfmon_js_unroot (&parent);
+  _perfmon_js_unroot (&frame);
+  if (!captured)
+    {
+      _perfmon_js_frame_clear (found);
+      _perfmon_js_frame_clear (first_other);
+    }
+  return captured;
 }
 
 void

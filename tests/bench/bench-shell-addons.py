@@ -13,9 +13,14 @@
 # handler connected from JavaScript (tests/bench/gjs_source_creation.js
 # under perfmon run, on and off, BENCH_SHELL_OPS (2000) of each from 30
 # frames deep, interleaved rounds, medians of the thread's CPU), times how
-# often the busy shell walks its JavaScript stack for it (calls of
-# JS::FormatStackDump() counted by a perf uprobe over BENCH_SHELL_SECONDS,
-# when perf and uprobes are there), over the shell's CPU in that window.
+# often the shell walks its JavaScript stack for it (calls of
+# JS::CaptureCurrentStack(), the walk, and of JS::FormatStackDump(), its
+# rare fallback, counted by perf uprobes over BENCH_SHELL_SECONDS, when
+# perf and uprobes are there), over the shell's CPU in that window.
+# Last, deterministic: the instructions attribution runs per source made
+# and per handler connected from JavaScript with an add-on known
+# (valgrind's callgrind, collecting in perfmon's two creation hooks only),
+# BENCH_SHELL_CG_OPS (200) of each, 5 and 30 frames deep.
 # BENCH_SHELL_COUNT_ONLY=1 runs the counting alone.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
@@ -40,7 +45,11 @@ SETTLE = float(os.environ.get('BENCH_SHELL_SETTLE', '10'))
 OPS = int(os.environ.get('BENCH_SHELL_OPS', '2000'))
 CREATION = os.path.join(HERE, 'gjs_source_creation.js')
 MOZJS = '/usr/lib/x86_64-linux-gnu/libmozjs-102.so.0'
-DUMP_SYMBOL = '_ZN2JS15FormatStackDumpEP9JSContextbbb'
+# What a creation site's walk calls: the saved frames' capture, and the
+# dump where they cannot name the site.
+WALK_SYMBOLS = (('capture', '_ZN2JS19CaptureCurrentStackEP9JSContextNS_13MutableHandleIP8JSObjectEEON7mozilla7'
+                 'VariantIJNS_9AllFramesENS_9MaxFramesENS_18FirstSubsumedFrameEEEE'),
+                ('dump', '_ZN2JS15FormatStackDumpEP9JSContextbbb'))
 
 
 def load():
@@ -103,37 +112,45 @@ def per_operation(attribution, addon_known):
 
 
 def stack_walks_per_second(extensions):
-    """JS::FormatStackDump() calls per second in the shell with
-    @extensions, attribution on, and the shell's CPU share in that window;
-    None without perf or uprobes."""
+    """Calls per second of each of WALK_SYMBOLS in the shell with
+    @extensions, attribution on, and the shell's CPU share in that window:
+    ({name: rate}, share); None without perf or uprobes."""
     if shutil.which('perf') is None or not os.path.exists(MOZJS):
         return None
-    event = 'i24bench_dump_%d' % os.getpid()
-    added = subprocess.run(['perf', 'probe', '-q', '-x', MOZJS, '--no-demangle', '-a',
-                            '%s=%s' % (event, DUMP_SYMBOL)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-    if not added:
-        return None
+    events = {}
     try:
+        for name, symbol in WALK_SYMBOLS:
+            event = 'i24bench_%s_%d' % (name, os.getpid())
+            added = subprocess.run(['perf', 'probe', '-q', '-x', MOZJS, '--no-demangle', '-a',
+                                    '%s=%s' % (event, symbol)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+            if not added:
+                return None
+            events[name] = event
         tmp = tempfile.mkdtemp(prefix='bench-shell-addons-')
         with GnomeShellSession(perfmon_args=['--summary', os.path.join(tmp, 'summary.json')],
                                extensions=extensions) as shell:
             time.sleep(SETTLE)
             before = shell.cpu_seconds()
             start = time.monotonic()
-            stat = subprocess.run(['perf', 'stat', '-x,', '-e', 'probe_libmozjs:' + event,
-                                   '-p', str(shell.shell_pid), '--', 'sleep', str(SECONDS)],
+            stat = subprocess.run(['perf', 'stat', '-x,'] +
+                                  [a for e in events.values() for a in ('-e', 'probe_libmozjs:' + e)] +
+                                  ['-p', str(shell.shell_pid), '--', 'sleep', str(SECONDS)],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, universal_newlines=True)
             used = shell.cpu_seconds() - before
             elapsed = time.monotonic() - start
             shell.stop()
-        counts = [line.split(',')[0] for line in stat.stderr.splitlines() if event in line]
-        if not counts or not counts[0].isdigit():
-            return None
-        return int(counts[0]) / elapsed, used / elapsed
+        rates = {}
+        for name, event in events.items():
+            counts = [line.split(',')[0] for line in stat.stderr.splitlines() if event in line]
+            if not counts or not counts[0].isdigit():
+                return None
+            rates[name] = int(counts[0]) / elapsed
+        return rates, used / elapsed
     finally:
-        subprocess.run(['perf', 'probe', '-q', '-d', 'probe_libmozjs:' + event],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for event in events.values():
+            subprocess.run(['perf', 'probe', '-q', '-d', 'probe_libmozjs:' + event],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 if shutil.which('gjs') is not None:
@@ -159,12 +176,40 @@ if shutil.which('gjs') is not None:
         if walks is None:
             print('  stack walks in the shell: not counted (no perf, or no uprobes)')
             break
-        rate, share = walks
+        rates, share = walks
+        rate = rates['capture']
         # A walk costs the "add-on known" figure; without an extension the
         # shell makes no walk but where a callback cannot be read.
         cost = extra[True]
-        print('  shell %s, attribution on: %.1f stack walks/s, shell CPU %.2f %%; '
-              'at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
-              % (what, rate, share * 100, cost, rate * cost / 1e4,
+        print('  shell %s, attribution on: %.1f stack walks/s (%.2f dumps/s: the fallback, and samples of long dispatches), '
+              'shell CPU %.2f %%; at +%.1f µs each: %.3f %% of a CPU, %.2f %% of the shell\'s CPU'
+              % (what, rate, rates['dump'], share * 100, cost, rate * cost / 1e4,
                  rate * cost / 1e4 / (share * 100) * 100 if share > 0 else float('nan')))
+
+
+def instructions_per_operation(depth):
+    """Instructions (callgrind's Ir) in the creation hooks per source made
+    and per handler connected from @depth frames deep, an add-on known."""
+    tmp = tempfile.mkdtemp(prefix='bench-shell-addons-cg-')
+    env = dict(os.environ, PERFMON_RUN_NO_EXPORT='1', XDG_STATE_HOME=tmp)
+    out = os.path.join(tmp, 'callgrind.out')
+    ops = int(os.environ.get('BENCH_SHELL_CG_OPS', '200'))
+    try:
+        subprocess.run([os.environ.get('PERFMON_TOOL', 'perfmon'), 'run', '--addon-path',
+                        '/nonexistent/bench-addon=bench', '--', 'valgrind', '--tool=callgrind',
+                        '--callgrind-out-file=' + out, '--toggle-collect=_perfmon_js_site_source_attached',
+                        '--toggle-collect=_perfmon_js_site_handler_connected',
+                        'gjs', '-m', CREATION, str(ops), str(depth)],
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        with open(out) as f:
+            totals = [int(line.split()[1]) for line in f if line.startswith('totals:')]
+        return totals[0] / (2 * ops) if totals else None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if shutil.which('gjs') is not None and shutil.which('valgrind') is not None:
+    print('instructions per source made or handler connected, an add-on known (callgrind):')
+    for depth in (5, 30):
+        print('  %d frames deep: %.0f' % (depth, instructions_per_operation(depth)))
 print('load after: %s' % load())

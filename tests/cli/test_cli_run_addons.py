@@ -162,6 +162,56 @@ class AddonsTest(CliTestCase):
         self.assertIn('quiet', addons)
         self.assertNotIn('calm@perfmon.test', addons)
 
+    def test_sites_named_from_saved_frames_and_top_level(self):
+        # The creation site is found on the engine's saved frames; where the
+        # frame that names it has no function name there (top-level code),
+        # the engine's dump names it. setInterval() hands GLib a function of
+        # GJS's own: the add-on's frame names each site, through GJS's
+        # timers module above it.
+        addon = self.path('addon')
+        os.makedirs(addon)
+        with open(os.path.join(addon, 'mod.js'), 'w') as f:
+            f.write('''import GLib from 'gi://GLib';
+let n = 0;
+function tick() {
+    n++;
+}
+function startTicking() {
+    return setInterval(tick, 20);
+}
+const top = setInterval(tick, 20);
+const named = startTicking();
+export function stop() {
+    clearInterval(top);
+    clearInterval(named);
+    return n;
+}
+''')
+        main = self.path('main.js')
+        with open(main, 'w') as f:
+            f.write('''import GLib from 'gi://GLib';
+const loop = new GLib.MainLoop(null, false);
+import('file://%s/mod.js').then(mod => {
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, 500, () => {
+        print(mod.stop());
+        loop.quit();
+        return GLib.SOURCE_REMOVE;
+    });
+});
+loop.run();
+''' % addon)
+        summary = self.path('summary.json')
+        env = self.foreign_env()
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        result = self.perfmon('run', '--summary', summary, '--addon-path', addon + '=ticker', '--',
+                              GJS, '-m', main, env=env, timeout=120)
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            groups = json.load(f)['snapshot']['groups']
+        ticker = {g['name']: g for g in groups if g.get('addon_id') == 'ticker' and g['kind'] != 'addon'}
+        self.assertIn('(top level) (addon/mod.js:9)', ticker, sorted(g['name'] for g in groups))
+        self.assertIn('startTicking (addon/mod.js:7)', ticker, sorted(g['name'] for g in groups))
+
     def test_addon_path_bad(self):
         result = self.perfmon('run', '--addon-path', 'relative=x', '--', 'true')
         self.assertExit(result, 2)
