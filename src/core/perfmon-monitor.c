@@ -2702,6 +2702,23 @@ _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self)
   return self->n_cpu_clock_reads;
 }
 
+void
+_perfmon_monitor_dilate_time (PerfmonMonitor *self,
+                              guint           factor)
+{
+  g_return_if_fail (PERFMON_IS_MONITOR (self));
+  g_return_if_fail (factor >= 1);
+
+  self->read_stretch_cycles *= factor;
+  self->long_iteration_cycles *= factor;
+  self->anchor_max_age_cycles *= factor;
+  self->long_dispatch_cycles *= factor;
+  if (self->anchor_stale_cycles != 0)
+    self->anchor_stale_cycles = self->anchor_cycles + self->anchor_max_age_cycles;
+  if (self->lean_wall_cycles != 0)
+    self->lean_wall_cycles = self->read_stretch_cycles;
+}
+
 /* --- for the automatic groups (perfmon-automatic.c) -------------------- */
 
 PerfmonAutomatic *
