@@ -17,6 +17,10 @@
  *   automatic   automatic groups on
  *   tracing     the task tracer's flight recorder on (automatic tasks)
  *
+ * and, beside the layers, "monitor+hang": a PerfmonMonitor and a
+ * PerfmonHangMonitor, no enter/leave, the hang monitor's total against
+ * plain (and against "thread", with as many threads).
+ *
  *  1. with valgrind on PATH: instructions per dispatch counted by
  *     valgrind --tool=callgrind (it counts instructions, not what a
  *     locked or fenced one costs), and the difference to plain. Without
@@ -72,11 +76,13 @@ typedef enum
   MODE_HANG,
   MODE_AUTOMATIC,
   MODE_TRACING,
+  MODE_MONITOR_HANG,   /* not a layer: monitor + hang, no enter/leave */
   N_MODES
 } Mode;
 
 static const char * const mode_names[N_MODES] = {
   "plain", "thread", "monitor", "enter-leave", "hang", "automatic", "tracing",
+  "monitor+hang",
 };
 
 static char *pings_dir;
@@ -84,7 +90,7 @@ static char *pings_dir;
  * (1: not at all); see _perfmon_monitor_dilate_time(). */
 static guint dilation = 1;
 /* Valgrind runs this loop some 50 times slower than natively. */
-#define CALLGRIND_DILATION 100
+#define CALLGRIND_DILATION 1000
 
 typedef struct
 {
@@ -122,6 +128,9 @@ layers_init (Layers *layers,
 {
   g_autoptr(GError) error = NULL;
 
+  /* MODE_MONITOR_HANG is the one mode that is not the layers below it. */
+  gboolean stacked = mode != MODE_MONITOR_HANG;
+
   memset (layers, 0, sizeof *layers);
   if (mode == MODE_THREAD)
     layers->thread = g_thread_new ("parked", parked_thread, &layers->parked);
@@ -131,7 +140,7 @@ layers_init (Layers *layers,
       if (dilation > 1)
         _perfmon_monitor_dilate_time (layers->monitor, dilation);
     }
-  if (mode >= MODE_ENTER_LEAVE)
+  if (mode >= MODE_ENTER_LEAVE && stacked)
     {
       layers->compartment = perfmon_monitor_create_compartment (layers->monitor, "idle", 1, "addon");
       perfmon_group_set_active (layers->compartment, TRUE);
@@ -143,9 +152,9 @@ layers_init (Layers *layers,
       if (!perfmon_hang_monitor_start (layers->hang_monitor, &error))
         g_error ("could not start the hang monitor: %s", error->message);
     }
-  if (mode >= MODE_AUTOMATIC)
+  if (mode >= MODE_AUTOMATIC && stacked)
     perfmon_monitor_set_automatic_groups (layers->monitor, TRUE);
-  if (mode >= MODE_TRACING)
+  if (mode >= MODE_TRACING && stacked)
     {
       if (!perfmon_tracer_start_flight_recorder (10, &error))
         g_error ("could not start the flight recorder: %s", error->message);
@@ -394,15 +403,24 @@ bench_instructions (const char *self)
            N_CALLGRIND, CALLGRIND_DILATION);
   for (Mode mode = 0; mode < N_MODES; mode++)
     {
-      g_print ("   %-12s %7.1f  (%+6.1f against plain, %+6.1f against the line above)",
+      /* The line above, or what the mode adds its layer to. */
+      Mode below = mode == MODE_MONITOR_HANG ? MODE_MONITOR : mode == 0 ? 0 : mode - 1;
+
+      if (mode == MODE_MONITOR_HANG)
+        g_print ("   the hang monitor alone, against plain and against monitor:\n");
+      g_print ("   %-12s %7.1f  (%+6.1f against plain, %+6.1f against %s)",
                mode_names[mode], per[mode], per[mode] - per[MODE_PLAIN],
-               mode == 0 ? 0.0 : per[mode] - per[mode - 1]);
+               per[mode] - per[below], mode == MODE_MONITOR_HANG ? "monitor" : "the line above");
       if (reads[mode] >= 0)
         g_print ("  reads %5.1f (natively %3.1f), in reading %4.1f;  raw %+6.1f, reads %5.1f",
                  reads[mode], native_reads[mode], reading[mode],
                  raw_per[mode] - raw_per[MODE_PLAIN], raw_reads[mode]);
       g_print ("\n");
     }
+  g_print ("   the hang monitor's own work per dispatch, the second thread's cost to\n"
+           "   glibc's poll() (thread - plain) apart: %+.1f (monitor+hang), %+.1f (hang)\n",
+           per[MODE_MONITOR_HANG] - per[MODE_MONITOR] - (per[MODE_THREAD] - per[MODE_PLAIN]),
+           per[MODE_HANG] - per[MODE_ENTER_LEAVE] - (per[MODE_THREAD] - per[MODE_PLAIN]));
   g_print ("   goal: enter-leave <= plain + 150\n");
 }
 
@@ -412,6 +430,7 @@ bench_cpu (guint rounds)
   g_autofree double *times = g_new0 (double, (gsize) N_MODES * rounds);
   g_autofree double *ratios = g_new0 (double, (gsize) N_MODES * rounds);
   g_autofree double *hang_to_thread = g_new0 (double, rounds);
+  g_autofree double *monitor_hang_to_thread = g_new0 (double, rounds);
 
   /* Warm-up. */
   for (Mode mode = 0; mode < N_MODES; mode++)
@@ -428,6 +447,7 @@ bench_cpu (guint rounds)
       for (Mode mode = 0; mode < N_MODES; mode++)
         ratios[mode * rounds + r] = times[mode * rounds + r] / times[MODE_PLAIN * rounds + r];
       hang_to_thread[r] = times[MODE_HANG * rounds + r] / times[MODE_THREAD * rounds + r];
+      monitor_hang_to_thread[r] = times[MODE_MONITOR_HANG * rounds + r] / times[MODE_THREAD * rounds + r];
     }
 
   g_print ("2. %d empty dispatches, process CPU time, %u interleaved rounds, medians:\n",
@@ -442,6 +462,9 @@ bench_cpu (guint rounds)
     }
   g_print ("   hang against thread (same number of threads): %.3fx\n",
            bench_median (hang_to_thread, rounds));
+  g_print ("   monitor+hang against plain: %.3fx, against thread (same number of threads): %.3fx\n",
+           bench_median (ratios + MODE_MONITOR_HANG * rounds, rounds),
+           bench_median (monitor_hang_to_thread, rounds));
   g_print ("   goals: hang <= 1.05x, tracing <= 1.15x\n");
 }
 
