@@ -1334,6 +1334,43 @@ test_zero_timeout_poll_is_a_tail_call (void)
 #endif
 }
 
+/* A measure of @spin_us (by the monotonic clock) of @compartment, on a
+ * monitor without a context; returns the readings of the thread CPU
+ * clock its leave made. */
+static guint64
+reads_at_leave (PerfmonMonitor *monitor,
+                PerfmonGroup   *compartment,
+                gint64          spin_us)
+{
+  gint64 end;
+  guint64 reads;
+
+  perfmon_group_enter (compartment);
+  reads = _perfmon_monitor_count_cpu_clock_reads (monitor);
+  end = g_get_monotonic_time () + spin_us;
+  while (g_get_monotonic_time () < end)
+    ;
+  perfmon_group_leave (compartment);
+  return _perfmon_monitor_count_cpu_clock_reads (monitor) - reads;
+}
+
+/* bench-layers counts instructions under valgrind with the monitor's
+ * time thresholds dilated, so that it takes the paths it takes natively:
+ * a 200 us measure reads the CPU clock at its leave (25 us or more), but
+ * not once its thresholds are a million times longer (25 s). */
+static void
+test_dilated_time (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) compartment = perfmon_monitor_create_compartment (monitor, "spin", 0, NULL);
+
+  g_assert_cmpuint (reads_at_leave (monitor, compartment, 200), ==, 1);
+  perfmon_monitor_iteration_done (monitor);
+  _perfmon_monitor_dilate_time (monitor, 1000000);
+  g_assert_cmpuint (reads_at_leave (monitor, compartment, 200), ==, 0);
+  perfmon_monitor_iteration_done (monitor);
+}
+
 static void
 test_many_contexts (void)
 {
@@ -1508,6 +1545,7 @@ main (int   argc,
   g_test_add_func ("/monitor/chains-previous-poll-func", test_chains_previous_poll_func);
   g_test_add_func ("/monitor/zero-timeout-poll-is-a-tail-call", test_zero_timeout_poll_is_a_tail_call);
   g_test_add_func ("/monitor/many-contexts", test_many_contexts);
+  g_test_add_func ("/monitor/dilated-time", test_dilated_time);
 
   return g_test_run ();
 }

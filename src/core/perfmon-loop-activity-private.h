@@ -207,10 +207,12 @@ _perfmon_loop_activity_busy_next_in_busy (PerfmonLoopActivity *activity,
                                           guint64              now_cycles)
 {
   guint64 n = __atomic_load_n (&activity->n_stretches, __ATOMIC_RELAXED);
+  /* Loaded once: the stores below could alias it, for the compiler. */
+  PerfmonLoopStretch *stretches = activity->stretches;
   PerfmonLoopStretch *stretch;
 
-  __atomic_store_n (&_perfmon_loop_activity_stretch (activity, n)->end, now_cycles, __ATOMIC_RELAXED);
-  stretch = _perfmon_loop_activity_stretch (activity, n + 1);
+  __atomic_store_n (&stretches[n & (PERFMON_LOOP_RECENT_STRETCHES - 1)].end, now_cycles, __ATOMIC_RELAXED);
+  stretch = &stretches[(n + 1) & (PERFMON_LOOP_RECENT_STRETCHES - 1)];
   __atomic_store_n (&stretch->begin, now_cycles, __ATOMIC_RELAXED);
   __atomic_store_n (&stretch->end, 0, __ATOMIC_RELAXED);
   /* Publishes the old stretch's end and the new one's begin. */

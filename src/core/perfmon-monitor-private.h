@@ -49,5 +49,14 @@ void    _perfmon_monitor_add_sampled_cpu_time (PerfmonMonitor *self,
 
 guint   _perfmon_monitor_count_records (PerfmonMonitor *self);
 guint64 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self);
+/* For benchmarks under valgrind, which runs a program some 50 times
+ * slower while the cycle counter keeps real time: multiplies the
+ * monitor's time thresholds (the reading stretch, the anchor's age, a
+ * long iteration, a long dispatch) by @factor, so that the monitor takes
+ * the paths it takes natively and callgrind counts their instructions,
+ * not those of readings that only the slowdown causes. On the monitor's
+ * thread, before it measures anything; never in a program. */
+void    _perfmon_monitor_dilate_time (PerfmonMonitor *self,
+                                      guint           factor);
 
 G_END_DECLS
