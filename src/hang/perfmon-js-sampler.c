@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-hang-report-private.h"
 #include "perfmon-js-sampler-private.h"
@@ -199,8 +200,12 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
 {
   if (self->following && self->index == index)
     return self->next_us;
-  /* The engine runs on the main thread (see _perfmon_js_stack_prepare()). */
+  /* The engine runs on the main thread (see _perfmon_js_stack_prepare()).
+   * No add-on known (PERFMON_RUN_NO_ADDONS=1, or no extension installed):
+   * no sample could name one, and the thread would pay for its stack
+   * dumps for nothing. */
   if (tid != (gint64) getpid () || !_perfmon_js_site_attribution_running () ||
+      !_perfmon_addon_rules_any_known () ||
       !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
     return G_MAXINT64;
   self->following = TRUE;
