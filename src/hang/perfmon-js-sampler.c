@@ -30,7 +30,9 @@
  *   first, since the stretch began, scaled from when the watchdog began
  *   following it) goes to that add-on group's sampled CPU time
  *   (_perfmon_monitor_add_sampled_cpu_time(), apart from its exact CPU
- *   time). When the stretch is over, its last part (from the last sample
+ *   time). When two samples in a row disagree (an add-on, then an
+ *   exact dispatch or no add-on, or the other way), half of the interval
+ *   goes to each (charge_interval()). When the stretch is over, its last part (from the last sample
  *   to its end, at most the CPU time used since) goes where the last
  *   sample went.
  *
@@ -38,7 +40,8 @@
  * its creation site: _perfmon_js_site_is_exact()) is not sampled: its
  * name, read from the thread's memory first (as a hang's runnable is), or
  * that the engine's answer gives, says so, and the interval charges
- * nothing: exact figures are never counted twice. A sample without JavaScript (the thread in native code
+ * nothing beyond the half of it that a previous sample's add-on may have
+ * run: exact figures are never counted twice. A sample without JavaScript (the thread in native code
  * past the timeout) or without an add-on frame charges nothing either.
  */
 #define _GNU_SOURCE 1
@@ -49,6 +52,7 @@
 #include <unistd.h>
 
 #include "perfmon-addon-rules.h"
+#include "perfmon-addon-rules-private.h"
 #include "perfmon-clock-private.h"
 #include "perfmon-hang-report-private.h"
 #include "perfmon-js-sampler-private.h"
@@ -117,6 +121,31 @@ charge (PerfmonJsSampler *self,
     _perfmon_monitor_add_sampled_cpu_time (self->monitor, addon, (guint64) (cpu_ns + 500) / 1000);
 }
 
+/* The interval between two samples, in which the thread used @cpu_ns:
+ * the earlier sample went to @previous, the later one to @current (NULL:
+ * to no add-on, an exactly charged dispatch or code of no add-on). When
+ * they agree, the interval is theirs; when they differ, the change came
+ * somewhere in between, as likely in its first half as in its second:
+ * half goes to each. Charging it all to one side would count a dispatch
+ * that began or ended between two samples too much or too little, each
+ * time, always the same way for a loop that dispatches its sources in the
+ * same order (a promise job queue before or after an add-on's exactly
+ * charged timeouts, in each iteration). */
+static void
+charge_interval (PerfmonJsSampler *self,
+                 PerfmonGroup     *previous,
+                 PerfmonGroup     *current,
+                 gint64            cpu_ns)
+{
+  if (previous == current)
+    {
+      charge (self, current, cpu_ns);
+      return;
+    }
+  charge (self, previous, cpu_ns / 2);
+  charge (self, current, cpu_ns - cpu_ns / 2);
+}
+
 /* An interval of @wall_us in which the thread used @cpu_ns: the rate at
  * which the unseen start of the stretch is charged, if it waits. */
 static void
@@ -171,8 +200,12 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
 {
   if (self->following && self->index == index)
     return self->next_us;
-  /* The engine runs on the main thread (see _perfmon_js_stack_prepare()). */
+  /* The engine runs on the main thread (see _perfmon_js_stack_prepare()).
+   * No add-on known (PERFMON_RUN_NO_ADDONS=1, or no extension installed):
+   * no sample could name one, and the thread would pay for its stack
+   * dumps for nothing. */
   if (tid != (gint64) getpid () || !_perfmon_js_site_attribution_running () ||
+      !_perfmon_addon_rules_any_known () ||
       !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
     return G_MAXINT64;
   self->following = TRUE;
@@ -255,6 +288,9 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
       _perfmon_js_site_is_exact (self->named->runnable_name))
     {
+      /* The interval's first part may still be the last sample's add-on. */
+      if (self->n_samples > 0)
+        charge_interval (self, self->last_addon, NULL, used_ns + self->carried_ns);
       self->unseen_us = 0;
       self->unseen_addon = NULL;
       self->carried_ns = 0;
@@ -269,7 +305,10 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     {
       if (!_perfmon_js_site_is_exact (dispatch_name))
         addon = find_addon (self, frames);
-      charge (self, addon, used_ns + self->carried_ns);
+      /* The first sample has no earlier one: the stretch's start is
+       * taken to be where it is. */
+      charge_interval (self, self->n_samples > 0 ? self->last_addon : addon, addon,
+                       used_ns + self->carried_ns);
       self->carried_ns = 0;
       /* The unseen start goes where the first answer says, at the rate
        * of the next interval; or nowhere, if not to an add-on. */

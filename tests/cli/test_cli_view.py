@@ -51,25 +51,32 @@ GLib.timeout_add(3000, stall)
 GLib.MainLoop().run()
 """
 
-# A GJS program with an extension laid out as GNOME Shell's: the
-# extension's handler of a signal the program emits every 1.5 s blocks the
-# loop 400 ms, so its hangs name the add-on.
+# A GJS program with two extensions laid out as GNOME Shell's: the slow
+# one's handler of a signal the program emits every 1.5 s blocks the loop
+# 400 ms, so its hangs name the add-on; the promise-heavy one burns its
+# CPU in promise jobs (GjsPromiseJobQueueSource), which no creation site
+# of its own covers: charged by sampling, shown "+x % sampled" after its
+# name. Loaded while the loop runs, as GNOME Shell does: a loop run after
+# a top-level await would run inside a promise job, where GJS runs no
+# other (see tests/cli/gjs_addons_main.js).
 GJS = shutil.which('gjs')
 ADDON = 'slow@perfmon.test'
+PROMISE_ADDON = 'promise@perfmon.test'
 GJS_PROGRAM = """
 import Gio from 'gi://Gio';
 import GLib from 'gi://GLib';
 
-const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions/%s`;
+const dir = `${GLib.get_user_data_dir()}/gnome-shell/extensions`;
 const action = new Gio.SimpleAction({name: 'ping'});
-const extension = await import(`file://${dir}/extension.js`);
-extension.enable(action);
-GLib.timeout_add(GLib.PRIORITY_DEFAULT, 1500, () => {
-    action.activate(null);
-    return GLib.SOURCE_CONTINUE;
-});
+Promise.all(['%s', '%s'].map(uuid => import(`file://${dir}/${uuid}/extension.js`))).then(modules => {
+    modules.forEach(module => module.enable(action));
+    GLib.timeout_add(GLib.PRIORITY_DEFAULT, 1500, () => {
+        action.activate(null);
+        return GLib.SOURCE_CONTINUE;
+    });
+}).catch(logError);
 new GLib.MainLoop(null, false).run();
-""" % ADDON
+""" % (ADDON, PROMISE_ADDON)
 GJS_EXTENSION = """
 import GLib from 'gi://GLib';
 
@@ -79,6 +86,40 @@ function onActivate() {
 
 export function enable(action) {
     action.connect('activate', onActivate);
+}
+"""
+# An async function: sleeps 50 ms, then awaits resolved promises, busy
+# 5 ms after each; what follows each await is a promise job.
+GJS_PROMISE_EXTENSION = """
+import GLib from 'gi://GLib';
+
+function sleep(ms) {
+    return new Promise(resolve => GLib.timeout_add(GLib.PRIORITY_DEFAULT, ms, () => {
+        resolve();
+        return GLib.SOURCE_REMOVE;
+    }));
+}
+
+function busy(ms) {
+    const end = GLib.get_monotonic_time() + ms * 1000;
+    let x = 0;
+    while (GLib.get_monotonic_time() < end)
+        x++;
+    return x;
+}
+
+async function work() {
+    for (;;) {
+        await sleep(50);
+        for (let i = 0; i < 6; i++) {
+            await Promise.resolve();
+            busy(5);
+        }
+    }
+}
+
+export function enable() {
+    work().catch(logError);
 }
 """
 
@@ -320,12 +361,14 @@ class ViewTest(BusTestCase):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # A GJS program whose extension hangs it (when GJS is there).
         if GJS is not None:
-            extension = os.path.join(self.tmp, 'data', 'gnome-shell', 'extensions', ADDON)
-            os.makedirs(extension)
-            with open(os.path.join(extension, 'extension.js'), 'w') as f:
-                f.write(GJS_EXTENSION)
-            with open(os.path.join(extension, 'metadata.json'), 'w') as f:
-                json.dump({'uuid': ADDON, 'name': 'Slow', 'shell-version': ['43']}, f)
+            for uuid, name, code in ((ADDON, 'Slow', GJS_EXTENSION),
+                                     (PROMISE_ADDON, 'Promise Heavy', GJS_PROMISE_EXTENSION)):
+                extension = os.path.join(self.tmp, 'data', 'gnome-shell', 'extensions', uuid)
+                os.makedirs(extension)
+                with open(os.path.join(extension, 'extension.js'), 'w') as f:
+                    f.write(code)
+                with open(os.path.join(extension, 'metadata.json'), 'w') as f:
+                    json.dump({'uuid': uuid, 'name': name, 'shell-version': ['43']}, f)
             main = self.path('gjs-main.js')
             with open(main, 'w') as f:
                 f.write(GJS_PROGRAM)
@@ -344,7 +387,11 @@ class ViewTest(BusTestCase):
             # may find none, and says why), and one of the extension.
             python_hangs = [h for h in state['hangs'] if h['process'] == 'python3' and h['frames']]
             addon_hangs = [h for h in state['hangs'] if h.get('addon') == ADDON] if GJS is not None else [None]
-            return state if {'gtk4-demo', 'python3'} <= names and python_hangs and addon_hangs else None
+            # The promise-heavy add-on, charged by sampling lately.
+            sampled = [g for p in state['processes'] for g in p['groups']
+                       if g['kind'] == 'addon' and g['name'] == 'Promise Heavy' and g.get('recent_sampled_cpu', 0) > 0
+                       ] if GJS is not None else [None]
+            return state if {'gtk4-demo', 'python3'} <= names and python_hangs and addon_hangs and sampled else None
         state = self.eventually(ready, 'the programs and their hangs in /api/state', timeout=180)
         python_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'python3')
         gtk_pid = next(p['pid'] for p in state['processes'] if p['name'] == 'gtk4-demo')
@@ -434,6 +481,16 @@ class ViewTest(BusTestCase):
                                     r'\(pid %d\)</strong> hung \d+ ms in <code>[^<]*%s/extension\.js[^<]*</code> '
                                     r'<span class="addon">add-on <code>%s</code></span></summary>'
                                     % (addon_hang['pid'], re.escape(ADDON), re.escape(ADDON)))
+            # The promise-heavy add-on: in the top by its sampled CPU (its
+            # exact CPU is next to nothing), "+x % sampled" after its name
+            # (the style sheet writes the attribute after it), the name's
+            # text the name alone; no other group says it is sampled.
+            self.assertRegex(first, r'<span class="name" title="Promise Heavy(?:\n|&#10;)\+\d+\.\d % sampled: CPU estimated '
+                                    r'by sampling[^"]*" data-sampled="\+\d+\.\d % sampled">Promise Heavy</span>')
+            self.assertEqual(len(re.findall(r'data-sampled=', first)), 1, re.findall(r'<span class="name".*?</span>', first))
+            status, _, css = get(self.base + 'view.css', auth)
+            self.assertEqual(status, 200)
+            self.assertRegex(css.decode(), r'\.name\[data-sampled\]::after\s*\{[^}]*content:\s*" " attr\(data-sampled\)')
         # The flame graph of the Python program's hangs, the main loop in it.
         flame = re.search(r'<svg class="flame" data-pid="%d"[^>]*>(.*?)</svg>' % python_pid, first, re.S)
         self.assertTrue(flame, first[-3000:])
