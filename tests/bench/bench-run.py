@@ -93,8 +93,12 @@ def per_dispatch(argv, perfmon, n):
 
 
 def load():
-    with open('/proc/loadavg') as f:
-        return ' '.join(f.read().split()[:3])
+    """The machine's load, as `uptime` says it."""
+    try:
+        return subprocess.run(['uptime'], stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    except OSError:
+        with open('/proc/loadavg') as f:
+            return 'load average: ' + ' '.join(f.read().split()[:3])
 
 
 print('bench-run: perfmon run with its defaults (%s)' % TOOL)
@@ -110,22 +114,29 @@ if shutil.which('valgrind'):
 else:
     print('valgrind is not installed: no instruction counts')
 
-for name, argv, n in (('C', [C_PROGRAM, str(CPU_DISPATCHES)], CPU_DISPATCHES),
-                      ('PyGObject', PY_PROGRAM + [str(PY_CPU_DISPATCHES)], PY_CPU_DISPATCHES)):
-    ratios = []
-    plains = []
-    for r in range(ROUNDS):
-        # Interleaved, the order swapped every round.
+# CPU: C and PyGObject in the same rounds, each round running the four
+# (program, plain or perfmon run) in an order swapped every round, so that
+# both ratios see the same moments of the machine's load.
+CASES = (('C', [C_PROGRAM, str(CPU_DISPATCHES)], CPU_DISPATCHES),
+         ('PyGObject', PY_PROGRAM + [str(PY_CPU_DISPATCHES)], PY_CPU_DISPATCHES))
+ratios = {name: [] for name, _, _ in CASES}
+plains = {name: [] for name, _, _ in CASES}
+for r in range(ROUNDS):
+    for name, argv, n in (CASES if r % 2 == 0 else tuple(reversed(CASES))):
         if r % 2 == 0:
             plain, _ = run(argv, False)
             under, _ = run(argv, True)
         else:
             under, _ = run(argv, True)
             plain, _ = run(argv, False)
-        ratios.append(under / plain)
-        plains.append(plain)
+        ratios[name].append(under / plain)
+        plains[name].append(plain)
+    print('  round %d: %s; %s' % (r + 1, ', '.join('%s %.3fx' % (name, ratios[name][-1]) for name, _, _ in CASES),
+                                  load()))
+for name, argv, n in CASES:
     print('CPU %-9s %d dispatches, %d interleaved rounds: median ratio perfmon run / plain %.3fx '
           '(min %.3f, max %.3f; plain median %.3f s)'
-          % (name, n, ROUNDS, statistics.median(ratios), min(ratios), max(ratios), statistics.median(plains)))
+          % (name, n, ROUNDS, statistics.median(ratios[name]), min(ratios[name]), max(ratios[name]),
+             statistics.median(plains[name])))
 print('load after: %s' % load())
 shutil.rmtree(tmp, ignore_errors=True)
