@@ -1350,6 +1350,23 @@ hang_blocking_signals (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Blocks the capture signal for all but the last 250 ms of its time. */
+static gboolean
+hang_blocking_signals_at_first (gpointer data)
+{
+  sigset_t all, saved;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &saved);
+  spin_ms (GPOINTER_TO_UINT (data) - 250);
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  spin_ms (250);
+  return G_SOURCE_REMOVE;
+}
+
+/* The samples that fail print why; those of the task's last 250 ms are
+ * its stacks. (A jank whose every sample failed has no stack of the
+ * task: it gives no log, see test-jank-sampler.) */
 static void
 test_jank_failed_sample_wchan (Fixture       *fixture,
                                gconstpointer  data)
@@ -1367,7 +1384,7 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   wait_startup (fixture);
 
-  event = run_jank (fixture, fixture->hang_monitor, hang_blocking_signals, 700, 2500);
+  event = run_jank (fixture, fixture->hang_monitor, hang_blocking_signals_at_first, 700, 2500);
   g_assert_nonnull (event);
   log = read_single_log (event);
   g_test_message ("%s", log);
@@ -1375,6 +1392,7 @@ test_jank_failed_sample_wchan (Fixture       *fixture,
   g_assert_nonnull (strstr (log, "failed: no stack of thread"));
   g_assert_nonnull (strstr (log, "wchan "));
   g_assert_nonnull (strstr (log, "blocks the signal"));
+  g_assert_nonnull (strstr (log, "(hang_blocking_signals_at_first+"));
 }
 
 /* A hang whose stack cannot be taken (the thread blocks the capture

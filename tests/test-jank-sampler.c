@@ -229,6 +229,37 @@ test_late_watchdog_still_sees_the_jank (Fixture       *fixture,
   g_assert_cmpuint (count_logs (fixture), ==, 1);
 }
 
+/* A jank whose samples all fall in the task and all fail (here: the
+ * thread is not known, as when it cannot be stopped in time): the log
+ * would hold only why, no stack of the jank. It is not written and spends
+ * none of the budget (1 a day): the next jank, with its stack, is
+ * reported. In a subprocess: the budget is the process's. */
+static void
+test_failed_samples_spend_no_budget (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GVariant) failed = NULL;
+  g_autoptr(GVariant) event = NULL;
+  gint64 start = fixture->base_us - 10 * G_USEC_PER_SEC;
+
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      return;
+    }
+
+  /* Samples at 350, 450 and 550 ms fall in a 600 ms task. */
+  g_assert_cmpint (__atomic_load_n (&fixture->activity.thread_id, __ATOMIC_RELAXED), ==, 0);
+  failed = run_jank (fixture, start, 600, FALSE);
+  g_assert_null (failed);
+  g_assert_cmpuint (count_logs (fixture), ==, 0);
+
+  event = run_jank (fixture, start + 2000 * MS, 260, TRUE);
+  g_assert_nonnull (event);
+  g_assert_cmpuint (count_logs (fixture), ==, 1);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -239,5 +270,7 @@ main (int   argc,
               test_empty_log_spends_no_budget, fixture_tear_down);
   g_test_add ("/jank-sampler/late-watchdog-still-sees-the-jank", Fixture, NULL, fixture_set_up,
               test_late_watchdog_still_sees_the_jank, fixture_tear_down);
+  g_test_add ("/jank-sampler/failed-samples-spend-no-budget", Fixture, NULL, fixture_set_up,
+              test_failed_samples_spend_no_budget, fixture_tear_down);
   return g_test_run ();
 }

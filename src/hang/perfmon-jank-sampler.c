@@ -78,7 +78,7 @@ struct _PerfmonJankSampler
   guint64              janky_index;
   gint64               janky_end_us;
   guint                samples_skipped;    /* the loop was idle: not the jank */
-  guint                n_stacks;           /* samples of the jank: stacks, or why none */
+  guint                n_stacks;           /* stacks of the jank taken (failed samples not) */
   gboolean             wants_stack;        /* of the janky stretch, while it runs */
   gboolean             has_running_stack;  /* the tree holds it */
   GString             *failed_samples;     /* what the kernel said instead */
@@ -157,11 +157,12 @@ take_sample (PerfmonJankSampler *sampler,
   captured = g_new0 (PerfmonCapturedStack, 1);
   if (tid == 0 || !_perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error))
     {
-      /* The sample counts, with no frames: the tree's counts stay honest
-       * about how many samples had no stack. The seed prints the thread's
+      /* The sample counts in the tree, with no frames: its counts stay
+       * honest about how many samples had no stack. It is no stack of the
+       * jank, though (n_stacks): a log of failed samples only is not
+       * written. The seed prints the thread's
        * kernel wait channel instead, which the capture's error gives. */
       _perfmon_stack_tree_add_sample (sampler->tree, NULL, 0);
-      sampler->n_stacks++;
       if (sampler->failed_samples == NULL)
         sampler->failed_samples = g_string_new (NULL);
       if (sampler->n_failed_samples++ < MAX_FAILED_SAMPLES_LISTED)
@@ -264,9 +265,10 @@ report (PerfmonJankSampler     *sampler,
                               config) != PERFMON_JANK_ACTION_STACK_SAMPLING)
     return NULL;
 
-  /* A stack log without a sample of the janky task (a stack, or why the
-   * thread could not give one) says nothing: it is not written, and
-   * spends none of report_times_per_app. */
+  /* A stack log without a stack of the janky task says nothing of where
+   * it spent its time (failed samples give only why the thread could not
+   * give one): it is not written, and spends none of
+   * report_times_per_app. */
   if (!is_trace && sampler->n_stacks == 0)
     return NULL;
 
