@@ -389,6 +389,7 @@ bench_cpu (guint rounds)
   g_autofree double *times = g_new0 (double, (gsize) N_MODES * rounds);
   g_autofree double *ratios = g_new0 (double, (gsize) N_MODES * rounds);
   g_autofree double *hang_to_thread = g_new0 (double, rounds);
+  g_autofree double *tracing_to_automatic = g_new0 (double, rounds);
 
   /* Warm-up. */
   for (Mode mode = 0; mode < N_MODES; mode++)
@@ -405,6 +406,7 @@ bench_cpu (guint rounds)
       for (Mode mode = 0; mode < N_MODES; mode++)
         ratios[mode * rounds + r] = times[mode * rounds + r] / times[MODE_PLAIN * rounds + r];
       hang_to_thread[r] = times[MODE_HANG * rounds + r] / times[MODE_THREAD * rounds + r];
+      tracing_to_automatic[r] = times[MODE_TRACING * rounds + r] / times[MODE_AUTOMATIC * rounds + r];
     }
 
   g_print ("2. %d empty dispatches, process CPU time, %u interleaved rounds, medians:\n",
@@ -419,6 +421,11 @@ bench_cpu (guint rounds)
     }
   g_print ("   hang against thread (same number of threads): %.3fx\n",
            bench_median (hang_to_thread, rounds));
+  /* "tracing" against plain counts every layer below it (monitor, hang
+   * monitor, automatic groups); this line is the tracer alone on top of
+   * them, what bench-auto-tasks measures without the monitor underneath. */
+  g_print ("   tracing against automatic (the tracer alone, monitor stack underneath): %.3fx\n",
+           bench_median (tracing_to_automatic, rounds));
   g_print ("   goals: hang <= 1.05x, tracing <= 1.15x\n");
 }
 
