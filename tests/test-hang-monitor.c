@@ -3,11 +3,13 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 
+#define _GNU_SOURCE
 #include "config.h"
 
 #include <json-glib/json-glib.h>
 #include <glib/gstdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1595,6 +1597,126 @@ test_ping_at_exit (void)
   test_remove_tree (dir);
 }
 
+/* The watchdog's lateness: what the run queue explains is load, the rest
+ * a stop. */
+static void
+test_watchdog_stopped_or_loaded (void)
+{
+  /* 300 ms late with a 100 ms threshold: stopped, unless it waited for a
+   * CPU most of that time, or the wait is unknown. */
+  g_assert_true (_perfmon_hang_watchdog_was_stopped (300000, -1, 100000));
+  g_assert_true (_perfmon_hang_watchdog_was_stopped (300000, 0, 100000));
+  g_assert_true (_perfmon_hang_watchdog_was_stopped (300000, 200000, 100000));
+  g_assert_false (_perfmon_hang_watchdog_was_stopped (300000, 290000, 100000));
+  g_assert_false (_perfmon_hang_watchdog_was_stopped (40000, -1, 100000));
+}
+
+typedef struct
+{
+  gint state;   /* atomic: 0 starting, 1 spinning, -1 refused */
+} Spinner;
+
+/* Takes CPU 0 for 400 ms at real-time priority: the watchdog, which may
+ * run on CPU 0 only, waits on its run queue meanwhile. */
+static gpointer
+rt_spinner (gpointer data)
+{
+  Spinner *spinner = data;
+  struct sched_param param = { .sched_priority = 1 };
+  cpu_set_t cpu0;
+
+  CPU_ZERO (&cpu0);
+  CPU_SET (0, &cpu0);
+  if (pthread_setaffinity_np (pthread_self (), sizeof cpu0, &cpu0) != 0 ||
+      pthread_setschedparam (pthread_self (), SCHED_FIFO, &param) != 0)
+    {
+      g_atomic_int_set (&spinner->state, -1);
+      return NULL;
+    }
+  g_atomic_int_set (&spinner->state, 1);
+  spin_ms (400);
+  return NULL;
+}
+
+static gboolean
+hang_while_watchdog_waits (gpointer data)
+{
+  Spinner *spinner = data;
+  GThread *thread = g_thread_new ("rt-spinner", rt_spinner, spinner);
+
+  while (g_atomic_int_get (&spinner->state) == 0)
+    g_usleep (1000);
+  g_usleep (450 * 1000);
+  g_thread_join (thread);
+  return G_SOURCE_REMOVE;
+}
+
+/* A hang of 450 ms while the machine keeps the watchdog from running for
+ * its first 400 ms: it wakes 300 ms past its deadline. Before, any
+ * wake-up that late was taken for a stopped process and the stretch
+ * restarted from then: on a loaded machine, real hangs were missed
+ * (test-thread-watch's /work-units/jank failed so). The time it waited on
+ * the run queue says it was load: the hang is reported, whole. */
+static void
+test_hang_seen_by_a_late_watchdog (Fixture       *fixture,
+                                   gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  Spinner spinner = { 0 };
+  cpu_set_t cpu0, cpu1;
+  PerfmonHangReport *report;
+
+  if (g_get_num_processors () < 2)
+    {
+      g_test_skip ("needs 2 CPUs: one for the hung thread, one for the watchdog and a real-time spinner");
+      return;
+    }
+  {
+    struct sched_param param = { .sched_priority = 1 };
+    pthread_t probe = pthread_self ();
+    int policy;
+    struct sched_param saved;
+
+    pthread_getschedparam (probe, &policy, &saved);
+    if (pthread_setschedparam (probe, SCHED_FIFO, &param) != 0)
+      {
+        g_test_skip ("SCHED_FIFO is not allowed here: the test needs it to keep the watchdog from running");
+        return;
+      }
+    pthread_setschedparam (probe, policy, &saved);
+  }
+
+  CPU_ZERO (&cpu0);
+  CPU_SET (0, &cpu0);
+  CPU_ZERO (&cpu1);
+  CPU_SET (1, &cpu1);
+  /* The watchdog thread inherits CPU 0; the loop runs on CPU 1. */
+  g_assert_cmpint (pthread_setaffinity_np (pthread_self (), sizeof cpu0, &cpu0), ==, 0);
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (pthread_setaffinity_np (pthread_self (), sizeof cpu1, &cpu1), ==, 0);
+
+  add_named_source (fixture->context, "late-watchdog", hang_while_watchdog_waits, &spinner, 50);
+  add_watchdog_timeout (fixture->context, 10, "no hang report");
+  g_main_loop_run (fixture->loop);
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+  {
+    cpu_set_t all;
+
+    CPU_ZERO (&all);
+    for (guint i = 0; i < g_get_num_processors () && i < CPU_SETSIZE; i++)
+      CPU_SET (i, &all);
+    pthread_setaffinity_np (pthread_self (), sizeof all, &all);
+  }
+
+  g_assert_cmpint (g_atomic_int_get (&spinner.state), ==, 1);
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  report = g_ptr_array_index (fixture->reports, 0);
+  g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "late-watchdog");
+  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 440.0);
+}
+
 /* The child of the SIGSTOP test: a loop of 30 ms busy stretches under a
  * 300 ms threshold, far from it even on a loaded machine (a stretch that
  * the scheduler stretches past the threshold is a real hang, and fails
@@ -1667,6 +1789,8 @@ main (int    argc,
   g_test_add (path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
   ADD ("/hang-monitor/report", test_hang_report);
+  ADD ("/hang-monitor/hang-seen-by-a-late-watchdog", test_hang_seen_by_a_late_watchdog);
+  g_test_add_func ("/hang-monitor/watchdog-stopped-or-loaded", test_watchdog_stopped_or_loaded);
   ADD ("/hang-monitor/capture-signal-taken", test_capture_signal_taken);
   ADD ("/hang-monitor/not-saved", test_not_saved);
   ADD ("/hang-monitor/short-stretches", test_short_stretches_are_not_hangs);

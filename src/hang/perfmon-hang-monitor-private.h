@@ -52,4 +52,11 @@ void    _perfmon_hang_monitor_set_ongoing_func (PerfmonHangMonitor     *self,
                                                 PerfmonHangOngoingFunc  func,
                                                 gpointer                data);
 
+/* Whether the watchdog, woken @late_us after a deadline, of which it
+ * waited @run_delay_us (-1 if unknown) for a CPU, was stopped rather than
+ * delayed by load: see wait_for_deadline(). */
+gboolean _perfmon_hang_watchdog_was_stopped (gint64 late_us,
+                                             gint64 run_delay_us,
+                                             gint64 threshold_us);
+
 G_END_DECLS

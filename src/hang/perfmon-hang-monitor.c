@@ -5,7 +5,9 @@
 
 #include "config.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -849,7 +851,44 @@ typedef struct
   /* When the watchdog last woke too late (see wait_for_deadline()): busy
    * time before that is not counted, whichever stretch it belongs to. */
   gint64               resumed_us;
+  /* /proc/thread-self/schedstat of the watchdog thread, or -1. */
+  int                  schedstat_fd;
 } Watchdog;
+
+/* The time the watchdog thread has waited on a run queue, in µs (the
+ * second field of its schedstat), or -1 if unknown. */
+static gint64
+watchdog_run_delay_us (const Watchdog *watchdog)
+{
+  char buffer[96];
+  guint64 run_ns, wait_ns;
+  ssize_t n;
+
+  if (watchdog->schedstat_fd < 0)
+    return -1;
+  n = pread (watchdog->schedstat_fd, buffer, sizeof buffer - 1, 0);
+  if (n <= 0)
+    return -1;
+  buffer[n] = '\0';
+  if (sscanf (buffer, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &run_ns, &wait_ns) != 2)
+    return -1;
+  return (gint64) (wait_ns / 1000);
+}
+
+/* Whether the watchdog, woken @late_us after its deadline, was kept
+ * from running by something other than a busy machine: the process was
+ * stopped (SIGSTOP, a debugger). The time it waited for a CPU after its
+ * timer fired (@run_delay_us, -1 if unknown) is the machine's load: the
+ * watched thread went on meanwhile, and the stretch's length stands. */
+gboolean
+_perfmon_hang_watchdog_was_stopped (gint64 late_us,
+                                    gint64 run_delay_us,
+                                    gint64 threshold_us)
+{
+  if (run_delay_us > 0)
+    late_us -= run_delay_us;
+  return late_us > threshold_us / 2;
+}
 
 /* What the thread published, and the thresholds, as of one round. */
 typedef struct
@@ -1019,10 +1058,13 @@ wait_for_deadline (Watchdog   *watchdog,
                    gint64      deadline_us,
                    gint64     *now_us)
 {
+  gint64 run_delay_before_us;
+
   *now_us = g_get_monotonic_time ();
   if (*now_us >= deadline_us)
     return TRUE;
 
+  run_delay_before_us = watchdog_run_delay_us (watchdog);
   g_mutex_unlock (&watchdog->self->work_lock);
   _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
   g_mutex_lock (&watchdog->self->work_lock);
@@ -1030,12 +1072,19 @@ wait_for_deadline (Watchdog   *watchdog,
   *now_us = g_get_monotonic_time ();
   if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
     return FALSE;
-  /* Woken more than half a threshold late: the machine was suspended, the
-   * process stopped or starved. The thread could not run either, and when
-   * it stopped is unknown, so the stretch's length says nothing: ignore
-   * this deadline and give the stretch a whole threshold from now. A hang
-   * that goes on is caught then. */
-  if (*now_us - deadline_us > look->threshold_us / 2)
+  /* Woken more than half a threshold late, beyond the time this thread
+   * waited for a CPU: the process was stopped. The thread could not run
+   * either, and when it stopped is unknown, so the stretch's length says
+   * nothing: ignore this deadline and give the stretch a whole threshold
+   * from now. A hang that goes on is caught then. Lateness that a loaded
+   * machine explains (the run queue) is not that: the watched thread's
+   * stretch went on, and a hang the load delayed is still one. */
+  if (*now_us - deadline_us > look->threshold_us / 2 &&
+      _perfmon_hang_watchdog_was_stopped (*now_us - deadline_us,
+                                          run_delay_before_us >= 0
+                                            ? watchdog_run_delay_us (watchdog) - run_delay_before_us
+                                            : -1,
+                                          look->threshold_us))
     {
       watchdog->resumed_us = *now_us;
       watchdog->stretch.start_us = *now_us;
@@ -1108,6 +1157,8 @@ watchdog_main (gpointer data)
     .sampler = _perfmon_jank_sampler_new (self->activity, g_get_real_time ()),
     .js_sampler = _perfmon_js_sampler_new (self->monitor),
     .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
+    /* Of this thread: opened here. */
+    .schedstat_fd = open ("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC),
   };
 
   /* A first tick, on an idle loop. (Jank traces start the flight
@@ -1140,6 +1191,8 @@ watchdog_main (gpointer data)
   stretch_clear (&watchdog.stretch);
   _perfmon_jank_sampler_free (watchdog.sampler);
   _perfmon_js_sampler_free (watchdog.js_sampler);
+  if (watchdog.schedstat_fd >= 0)
+    close (watchdog.schedstat_fd);
   g_mutex_unlock (&self->work_lock);
 
   return NULL;
