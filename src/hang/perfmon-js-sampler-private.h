@@ -49,6 +49,13 @@ void              _perfmon_js_sampler_tick     (PerfmonJsSampler    *self,
                                                 guint64              index,
                                                 gint64               now_us);
 
+/* When the sample after one requested at @requested_us, and answered (or
+ * given up) at @done_us, is due. @rng: the sampler's random state, never
+ * 0. Exposed for tests/test-js-sampler.c. */
+gint64            _perfmon_js_sampler_next_sample_us (guint32 *rng,
+                                                      gint64   requested_us,
+                                                      gint64   done_us);
+
 /* A hang report without an exact add-on (PERFMON_ANNOTATION_ADDON) whose
  * stack holds a JavaScript frame of an add-on: annotates the innermost's
  * add-on as PERFMON_ANNOTATION_ADDON_SAMPLED. @script_frames: the report's

@@ -14,6 +14,7 @@
  * So the hang monitor's watchdog thread, which already follows each busy
  * stretch of the loop with a deadline, samples a stretch that runs
  * PERFMON_JS_SAMPLE_AFTER_MS or more, every PERFMON_JS_SAMPLE_EVERY_MS
+ * on average (at random intervals: _perfmon_js_sampler_next_sample_us())
  * until it ends:
  * - it reads the thread's CPU clock (from here: clock_gettime() on the
  *   thread's clock id);
@@ -89,6 +90,9 @@ struct _PerfmonJsSampler
   /* CPU time of intervals whose sample got no answer (the thread in
    * native code, or waiting for a CPU): it goes with the next answer. */
   gint64          carried_ns;
+  /* The random state of the samples' schedule: see
+   * _perfmon_js_sampler_next_sample_us(). */
+  guint32         rng;
 };
 
 PerfmonJsSampler *
@@ -99,6 +103,7 @@ _perfmon_js_sampler_new (PerfmonMonitor *monitor)
   self->monitor = monitor;
   self->addon_groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   self->named = g_new0 (PerfmonCapturedStack, 1);
+  self->rng = g_random_int () | 1;
   return self;
 }
 
@@ -222,6 +227,36 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
   return self->next_us;
 }
 
+/* The schedule of samples. The engine answers at its next safe point,
+ * and a program often has none for a while just before the same point
+ * of each of its periods: an async function about to be resumed, whose
+ * add-on frames are not on the stack yet (AsyncFunctionNext). Samples due
+ * a fixed time after the previous answer, which that point delays, lock
+ * onto it when the program's period is about the sampler's (an extension
+ * that burns 5 ms between awaits): each answer lands there, without the
+ * add-on, and in an optimized build 25-30 % of its CPU went to no one.
+ * So the next sample is due a random time after the previous one was
+ * asked for, not answered: between half and one and a half
+ * PERFMON_JS_SAMPLE_EVERY_MS (on average that), which no program's
+ * period follows; and after an answer that came late, not at once. */
+gint64
+_perfmon_js_sampler_next_sample_us (guint32 *rng,
+                                    gint64   requested_us,
+                                    gint64   done_us)
+{
+  const gint64 every_us = PERFMON_JS_SAMPLE_EVERY_MS * 1000;
+  guint32 x = *rng != 0 ? *rng : 1;
+  gint64 interval_us;
+
+  /* xorshift32: the watchdog's own, no lock, no syscall. */
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  *rng = x;
+  interval_us = every_us / 2 + (gint64) (x % (guint32) every_us);
+  return MAX (requested_us + interval_us, done_us + interval_us / 5);
+}
+
 /* The add-on of the innermost frame an add-on rule matches, or NULL. */
 static PerfmonGroup *
 find_addon (PerfmonJsSampler *self,
@@ -324,7 +359,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   self->last_us = now_us;
   self->last_cpu_ns = cpu_ns;
   self->last_addon = addon;
-  self->next_us = g_get_monotonic_time () + PERFMON_JS_SAMPLE_EVERY_MS * 1000;
+  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time ());
 }
 
 /* The file of @frame, "function (file:line)" as
