@@ -302,11 +302,6 @@ class ViewTest(BusTestCase):
                          ['all', 1, [['outer label', 1, [['libglib-2.0.so.0 (g_main_loop_run)', 1,
                                                           [['libglib-2.0.so.0 (g_main_loop_run)', 1, []]]]]]]])
 
-    # Not done yet (issue 23, point 10): perfmond serves the task log's
-    # Chrome trace as the program wrote it, static callbacks as
-    # "module+0xOFF"; the name rewrite is still in src/tools. Remove the
-    # mark when /api/trace names them.
-    @unittest.expectedFailure
     def test_trace_names_static_callbacks(self):
         """/api/trace of a C program under perfmon run --trace names its
         static callbacks ("module+0xOFF (function)"), as perfmon tasks
