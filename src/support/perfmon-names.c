@@ -7,8 +7,6 @@
 
 #include <string.h>
 
-#include <json-glib/json-glib.h>
-
 #include "perfmon-names.h"
 
 static gboolean
@@ -120,47 +118,35 @@ task_log_module (gpointer     data,
   return perfmon_task_log_lookup_module (modules->log, modules->process, module, path, NULL, build_id);
 }
 
+typedef struct
+{
+  PerfmonSymbolizer      *symbolizer;
+  PerfmonTaskLog         *log;
+  PerfmonNamesModulePaths paths_of;
+  gint64                  deadline;
+} ChromeTraceNames;
+
+static char *
+slice_name (guint       process,
+            const char *name,
+            gpointer    user_data)
+{
+  ChromeTraceNames *names = user_data;
+  TaskLogModules modules = { names->log, process };
+
+  if (strstr (name, "+0x") == NULL)
+    return NULL;
+  return perfmon_names_readable (names->symbolizer, name, task_log_module, &modules, names->paths_of, process,
+                                 names->deadline);
+}
+
 char *
 perfmon_names_readable_chrome_trace (PerfmonSymbolizer      *symbolizer,
                                      PerfmonTaskLog         *log,
                                      PerfmonNamesModulePaths paths_of,
                                      gint64                  deadline)
 {
-  g_autofree char *trace = perfmon_task_log_to_chrome_trace (log);
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonGenerator) generator = NULL;
-  JsonObject *root;
-  JsonArray *events;
+  ChromeTraceNames names = { symbolizer, log, paths_of, deadline };
 
-  if (strstr (trace, "+0x") == NULL)
-    return g_steal_pointer (&trace);
-  parser = json_parser_new ();
-  /* The library's own output: it parses. */
-  if (!json_parser_load_from_data (parser, trace, -1, NULL) ||
-      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    return g_steal_pointer (&trace);
-  root = json_node_get_object (json_parser_get_root (parser));
-  events = json_object_has_member (root, "traceEvents") ? json_object_get_array_member (root, "traceEvents") : NULL;
-  for (guint i = 0; events != NULL && i < json_array_get_length (events); i++)
-    {
-      JsonObject *event = json_array_get_object_element (events, i);
-      TaskLogModules modules = { log, 0 };
-      const char *name;
-      g_autofree char *readable = NULL;
-
-      /* Task runs only: labels and flows keep their text. */
-      if (event == NULL || !json_object_has_member (event, "name") || !json_object_has_member (event, "pid") ||
-          g_strcmp0 (json_object_get_string_member_with_default (event, "ph", ""), "X") != 0)
-        continue;
-      name = json_object_get_string_member (event, "name");
-      if (name == NULL || strstr (name, "+0x") == NULL)
-        continue;
-      modules.process = (guint) json_object_get_int_member (event, "pid");
-      readable = perfmon_names_readable (symbolizer, name, task_log_module, &modules,
-                                         paths_of, modules.process, deadline);
-      json_object_set_string_member (event, "name", readable);
-    }
-  generator = json_generator_new ();
-  json_generator_set_root (generator, json_parser_get_root (parser));
-  return json_generator_to_data (generator, NULL);
+  return perfmon_task_log_to_chrome_trace_named (log, slice_name, &names);
 }
