@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "perfmon-frame-function.h"
+#include "perfmon-names.h"
 #include "perfmond-view-resources.h"
 
 /* Groups of one process in /api/state: the top ones by CPU over the last
@@ -95,11 +96,23 @@ struct _PerfmondView
   PerfmondHttpServer *server;
   char               *token;
   char               *url_path;   /* the view-url file */
-  PerfmonSymbolizer  *symbolizer; /* created on the first hang */
+  PerfmonSymbolizer  *symbolizer; /* created on the first hang or task log */
   GHashTable         *processes;  /* pid -> ProcessView * */
   GHashTable         *hangs;      /* hang id -> HangView * */
   gint64              symbolize_until;  /* of the request under way */
 };
+
+/* The symbolizer of hangs and task logs, created on first use. */
+static PerfmonSymbolizer *
+view_symbolizer (PerfmondView *self)
+{
+  if (self->symbolizer == NULL)
+    {
+      self->symbolizer = perfmon_symbolizer_new ();
+      perfmon_symbolizer_set_time_budget (self->symbolizer, SYMBOLIZE_BUDGET_MS);
+    }
+  return self->symbolizer;
+}
 
 static void
 process_view_free (gpointer data)
@@ -571,12 +584,7 @@ hang_view_new (PerfmondView           *self,
         view->complete = FALSE;
       else if (module_name != NULL)
         {
-          if (self->symbolizer == NULL)
-            {
-              self->symbolizer = perfmon_symbolizer_new ();
-              perfmon_symbolizer_set_time_budget (self->symbolizer, SYMBOLIZE_BUDGET_MS);
-            }
-          function = perfmon_symbolizer_lookup (self->symbolizer, module_name, module_id, offset,
+          function = perfmon_symbolizer_lookup (view_symbolizer (self), module_name, module_id, offset,
                                                 i != innermost_native, &function_offset);
         }
       if (function != NULL)
@@ -868,7 +876,12 @@ serve_trace (PerfmondHttpRequest *request,
                                      g_bytes_new_take (g_steal_pointer (&text), size));
       return;
     }
-  trace = perfmon_task_log_to_chrome_trace (log);
+  /* Its static callbacks' "module+0xOFF" named as perfmon tasks export
+   * names them, with the hangs' symbolizer (per-module cache and time
+   * budget), within one request's budget: past it, names stay as the
+   * program wrote them. */
+  trace = perfmon_names_readable_chrome_trace (view_symbolizer (self), log, NULL,
+                                               g_get_monotonic_time () + SYMBOLIZE_REQUEST_BUDGET_US);
   disposition = g_strdup_printf ("attachment; filename=\"perfmon-tasks-%u.json\"", (guint) pid);
   perfmond_http_request_add_header (request, "Content-Disposition", disposition);
   perfmond_http_request_respond (request, SOUP_STATUS_OK, "application/json",

@@ -1441,6 +1441,31 @@ slice_name (PerfmonTask *task)
 char *
 perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
 {
+  return perfmon_task_log_to_chrome_trace_named (self, NULL, NULL);
+}
+
+/**
+ * perfmon_task_log_to_chrome_trace_named:
+ * @self: a task log
+ * @name_func: (scope call) (closure user_data) (nullable): names each
+ *   task's run slices
+ * @user_data: data for @name_func
+ *
+ * perfmon_task_log_to_chrome_trace(), the task runs' slices named by
+ * @name_func (called once per task that ran), e.g. to symbolize the
+ * `module+0xOFF` names of callbacks that have no exported symbol, which
+ * the program never symbolizes (`perfmon tasks export` and perfmond's
+ * task-trace download do). Labels and flows keep their names.
+ *
+ * Returns: (transfer full): the JSON text
+ *
+ * Since: 0.3
+ */
+char *
+perfmon_task_log_to_chrome_trace_named (PerfmonTaskLog        *self,
+                                        PerfmonTaskLogNameFunc name_func,
+                                        gpointer               user_data)
+{
   g_autoptr(JsonBuilder) builder = json_builder_new ();
   g_autoptr(JsonGenerator) generator = json_generator_new ();
   g_autoptr(JsonNode) root = NULL;
@@ -1494,6 +1519,16 @@ perfmon_task_log_to_chrome_trace (PerfmonTaskLog *self)
       GEnumValue *type = g_enum_get_value (types, task->source_event_type);
       g_autofree char *name = slice_name (task);
 
+      if (name_func != NULL && task->runs->len > 0)
+        {
+          char *named = name_func (task->pid, name, user_data);
+
+          if (named != NULL)
+            {
+              g_free (name);
+              name = named;
+            }
+        }
       for (guint r = 0; r < task->runs->len; r++)
         {
           const PerfmonTaskRun *run = &g_array_index (task->runs, PerfmonTaskRun, r);

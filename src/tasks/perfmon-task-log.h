@@ -77,4 +77,26 @@ guint64         perfmon_task_log_get_unmatched_records   (PerfmonTaskLog      *s
 PERFMON_AVAILABLE_IN_0_1
 char           *perfmon_task_log_to_chrome_trace         (PerfmonTaskLog      *self);
 
+/**
+ * PerfmonTaskLogNameFunc:
+ * @process: the process of the slice
+ * @name: the slice's name as perfmon_task_log_to_chrome_trace() writes it
+ * @user_data: the data passed with the function
+ *
+ * Gives the name a task run's slice takes in the Chrome trace, e.g. with
+ * each `module+0xOFF` in @name symbolized.
+ *
+ * Returns: (transfer full) (nullable): the name, or %NULL to keep @name
+ *
+ * Since: 0.3
+ */
+typedef char *(*PerfmonTaskLogNameFunc) (guint       process,
+                                         const char *name,
+                                         gpointer    user_data);
+
+PERFMON_AVAILABLE_IN_0_3
+char           *perfmon_task_log_to_chrome_trace_named   (PerfmonTaskLog        *self,
+                                                          PerfmonTaskLogNameFunc name_func,
+                                                          gpointer               user_data);
+
 G_END_DECLS

@@ -719,12 +719,6 @@ module_paths (guint pid)
   return paths;
 }
 
-static gboolean
-is_module_char (char c)
-{
-  return g_ascii_isalnum (c) || c == '_' || c == '-' || c == '.' || c == '+';
-}
-
 char *
 perfmon_tool_readable_name (const char *name,
                             guint       pid)
@@ -741,6 +735,7 @@ perfmon_tool_snapshot_module (gpointer     data,
   return perfmon_snapshot_lookup_module (data, module, path, NULL, build_id);
 }
 
+/* A task's process: what @log recorded of its modules. */
 typedef struct
 {
   PerfmonTaskLog *log;
@@ -792,73 +787,11 @@ perfmon_tool_readable_name_with (const char             *name,
                                  PerfmonToolModuleLookup lookup,
                                  gpointer                data)
 {
-  GString *out;
-  const char *p;
+  return perfmon_names_readable (tool_symbolizer (), name, lookup, data, module_paths, pid, 0);
+}
 
-  if (name == NULL || strstr (name, "+0x") == NULL)
-    return g_strdup (name);
-
-  out = g_string_new (NULL);
-  p = name;
-  while (*p != '\0')
-    {
-      const char *plus = strstr (p, "+0x");
-      const char *start;
-      const char *end;
-      g_autofree char *module = NULL;
-      g_autofree char *function = NULL;
-      const char *path = NULL;
-      const char *build_id = NULL;
-      guint64 offset;
-      guint64 function_offset = 0;
-      GHashTable *paths;
-
-      if (plus == NULL)
-        {
-          g_string_append (out, p);
-          break;
-        }
-      /* The module: the word before "+0x" (a file name). */
-      start = plus;
-      while (start > p && is_module_char (start[-1]))
-        start--;
-      offset = g_ascii_strtoull (plus + 3, (char **) &end, 16);
-      if (start == plus || end == plus + 3 || (*end != '\0' && *end != ')' && *end != ' ' && *end != ','))
-        {
-          g_string_append_len (out, p, plus + 3 - p);
-          p = plus + 3;
-          continue;
-        }
-      module = g_strndup (start, plus - start);
-      /* What the file recorded (by build id, after the process has
-       * exited), else the live process's maps: the path, and the build
-       * id with it (a hang report records the module's build id, as a
-       * breakpad id, and not its path). */
-      if (lookup == NULL || !lookup (data, module, &path, &build_id))
-        path = build_id = NULL;
-      if (path == NULL)
-        {
-          paths = module_paths (pid);
-          path = paths != NULL ? g_hash_table_lookup (paths, module) : NULL;
-        }
-      /* A callback's own address, not a return address. */
-      function = perfmon_symbolizer_lookup (tool_symbolizer (), path != NULL ? path : module,
-                                            build_id != NULL && build_id[0] != '\0' ? build_id : NULL, offset,
-                                            FALSE, &function_offset);
-      g_string_append_len (out, p, start - p);
-      /* A callback is its function's start: "module+0xOFF (function)",
-       * else as a stack's frame, "module+0xOFF (function+0xD)". */
-      if (function != NULL && function_offset == 0)
-        g_string_append_printf (out, "%s+0x%" G_GINT64_MODIFIER "x (%s)", module, offset, function);
-      else if (function != NULL)
-        {
-          g_autofree char *frame = perfmon_format_native_frame (module, offset, function, function_offset);
-
-          g_string_append (out, frame);
-        }
-      else
-        g_string_append_len (out, start, end - start);
-      p = end;
-    }
-  return g_string_free (out, FALSE);
+char *
+perfmon_tool_readable_chrome_trace (PerfmonTaskLog *log)
+{
+  return perfmon_names_readable_chrome_trace (tool_symbolizer (), log, module_paths, 0);
 }

@@ -16,6 +16,7 @@
 
 #include "perfmon.h"
 #include "perfmon-dbus-daemon.h"
+#include "perfmon-names.h"
 
 G_BEGIN_DECLS
 
@@ -152,11 +153,8 @@ char            *perfmon_tool_readable_name   (const char *name,
 
 /* Where the file that holds a name recorded its module @module was
  * loaded from and its build id (either may be left NULL); FALSE if it
- * recorded nothing of @module. */
-typedef gboolean (*PerfmonToolModuleLookup) (gpointer     data,
-                                             const char  *module,
-                                             const char **path,
-                                             const char **build_id);
+ * recorded nothing of @module (src/support/perfmon-names.h). */
+typedef PerfmonNamesModuleLookup PerfmonToolModuleLookup;
 
 /* perfmon_tool_readable_name(), the modules first looked up with
  * @lookup (may be NULL): what a snapshot or a task log recorded of them
@@ -183,6 +181,11 @@ char            *perfmon_tool_readable_task_name (PerfmonTaskLog *log,
 char            *perfmon_tool_readable_log_name (PerfmonTaskLog *log,
                                                  guint           process,
                                                  const char     *name);
+
+/* @log's Chrome trace, its task slices' `module+0x…` names made readable
+ * as perfmon_tool_readable_log_name() makes them (the program symbolizes
+ * nothing; perfmond's /api/trace does the same, src/support). */
+char            *perfmon_tool_readable_chrome_trace (PerfmonTaskLog *log);
 
 /* @snapshot's group names, readable: perfmon_tool_readable_name_with()
  * with its recorded modules. */

@@ -19,47 +19,6 @@ source_event_nick (PerfmonSourceEventType type)
   return value != NULL ? value->value_nick : "unknown";
 }
 
-/* @log's Chrome trace, its task slices' `module+0x…` names made readable as
- * `perfmon tasks dump` prints them (the program symbolizes nothing). */
-static char *
-readable_chrome_trace (PerfmonTaskLog *log)
-{
-  g_autofree char *trace = perfmon_task_log_to_chrome_trace (log);
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonGenerator) generator = NULL;
-  JsonObject *root;
-  JsonArray *events;
-
-  if (strstr (trace, "+0x") == NULL)
-    return g_steal_pointer (&trace);
-  parser = json_parser_new ();
-  /* The library's own output: it parses. */
-  if (!json_parser_load_from_data (parser, trace, -1, NULL) ||
-      !JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
-    return g_steal_pointer (&trace);
-  root = json_node_get_object (json_parser_get_root (parser));
-  events = json_object_has_member (root, "traceEvents") ? json_object_get_array_member (root, "traceEvents") : NULL;
-  for (guint i = 0; events != NULL && i < json_array_get_length (events); i++)
-    {
-      JsonObject *event = json_array_get_object_element (events, i);
-      const char *name;
-      g_autofree char *readable = NULL;
-
-      /* Task runs only: labels and flows keep their text. */
-      if (event == NULL || !json_object_has_member (event, "name") || !json_object_has_member (event, "pid") ||
-          g_strcmp0 (json_object_get_string_member_with_default (event, "ph", ""), "X") != 0)
-        continue;
-      name = json_object_get_string_member (event, "name");
-      if (name == NULL || strstr (name, "+0x") == NULL)
-        continue;
-      readable = perfmon_tool_readable_log_name (log, (guint) json_object_get_int_member (event, "pid"), name);
-      json_object_set_string_member (event, "name", readable);
-    }
-  generator = json_generator_new ();
-  json_generator_set_root (generator, json_parser_get_root (parser));
-  return json_generator_to_data (generator, NULL);
-}
-
 /* One line per task, like the seed's dumplog.py: ids in hex, as the tracer
  * and the Chrome trace write them. */
 static void
@@ -353,7 +312,7 @@ perfmon_tool_tasks (int    argc,
                         perfmon_task_log_find_blockers, json);
 
   {
-    g_autofree char *trace = readable_chrome_trace (log);
+    g_autofree char *trace = perfmon_tool_readable_chrome_trace (log);
 
     if (!perfmon_tool_write_output (g_str_equal (argument, "-") ? NULL : argument, trace, &error))
       {

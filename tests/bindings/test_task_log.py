@@ -79,6 +79,22 @@ class TaskLogTest(unittest.TestCase):
         slices = [e for e in events if e['ph'] == 'X']
         self.assertEqual({int(e['args']['task_id'], 16) for e in slices}, set(self.ids))
 
+    def test_chrome_trace_named(self):
+        # The run slices take the names the function gives (None: as
+        # written); labels and flows keep theirs.
+        calls = []
+
+        def name(process, text):
+            calls.append((process, text))
+            return None if text == 'writer_step_two' else text.upper()
+        events = json.loads(self.log.to_chrome_trace_named(name))['traceEvents']
+        self.assertEqual(sorted(t for _, t in calls), ['writer_step_one', 'writer_step_three', 'writer_step_two'])
+        self.assertEqual({p for p, _ in calls}, {self.log.find_task(self.ids[0]).get_process()})
+        self.assertEqual(sorted(e['name'] for e in events if e['ph'] == 'X'),
+                         ['WRITER_STEP_ONE', 'WRITER_STEP_THREE', 'writer_step_two'])
+        self.assertIn('the chain starts', [e['name'] for e in events if e['ph'] == 'i'])
+        self.assertEqual(json.loads(self.log.to_chrome_trace_named(None)), json.loads(self.log.to_chrome_trace()))
+
     def test_errors(self):
         with self.assertRaises(GLib.Error) as caught:
             Perfmon.TaskLog.new_from_file(os.path.join(os.path.dirname(self.path), 'missing'))

@@ -343,6 +343,35 @@ class ViewTest(BusTestCase):
                          ['all', 1, [['outer label', 1, [['libglib-2.0.so.0 (g_main_loop_run)', 1,
                                                           [['libglib-2.0.so.0 (g_main_loop_run)', 1, []]]]]]]])
 
+    def test_trace_names_static_callbacks(self):
+        """/api/trace of a C program under perfmon run --trace names its
+        static callbacks ("module+0xOFF (function)"), as perfmon tasks
+        export does: perfmond symbolizes what the program did not."""
+        self.start_view()
+        trace = self.path('run.trace')
+        run = self.start([TOOL, 'run', '--trace', trace, '--', os.environ['PERFMON_UNINSTRUMENTED'], '60'],
+                         env=self.foreign_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def command_pid():
+            try:
+                with open('/proc/%d/task/%d/children' % (run.pid, run.pid)) as f:
+                    children = f.read().split()
+                return int(children[0]) if children else 0
+            except (OSError, ValueError):
+                return 0
+        pid = self.eventually(command_pid, 'the program to start')
+        auth = {'Authorization': 'Bearer ' + self.token}
+
+        def slices():
+            status, _, body = get(self.base + 'api/trace?pid=%d' % pid, auth)
+            if status != 200:
+                return None
+            names = [e['name'] for e in json.loads(body)['traceEvents'] if e.get('ph') == 'X']
+            return names if any('uninstrumented-loop+0x' in n for n in names) else None
+        names = self.eventually(slices, 'the static callbacks in /api/trace', timeout=60)
+        self.assertTrue(any(re.fullmatch(r'.*uninstrumented-loop\+0x[0-9a-f]+ \(tick\).*', n) for n in names),
+                        names)
+
     @unittest.skipIf(CHROMIUM is None, 'chromium missing (Debian: chromium)')
     @unittest.skipIf(shutil.which('xvfb-run') is None or shutil.which('gtk4-demo') is None,
                      'xvfb-run or gtk4-demo missing')
