@@ -101,19 +101,13 @@ perfmon_names_readable (PerfmonSymbolizer       *symbolizer,
   return g_string_free (out, FALSE);
 }
 
-typedef struct
+gboolean
+perfmon_names_task_log_module (gpointer     data,
+                               const char  *module,
+                               const char **path,
+                               const char **build_id)
 {
-  PerfmonTaskLog *log;
-  guint           process;
-} TaskLogModules;
-
-static gboolean
-task_log_module (gpointer     data,
-                 const char  *module,
-                 const char **path,
-                 const char **build_id)
-{
-  TaskLogModules *modules = data;
+  PerfmonNamesTaskLogModules *modules = data;
 
   return perfmon_task_log_lookup_module (modules->log, modules->process, module, path, NULL, build_id);
 }
@@ -132,11 +126,11 @@ slice_name (guint       process,
             gpointer    user_data)
 {
   ChromeTraceNames *names = user_data;
-  TaskLogModules modules = { names->log, process };
+  PerfmonNamesTaskLogModules modules = { names->log, process };
 
   if (strstr (name, "+0x") == NULL)
     return NULL;
-  return perfmon_names_readable (names->symbolizer, name, task_log_module, &modules, names->paths_of, process,
+  return perfmon_names_readable (names->symbolizer, name, perfmon_names_task_log_module, &modules, names->paths_of, process,
                                  names->deadline);
 }
 

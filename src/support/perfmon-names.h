@@ -17,6 +17,19 @@ typedef gboolean (*PerfmonNamesModuleLookup) (gpointer     data,
                                               const char **path,
                                               const char **build_id);
 
+/* A task log's process: what the log recorded of its modules, as a
+ * PerfmonNamesModuleLookup (perfmon_names_task_log_module()). */
+typedef struct
+{
+  PerfmonTaskLog *log;
+  guint           process;
+} PerfmonNamesTaskLogModules;
+
+gboolean perfmon_names_task_log_module (gpointer     data,
+                                        const char  *module,
+                                        const char **path,
+                                        const char **build_id);
+
 /* Module file name → path of process @pid (e.g. from its /proc maps), or
  * NULL: the table stays the caller's. Called only for a module that the
  * lookup did not find. */

@@ -735,31 +735,13 @@ perfmon_tool_snapshot_module (gpointer     data,
   return perfmon_snapshot_lookup_module (data, module, path, NULL, build_id);
 }
 
-/* A task's process: what @log recorded of its modules. */
-typedef struct
-{
-  PerfmonTaskLog *log;
-  guint           process;
-} TaskLogModules;
-
-static gboolean
-task_log_module (gpointer     data,
-                 const char  *module,
-                 const char **path,
-                 const char **build_id)
-{
-  TaskLogModules *modules = data;
-
-  return perfmon_task_log_lookup_module (modules->log, modules->process, module, path, NULL, build_id);
-}
-
 char *
 perfmon_tool_readable_task_name (PerfmonTaskLog *log,
                                  PerfmonTask    *task)
 {
-  TaskLogModules modules = { log, perfmon_task_get_process (task) };
+  PerfmonNamesTaskLogModules modules = { log, perfmon_task_get_process (task) };
 
-  return perfmon_tool_readable_name_with (perfmon_task_get_name (task), modules.process, task_log_module,
+  return perfmon_tool_readable_name_with (perfmon_task_get_name (task), modules.process, perfmon_names_task_log_module,
                                           &modules);
 }
 
@@ -768,9 +750,9 @@ perfmon_tool_readable_log_name (PerfmonTaskLog *log,
                                 guint           process,
                                 const char     *name)
 {
-  TaskLogModules modules = { log, process };
+  PerfmonNamesTaskLogModules modules = { log, process };
 
-  return perfmon_tool_readable_name_with (name, process, task_log_module, &modules);
+  return perfmon_tool_readable_name_with (name, process, perfmon_names_task_log_module, &modules);
 }
 
 char *
