@@ -296,25 +296,37 @@ _perfmon_js_stack_here_status (void)
   return status;
 }
 
+/* The engine's context, if script runs on the calling thread now (it
+ * called into C): NULL otherwise, or if the engine is not known. */
+static JSContext *
+scripted_context (void)
+{
+  GjsContext *gjs;
+  JSContext *cx;
+
+  if (_perfmon_js_stack_here_status () != NULL)
+    return NULL;
+  /* GJS keeps one current context for the process, run on the main
+   * thread: from any other thread, its engine is not ours to walk. */
+  if ((pid_t) syscall (SYS_gettid) != getpid ())
+    return NULL;
+  gjs = js.gjs_current ();
+  if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
+    return NULL;
+  /* The cheap question first: C code attaches most sources. */
+  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL))
+    return NULL;
+  return cx;
+}
+
 gboolean
 _perfmon_js_stack_here (GPtrArray *frames)
 {
-  GjsContext *gjs;
   JSContext *cx;
   char *dump = NULL;
   g_auto(GStrv) lines = NULL;
 
-  if (_perfmon_js_stack_here_status () != NULL)
-    return FALSE;
-  /* GJS keeps one current context for the process, run on the main
-   * thread: from any other thread, its engine is not ours to walk. */
-  if ((pid_t) syscall (SYS_gettid) != getpid ())
-    return FALSE;
-  gjs = js.gjs_current ();
-  if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
-    return FALSE;
-  /* The cheap question first: C code attaches most sources. */
-  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL))
+  if ((cx = scripted_context ()) == NULL)
     return FALSE;
   js.format_stack_dump (&dump, cx, false, false, false);
   if (dump == NULL)
@@ -407,7 +419,6 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
                              PerfmonJsFrame      *found,
                              PerfmonJsFrame      *first_other)
 {
-  GjsContext *gjs;
   JSContext *cx;
   PerfmonJsRoot frame = { NULL, NULL, false, NULL };
   PerfmonJsRoot parent = { NULL, NULL, false, NULL };
@@ -418,18 +429,9 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
   gboolean had_exception;
   gboolean captured;
 
-  if (_perfmon_js_stack_here_status () != NULL)
-    return FALSE;
-  /* As _perfmon_js_stack_here(): GJS's thread only. */
-  if ((pid_t) syscall (SYS_gettid) != getpid ())
-    return FALSE;
-  gjs = js.gjs_current ();
-  if (gjs == NULL || (cx = js.gjs_native (gjs)) == NULL)
-    return FALSE;
-  /* The cheap question first: C code attaches most sources. The capture
-   * needs a realm (it aborts without one), which script that called into
-   * C has, unless the C code left it. */
-  if (!js.describe_scripted_caller (cx, NULL, NULL, NULL) || js.current_realm (cx) == NULL)
+  /* The capture needs a realm (it aborts without one), which script
+   * that called into C has, unless the C code left it. */
+  if ((cx = scripted_context ()) == NULL || js.current_realm (cx) == NULL)
     return FALSE;
   if (!_perfmon_js_root (cx, &frame))
     return FALSE;
