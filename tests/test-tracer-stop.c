@@ -41,7 +41,6 @@ test_stop_symbolizes_nothing (void)
   g_autofree char *dir = test_make_tmp_dir ("perfmon-tracer-stop-XXXXXX");
   g_autofree char *path = g_build_filename (dir, "tasks.log", NULL);
   g_autofree char *pings = g_build_filename (dir, "pings", NULL);
-  g_autofree char *prefix = NULL;
   g_autofree char *function = NULL;
   PerfmonTask *task = NULL;
   GPtrArray *tasks;
