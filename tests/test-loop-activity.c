@@ -157,6 +157,60 @@ test_sleep_while_idle (Fixture      *fixture,
   g_assert_true (_perfmon_loop_activity_watcher_stopping (activity));
 }
 
+static gpointer
+sleep_while_idle_deadline_thread (gpointer data)
+{
+  PerfmonLoopActivity *activity = data;
+
+  /* An hour: what ends this sleep in the test is the thread, or a stop. */
+  _perfmon_loop_activity_sleep_while_idle (activity, g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
+  return GINT_TO_POINTER (TRUE);
+}
+
+/* With a deadline too (a jank session that has a sample to take later),
+ * the watchdog asleep while the loop is idle is woken by the next
+ * busy_begin: it used to sleep on to the deadline, and a stretch that
+ * began and ended meanwhile (a hang, a long dispatch with add-on code to
+ * sample) went unseen. A deadline that passes takes the wish to be woken
+ * back: the next busy_begin makes no system call. */
+static void
+test_sleep_while_idle_deadline (Fixture      *fixture,
+                                gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  GThread *watchdog;
+  guint64 wakes;
+
+  watchdog = g_thread_new ("watchdog", sleep_while_idle_deadline_thread, activity);
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
+  g_assert_true (g_thread_join (watchdog));
+  g_mutex_lock (&activity->mutex);
+  wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  g_assert_cmpuint (wakes, ==, 1);
+
+  /* A deadline that passes: the phase is IDLE again, and busy_begin
+   * wakes no one. */
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
+  g_assert_true (_perfmon_loop_activity_sleep_while_idle (activity, g_get_monotonic_time () + 1000));
+  g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
+  g_mutex_lock (&activity->mutex);
+  wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  g_assert_cmpuint (wakes, ==, 1);
+
+  /* And a stop ends it. */
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
+  watchdog = g_thread_new ("watchdog", sleep_while_idle_deadline_thread, activity);
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+  _perfmon_loop_activity_stop_watcher (activity);
+  g_assert_true (g_thread_join (watchdog));
+}
+
 /* A poll that cannot sleep: busy_next closes the stretch and opens the
  * next at the same time, with the phase left BUSY; before the first
  * stretch, or with a watchdog asleep, it is busy_end + busy_begin and
@@ -259,6 +313,8 @@ main (int   argc,
   g_test_add ("/loop-activity/marks", Fixture, NULL, fixture_set_up, test_marks, fixture_tear_down);
   g_test_add ("/loop-activity/sleep-while-idle", Fixture, NULL, fixture_set_up,
               test_sleep_while_idle, fixture_tear_down);
+  g_test_add ("/loop-activity/sleep-while-idle-deadline", Fixture, NULL, fixture_set_up,
+              test_sleep_while_idle_deadline, fixture_tear_down);
   g_test_add ("/loop-activity/busy-next", Fixture, NULL, fixture_set_up, test_busy_next,
               fixture_tear_down);
 

@@ -20,16 +20,18 @@ G_BEGIN_DECLS
  *
  * The watched thread pays a few plain stores and one atomic exchange per
  * stretch, and makes a system call only at a busy_begin after an idle time
- * the watchdog slept through without a deadline. That is what lets the
- * watchdog sleep without any deadline while the loop waits, yet never miss
- * a busy stretch:
+ * the watchdog slept through (until the thread wakes it, or until a
+ * deadline that has not passed yet). That is what lets the watchdog sleep
+ * without any deadline while the loop waits, yet never miss a busy
+ * stretch:
  *
  *   thread, busy_begin:   stretches[n+1].begin = now; n_stretches = n + 1;
  *                         old = exchange (phase, BUSY);
  *                         if old == IDLE_WATCHER_ASLEEP: wake the watchdog
  *   thread, busy_end:     stretches[n].end = now; if phase == BUSY: phase = IDLE
  *   watchdog, to sleep:   under the mutex, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
- *                         and wait on the cond while it stays so
+ *                         and wait on the cond while it stays so; at a
+ *                         deadline, CAS it back to IDLE
  *
  * The exchange and the compare-and-swap order the two sides: either the
  * watchdog sees BUSY and does not sleep, or the thread sees ASLEEP and
@@ -152,8 +154,8 @@ _perfmon_loop_activity_stretch (PerfmonLoopActivity *activity,
 
 /* --- the watched thread's side --------------------------------------- */
 
-/* At a busy_begin after an idle time the watchdog slept through without a
- * deadline: a system call more does not show then. Inline: out of line,
+/* At a busy_begin after an idle time the watchdog slept through: a system
+ * call more does not show then. Inline: out of line,
  * GCC computes its argument on the poll wrapper's hot path. */
 static inline void
 _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
@@ -271,7 +273,7 @@ void  _perfmon_loop_activity_note_dispatch (PerfmonLoopActivity *activity,
 /* Sleeps while the loop is idle: until the thread's next busy_begin, or
  * @until_us (monotonic; G_MAXINT64: no deadline), or a stop. Wakes up
  * spuriously: look again. Returns FALSE, at once, if the loop was found
- * busy as the watchdog went to sleep without a deadline. */
+ * busy as the watchdog went to sleep. */
 gboolean _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                                   gint64               until_us);
 /* Sleeps until @until_us or a stop, whatever the loop does. */

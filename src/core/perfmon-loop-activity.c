@@ -140,23 +140,29 @@ _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
   gboolean slept = TRUE;
 
   g_mutex_lock (&activity->mutex);
-  if (until_us != G_MAXINT64)
+  if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_IDLE ||
+      g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE,
+                                         PERFMON_LOOP_IDLE_WATCHER_ASLEEP))
     {
-      /* A deadline: the thread does not wake us when the loop gets busy,
-       * the deadline does. */
-      if (!activity->stopping && g_atomic_int_get (&activity->phase) != PERFMON_LOOP_BUSY)
-        g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
-    }
-  else if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_IDLE ||
-           g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE,
-                                              PERFMON_LOOP_IDLE_WATCHER_ASLEEP))
-    {
-      /* No deadline: the thread sees ASLEEP at its next busy_begin and
-       * wakes us. Wait while the wish to be woken stands: once the thread
-       * took it (and maybe is idle again), look afresh. */
+      /* The thread sees ASLEEP at its next busy_begin and wakes us, with
+       * a deadline (a jank session's next sample) as without: a stretch
+       * that began and ended before the deadline would go unseen. Wait
+       * while the wish to be woken stands: once the thread took it (and
+       * maybe is idle again), look afresh. */
       while (!activity->stopping &&
              g_atomic_int_get (&activity->phase) == PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-        g_cond_wait (&activity->cond, &activity->mutex);
+        {
+          if (until_us == G_MAXINT64)
+            g_cond_wait (&activity->cond, &activity->mutex);
+          else if (!g_cond_wait_until (&activity->cond, &activity->mutex, until_us))
+            break;
+        }
+      /* The deadline passed: take the wish back, so that the next
+       * busy_begin makes no system call for a watchdog already awake.
+       * If the thread took it first, it is busy, and it woke us. */
+      if (until_us != G_MAXINT64)
+        g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE_WATCHER_ASLEEP,
+                                           PERFMON_LOOP_IDLE);
     }
   else
     slept = FALSE;   /* the thread began a stretch: the CAS failed */
