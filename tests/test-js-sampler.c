@@ -21,6 +21,8 @@
 #include "config.h"
 
 #include "perfmon-js-sampler-private.h"
+#include "perfmon-monitor.h"
+#include "perfmon-snapshot.h"
 
 #define US (G_GINT64_CONSTANT (1))
 #define MS (G_GINT64_CONSTANT (1000))
@@ -133,6 +135,82 @@ test_intervals (void)
     }
 }
 
+static guint64
+sampled_us (PerfmonMonitor *monitor,
+            PerfmonGroup   *group)
+{
+  g_autoptr(PerfmonSnapshot) snapshot = perfmon_monitor_snapshot (monitor);
+
+  return perfmon_group_stats_get_sampled_cpu_time (perfmon_snapshot_lookup (snapshot, perfmon_group_get_id (group)));
+}
+
+/* A loaded machine: the watched thread gets half a CPU, and every other
+ * sample, the first among them, finds it off the CPU past the timeout
+ * (no answer). The stretch is the add-on's from start to end (a promise
+ * job that burns 30 ms): all of its CPU time goes to the add-on. It used
+ * to lose a quarter of it: an unanswered first sample counted as one that
+ * had found no add-on, so the next interval, with the one carried, was
+ * split in half with nobody. */
+static void
+test_unanswered_samples (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "burner@test", "Burner");
+
+  for (guint first_answered = 0; first_answered < 2; first_answered++)
+    {
+      PerfmonJsSampler *sampler = _perfmon_js_sampler_new (monitor);
+      guint64 before = sampled_us (monitor, addon);
+      guint i = 0;
+      gint64 t;
+
+      _perfmon_js_sampler_follow (sampler, 1, 7, 0, 0, 0);
+      for (t = PERFMON_JS_SAMPLE_AFTER_MS * MS; t < 60 * MS; t += PERFMON_JS_SAMPLE_EVERY_MS * MS, i++)
+        {
+          gboolean answered = (i % 2) == first_answered;
+
+          _perfmon_js_sampler_account (sampler, t, t * 1000 / 2,
+                                       answered ? PERFMON_JS_SAMPLE_ANSWERED : PERFMON_JS_SAMPLE_NO_ANSWER,
+                                       answered ? addon : NULL);
+        }
+      _perfmon_js_sampler_end (sampler, 60 * MS, 60 * MS * 1000 / 2);
+      g_assert_cmpuint (sampled_us (monitor, addon) - before, ==, 30 * MS);
+      _perfmon_js_sampler_free (sampler);
+    }
+}
+
+/* Two answers that disagree split their interval; a stretch no sample
+ * answered in is nobody's; an exactly charged dispatch takes its part. */
+static void
+test_split_and_exact (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "burner@test", "Burner");
+  PerfmonJsSampler *sampler = _perfmon_js_sampler_new (monitor);
+
+  /* add-on at 10 ms (its first 10 ms too), nobody at 20 ms: 10 + 5. */
+  _perfmon_js_sampler_follow (sampler, 1, 1, 0, 0, 0);
+  _perfmon_js_sampler_account (sampler, 10 * MS, 10 * MS * 1000, PERFMON_JS_SAMPLE_ANSWERED, addon);
+  _perfmon_js_sampler_account (sampler, 20 * MS, 20 * MS * 1000, PERFMON_JS_SAMPLE_ANSWERED, NULL);
+  _perfmon_js_sampler_end (sampler, 30 * MS, 30 * MS * 1000);
+  g_assert_cmpuint (sampled_us (monitor, addon), ==, 15 * MS);
+
+  /* No answer at all: nothing. */
+  _perfmon_js_sampler_follow (sampler, 1, 2, 0, 0, 0);
+  _perfmon_js_sampler_account (sampler, 10 * MS, 10 * MS * 1000, PERFMON_JS_SAMPLE_NO_ANSWER, NULL);
+  _perfmon_js_sampler_account (sampler, 20 * MS, 20 * MS * 1000, PERFMON_JS_SAMPLE_NO_ANSWER, NULL);
+  _perfmon_js_sampler_end (sampler, 30 * MS, 30 * MS * 1000);
+  g_assert_cmpuint (sampled_us (monitor, addon), ==, 15 * MS);
+
+  /* add-on, then an exact dispatch: half the interval, nothing after. */
+  _perfmon_js_sampler_follow (sampler, 1, 3, 0, 0, 0);
+  _perfmon_js_sampler_account (sampler, 10 * MS, 10 * MS * 1000, PERFMON_JS_SAMPLE_ANSWERED, addon);
+  _perfmon_js_sampler_account (sampler, 20 * MS, 20 * MS * 1000, PERFMON_JS_SAMPLE_EXACT, NULL);
+  _perfmon_js_sampler_end (sampler, 30 * MS, 30 * MS * 1000);
+  g_assert_cmpuint (sampled_us (monitor, addon), ==, 30 * MS);
+  _perfmon_js_sampler_free (sampler);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -141,6 +219,8 @@ main (int    argc,
 
   g_test_add_func ("/js-sampler/periodic-program", test_periodic_program);
   g_test_add_func ("/js-sampler/intervals", test_intervals);
+  g_test_add_func ("/js-sampler/unanswered-samples", test_unanswered_samples);
+  g_test_add_func ("/js-sampler/split-and-exact", test_split_and_exact);
 
   return g_test_run ();
 }

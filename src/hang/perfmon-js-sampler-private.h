@@ -13,6 +13,14 @@
 
 G_BEGIN_DECLS
 
+/* What became of a sample (_perfmon_js_sampler_account()). */
+typedef enum
+{
+  PERFMON_JS_SAMPLE_ANSWERED,   /* the engine gave its stack */
+  PERFMON_JS_SAMPLE_NO_ANSWER,  /* no safe point in time: native code, or no CPU */
+  PERFMON_JS_SAMPLE_EXACT,      /* a dispatch charged exactly: not sampled */
+} PerfmonJsSampleOutcome;
+
 /* A busy stretch of the loop that runs this long is sampled, every
  * PERFMON_JS_SAMPLE_EVERY_MS, as long as it runs. */
 #define PERFMON_JS_SAMPLE_AFTER_MS 10
@@ -48,6 +56,29 @@ gint64            _perfmon_js_sampler_deadline (PerfmonJsSampler    *self,
 void              _perfmon_js_sampler_tick     (PerfmonJsSampler    *self,
                                                 guint64              index,
                                                 gint64               now_us);
+
+/* The bookkeeping behind _perfmon_js_sampler_deadline(),
+ * _perfmon_js_sampler_tick() and _perfmon_js_sampler_look(), apart from
+ * the engine and the clocks, for tests/test-js-sampler.c: begin following
+ * stretch @index at @now_us, when the thread's CPU time was @cpu_ns; a
+ * sample at @now_us, @cpu_ns, with its @outcome and, answered, the
+ * @addon its innermost add-on frame names (NULL: none); the stretch
+ * ended at @end_us, the thread's CPU time being @cpu_ns when that was
+ * seen. */
+void              _perfmon_js_sampler_follow   (PerfmonJsSampler      *self,
+                                                gint64                 tid,
+                                                guint64                index,
+                                                gint64                 start_us,
+                                                gint64                 now_us,
+                                                gint64                 cpu_ns);
+void              _perfmon_js_sampler_account  (PerfmonJsSampler      *self,
+                                                gint64                 now_us,
+                                                gint64                 cpu_ns,
+                                                PerfmonJsSampleOutcome outcome,
+                                                PerfmonGroup          *addon);
+void              _perfmon_js_sampler_end      (PerfmonJsSampler      *self,
+                                                gint64                 end_us,
+                                                gint64                 cpu_ns);
 
 /* When the sample after one requested at @requested_us, and answered (or
  * given up) at @done_us, is due. @rng: the sampler's random state, never

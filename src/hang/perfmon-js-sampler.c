@@ -77,10 +77,11 @@ struct _PerfmonJsSampler
   gint64          start_us;      /* monotonic, when it began */
   gint64          follow_us;     /* when the sampler began following it */
   gint64          follow_cpu_ns; /* the thread's CPU time then */
-  guint           n_samples;
-  gint64          last_us;       /* the last sample's, monotonic */
+  guint           n_ticks;       /* samples asked for (or skipped: exact) */
+  guint           n_answered;    /* of which located the thread */
+  gint64          last_us;       /* the last tick's, monotonic */
   gint64          last_cpu_ns;
-  PerfmonGroup   *last_addon;    /* where the last sample went, or NULL */
+  PerfmonGroup   *last_addon;    /* where the last answer went, or NULL */
   gint64          next_us;
   /* The part of the stretch before the sampler saw it, when it saw it
    * only at the first sample: charged to @unseen_addon at the rate of the
@@ -169,6 +170,23 @@ charge_unseen (PerfmonJsSampler *self,
 }
 
 void
+_perfmon_js_sampler_end (PerfmonJsSampler *self,
+                         gint64            end_us,
+                         gint64            cpu_ns)
+{
+  gint64 tail_us, used_ns;
+
+  self->following = FALSE;
+  /* Where no sample answered, nothing says whose the stretch was. */
+  if (self->n_answered == 0 || (self->last_addon == NULL && self->unseen_addon == NULL))
+    return;
+  tail_us = end_us - self->last_us;
+  used_ns = CLAMP (cpu_ns - self->last_cpu_ns, 0, MAX (tail_us, 0) * 1000);
+  charge (self, self->last_addon, used_ns + self->carried_ns);
+  charge_unseen (self, used_ns, tail_us);
+}
+
+void
 _perfmon_js_sampler_look (PerfmonJsSampler    *self,
                           PerfmonLoopActivity *activity,
                           gboolean             busy,
@@ -179,22 +197,20 @@ _perfmon_js_sampler_look (PerfmonJsSampler    *self,
 
   if (!self->following || (busy && index == self->index))
     return;
-  self->following = FALSE;
-  if (self->n_samples == 0 || (self->last_addon == NULL && self->unseen_addon == NULL) ||
-      __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - self->index >= PERFMON_LOOP_RECENT_STRETCHES / 2)
-    return;
+  if (__atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - self->index >= PERFMON_LOOP_RECENT_STRETCHES / 2)
+    {
+      self->following = FALSE;
+      return;
+    }
   /* The stretch's end, from the thread's own timestamp: the watchdog
    * notices it a deadline later, when the thread may be in the next. */
   end = __atomic_load_n (&_perfmon_loop_activity_stretch (activity, self->index)->end, __ATOMIC_ACQUIRE);
   if (end == 0 || !_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
-    return;
-  {
-    gint64 tail_us = _perfmon_clock_cycles_to_monotonic_us (end) - self->last_us;
-    gint64 used_ns = MIN (cpu_ns - self->last_cpu_ns, tail_us * 1000);
-
-    charge (self, self->last_addon, used_ns + self->carried_ns);
-    charge_unseen (self, used_ns, tail_us);
-  }
+    {
+      self->following = FALSE;
+      return;
+    }
+  _perfmon_js_sampler_end (self, _perfmon_clock_cycles_to_monotonic_us (end), cpu_ns);
 }
 
 gint64
@@ -213,18 +229,31 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
       !_perfmon_addon_rules_any_known () ||
       !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
     return G_MAXINT64;
+  _perfmon_js_sampler_follow (self, tid, index, start_us, g_get_monotonic_time (), self->follow_cpu_ns);
+  return self->next_us;
+}
+
+void
+_perfmon_js_sampler_follow (PerfmonJsSampler *self,
+                            gint64            tid,
+                            guint64           index,
+                            gint64            start_us,
+                            gint64            now_us,
+                            gint64            cpu_ns)
+{
   self->following = TRUE;
   self->tid = tid;
   self->index = index;
   self->start_us = start_us;
-  self->follow_us = g_get_monotonic_time ();
-  self->n_samples = 0;
+  self->follow_us = now_us;
+  self->follow_cpu_ns = cpu_ns;
+  self->n_ticks = 0;
+  self->n_answered = 0;
   self->last_addon = NULL;
   self->unseen_us = 0;
   self->unseen_addon = NULL;
   self->carried_ns = 0;
   self->next_us = start_us + PERFMON_JS_SAMPLE_AFTER_MS * 1000;
-  return self->next_us;
 }
 
 /* The schedule of samples. The engine answers at its next safe point,
@@ -283,24 +312,15 @@ find_addon (PerfmonJsSampler *self,
 }
 
 void
-_perfmon_js_sampler_tick (PerfmonJsSampler *self,
-                          guint64           index,
-                          gint64            now_us)
+_perfmon_js_sampler_account (PerfmonJsSampler      *self,
+                             gint64                 now_us,
+                             gint64                 cpu_ns,
+                             PerfmonJsSampleOutcome outcome,
+                             PerfmonGroup          *addon)
 {
-  g_autoptr(GPtrArray) frames = NULL;
-  char dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1];
-  PerfmonGroup *addon = NULL;
-  gint64 cpu_ns, used_ns;
+  gint64 used_ns = cpu_ns - (self->n_ticks == 0 ? self->follow_cpu_ns : self->last_cpu_ns);
 
-  if (!self->following || self->index != index || now_us < self->next_us)
-    return;
-  if (!_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
-    {
-      self->following = FALSE;
-      return;
-    }
-  used_ns = cpu_ns - (self->n_samples == 0 ? self->follow_cpu_ns : self->last_cpu_ns);
-  if (self->n_samples == 0)
+  if (self->n_ticks == 0)
     {
       /* The stretch ran from start_us, the sampler saw it from follow_us:
        * what it used before is estimated at the rate seen since, or, if
@@ -316,33 +336,35 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     }
   else
     charge_unseen (self, used_ns, now_us - self->last_us);
+  used_ns = MAX (used_ns, 0);
 
-  frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
-  /* A dispatch charged exactly is not sampled at all: its name, read
-   * from the thread's memory here, spares the thread the stack dump. */
-  if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
-      _perfmon_js_site_is_exact (self->named->runnable_name))
+  switch (outcome)
     {
-      /* The interval's first part may still be the last sample's add-on. */
-      if (self->n_samples > 0)
+    case PERFMON_JS_SAMPLE_EXACT:
+      /* The interval's first part may still be the last answer's add-on;
+       * what ran before any answer is nobody's that a sample saw. */
+      if (self->n_answered > 0)
         charge_interval (self, self->last_addon, NULL, used_ns + self->carried_ns);
       self->unseen_us = 0;
       self->unseen_addon = NULL;
       self->carried_ns = 0;
-    }
-  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
-    {
-      /* No answer: the interval goes with the next one. */
+      addon = NULL;
+      self->n_answered++;
+      break;
+
+    case PERFMON_JS_SAMPLE_NO_ANSWER:
+      /* The interval goes with the next answer, which splits it with the
+       * last one as any interval between two answers: an unanswered
+       * sample says nothing of where the thread was. */
       self->carried_ns += used_ns;
       addon = self->last_addon;
-    }
-  else
-    {
-      if (!_perfmon_js_site_is_exact (dispatch_name))
-        addon = find_addon (self, frames);
-      /* The first sample has no earlier one: the stretch's start is
+      break;
+
+    case PERFMON_JS_SAMPLE_ANSWERED:
+    default:
+      /* The first answer has no earlier one: the stretch's start is
        * taken to be where it is. */
-      charge_interval (self, self->n_samples > 0 ? self->last_addon : addon, addon,
+      charge_interval (self, self->n_answered > 0 ? self->last_addon : addon, addon,
                        used_ns + self->carried_ns);
       self->carried_ns = 0;
       /* The unseen start goes where the first answer says, at the rate
@@ -353,12 +375,52 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
           if (addon == NULL)
             self->unseen_us = 0;
         }
+      self->n_answered++;
+      break;
     }
 
-  self->n_samples++;
+  self->n_ticks++;
   self->last_us = now_us;
   self->last_cpu_ns = cpu_ns;
   self->last_addon = addon;
+}
+
+void
+_perfmon_js_sampler_tick (PerfmonJsSampler *self,
+                          guint64           index,
+                          gint64            now_us)
+{
+  g_autoptr(GPtrArray) frames = NULL;
+  char dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1];
+  PerfmonGroup *addon = NULL;
+  PerfmonJsSampleOutcome outcome;
+  gint64 cpu_ns;
+
+  if (!self->following || self->index != index || now_us < self->next_us)
+    return;
+  if (!_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
+    {
+      self->following = FALSE;
+      return;
+    }
+
+  frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+  /* A dispatch charged exactly is not sampled at all: its name, read
+   * from the thread's memory here, spares the thread the stack dump. */
+  if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
+      _perfmon_js_site_is_exact (self->named->runnable_name))
+    outcome = PERFMON_JS_SAMPLE_EXACT;
+  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
+    outcome = PERFMON_JS_SAMPLE_NO_ANSWER;
+  else if (_perfmon_js_site_is_exact (dispatch_name))
+    outcome = PERFMON_JS_SAMPLE_EXACT;
+  else
+    {
+      outcome = PERFMON_JS_SAMPLE_ANSWERED;
+      addon = find_addon (self, frames);
+    }
+
+  _perfmon_js_sampler_account (self, now_us, cpu_ns, outcome, addon);
   self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time ());
 }
 
