@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 
 /* The module takes a table of this version only (module and library are
  * built and installed together; a mismatch is a broken installation). */
-#define PERFMON_PRELOAD_INTERNALS_VERSION 3
+#define PERFMON_PRELOAD_INTERNALS_VERSION 4
 #define PERFMON_PRELOAD_RECEIVE_SYMBOL "perfmon_preload_receive_internals"
 
 typedef struct
@@ -49,8 +49,12 @@ typedef struct
                                          GTaskThreadFunc        task_func);
   void     (*interpose_gtask_run_end)   (void);
 
-  /* core/perfmon-monitor-private.h: a GApplication's start-up begins. */
+  /* core/perfmon-monitor-private.h: a GApplication's start-up begins;
+   * the monitor's time thresholds stretched, for a benchmark under
+   * callgrind (PERFMON_RUN_TIME_DILATION). */
   void     (*monitor_begin_startup)     (PerfmonMonitor        *self);
+  void     (*monitor_dilate_time)       (PerfmonMonitor        *self,
+                                         guint                  factor);
 
   /* hang/perfmon-js-site-private.h: JavaScript creation sites, add-ons. */
   void        (*js_site_source_attached)   (PerfmonMonitor *monitor,

@@ -37,6 +37,7 @@ static const PerfmonPreloadInternals internals = {
   .interpose_gtask_run_begin = _perfmon_interpose_gtask_run_begin,
   .interpose_gtask_run_end = _perfmon_interpose_gtask_run_end,
   .monitor_begin_startup = _perfmon_monitor_begin_startup,
+  .monitor_dilate_time = _perfmon_monitor_dilate_time,
   .js_site_source_attached = _perfmon_js_site_source_attached,
   .js_site_handler_connected = _perfmon_js_site_handler_connected,
   .js_site_status = _perfmon_js_site_status,

@@ -811,6 +811,18 @@ perfmon_preload_init (void)
   /* perfmon run --trace: before anything makes a source. */
   _perfmon_preload_trace_start (preload.is_command);
   preload.monitor = perfmon_monitor_get_default ();
+  /* For tests/bench/bench-run.py only, under callgrind (50 times slower):
+   * the monitor's time thresholds (when an iteration is long enough to
+   * read the thread's CPU clock) stretched as much, so that it takes the
+   * paths it takes natively; see _perfmon_monitor_dilate_time(). */
+  {
+    const char *dilation = g_getenv ("PERFMON_RUN_TIME_DILATION");
+    guint64 factor = 0;
+
+    if (dilation != NULL && _perfmon_preload_internals != NULL &&
+        g_ascii_string_to_unsigned (dilation, 10, 1, 100000, &factor, NULL))
+      _perfmon_preload_internals->monitor_dilate_time (preload.monitor, (guint) factor);
+  }
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
     {
       perfmon_monitor_set_automatic_groups (preload.monitor, TRUE);
