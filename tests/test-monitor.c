@@ -521,6 +521,7 @@ typedef struct
    * a few µs each). */
   gint64        outer_used_us;
   gint64        sleeper_used_us;
+  gint64        sleeper_outer_used_us;   /* from its enter to its leave */
 } ShortWaits;
 
 /* Waits of 50 µs to 1 ms: the case (0.5 ms), then a spread. */
@@ -559,11 +560,13 @@ short_wait_dispatch (gpointer data)
 
   if (w->sleeper != NULL)
     {
+      outer_before = thread_cpu_us ();
       perfmon_group_enter (w->sleeper);
       before = thread_cpu_us ();
       g_usleep (short_wait_us (i));
       w->sleeper_used_us += thread_cpu_us () - before;
       perfmon_group_leave (w->sleeper);
+      w->sleeper_outer_used_us += thread_cpu_us () - outer_before;
     }
 
   return w->n < N_SHORT_ITERATIONS ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
@@ -660,10 +663,16 @@ test_short_burner_beside_sleeper (Fixture       *f,
   burner_charged = (gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, burner_addon));
   sleeper_charged = (gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, sleeper_addon));
   g_test_message ("burner charged %" G_GINT64_FORMAT " us, used %" G_GINT64_FORMAT " us; "
-                  "sleeper charged %" G_GINT64_FORMAT " us, used %" G_GINT64_FORMAT " us",
-                  burner_charged, w.used_us, sleeper_charged, w.sleeper_used_us);
+                  "sleeper charged %" G_GINT64_FORMAT " us, used %" G_GINT64_FORMAT " us "
+                  "(%" G_GINT64_FORMAT " us from its enters to its leaves)",
+                  burner_charged, w.used_us, sleeper_charged, w.sleeper_used_us, w.sleeper_outer_used_us);
   assert_within_percent (burner_charged, w.used_us, 10);
-  g_assert_cmpint (sleeper_charged, <=, burner_charged / 10);
+  /* The sleeper: what its measures used, enter and leave included, which
+   * on a quiet machine is a few per cent of the burner's (under
+   * AddressSanitizer on a loaded one it was 11 %, the old bound 10 %);
+   * shares by cycles would be about half. */
+  g_assert_cmpint (sleeper_charged, <=, w.sleeper_outer_used_us + w.sleeper_outer_used_us / 10 + 1000);
+  g_assert_cmpint (sleeper_charged, <, burner_charged / 4);
 }
 
 static gboolean
