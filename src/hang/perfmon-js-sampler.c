@@ -20,10 +20,12 @@
  *   thread's clock id);
  * - it asks the engine for its stack (_perfmon_js_stack_sample(): the
  *   interrupt callback the hang reports use). The watched thread's only
- *   work is the engine's stack dump (JS::FormatStackDump(), which
- *   allocates: the public API offers no other walk) and a copy of the
- *   name of what it dispatches into a static buffer, at its next safe
- *   point, and only in a stretch already PERFMON_JS_SAMPLE_AFTER_MS long,
+ *   work is a walk of the engine's saved frames (JS::CaptureCurrentStack(),
+ *   which allocates, as the creation sites' walk) that stops at the
+ *   innermost frame of an add-on (the engine's whole dump,
+ *   JS::FormatStackDump(), only where the saved frames cannot be taken),
+ *   and a copy of the name of what it dispatches into a static buffer,
+ *   at its next safe point, and only in a stretch already PERFMON_JS_SAMPLE_AFTER_MS long,
  *   at most once per PERFMON_JS_SAMPLE_EVERY_MS: never in a short one;
  * - here, on the watchdog: the frames are parsed, the innermost one that
  *   an add-on rule matches names the add-on (perfmon_addon_rule_match()),
@@ -385,6 +387,14 @@ _perfmon_js_sampler_account (PerfmonJsSampler      *self,
   self->last_addon = addon;
 }
 
+/* What a sample looks for, on the engine's thread: a frame of an add-on. */
+static gboolean
+is_addon_file (const char *file,
+               gpointer    user_data)
+{
+  return perfmon_addon_rule_match (file, NULL, NULL, NULL);
+}
+
 void
 _perfmon_js_sampler_tick (PerfmonJsSampler *self,
                           guint64           index,
@@ -410,7 +420,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
       _perfmon_js_site_is_exact (self->named->runnable_name))
     outcome = PERFMON_JS_SAMPLE_EXACT;
-  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, frames, dispatch_name))
+  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, is_addon_file, NULL, frames, dispatch_name))
     outcome = PERFMON_JS_SAMPLE_NO_ANSWER;
   else if (_perfmon_js_site_is_exact (dispatch_name))
     outcome = PERFMON_JS_SAMPLE_EXACT;

@@ -80,16 +80,23 @@ gboolean    _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
 /* A sample of a long dispatch, for add-on attribution by sampling (see
  * hang/perfmon-js-sampler.c), from any thread but the engine's: the same
  * request as _perfmon_js_stack_capture(), whose answer the engine's thread
- * writes at its next safe point (a FormatStackDump() and a copy of the
- * name of what it dispatches: the only work it does for a sample). Waits
- * at most @timeout_ms. Appends the frames, innermost first, to @frames (of
- * PerfmonJsFrame), none if no script ran, and stores the name of the
+ * writes at its next safe point: a walk of the saved frames that stops at
+ * the innermost frame whose file @wanted wants (as
+ * _perfmon_js_stack_find_here(), called with @wanted_data), or where that
+ * walk cannot be done, a FormatStackDump(); and a copy of the name of
+ * what it dispatches (the only work it does for a sample). Waits at most
+ * @timeout_ms. Appends to @frames (of PerfmonJsFrame): the wanted frame
+ * alone, or none if no frame is wanted; or, from a dump, all the frames,
+ * innermost first (none if no script ran). Stores the name of the
  * dispatch the thread ran (its group's, "" if none) in @dispatch_name.
  * FALSE if the engine did not answer in time (the thread runs native
- * code, or waits for a CPU) or is not set up. */
-gboolean _perfmon_js_stack_sample (guint      timeout_ms,
-                                   GPtrArray *frames,
-                                   char       dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1]);
+ * code, or waits for a CPU) or is not set up. @wanted runs on the
+ * engine's thread, at a safe point. */
+gboolean _perfmon_js_stack_sample (guint                timeout_ms,
+                                   PerfmonJsFileWanted  wanted,
+                                   gpointer             wanted_data,
+                                   GPtrArray           *frames,
+                                   char                 dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1]);
 
 /* Whether _perfmon_js_stack_prepare() set up the engine's thread. */
 gboolean _perfmon_js_stack_is_prepared (void);

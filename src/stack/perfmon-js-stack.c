@@ -105,6 +105,13 @@ static gboolean pending;           /* a request the callback should serve */
 static guint64 request_serial;
 static guint64 answered_serial;
 static char *answer;               /* FormatStackDump's text, g_malloc'd */
+/* A sample's request: the files it wants (see _perfmon_js_stack_sample()),
+ * and the frame the walk found, when it could walk the saved frames
+ * (answer_walked; else the dump's text is the answer). */
+static PerfmonJsFileWanted request_wanted;
+static gpointer request_wanted_data;
+static gboolean answer_walked;
+static PerfmonJsFrame answer_frame;
 /* What the thread dispatched when it answered (a sample's), copied by the
  * callback: no allocation. */
 static char answer_dispatch[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1];
@@ -167,12 +174,24 @@ on_interrupt (JSContext *cx)
     {
       guint64 serial = request_serial;
       const char *dispatching = _perfmon_current_dispatch_name;
+      PerfmonJsFileWanted wanted = request_wanted;
+      gpointer wanted_data = request_wanted_data;
+      PerfmonJsFrame found = { NULL, NULL, 0 };
+      PerfmonJsFrame other = { NULL, NULL, 0 };
+      gboolean walked = FALSE;
       gsize n = 0;
 
       pending = FALSE;
       g_mutex_unlock (&lock);
-      /* No arguments, locals nor properties: nothing that runs script. */
-      js.format_stack_dump (&dump, cx, false, false, false);
+      /* A sample: the innermost frame of a wanted file, from the saved
+       * frames, which are not formatted (a few µs where the dump took
+       * hundreds). A hang report, or where the saved frames cannot be
+       * taken: the whole dump. No arguments, locals nor properties:
+       * nothing that runs script. */
+      if (wanted != NULL)
+        walked = _perfmon_js_stack_find_here (wanted, wanted_data, "", &found, &other);
+      if (!walked)
+        js.format_stack_dump (&dump, cx, false, false, false);
       g_mutex_lock (&lock);
       /* The name is the dispatch's group's (or a handler site's), alive
        * while it runs: copied here, on its thread, under the lock. */
@@ -185,10 +204,14 @@ on_interrupt (JSContext *cx)
       answer_dispatch[n] = '\0';
       g_free (answer);
       answer = g_strdup (dump != NULL ? dump : "");
+      _perfmon_js_frame_clear (&answer_frame);
+      answer_walked = walked;
+      answer_frame = found;
       answered_serial = serial;
       g_cond_broadcast (&cond);
       if (dump != NULL)
         js.js_free (cx, dump);
+      _perfmon_js_frame_clear (&other);
     }
   g_mutex_unlock (&lock);
   return true;
@@ -511,10 +534,14 @@ _perfmon_js_frame_free (gpointer data)
  * PERFMON_JS_SAMPLE_DISPATCH_MAX + 1 bytes) the name of what it
  * dispatched; FALSE with *@reason NULL (no GJS) or why not. */
 static gboolean
-request_dump (guint   timeout_ms,
-              char  **text_out,
-              char   *dispatch_out,
-              char  **reason)
+request_dump (guint                timeout_ms,
+              PerfmonJsFileWanted  wanted,
+              gpointer             wanted_data,
+              char               **text_out,
+              gboolean            *walked_out,
+              PerfmonJsFrame      *frame_out,
+              char                *dispatch_out,
+              char               **reason)
 {
   gint64 deadline_us = g_get_monotonic_time () + (gint64) timeout_ms * 1000;
   guint64 serial;
@@ -545,6 +572,8 @@ request_dump (guint   timeout_ms,
     }
   serial = ++request_serial;
   pending = TRUE;
+  request_wanted = wanted;
+  request_wanted_data = wanted_data;
   js.request_interrupt (cx);
   while (answered_serial != serial)
     if (!g_cond_wait_until (&cond, &lock, deadline_us))
@@ -552,6 +581,13 @@ request_dump (guint   timeout_ms,
   if (answered_serial == serial)
     {
       *text_out = g_steal_pointer (&answer);
+      if (walked_out != NULL)
+        *walked_out = answer_walked;
+      if (frame_out != NULL)
+        {
+          *frame_out = answer_frame;
+          answer_frame = (PerfmonJsFrame) { NULL, NULL, 0 };
+        }
       if (dispatch_out != NULL)
         memcpy (dispatch_out, answer_dispatch, sizeof answer_dispatch);
     }
@@ -577,7 +613,7 @@ _perfmon_js_stack_capture (guint       timeout_ms,
   g_autoptr(GPtrArray) inner_first = NULL;
   g_auto(GStrv) lines = NULL;
 
-  if (!request_dump (timeout_ms, &text, NULL, reason))
+  if (!request_dump (timeout_ms, NULL, NULL, &text, NULL, NULL, NULL, reason))
     return FALSE;
 
   inner_first = g_ptr_array_new_with_free_func (g_free);
@@ -598,17 +634,33 @@ _perfmon_js_stack_capture (guint       timeout_ms,
 }
 
 gboolean
-_perfmon_js_stack_sample (guint      timeout_ms,
-                          GPtrArray *frames,
-                          char       dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1])
+_perfmon_js_stack_sample (guint                timeout_ms,
+                          PerfmonJsFileWanted  wanted,
+                          gpointer             wanted_data,
+                          GPtrArray           *frames,
+                          char                 dispatch_name[PERFMON_JS_SAMPLE_DISPATCH_MAX + 1])
 {
   g_autofree char *text = NULL;
   g_autofree char *reason = NULL;
   g_auto(GStrv) lines = NULL;
+  PerfmonJsFrame found = { NULL, NULL, 0 };
+  gboolean walked = FALSE;
 
   dispatch_name[0] = '\0';
-  if (!request_dump (timeout_ms, &text, dispatch_name, &reason))
+  if (!request_dump (timeout_ms, wanted, wanted_data, &text, &walked, &found, dispatch_name, &reason))
     return FALSE;
+  if (walked)
+    {
+      /* The frame the walk stopped at, if any: the innermost wanted. */
+      if (found.file != NULL)
+        {
+          PerfmonJsFrame *frame = g_new0 (PerfmonJsFrame, 1);
+
+          *frame = found;
+          g_ptr_array_add (frames, frame);
+        }
+      return TRUE;
+    }
   lines = g_strsplit (text, "\n", -1);
   for (guint i = 0; lines[i] != NULL; i++)
     {
