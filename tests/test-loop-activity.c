@@ -113,6 +113,26 @@ test_idle_end_unbalanced (void)
   g_test_trap_assert_stderr ("*no deliberate wait was begun*");
 }
 
+/* Waits until a watchdog thread asked to be woken (it sleeps). */
+static void
+wait_until_asleep (PerfmonLoopActivity *activity)
+{
+  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
+    g_usleep (1000);
+}
+
+/* The wake-ups the thread sent so far. */
+static guint64
+n_wakes (PerfmonLoopActivity *activity)
+{
+  guint64 wakes;
+
+  g_mutex_lock (&activity->mutex);
+  wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  return wakes;
+}
+
 static gpointer
 sleep_while_idle_thread (gpointer data)
 {
@@ -130,18 +150,13 @@ test_sleep_while_idle (Fixture      *fixture,
 {
   PerfmonLoopActivity *activity = &fixture->activity;
   GThread *watchdog;
-  guint64 wakes;
 
   watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
   /* Until it sleeps, the phase stays IDLE; then it asked to be woken. */
-  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-    g_usleep (1000);
+  wait_until_asleep (activity);
   _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
   g_assert_true (g_thread_join (watchdog));
-  g_mutex_lock (&activity->mutex);
-  wakes = activity->n_wakes;
-  g_mutex_unlock (&activity->mutex);
-  g_assert_cmpuint (wakes, ==, 1);
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
 
   /* A busy loop: the watchdog does not sleep at all. */
   g_assert_true (g_thread_join (g_thread_new ("watchdog", sleep_while_idle_thread, activity)));
@@ -150,8 +165,7 @@ test_sleep_while_idle (Fixture      *fixture,
   /* Idle again, then stopped. */
   _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
   watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
-  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-    g_usleep (1000);
+  wait_until_asleep (activity);
   _perfmon_loop_activity_stop_watcher (activity);
   g_assert_true (g_thread_join (watchdog));
   g_assert_true (_perfmon_loop_activity_watcher_stopping (activity));
@@ -179,17 +193,12 @@ test_sleep_while_idle_deadline (Fixture      *fixture,
 {
   PerfmonLoopActivity *activity = &fixture->activity;
   GThread *watchdog;
-  guint64 wakes;
 
   watchdog = g_thread_new ("watchdog", sleep_while_idle_deadline_thread, activity);
-  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-    g_usleep (1000);
+  wait_until_asleep (activity);
   _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
   g_assert_true (g_thread_join (watchdog));
-  g_mutex_lock (&activity->mutex);
-  wakes = activity->n_wakes;
-  g_mutex_unlock (&activity->mutex);
-  g_assert_cmpuint (wakes, ==, 1);
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
 
   /* A deadline that passes: the phase is IDLE again, and busy_begin
    * wakes no one. */
@@ -197,16 +206,12 @@ test_sleep_while_idle_deadline (Fixture      *fixture,
   g_assert_true (_perfmon_loop_activity_sleep_while_idle (activity, g_get_monotonic_time () + 1000));
   g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_IDLE);
   _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
-  g_mutex_lock (&activity->mutex);
-  wakes = activity->n_wakes;
-  g_mutex_unlock (&activity->mutex);
-  g_assert_cmpuint (wakes, ==, 1);
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
 
   /* And a stop ends it. */
   _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
   watchdog = g_thread_new ("watchdog", sleep_while_idle_deadline_thread, activity);
-  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-    g_usleep (1000);
+  wait_until_asleep (activity);
   _perfmon_loop_activity_stop_watcher (activity);
   g_assert_true (g_thread_join (watchdog));
 }
@@ -221,7 +226,6 @@ test_busy_next (Fixture      *fixture,
 {
   PerfmonLoopActivity *activity = &fixture->activity;
   GThread *watchdog;
-  guint64 wakes;
 
   _perfmon_loop_activity_busy_begin (activity, 100);
   _perfmon_loop_activity_busy_next (activity, 180);
@@ -240,16 +244,12 @@ test_busy_next (Fixture      *fixture,
   /* Idle, the watchdog asleep: the next poll that cannot sleep wakes it. */
   _perfmon_loop_activity_busy_end (activity, 1000);
   watchdog = g_thread_new ("watchdog", sleep_while_idle_thread, activity);
-  while (phase (activity) != PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
-    g_usleep (1000);
+  wait_until_asleep (activity);
   _perfmon_loop_activity_busy_next (activity, 2000);
   g_assert_true (g_thread_join (watchdog));
   g_assert_cmpint (phase (activity), ==, PERFMON_LOOP_BUSY);
   g_assert_cmpuint (_perfmon_loop_activity_stretch (activity, activity->n_stretches)->begin, ==, 2000);
-  g_mutex_lock (&activity->mutex);
-  wakes = activity->n_wakes;
-  g_mutex_unlock (&activity->mutex);
-  g_assert_cmpuint (wakes, ==, 1);
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
 }
 
 /* Dispatches of the marks' minimum or more are marks, in order, with
