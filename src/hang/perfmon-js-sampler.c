@@ -387,14 +387,6 @@ _perfmon_js_sampler_account (PerfmonJsSampler      *self,
   self->last_addon = addon;
 }
 
-/* What a sample looks for, on the engine's thread: a frame of an add-on. */
-static gboolean
-is_addon_file (const char *file,
-               gpointer    user_data)
-{
-  return perfmon_addon_rule_match (file, NULL, NULL, NULL);
-}
-
 void
 _perfmon_js_sampler_tick (PerfmonJsSampler *self,
                           guint64           index,
@@ -420,7 +412,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
       _perfmon_js_site_is_exact (self->named->runnable_name))
     outcome = PERFMON_JS_SAMPLE_EXACT;
-  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, is_addon_file, NULL, frames, dispatch_name))
+  else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, _perfmon_js_site_is_addon_file, NULL, frames, dispatch_name))
     outcome = PERFMON_JS_SAMPLE_NO_ANSWER;
   else if (_perfmon_js_site_is_exact (dispatch_name))
     outcome = PERFMON_JS_SAMPLE_EXACT;

@@ -48,6 +48,11 @@ gboolean    _perfmon_js_site_attribution_running (void);
 /* Whether @dispatch_name (a dispatch's group name, or a handler site's)
  * is charged to an add-on exactly, by its creation site. Any thread. */
 gboolean    _perfmon_js_site_is_exact            (const char *dispatch_name);
+/* Whether @file is an add-on's (an add-on rule matches it): what the
+ * walks of the JavaScript stack look for (_perfmon_js_stack_find_here()'s
+ * @wanted), at creation sites and in samples. */
+gboolean    _perfmon_js_site_is_addon_file       (const char *file,
+                                                  gpointer    user_data);
 /* NULL when attribution works in this process, else "off: why". */
 const char *_perfmon_js_site_status          (void);
 

@@ -237,9 +237,9 @@ name_site (GPtrArray            *frames,
   return name_frames (NULL, program, callback, site_name, addon_id, addon_name, &unnamed);
 }
 
-static gboolean
-is_addon_file (const char *file,
-               gpointer    user_data)
+gboolean
+_perfmon_js_site_is_addon_file (const char *file,
+                                gpointer    user_data)
 {
   return perfmon_addon_rule_match (file, NULL, NULL, NULL);
 }
@@ -294,7 +294,7 @@ find_site (gconstpointer  func,
   /* Script runs: the saved frames fail only where C code called from it
    * left the script's realm (or out of memory), which the dump does not
    * need. */
-  if (_perfmon_js_stack_find_here (is_addon_file, NULL, GJS_OWN_MODULES, &addon_frame, &program))
+  if (_perfmon_js_stack_find_here (_perfmon_js_site_is_addon_file, NULL, GJS_OWN_MODULES, &addon_frame, &program))
     found = name_frames (addon_frame.file != NULL ? &addon_frame : NULL,
                          program.file != NULL ? &program : NULL,
                          callback, site_name, addon_id, addon_name, &unnamed);
