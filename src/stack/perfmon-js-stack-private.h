@@ -59,15 +59,16 @@ typedef gboolean (*PerfmonJsFileWanted) (const char *file,
  * first, without formatting it (SpiderMonkey's saved frames, which it
  * keeps and reuses between walks), calling @wanted once per run of frames
  * of one file, and stops at the first frame whose file it wants: that
- * frame in @found. @first_other gets the innermost frame before it (or of
- * the whole stack, if none is wanted) whose file does not start with
- * @other_than. A frame's function is NULL where the engine has no name
- * for it (top-level code, or a function it could give no name). Both are
- * cleared with _perfmon_js_frame_clear(). FALSE, filling nothing, where
- * _perfmon_js_stack_here() is, where the C code called from script left
- * its realm, or if the engine is out of memory. Allocates (a UTF-8 copy of each run's
- * file; the engine's frames of the stack not taken before): for creation
- * sites, never per dispatch. */
+ * frame in @found. @first_other, if not NULL, gets the innermost frame
+ * before it (or of the whole stack, if none is wanted) whose file does
+ * not start with @other_than. A frame's function is NULL where the engine
+ * has no name for it (top-level code, or a function it could give no
+ * name). Both are cleared with _perfmon_js_frame_clear(). FALSE, filling
+ * nothing, where _perfmon_js_stack_here() is, where the C code called
+ * from script left its realm, or if the engine is out of memory.
+ * Allocates (a UTF-8 copy of each run's file; the engine's frames of the
+ * stack not taken before): for creation sites and the samples of long
+ * dispatches (_perfmon_js_stack_sample()), never per dispatch. */
 gboolean    _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
                                          gpointer             user_data,
                                          const char          *other_than,

@@ -177,19 +177,19 @@ on_interrupt (JSContext *cx)
       PerfmonJsFileWanted wanted = request_wanted;
       gpointer wanted_data = request_wanted_data;
       PerfmonJsFrame found = { NULL, NULL, 0 };
-      PerfmonJsFrame other = { NULL, NULL, 0 };
       gboolean walked = FALSE;
       gsize n = 0;
 
       pending = FALSE;
       g_mutex_unlock (&lock);
       /* A sample: the innermost frame of a wanted file, from the saved
-       * frames, which are not formatted (a few µs where the dump took
-       * hundreds). A hang report, or where the saved frames cannot be
-       * taken: the whole dump. No arguments, locals nor properties:
-       * nothing that runs script. */
+       * frames, which are not formatted (callgrind, a shallow promise job:
+       * 19,600 instructions against the dump's 23,600; more saved the
+       * deeper the stack). A hang report, or where the saved frames
+       * cannot be taken: the whole dump. No arguments, locals nor
+       * properties: nothing that runs script. */
       if (wanted != NULL)
-        walked = _perfmon_js_stack_find_here (wanted, wanted_data, "", &found, &other);
+        walked = _perfmon_js_stack_find_here (wanted, wanted_data, NULL, &found, NULL);
       if (!walked)
         js.format_stack_dump (&dump, cx, false, false, false);
       g_mutex_lock (&lock);
@@ -211,7 +211,6 @@ on_interrupt (JSContext *cx)
       g_cond_broadcast (&cond);
       if (dump != NULL)
         js.js_free (cx, dump);
-      _perfmon_js_frame_clear (&other);
     }
   g_mutex_unlock (&lock);
   return true;
@@ -499,7 +498,7 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
           saved_frame_fill (cx, &frame.ptr, run_file, found);
           break;
         }
-      if (first_other->file == NULL && !g_str_has_prefix (run_file, other_than))
+      if (first_other != NULL && first_other->file == NULL && !g_str_has_prefix (run_file, other_than))
         saved_frame_fill (cx, &frame.ptr, run_file, first_other);
       /* A parent across an asynchronous call is not given: the stack of
        * what runs now ends there, as the engine's own dump does. */
@@ -514,7 +513,8 @@ _perfmon_js_stack_find_here (PerfmonJsFileWanted  wanted,
   if (!captured)
     {
       _perfmon_js_frame_clear (found);
-      _perfmon_js_frame_clear (first_other);
+      if (first_other != NULL)
+        _perfmon_js_frame_clear (first_other);
     }
   return captured;
 }
