@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,22 @@ thread_cpu_us (void)
   clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
   return (gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
 }
+
+/* How many times the kernel took the CPU from this thread so far. */
+static gint64
+involuntary_switches (void)
+{
+  struct rusage usage;
+
+  g_assert_no_errno (getrusage (RUSAGE_THREAD, &usage));
+  return usage.ru_nivcsw;
+}
+
+/* What the monitor may charge beyond the CPU the thread used, for
+ * @switches preemptions: a stretch shorter than the read stretch (25 µs)
+ * is charged its length, preemption included, since reading the CPU
+ * clock for it would cost more than the error (doc/cpu-accounting.md). */
+#define PREEMPTION_SLACK_US(switches) ((switches) * 25)
 
 /* Keeps the busy loop from being optimised away. */
 static volatile guint64 sink;
@@ -131,12 +148,14 @@ typedef struct
   guint         burn_ms;
   guint         sleep_ms;
   gint64        burned_us;
+  gint64        used_us;    /* the thread's CPU from before enter to after leave */
 } Work;
 
 static gboolean
 do_work (gpointer data)
 {
   Work *work = data;
+  gint64 before = thread_cpu_us ();
 
   perfmon_group_enter (work->compartment);
   if (work->burn_ms)
@@ -144,6 +163,7 @@ do_work (gpointer data)
   if (work->sleep_ms)
     g_usleep (work->sleep_ms * 1000);
   perfmon_group_leave (work->compartment);
+  work->used_us = thread_cpu_us () - before;
 
   return G_SOURCE_REMOVE;
 }
@@ -255,7 +275,15 @@ test_sleep_is_not_cpu (Fixture       *f,
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <, 5000);
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, window)), <, 5000);
   g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, compartment)), ==, 1);
-  assert_durations (stats_of (snapshot, compartment), none);
+  /* Its measure used no millisecond of CPU, unless the thread really did
+   * (CI's loaded machine once charged 1 ms to this 50 ms sleep): then the
+   * 1 ms bucket may hold it. */
+  g_test_message ("the sleeper's measure used %" G_GINT64_FORMAT " µs of CPU", work.used_us);
+  /* Never more than the thread's CPU clock says it used (a few µs of
+   * slack for the cycle counter's calibration). */
+  g_assert_cmpint ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <=, work.used_us + 20);
+  if (work.used_us < 800)
+    assert_durations (stats_of (snapshot, compartment), none);
 }
 
 typedef struct
@@ -585,6 +613,7 @@ run_short_waits (Fixture    *f,
   g_autoptr(GSource) source = g_idle_source_new ();
   gint64 cpu_before;
   gint64 cpu_used;
+  gint64 switches;
   guint64 thread_charged;
 
   g_source_set_callback (source, short_wait_dispatch, w, NULL);
@@ -593,6 +622,7 @@ run_short_waits (Fixture    *f,
   /* The snapshot counts finished iterations only: what it leaves out of
    * the current one ran before cpu_before. */
   g_main_context_iteration (f->context, FALSE);
+  switches = involuntary_switches ();
   cpu_before = thread_cpu_us ();
   before = perfmon_monitor_snapshot (f->monitor);
   while (!g_source_is_destroyed (source))
@@ -600,12 +630,14 @@ run_short_waits (Fixture    *f,
   g_main_context_iteration (f->context, FALSE);
   after = perfmon_monitor_snapshot (f->monitor);
   cpu_used = thread_cpu_us () - cpu_before;
+  switches = involuntary_switches () - switches;
 
   thread_charged = perfmon_group_stats_get_cpu_time (stats_of (after, thread)) -
                    perfmon_group_stats_get_cpu_time (stats_of (before, thread));
-  g_test_message ("top group charged %" G_GUINT64_FORMAT " us; the thread used %" G_GINT64_FORMAT " us",
-                  thread_charged, cpu_used);
-  g_assert_cmpuint (thread_charged, <=, (guint64) (cpu_used + cpu_used / 50));
+  g_test_message ("top group charged %" G_GUINT64_FORMAT " us; the thread used %" G_GINT64_FORMAT " us, "
+                  "and was preempted %" G_GINT64_FORMAT " times",
+                  thread_charged, cpu_used, switches);
+  g_assert_cmpuint (thread_charged, <=, (guint64) (cpu_used + cpu_used / 50 + PREEMPTION_SLACK_US (switches)));
 }
 
 static void
@@ -672,7 +704,11 @@ test_short_burner_beside_sleeper (Fixture       *f,
    * AddressSanitizer on a loaded one it was 11 %, the old bound 10 %);
    * shares by cycles would be about half. */
   g_assert_cmpint (sleeper_charged, <=, w.sleeper_outer_used_us + w.sleeper_outer_used_us / 10 + 1000);
-  g_assert_cmpint (sleeper_charged, <, burner_charged / 4);
+  /* Unless the thread really used that much in the sleeper's waits: with
+   * three copies of this test on two cores, waking from them once took
+   * 42 ms of CPU over the 300 waits. */
+  if (w.sleeper_outer_used_us < burner_charged / 8)
+    g_assert_cmpint (sleeper_charged, <, burner_charged / 4);
 }
 
 static gboolean
@@ -956,6 +992,33 @@ test_waiting_before_a_measure (void)
   perfmon_group_enter (worker);
   burned = burn_cpu_ms (20);
   perfmon_group_leave (worker);
+  perfmon_monitor_iteration_done (monitor);
+
+  snapshot = perfmon_monitor_snapshot (monitor);
+  assert_within_percent ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, addon)), burned, 10);
+}
+
+/* A preemption just before a measure (here a short sleep outside any
+ * measure and any poll, which the monitor cannot tell from one) must not
+ * come off the measure: CI's loaded machine charged a 2 ms burn 0.6 ms
+ * when the anchor could be 2 ms old. */
+static void
+test_preempted_before_a_measure (void)
+{
+  g_autoptr(PerfmonMonitor) monitor = perfmon_monitor_new (NULL);
+  g_autoptr(PerfmonGroup) worker = perfmon_monitor_create_compartment (monitor, "job", 0, "worker");
+  g_autoptr(PerfmonGroup) addon = perfmon_monitor_get_addon_group (monitor, "worker", NULL);
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  gint64 burned = 0;
+
+  for (guint i = 0; i < 5; i++)
+    {
+      perfmon_monitor_iteration_done (monitor);
+      g_usleep (1000);
+      perfmon_group_enter (worker);
+      burned += burn_cpu_ms (5);
+      perfmon_group_leave (worker);
+    }
   perfmon_monitor_iteration_done (monitor);
 
   snapshot = perfmon_monitor_snapshot (monitor);
@@ -1494,7 +1557,7 @@ test_short_iterations_add_up (Fixture       *f,
   g_autoptr(GError) error = NULL;
   ShortDispatches s = { f, compartment, 0, NULL };
   guint64 iterations = 0;
-  gint64 cpu_before, cpu_used;
+  gint64 cpu_before, cpu_used, switches;
   guint64 charged;
 
   perfmon_group_set_active (compartment, TRUE);
@@ -1502,6 +1565,7 @@ test_short_iterations_add_up (Fixture       *f,
   g_main_context_iteration (f->context, FALSE);
   /* The thread group counts from the warm-up's poll on, a few µs before
    * cpu_before that the test cannot bracket: hence the 50 µs below. */
+  switches = involuntary_switches ();
   cpu_before = thread_cpu_us ();
   before = perfmon_monitor_snapshot (f->monitor);
   g_source_attach (source, f->context);
@@ -1515,6 +1579,9 @@ test_short_iterations_add_up (Fixture       *f,
   iterations++;
   after = perfmon_monitor_snapshot (f->monitor);
   cpu_used = thread_cpu_us () - cpu_before;
+  switches = involuntary_switches () - switches;
+  g_test_message ("the thread used %" G_GINT64_FORMAT " µs and was preempted %" G_GINT64_FORMAT " times",
+                  cpu_used, switches);
 
   delta = perfmon_snapshot_subtract (after, before, &error);
   g_assert_no_error (error);
@@ -1527,7 +1594,7 @@ test_short_iterations_add_up (Fixture       *f,
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, addon)), ==, charged);
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, thread)), >=, charged);
   g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (delta, thread)), <=,
-                    (guint64) (cpu_used + cpu_used / 50 + 50));
+                    (guint64) (cpu_used + cpu_used / 50 + 50 + PREEMPTION_SLACK_US (switches)));
 
   /* The snapshot in the middle: the iterations of the dispatches before
    * its own, and of the warm-up; its own iteration is not finished. */
@@ -1569,6 +1636,7 @@ main (int   argc,
   g_test_add_func ("/monitor/group-dropped-before-commit", test_group_dropped_before_commit);
   g_test_add_func ("/monitor/alert-rate-limit", test_alert_rate_limit);
   g_test_add_func ("/monitor/waiting-before-a-measure", test_waiting_before_a_measure);
+  g_test_add_func ("/monitor/preempted-before-a-measure", test_preempted_before_a_measure);
   g_test_add_func ("/monitor/blocked-time", test_blocked_time);
   g_test_add_func ("/monitor/disabled-records-nothing", test_disabled_records_nothing);
   g_test_add_func ("/monitor/enter-from-other-thread", test_enter_from_other_thread);

@@ -14,7 +14,7 @@
  *  5. allocations made by enter/leave (target: none), and their system
  *     calls, counted: none but reads of the thread CPU clock, at the leave
  *     of a measure of 25 µs or more (with these empty measures, only when
- *     preempted) and at an enter when the last reading is 2 ms old;
+ *     preempted) and at an enter when the last reading is 250 µs old;
  *  6. figure 3 at 100,000 groups (target: ≤ 40 ms): snapshots must stay
  *     linear in the number of groups.
  *
@@ -445,7 +445,7 @@ bench_hot_path_proof (void)
   if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && report->done)
     g_print ("; under seccomp (any system call but the thread CPU clock kills): no other system call, "
              "heap %s; %" G_GUINT64_FORMAT " reads of the thread CPU clock in %.1f ms "
-             "(%.0f per second; by design at most one per 2 ms at enter, plus one at the leave of each "
+             "(%.0f per second; by design at most one per 250 µs at enter, plus one at the leave of each "
              "measure of >= 25 us, which these are only when preempted: the child was preempted %ld times)\n",
              report->heap_unchanged ? "unchanged" : "GREW", report->cpu_clock_reads,
              (double) report->elapsed_ns / 1e6, report->elapsed_ns > 0 ? (double) report->cpu_clock_reads * 1e9 / (double) report->elapsed_ns : 0.0,
