@@ -34,7 +34,7 @@
  *     so that it reads about as often as natively and takes the native
  *     paths: that figure is the one the goal is about. The monitor's
  *     readings per 1000 dispatches are printed beside them, under
- *     callgrind and natively (where they are a few, one per 2 ms);
+ *     callgrind and natively (where they are a few, one per 250 µs);
  *  2. CPU time (process CPU clock, every thread) of 1,000,000 dispatches
  *     per mode, modes interleaved in each round and rotated, medians of
  *     the per-round ratios to plain (and "hang" to "thread").
