@@ -272,16 +272,18 @@ test_sleep_is_not_cpu (Fixture       *f,
   run_in_one_iteration (f, do_work, &work);
 
   snapshot = perfmon_monitor_snapshot (f->monitor);
-  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <, 5000);
-  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, window)), <, 5000);
+  g_test_message ("the sleeper's measure used %" G_GINT64_FORMAT " µs of CPU", work.used_us);
+  /* Charged the CPU the thread's clock says it used, never more (a few µs
+   * of slack for the cycle counter's calibration), and far from the 50 ms
+   * the sleep lasted (under ThreadSanitizer on a loaded machine it was
+   * charged 5.4 ms once, then the bound was a fixed 5 ms). */
+  g_assert_cmpint ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <=, work.used_us + 20);
+  g_assert_cmpint ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, window)), <=, work.used_us + 20);
+  g_assert_cmpuint (perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <, 25000);
   g_assert_cmpuint (perfmon_group_stats_get_ticks (stats_of (snapshot, compartment)), ==, 1);
   /* Its measure used no millisecond of CPU, unless the thread really did
    * (CI's loaded machine once charged 1 ms to this 50 ms sleep): then the
    * 1 ms bucket may hold it. */
-  g_test_message ("the sleeper's measure used %" G_GINT64_FORMAT " µs of CPU", work.used_us);
-  /* Never more than the thread's CPU clock says it used (a few µs of
-   * slack for the cycle counter's calibration). */
-  g_assert_cmpint ((gint64) perfmon_group_stats_get_cpu_time (stats_of (snapshot, compartment)), <=, work.used_us + 20);
   if (work.used_us < 800)
     assert_durations (stats_of (snapshot, compartment), none);
 }
