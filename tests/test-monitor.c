@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
+
 #include "perfmon-test-tsan.h"
 #include "perfmon.h"
 #include "perfmon-monitor-private.h"
@@ -1434,6 +1436,105 @@ test_zero_timeout_poll_is_a_tail_call (void)
 #endif
 }
 
+/* libc's poll(), interposed by this executable (which comes first in the
+ * symbol search, before libc, for GLib's g_poll() too) in a build without
+ * sanitizers, whose own interceptors are poll() too. Counts the calls
+ * that cannot sleep. */
+#if defined(__x86_64__) && defined(__linux__) && !defined(BUILT_WITH_ASAN) && !UNDER_TSAN
+#define POLL_INTERPOSED 1
+#include <poll.h>
+
+static guint libc_zero_timeout_polls;
+
+int
+poll (struct pollfd *fds,
+      nfds_t         n_fds,
+      int            timeout)
+{
+  static int (*libc_poll) (struct pollfd *, nfds_t, int);
+
+  if (libc_poll == NULL)
+    libc_poll = (int (*) (struct pollfd *, nfds_t, int)) dlsym (RTLD_NEXT, "poll");
+  if (timeout == 0)
+    g_atomic_int_inc (&libc_zero_timeout_polls);
+  return libc_poll (fds, n_fds, timeout);
+}
+
+static gboolean
+keep_iterating_anyway (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+count_fd_dispatch (gint         fd,
+                   GIOCondition condition,
+                   gpointer     data)
+{
+  guint *n = data;
+  char byte;
+
+  g_assert_cmpint (condition & G_IO_IN, !=, 0);
+  g_assert_cmpint (read (fd, &byte, 1), ==, 1);
+  g_assert_cmpint (byte, ==, 'x');
+  (*n)++;
+  return G_SOURCE_CONTINUE;
+}
+#endif
+
+/* A busy loop's polls that cannot sleep, with GLib's own poll function,
+ * go to the kernel without libc's poll() (whose cancellation bracket a
+ * second thread makes cost 45 instructions: see poll_now()), and see
+ * what poll() would: a pipe written to is dispatched, once per byte. */
+static void
+test_zero_timeout_poll_goes_to_the_kernel (void)
+{
+#ifndef POLL_INTERPOSED
+  g_test_skip ("the direct poll is for x86-64 builds without sanitizers");
+#else
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(PerfmonMonitor) monitor = NULL;
+  g_autoptr(GSource) idle = g_idle_source_new ();
+  g_autoptr(GSource) fd_source = NULL;
+  guint libc_polls;
+  guint n_read = 0;
+  int pipe_fds[2];
+
+  g_assert_no_errno (pipe (pipe_fds));
+  g_assert_true (g_main_context_get_poll_func (context) == g_poll);
+  monitor = perfmon_monitor_new (context);
+  g_source_set_callback (idle, keep_iterating_anyway, NULL, NULL);
+  g_source_attach (idle, context);
+  fd_source = g_unix_fd_source_new (pipe_fds[0], G_IO_IN);
+  g_source_set_callback (fd_source, G_SOURCE_FUNC (count_fd_dispatch), &n_read, NULL);
+  g_source_attach (fd_source, context);
+
+  for (guint i = 0; i < 3; i++)
+    g_main_context_iteration (context, FALSE);
+  libc_polls = g_atomic_int_get (&libc_zero_timeout_polls);
+  for (guint i = 0; i < 200; i++)
+    {
+      if (i % 20 == 10)
+        g_assert_cmpint (write (pipe_fds[1], "x", 1), ==, 1);
+      g_main_context_iteration (context, FALSE);
+    }
+  g_test_message ("%u of libc's poll() calls with no timeout in 200 iterations",
+                  g_atomic_int_get (&libc_zero_timeout_polls) - libc_polls);
+  g_assert_cmpuint (n_read, ==, 10);
+  g_assert_cmpuint (g_atomic_int_get (&libc_zero_timeout_polls) - libc_polls, ==, 0);
+
+  /* Without the monitor, GLib calls libc's poll(): the interposer sees it. */
+  g_clear_object (&monitor);
+  g_main_context_iteration (context, FALSE);
+  g_assert_cmpuint (g_atomic_int_get (&libc_zero_timeout_polls) - libc_polls, >, 0);
+
+  g_source_destroy (idle);
+  g_source_destroy (fd_source);
+  close (pipe_fds[0]);
+  close (pipe_fds[1]);
+#endif
+}
+
 /* A measure of @spin_us (by the monotonic clock) of @compartment, on a
  * monitor without a context; returns the readings of the thread CPU
  * clock its leave made. */
@@ -1649,6 +1750,7 @@ main (int   argc,
   g_test_add_func ("/monitor/auto-enter", test_auto_enter);
   g_test_add_func ("/monitor/chains-previous-poll-func", test_chains_previous_poll_func);
   g_test_add_func ("/monitor/zero-timeout-poll-is-a-tail-call", test_zero_timeout_poll_is_a_tail_call);
+  g_test_add_func ("/monitor/zero-timeout-poll-goes-to-the-kernel", test_zero_timeout_poll_goes_to_the_kernel);
   g_test_add_func ("/monitor/many-contexts", test_many_contexts);
   g_test_add_func ("/monitor/dilated-time", test_dilated_time);
 

@@ -16,7 +16,9 @@
  *     with a GDBus connection or a GTask has. Any second thread costs
  *     this loop about 10 %: glibc's cancellable system calls (poll) take
  *     a slower path once a process has two threads, and the loop makes one
- *     per iteration; the watchdog is that thread here;
+ *     per iteration; the watchdog is that thread here, but the
+ *     monitor's polls that cannot sleep skip glibc's poll() (poll_now()
+ *     in perfmon-monitor.c), so with a monitor it no longer costs that;
  *  4. label push + pop, with a hang monitor running.
  */
 
