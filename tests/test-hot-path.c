@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-clock-private.h"
 #include "perfmon-monitor-private.h"
 #include "perfmon-no-syscalls.h"
 #include "perfmon-test-tsan.h"
@@ -27,6 +28,8 @@ enter_and_leave (gpointer data)
 {
   Nested *nested = data;
   guint64 reads_before = _perfmon_monitor_count_cpu_clock_reads (nested->monitor);
+  guint64 start = _perfmon_clock_cycles ();
+  double elapsed_us;
 
   for (guint i = 0; i < N_PAIRS; i++)
     {
@@ -37,9 +40,13 @@ enter_and_leave (gpointer data)
     }
 
   /* The CPU clock is read only by measures of 25 µs or more, which these
-   * are only when preempted, and by an enter when the last reading is
-   * 2 ms old: a handful however loaded the machine, never one per pair. */
-  if (_perfmon_monitor_count_cpu_clock_reads (nested->monitor) - reads_before > N_PAIRS / 100)
+   * are only when preempted (a handful however loaded the machine), and
+   * by an enter when the last reading is the anchor's maximum age old: one
+   * per that time, which ThreadSanitizer's slowness makes long. Never one
+   * per pair. */
+  elapsed_us = (double) (_perfmon_clock_cycles () - start) / _perfmon_clock_cycles_per_us ();
+  if (_perfmon_monitor_count_cpu_clock_reads (nested->monitor) - reads_before >
+      elapsed_us / _PERFMON_MONITOR_ANCHOR_MAX_AGE_US + N_PAIRS / 100)
     exit_without_runtime (4);
 }
 

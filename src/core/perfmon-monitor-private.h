@@ -49,6 +49,10 @@ void    _perfmon_monitor_add_sampled_cpu_time (PerfmonMonitor *self,
 
 guint   _perfmon_monitor_count_records (PerfmonMonitor *self);
 guint64 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self);
+/* A busy thread's CPU clock is read at the latest when the last reading
+ * is this old (by the cycle counter): at most one read per this many µs
+ * of short measures or iterations (see the top of perfmon-monitor.c). */
+#define _PERFMON_MONITOR_ANCHOR_MAX_AGE_US 250
 /* For benchmarks under valgrind, which runs a program some 50 times
  * slower while the cycle counter keeps real time: multiplies the
  * monitor's time thresholds (the reading stretch, the anchor's age, a

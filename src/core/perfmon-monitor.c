@@ -113,7 +113,7 @@
 #define READ_STRETCH_US 25
 /* The histogram's first bucket: only a charge this long is judged. */
 #define LONG_ITERATION_US 1000
-#define ANCHOR_MAX_AGE_US 250
+#define ANCHOR_MAX_AGE_US _PERFMON_MONITOR_ANCHOR_MAX_AGE_US
 
 /* A measure under way: what enter pushed, nothing more. Which groups it
  * charges is worked out at its leave (see charge_measure()); its starting
