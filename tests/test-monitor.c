@@ -1369,6 +1369,13 @@ test_chains_previous_poll_func (void)
   g_assert_true (g_main_context_get_poll_func (context) == custom_poll);
 }
 
+/* An idle that stays: a busy loop for the poll tests below. */
+static G_GNUC_UNUSED gboolean
+keep_iterating (gpointer data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
 /* Tail calls are an optimisation, and ASan's frames may keep them from
  * being made. Under ThreadSanitizer every instrumented function calls
  * __tsan_func_exit() before it returns: none is a tail call. */
@@ -1394,11 +1401,6 @@ caller_recording_poll (GPollFD *fds,
   return system_poll (fds, n_fds, timeout);
 }
 
-static gboolean
-keep_iterating (gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
 #endif
 
 /* The monitor's work for a poll that cannot sleep is done before the
@@ -1462,12 +1464,6 @@ poll (struct pollfd *fds,
 }
 
 static gboolean
-keep_iterating_anyway (gpointer data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
-static gboolean
 count_fd_dispatch (gint         fd,
                    GIOCondition condition,
                    gpointer     data)
@@ -1504,7 +1500,7 @@ test_zero_timeout_poll_goes_to_the_kernel (void)
   g_assert_no_errno (pipe (pipe_fds));
   g_assert_true (g_main_context_get_poll_func (context) == g_poll);
   monitor = perfmon_monitor_new (context);
-  g_source_set_callback (idle, keep_iterating_anyway, NULL, NULL);
+  g_source_set_callback (idle, keep_iterating, NULL, NULL);
   g_source_attach (idle, context);
   fd_source = g_unix_fd_source_new (pipe_fds[0], G_IO_IN);
   g_source_set_callback (fd_source, G_SOURCE_FUNC (count_fd_dispatch), &n_read, NULL);
