@@ -1528,7 +1528,7 @@ monitor_poll_full (GPollFD  *fds,
   if (watched)
     _perfmon_loop_activity_busy_next (&self->activity, poll_start);
 
-  return slot->previous (fds, n_fds, timeout);
+  return poll_now (fds, n_fds, slot);
 }
 
 /* monitor_poll() with everything checked but the iteration's length:
