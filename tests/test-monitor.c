@@ -1482,10 +1482,10 @@ test_zero_timeout_poll_is_a_tail_call (void)
 }
 
 /* libc's poll(), interposed by this executable (which comes first in the
- * symbol search, before libc, for GLib's g_poll() too) in a build without
- * sanitizers, whose own interceptors are poll() too. Counts the calls
- * that cannot sleep. */
-#if defined(__x86_64__) && defined(__linux__) && !defined(BUILT_WITH_ASAN) && !UNDER_TSAN
+ * symbol search, before libc, for GLib's g_poll() too) where the monitor
+ * polls directly: never in a sanitizer build, whose own interceptors are
+ * poll() too. Counts the calls that cannot sleep. */
+#ifdef _PERFMON_MONITOR_DIRECT_POLL
 #define POLL_INTERPOSED 1
 #include <execinfo.h>
 #include <poll.h>

@@ -53,6 +53,21 @@ guint64 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self);
  * is this old (by the cycle counter): at most one read per this many µs
  * of short measures or iterations (see the top of perfmon-monitor.c). */
 #define _PERFMON_MONITOR_ANCHOR_MAX_AGE_US 250
+/* Defined where the monitor's polls that cannot sleep make the system
+ * call themselves when the context polls with g_poll() (poll_now() in
+ * perfmon-monitor.c): x86-64 Linux, and not in a build whose sanitizer
+ * checks poll() through libc's interceptor, which the call would go
+ * around. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+# define _PERFMON_MONITOR_SANITIZED 1
+#elif defined(__has_feature)
+# if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#  define _PERFMON_MONITOR_SANITIZED 1
+# endif
+#endif
+#if defined(__x86_64__) && defined(__linux__) && !defined(_PERFMON_MONITOR_SANITIZED)
+# define _PERFMON_MONITOR_DIRECT_POLL 1
+#endif
 /* For benchmarks under valgrind, which runs a program some 50 times
  * slower while the cycle counter keeps real time: multiplies the
  * monitor's time thresholds (the reading stretch, the anchor's age, a

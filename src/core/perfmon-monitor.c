@@ -1334,16 +1334,6 @@ typedef struct
 
 static PollSlot poll_slots[N_POLL_SLOTS];
 
-/* Whether the build checks memory or threads through libc's interceptors,
- * which a system call made directly would go around. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-# define PERFMON_SANITIZED 1
-#elif defined(__has_feature)
-# if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#  define PERFMON_SANITIZED 1
-# endif
-#endif
-
 /* A poll that cannot sleep (timeout 0), of @slot's context. When its poll
  * function is GLib's own g_poll() (which calls poll() with the same
  * arguments: a GPollFD is a struct pollfd on Linux), straight to the
@@ -1358,9 +1348,7 @@ static PollSlot poll_slots[N_POLL_SLOTS];
  * one frame fewer spans the system call (see the end of
  * monitor_poll_full()). Sanitizer builds keep libc's poll(), which their
  * interceptors check. */
-#if defined(__x86_64__) && defined(__linux__) && !defined(PERFMON_SANITIZED)
-# define DIRECT_POLL 1
-
+#ifdef _PERFMON_MONITOR_DIRECT_POLL
 static G_GNUC_NO_INLINE __attribute__ ((cold)) gint
 poll_failed (long error)
 {
@@ -1374,7 +1362,7 @@ poll_now (GPollFD  *fds,
           guint     n_fds,
           PollSlot *slot)
 {
-#ifdef DIRECT_POLL
+#ifdef _PERFMON_MONITOR_DIRECT_POLL
   if (G_LIKELY (slot->previous == g_poll))
     {
       long ret;
