@@ -20,6 +20,17 @@ def fds(pid):
     return len(os.listdir(f'/proc/{pid}/fd'))
 
 
+def fd_targets(pid):
+    """What @pid's open fds are, for a failure message: 'socket:[…]' and paths."""
+    targets = []
+    for fd in sorted(os.listdir(f'/proc/{pid}/fd'), key=int):
+        try:
+            targets.append(f'{fd}={os.readlink(f"/proc/{pid}/fd/{fd}")}')
+        except OSError:
+            pass
+    return ' '.join(targets)
+
+
 def rss_kib(pid):
     with open(f'/proc/{pid}/status') as f:
         for line in f:

@@ -14,13 +14,15 @@
 
 import os
 import resource
+import select
+import signal
 import socket
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perfmond_fixture import Perfmond, fds, free_port, get, read_response, rss_kib  # noqa: E402
+from perfmond_fixture import Perfmond, fd_targets, fds, free_port, get, read_response, rss_kib  # noqa: E402
 
 PERFMOND = None
 
@@ -191,6 +193,7 @@ class HttpTest(unittest.TestCase):
         daemon, port = self.start()
         get(port)
         base = fds(daemon.pid)
+        base_targets = fd_targets(daemon.pid)
         socks = []
         peak = base
         try:
@@ -207,8 +210,41 @@ class HttpTest(unittest.TestCase):
             for s in socks:
                 s.close()
         self.assertLessEqual(peak, base + 64 + 2, f'{peak} fds with 1,000 connections open, {base} before')
-        self.assertTrue(eventually(lambda: fds(daemon.pid) <= base))
+        self.assertTrue(eventually(lambda: fds(daemon.pid) <= base),
+                        f'{base} fds before, now {fd_targets(daemon.pid)}; before: {base_targets}')
         self.assertEqual(get(port)[0], 200)
+
+    def test_burst_while_busy(self):
+        """100 connections while perfmond cannot accept (stopped): the kernel queues them all, none waits for a SYN retry."""
+        daemon, port = self.start()
+        get(port)
+        os.kill(daemon.pid, signal.SIGSTOP)
+        socks = []
+        try:
+            for _ in range(100):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                sock.connect_ex(('127.0.0.1', port))
+                socks.append(sock)
+            # The handshake is the kernel's, done at once; a SYN the full
+            # accept queue dropped is retried 1 s, 3 s, 7 s... later, and
+            # dropped again while perfmond stays stopped.
+            pending = set(socks)
+            deadline = time.monotonic() + 10
+            while pending and time.monotonic() < deadline:
+                _, writable, _ = select.select([], list(pending), [], 0.5)
+                pending -= set(writable)
+            self.assertEqual(len(pending), 0, f'{len(pending)} of 100 connections not established while perfmond was stopped')
+        finally:
+            os.kill(daemon.pid, signal.SIGCONT)
+        # And perfmond serves them once it runs again.
+        for sock in socks[:10]:
+            sock.setblocking(True)
+            sock.settimeout(30)
+            sock.sendall(f'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n'.encode())
+            self.assertEqual(read_response(sock)[0], 200)
+        for sock in socks:
+            sock.close()
 
     def test_non_loopback_needs_allow_remote(self):
         port = free_port()

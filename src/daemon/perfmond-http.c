@@ -17,6 +17,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -568,6 +569,12 @@ perfmond_http_server_listen (PerfmondHttpServer  *self,
   g_autoptr(GSocketAddress) effective = NULL;
   GSocketService *service = g_socket_service_new ();
 
+  /* GLib's default queue of connections not yet accepted is 10: a burst
+   * beyond it (a page's requests, several scrapers, or perfmond busy for
+   * a moment) has its SYNs dropped and retried a second or more later.
+   * The kernel caps SOMAXCONN at net.core.somaxconn; what is queued is
+   * accepted, and closed at once beyond max-connections. */
+  g_socket_listener_set_backlog (G_SOCKET_LISTENER (service), SOMAXCONN);
   if (!g_socket_listener_add_address (G_SOCKET_LISTENER (service), address, G_SOCKET_TYPE_STREAM,
                                       G_SOCKET_PROTOCOL_TCP, NULL, &effective, error))
     {
