@@ -34,12 +34,16 @@
  * killed or for --seconds.
  */
 #include <gio/gio.h>
+#include <gio/gunixfdlist.h>
 #include <json-glib/json-glib.h>
 #include <perfmon.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +71,11 @@ static const char monitor_xml[] =
 /* With --bytes. */
 static const char bytes_method_xml[] =
   "<method name='GetSnapshotBytes'><arg name='snapshot' type='ay' direction='out'/></method>";
+/* In the publish-* modes. */
+static const char publish_method_xml[] =
+  "<method name='Publish'><arg name='region' type='h' direction='in'/>"
+  "<arg name='interval_ms' type='u' direction='in'/></method>";
+
 
 static char *mode = NULL;
 static gboolean bytes_only = FALSE;
@@ -258,6 +267,44 @@ flood_hangs (gpointer data)
   exit (0);
 }
 
+/* The publish-* modes: what a hostile or broken process writes in the
+ * region perfmond hands it (src/support/perfmon-publish.h), once. Their
+ * GetSnapshotBytes answers their real snapshot, so that perfmond's first
+ * poll succeeds and it calls Publish. */
+static void
+publish_hostile (GDBusMethodInvocation *invocation)
+{
+  GUnixFDList *fds = g_dbus_message_get_unix_fd_list (g_dbus_method_invocation_get_message (invocation));
+  int fd = fds != NULL ? g_unix_fd_list_get (fds, 0, NULL) : -1;
+  struct stat st;
+  guint32 *words;
+
+  if (fd < 0 || fstat (fd, &st) != 0 ||
+      (words = mmap (NULL, (gsize) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+    g_error ("monitored-process: cannot map the region");
+  close (fd);
+  /* magic, capacity, sequence, length, generation (u64), data */
+  if (g_str_equal (mode, "publish-garbage"))
+    {
+      memcpy (words + 6, "\xff\x00not a v\x00\x07", 11);
+      words[3] = 11;
+      words[4] = 1;
+      __atomic_store_n (&words[2], 2, __ATOMIC_RELEASE);
+    }
+  else if (g_str_equal (mode, "publish-overlength"))
+    {
+      words[3] = words[1] + 1;
+      words[4] = 1;
+      __atomic_store_n (&words[2], 2, __ATOMIC_RELEASE);
+    }
+  else  /* publish-torn: a write that never ends */
+    {
+      words[4] = 1;
+      __atomic_store_n (&words[2], 1, __ATOMIC_RELEASE);
+    }
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
 static void
 on_method_call (GDBusConnection       *conn,
                 const char            *sender,
@@ -293,7 +340,7 @@ on_method_call (GDBusConnection       *conn,
           snapshot = big_variant;
         }
       else if (g_str_equal (mode, "hang-flood") || g_str_equal (mode, "hang-reports") ||
-               g_str_equal (mode, "real"))
+               g_str_equal (mode, "real") || g_str_has_prefix (mode, "publish-"))
         {
           g_autoptr(PerfmonSnapshot) own = perfmon_monitor_snapshot (perfmon_monitor_get_default ());
 
@@ -335,6 +382,8 @@ on_method_call (GDBusConnection       *conn,
       else
         g_dbus_method_invocation_return_value (invocation, g_variant_new ("(v)", snapshot));
     }
+  else if (g_str_equal (method_name, "Publish"))
+    publish_hostile (invocation);
   else if (g_str_equal (method_name, "GetHangReports"))
     {
       GVariantBuilder builder;
@@ -425,7 +474,7 @@ main (int    argc,
   PerfmonMonitor *monitor;
   const GDBusInterfaceVTable vtable = { on_method_call, on_get_property, NULL, { 0 } };
   const GOptionEntry entries[] = {
-    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "normal, stall, exit, flood or garbage", "MODE" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &mode, "normal, stall, exit, flood, garbage, or publish-garbage, publish-overlength, publish-torn", "MODE" },
     { "windows", 0, 0, G_OPTION_ARG_INT, &n_windows, "Window groups", "N" },
     { "window-base", 0, 0, G_OPTION_ARG_INT64, &window_base, "The first window id", "ID" },
     { "addon", 0, 0, G_OPTION_ARG_STRING_ARRAY, &addons, "An add-on id (repeatable)", "ID" },
@@ -544,8 +593,9 @@ main (int    argc,
     }
   else
     {
-      g_autofree char *xml = g_strconcat (monitor_xml_head, bytes_only ? bytes_method_xml : "",
-                                            monitor_xml, NULL);
+      gboolean publish = g_str_has_prefix (mode, "publish-");
+      g_autofree char *xml = g_strconcat (monitor_xml_head, bytes_only || publish ? bytes_method_xml : "",
+                                          publish ? publish_method_xml : "", monitor_xml, NULL);
 
       info = g_dbus_node_info_new_for_xml (xml, &error);
       g_assert_no_error (error);

@@ -1799,6 +1799,165 @@ test_poll_spread (Fixture       *fixture,
   g_assert_cmpint (largest_gap, <, G_USEC_PER_SEC / 2);
 }
 
+/* Counts the method calls of the bus named in a monitor connection. */
+typedef struct
+{
+  gint snapshot_bytes;   /* atomic: GDBus's worker thread counts */
+  gint publish;
+} CallCounts;
+
+static gboolean
+publish_called (Fixture  *fixture,
+                gpointer  data)
+{
+  CallCounts *counts = data;
+
+  return g_atomic_int_get (&counts->publish) > 0;
+}
+
+static GDBusMessage *
+count_calls (GDBusConnection *connection,
+             GDBusMessage    *message,
+             gboolean         incoming,
+             gpointer         user_data)
+{
+  CallCounts *counts = user_data;
+  const char *member = g_dbus_message_get_member (message);
+
+  if (incoming && g_dbus_message_get_message_type (message) == G_DBUS_MESSAGE_TYPE_METHOD_CALL &&
+      member != NULL)
+    {
+      if (g_str_equal (member, "GetSnapshotBytes"))
+        g_atomic_int_inc (&counts->snapshot_bytes);
+      else if (g_str_equal (member, "Publish"))
+        g_atomic_int_inc (&counts->publish);
+    }
+  /* A monitor must not answer what it sees (GDBus would, for calls to
+   * paths it does not serve): every call stops here. */
+  if (incoming && g_dbus_message_get_message_type (message) == G_DBUS_MESSAGE_TYPE_METHOD_CALL)
+    {
+      g_object_unref (message);
+      return NULL;
+    }
+  return message;
+}
+
+/* A process of this libperfmon publishes its snapshots in the region
+ * perfmond gives it (Monitor1.Publish): after the first poll, perfmond
+ * keeps the process's history at its interval without a call. The bus's
+ * own monitor (BecomeMonitor) counts the calls. */
+static void
+test_publish (Fixture       *fixture,
+              gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", NULL };
+  g_autoptr(GDBusConnection) monitor = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GPtrArray) before = NULL;
+  g_autoptr(GPtrArray) after = NULL;
+  g_autoptr(GError) error = NULL;
+  CallCounts counts = { 0, 0 };
+  gint calls_before;
+  guint pid;
+
+  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                    NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+
+  start_daemon (fixture, options);
+  pid = start_child (fixture, NULL);
+  /* Publishing starts after the first poll. */
+  wait_until (fixture, publish_called, &counts, "perfmond to call Publish");
+  g_usleep (300 * 1000);
+  before = get_history (fixture, pid, 0);
+  calls_before = g_atomic_int_get (&counts.snapshot_bytes);
+  g_usleep (1500 * 1000);
+  after = get_history (fixture, pid, 0);
+
+  g_test_message ("%u snapshots in 1.5 s at 100 ms, %d GetSnapshotBytes calls in all, %d during",
+                  after->len - before->len, g_atomic_int_get (&counts.snapshot_bytes),
+                  g_atomic_int_get (&counts.snapshot_bytes) - calls_before);
+  g_assert_cmpint (g_atomic_int_get (&counts.publish), ==, 1);
+  g_assert_cmpint (g_atomic_int_get (&counts.snapshot_bytes), ==, calls_before);
+  /* 15 intervals: the history keeps up without a call (half of them, for
+   * a loaded machine). */
+  g_assert_cmpuint (after->len, >=, before->len + 7);
+  g_assert_cmpint (perfmon_snapshot_get_timestamp (g_ptr_array_index (after, after->len - 1)), >,
+                   perfmon_snapshot_get_timestamp (g_ptr_array_index (before, before->len - 1)));
+  g_assert_cmpuint (perfmon_snapshot_get_pid (g_ptr_array_index (after, after->len - 1)), ==, pid);
+  g_dbus_connection_close_sync (monitor, NULL, NULL);
+}
+
+/* Processes that write what they like in the region perfmond hands them:
+ * perfmond stays up and keeps the others' histories; a snapshot that is
+ * not one is kept out; a length beyond the region sends the process back
+ * to polling over D-Bus (whose answers are good here); a write that never
+ * ends is waited out. */
+static void
+test_publish_hostile (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=100", "--call-timeout=300", NULL };
+  const char * const garbage_options[] = { "--mode=publish-garbage", NULL };
+  const char * const overlength_options[] = { "--mode=publish-overlength", NULL };
+  const char * const torn_options[] = { "--mode=publish-torn", NULL };
+  g_autoptr(GDBusConnection) monitor = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  CallCounts counts = { 0, 0 };
+  guint garbage, overlength, torn, healthy;
+  gint calls_before;
+
+  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                    NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+
+  start_daemon (fixture, options);
+  garbage = start_child (fixture, garbage_options);
+  overlength = start_child (fixture, overlength_options);
+  torn = start_child (fixture, torn_options);
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (garbage), "the garbage publisher registered");
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (overlength), "the over-length publisher registered");
+  wait_until (fixture, is_registered, GUINT_TO_POINTER (torn), "the torn publisher registered");
+  healthy = start_child (fixture, NULL);
+  wait_until (fixture, history_grows, GUINT_TO_POINTER (healthy), "the healthy child's history");
+  /* The over-length one is polled over D-Bus again, at the interval. */
+  wait_until (fixture, history_grows, GUINT_TO_POINTER (overlength), "the over-length publisher's history");
+  calls_before = g_atomic_int_get (&counts.snapshot_bytes);
+  g_usleep (500 * 1000);
+  g_test_message ("%d GetSnapshotBytes calls in 0.5 s at 100 ms", g_atomic_int_get (&counts.snapshot_bytes) - calls_before);
+  g_assert_cmpint (g_atomic_int_get (&counts.snapshot_bytes) - calls_before, >=, 2);
+  g_assert_cmpint (g_atomic_int_get (&counts.publish), >=, 4);
+
+  /* The garbage and the torn write never enter a history: only the
+   * first poll's snapshot is there. */
+  {
+    g_autoptr(GPtrArray) garbage_history = get_history (fixture, garbage, 0);
+    g_autoptr(GPtrArray) torn_history = get_history (fixture, torn, 0);
+
+    g_assert_cmpuint (garbage_history->len, ==, 1);
+    g_assert_cmpuint (torn_history->len, ==, 1);
+  }
+  g_assert_true (name_has_owner (fixture, GINT_TO_POINTER (TRUE)));
+  g_dbus_connection_close_sync (monitor, NULL, NULL);
+}
+
 static void
 become_nobody (gpointer data)
 {
@@ -2589,6 +2748,8 @@ main (int    argc,
   ADD ("/daemon-bytes/history-bytes", test_history_bytes_blob);
   ADD ("/daemon/long-strings", test_long_strings);
   ADD ("/daemon/poll-spread", test_poll_spread);
+  ADD ("/daemon/publish", test_publish);
+  ADD ("/daemon/publish-hostile", test_publish_hostile);
   ADD ("/daemon/other-uid", test_other_uid);
   ADD ("/daemon/upload", test_upload);
   ADD ("/daemon/no-upload-without-configuration", test_no_upload_without_configuration);

@@ -6,17 +6,21 @@
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 
+#define _GNU_SOURCE 1   /* memfd_create() */
 #include "config.h"
 
+#include <gio/gunixfdlist.h>
 #include <json-glib/json-glib.h>
 #include <dlfcn.h>
 #include <grp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-publish.h"
 #include "perfmon-test-utils.h"
 #include "perfmon-test-dirs.h"
 
@@ -1438,6 +1442,125 @@ test_peer_same_uid (Fixture       *fixture,
 }
 
 static void
+on_publish_done (GObject      *source,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  CallResult *call = user_data;
+
+  call->reply = g_dbus_connection_call_with_unix_fd_list_finish (G_DBUS_CONNECTION (source), NULL, result,
+                                                                 &call->error);
+  call->done = TRUE;
+}
+
+/* Publish(@fd, @interval_ms), @fd -1 for none; iterating this thread's
+ * context meanwhile. */
+static GVariant *
+call_publish (GDBusConnection  *connection,
+              const char       *bus_name,
+              int               fd,
+              guint32           interval_ms,
+              GError          **error)
+{
+  g_autoptr(GUnixFDList) fds = fd >= 0 ? g_unix_fd_list_new_from_array (&fd, 1) : NULL;
+  CallResult call = { 0 };
+
+  g_dbus_connection_call_with_unix_fd_list (connection, bus_name, PERFMON_MONITOR_OBJECT_PATH,
+                                            PERFMON_MONITOR_INTERFACE, "Publish",
+                                            g_variant_new ("(hu)", 0, interval_ms), NULL,
+                                            G_DBUS_CALL_FLAGS_NO_AUTO_START, 10000, fds, NULL,
+                                            on_publish_done, &call);
+  test_iterate_until (NULL, &call.done, "Publish");
+  if (call.error != NULL)
+    g_propagate_error (error, call.error);
+  return call.reply;
+}
+
+/* Publish(): on a bus, only the daemon the process registered with may
+ * hand it a region; from its peer, it publishes a snapshot into it at the
+ * interval, taken on the monitor's thread; bad arguments are refused
+ * naming the field. */
+static void
+test_publish (Fixture       *fixture,
+              gconstpointer  data)
+{
+  PeerServer *peer_server = NULL;
+  g_autoptr(GDBusConnection) connection = NULL;
+  g_autoptr(PerfmonPublishRegion) region = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GVariant) wrapped = NULL;
+  g_autoptr(GVariant) variant = NULL;
+  g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  guint64 generation = 0;
+  gint64 deadline;
+  int fd = -1;
+  int unsealed;
+
+  /* A client on the bus that is not the daemon. */
+  region = perfmon_publish_region_create (65536, &fd, &error);
+  g_assert_no_error (error);
+  reply = call_publish (fixture->client, fixture->name, fd, 100, &error);
+  assert_dbus_error (error, "org.freedesktop.DBus.Error.AccessDenied", "only the daemon");
+  g_clear_error (&error);
+
+  peer_server = peer_server_new (fixture->monitor);
+  g_dbus_connection_new_for_address (g_dbus_server_get_client_address (peer_server->server),
+                                     G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT, NULL, NULL,
+                                     connected, &connection);
+  while (connection == NULL)
+    g_main_context_iteration (fixture->context, TRUE);
+
+  fd = -1;
+  g_clear_pointer (&region, perfmon_publish_region_free);
+  region = perfmon_publish_region_create (65536, &fd, &error);
+  g_assert_no_error (error);
+  reply = call_publish (connection, NULL, dup (fd), 5, &error);
+  assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "interval_ms: expected 10 to 3600000, got 5");
+  g_clear_error (&error);
+  reply = call_publish (connection, NULL, -1, 100, &error);
+  assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "region: expected a file descriptor");
+  g_clear_error (&error);
+  unsealed = memfd_create ("unsealed", MFD_CLOEXEC);
+  g_assert_cmpint (ftruncate (unsealed, 65536), ==, 0);
+  reply = call_publish (connection, NULL, unsealed, 100, &error);
+  assert_dbus_error (error, "org.freedesktop.DBus.Error.InvalidArgs", "sealed");
+  g_clear_error (&error);
+
+  reply = call_publish (connection, NULL, fd, 20, &error);
+  g_assert_no_error (error);
+  deadline = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  while (perfmon_publish_region_read (region, &generation, &bytes, &error) != PERFMON_PUBLISH_NEW)
+    {
+      g_assert_no_error (error);
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (fixture->context, FALSE);
+      g_usleep (1000);
+    }
+  /* As GetSnapshotBytes sends it: a little-endian "v" of the snapshot. */
+  wrapped = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_VARIANT, bytes, FALSE));
+  variant = g_variant_get_variant (wrapped);
+  snapshot = perfmon_snapshot_new_from_variant (variant, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (perfmon_snapshot_get_pid (snapshot), ==, (guint) getpid ());
+  g_assert_cmpuint (perfmon_snapshot_get_groups (snapshot)->len, >=, fixture->groups->len);
+
+  /* And again, at the interval. */
+  g_clear_pointer (&bytes, g_bytes_unref);
+  while (perfmon_publish_region_read (region, &generation, &bytes, &error) != PERFMON_PUBLISH_NEW)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (fixture->context, FALSE);
+      g_usleep (1000);
+    }
+  g_assert_cmpuint (generation, >=, 2);
+
+  g_dbus_connection_close_sync (connection, NULL, NULL);
+  peer_server_free (peer_server);
+}
+
+static void
 on_closed (GDBusConnection *connection,
            gboolean         remote_peer_vanished,
            GError          *error,
@@ -1659,6 +1782,7 @@ main (int   argc,
   ADD ("peer-same-uid", test_peer_same_uid, NOT_EXPORTED);
   ADD ("peer-other-uid", test_peer_other_uid, NOT_EXPORTED);
   ADD ("peer-closes", test_peer_closes, NOT_EXPORTED);
+  ADD ("publish", test_publish, EXPORTED);
 
   status = g_test_run ();
   g_test_dbus_down (test_bus);

@@ -16,6 +16,7 @@
  */
 #include "perfmond-daemon.h"
 
+#include <gio/gunixfdlist.h>
 #include <limits.h>
 #include <perfmon.h>
 #include <unistd.h>
@@ -41,6 +42,9 @@
 #define MAX_HANG_ID_BYTES 64
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
+/* The region a process publishes its snapshots in (mapped: its pages are
+ * made as the process writes them); a bigger snapshot comes over D-Bus. */
+#define PUBLISH_REGION_BYTES (1024 * 1024)
 /* The polls of one interval are spread over this many slots. */
 #define POLL_SLOTS 10
 /* Listeners of the daemon's signals. */
@@ -102,6 +106,9 @@ struct _PerfmondDaemon
 G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 
 static void poll_process (PerfmondDaemon *self, Process *process);
+static void poll_over_dbus (PerfmondDaemon *self, Process *process);
+static gboolean take_snapshot (PerfmondDaemon *self, Process *process, GVariant *variant);
+static void start_publishing (PerfmondDaemon *self, Process *process);
 static GPtrArray *processes_by_pid (PerfmondDaemon *self);
 
 static void
@@ -202,6 +209,7 @@ remove_process (PerfmondDaemon *self,
 
   process->removed = TRUE;
   g_cancellable_cancel (process->cancellable);
+  g_clear_pointer (&process->region, perfmon_publish_region_free);
   g_clear_handle_id (&process->watch_id, g_bus_unwatch_name);
   if (process->signal_id != 0)
     {
@@ -229,10 +237,6 @@ poll_done (GObject      *source,
   g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GVariant) variant = NULL;
-  const char *process_name;
-  gint64 timestamp;
-  guint32 pid;
-  gsize variant_size, n_groups;
 
   reply = g_dbus_connection_call_finish (G_DBUS_CONNECTION (source), result, &error);
   if (process->removed)
@@ -275,6 +279,26 @@ poll_done (GObject      *source,
        * for the history. */
       variant = perfmond_snapshot_variant_from_bytes (bytes);
     }
+  if (take_snapshot (self, process, variant) && !process->legacy_poll && !process->publish_tried)
+    start_publishing (self, process);
+
+out:
+  perfmond_process_unref (process);
+}
+
+/* A snapshot @variant of @process, from a reply or its region: checked,
+ * then kept. Whether it was. */
+static gboolean
+take_snapshot (PerfmondDaemon *self,
+               Process        *process,
+               GVariant       *variant)
+{
+  g_autoptr(GError) error = NULL;
+  const char *process_name;
+  gint64 timestamp;
+  guint32 pid;
+  gsize variant_size, n_groups;
+
   /* Checked in full (type and group count first), not decoded: the
    * newest one is decoded when asked for (perfmond_process_get_latest()),
    * most are never read. */
@@ -282,7 +306,7 @@ poll_done (GObject      *source,
     {
       perfmond_process_reject (process, "a snapshot", error->message);
       answer_waiters (process, error->message);
-      goto out;
+      return FALSE;
     }
   /* The history's budget covers the newest snapshots as well, decoded
    * when asked for, so a snapshot that cannot fit is refused, and the
@@ -302,7 +326,7 @@ poll_done (GObject      *source,
       perfmond_history_drop (&self->history, process);
       perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
-      goto out;
+      return FALSE;
     }
 
   /* Members of both types perfmond_snapshot_check_reply() takes. */
@@ -315,7 +339,7 @@ poll_done (GObject      *source,
                                               pid, process->pid);
       perfmond_process_reject (process, "a snapshot", why);
       answer_waiters (process, why);
-      goto out;
+      return FALSE;
     }
 
   if (process->process_name[0] == '\0')
@@ -326,14 +350,156 @@ poll_done (GObject      *source,
 
   perfmond_history_add (&self->history, process, timestamp, variant, variant_size, n_groups);
   answer_waiters (process, NULL);
+  return TRUE;
+}
+
+/* --- publishing ----------------------------------------------------------
+ *
+ * A call and a reply per process per poll cost perfmond's GDBus more than
+ * all else at 200 processes (2.3-3 % of a core for the messages alone).
+ * So after a first GetSnapshotBytes, a process is handed a region of
+ * shared memory (Monitor1.Publish, src/support/perfmon-publish.h) that it
+ * writes a snapshot into every interval, from a thread of its own, and
+ * perfmond reads it at the process's slot: no message. A process that
+ * cannot (an older libperfmon, a bus without fd passing, a refusal) is
+ * polled over D-Bus, as is a snapshot too big for the region. */
+
+typedef struct
+{
+  Process              *process;
+  PerfmonPublishRegion *region;
+} PublishCall;
+
+static void
+publish_done (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  PublishCall *call = user_data;
+  Process *process = call->process;
+  g_autoptr(PerfmonPublishRegion) region = call->region;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+
+  g_free (call);
+  reply = g_dbus_connection_call_with_unix_fd_list_finish (G_DBUS_CONNECTION (source), NULL, result, &error);
+  if (process->removed)
+    goto out;
+  if (reply == NULL)
+    {
+      g_debug ("pid %u (%s): does not publish, polled over D-Bus: %s", process->pid, process->bus_name,
+               error->message);
+      goto out;
+    }
+  g_debug ("pid %u (%s): publishes its snapshots", process->pid, process->bus_name);
+  process->region = g_steal_pointer (&region);
+  process->region_generation = 0;
+  process->last_published_at = g_get_monotonic_time ();
 
 out:
   perfmond_process_unref (process);
 }
 
 static void
+start_publishing (PerfmondDaemon *self,
+                  Process        *process)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GUnixFDList) fds = NULL;
+  PublishCall *call;
+  PerfmonPublishRegion *region;
+  int fd = -1;
+
+  process->publish_tried = TRUE;
+  if (!(g_dbus_connection_get_capabilities (self->connection) & G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING))
+    return;
+  region = perfmon_publish_region_create (PUBLISH_REGION_BYTES, &fd, &error);
+  if (region == NULL)
+    {
+      g_debug ("pid %u (%s): polled over D-Bus: %s", process->pid, process->bus_name, error->message);
+      return;
+    }
+  fds = g_unix_fd_list_new_from_array (&fd, 1);   /* takes fd */
+  call = g_new0 (PublishCall, 1);
+  call->process = perfmond_process_ref (process);
+  call->region = region;
+  g_dbus_connection_call_with_unix_fd_list (self->connection, process->bus_name, PERFMON_MONITOR_OBJECT_PATH,
+                                            PERFMON_MONITOR_INTERFACE, "Publish",
+                                            g_variant_new ("(hu)", 0, self->config.poll_interval_ms),
+                                            G_VARIANT_TYPE_UNIT, G_DBUS_CALL_FLAGS_NO_AUTO_START,
+                                            (int) self->config.call_timeout_ms, fds, process->cancellable,
+                                            publish_done, call);
+}
+
+/* At the process's slot: what it published since the last slot. */
+static void
+read_region (PerfmondDaemon *self,
+             Process        *process)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  gint64 now = g_get_monotonic_time ();
+
+  switch (perfmon_publish_region_read (process->region, &process->region_generation, &bytes, &error))
+    {
+    case PERFMON_PUBLISH_NEW:
+      {
+        g_autoptr(GVariant) array = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
+                                                                                  bytes, TRUE));
+        g_autoptr(GVariant) variant = perfmond_snapshot_variant_from_bytes (array);
+
+        process->polls++;
+        process->last_published_at = now;
+        process->publish_stalled = FALSE;
+        take_snapshot (self, process, variant);
+        return;
+      }
+    case PERFMON_PUBLISH_OVERFLOW_SEEN:
+      /* Too big for the region: this one over D-Bus. */
+      process->last_published_at = now;
+      process->publish_stalled = FALSE;
+      poll_over_dbus (self, process);
+      return;
+    case PERFMON_PUBLISH_BAD:
+      perfmond_process_reject (process, "a published snapshot", error->message);
+      answer_waiters (process, error->message);
+      /* Polled over D-Bus from now on, where a reply is checked alone. */
+      g_clear_pointer (&process->region, perfmon_publish_region_free);
+      return;
+    case PERFMON_PUBLISH_NOTHING_NEW:
+    case PERFMON_PUBLISH_BUSY:
+      /* A process that published nothing for as long as a call may take
+       * to be answered (busy, or hung: it reports its hangs itself) is
+       * counted as a failed poll, once. */
+      if (!process->publish_stalled &&
+          now - process->last_published_at > MAX ((gint64) self->config.call_timeout_ms,
+                                                  2 * (gint64) self->config.poll_interval_ms) * 1000)
+        {
+          g_autofree char *why = g_strdup_printf ("nothing published for %" G_GINT64_FORMAT " ms",
+                                                  (now - process->last_published_at) / 1000);
+
+          process->publish_stalled = TRUE;
+          process->poll_failures++;
+          g_debug ("pid %u (%s): %s", process->pid, process->bus_name, why);
+          answer_waiters (process, why);
+        }
+      return;
+    }
+}
+
+static void
 poll_process (PerfmondDaemon *self,
               Process        *process)
+{
+  if (process->region != NULL)
+    read_region (self, process);
+  else
+    poll_over_dbus (self, process);
+}
+
+static void
+poll_over_dbus (PerfmondDaemon *self,
+                Process        *process)
 {
   /* One call at a time per process: a process that does not answer within
    * the interval skips ticks instead of piling calls up. */
@@ -345,8 +511,8 @@ poll_process (PerfmondDaemon *self,
                           PERFMON_MONITOR_INTERFACE, process->legacy_poll ? "GetSnapshot" : "GetSnapshotBytes",
                           NULL, G_VARIANT_TYPE (process->legacy_poll ? "(v)" : "(ay)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                          (int) self->config.call_timeout_ms,
-                          process->cancellable, poll_done, perfmond_process_ref (process));
+                          G_MAXINT,
+                          NULL, poll_done, perfmond_process_ref (process));
 }
 
 /* Every POLL_SLOTS-th of the interval: the processes of this slot. Each

@@ -28,6 +28,7 @@ process_clear (Process *process)
   g_free (process->process_type);
   g_clear_object (&process->cancellable);
   g_clear_object (&process->latest);
+  g_clear_pointer (&process->region, perfmon_publish_region_free);
   g_queue_clear_full (&process->history, (GDestroyNotify) history_entry_free);
   g_ptr_array_unref (process->waiters);
 }

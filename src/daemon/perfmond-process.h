@@ -9,6 +9,7 @@
 #include <perfmon.h>
 
 #include "perfmond-daemon.h"
+#include "perfmon-publish.h"
 
 G_BEGIN_DECLS
 
@@ -48,6 +49,13 @@ typedef struct
   guint64          poll_failures;
   guint64          rejected;
   guint            slot;          /* of the poll interval, 0…POLL_SLOTS-1 */
+  /* Publish(): where the process writes its snapshots, read at its slot
+   * instead of a call; NULL before, or if the process cannot publish. */
+  PerfmonPublishRegion *region;
+  gboolean         publish_tried;
+  guint64          region_generation;
+  gint64           last_published_at;   /* monotonic µs of the newest read */
+  gboolean         publish_stalled;     /* counted as a poll failure once */
 } Process;
 
 /* The histories of all the processes, and their limits (--history,

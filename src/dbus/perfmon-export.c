@@ -5,6 +5,7 @@
 #include "config.h"
 
 
+#include <gio/gunixfdlist.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "perfmon-process-private.h"
 #include "perfmon-snapshot-private.h"
 #include "perfmon-heap-trim.h"
+#include "perfmon-publish.h"
 #include "perfmon-uid-gate.h"
 #include "perfmon-utf8.h"
 
@@ -55,6 +57,10 @@
 #define DBUS_ERROR_NOT_SUPPORTED "org.freedesktop.DBus.Error.NotSupported"
 #define DBUS_ERROR_UNKNOWN_OBJECT "org.freedesktop.DBus.Error.UnknownObject"
 #define DBUS_ERROR_FAILED "org.freedesktop.DBus.Error.Failed"
+#define DBUS_ERROR_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
+/* Publish(): the interval perfmond may ask for. */
+#define MIN_PUBLISH_INTERVAL_MS 10
+#define MAX_PUBLISH_INTERVAL_MS 3600000
 
 typedef struct _Export Export;
 
@@ -103,6 +109,10 @@ struct _Export
   GThread            *sender;
   pid_t               sender_pid;        /* a forked child has no sender */
   gboolean            sender_stopped;    /* under signal_lock */
+  /* Publish(): a "[perfmon] publish snapshot" source is attached to the
+   * watched context, or its snapshot is queued (atomic). The region
+   * itself is the sender thread's. */
+  gint                publish_pending;
 
   /* Registration with perfmond; export thread only. */
   guint               daemon_watch;
@@ -331,6 +341,9 @@ typedef enum
   OUTGOING_SIGNAL,     /* @name with @parameters */
   OUTGOING_HANG,       /* @report: keep it, then the Hang signal */
   OUTGOING_REPORTS,    /* answer @invocation: GetHangReports (@max_reports) */
+  OUTGOING_PUBLISH_START, /* publish into @region every @interval_ms */
+  OUTGOING_PUBLISH_STOP,  /* the daemon went: stop publishing */
+  OUTGOING_PUBLISH,    /* write @snapshot into the region */
   OUTGOING_STOP,
 } OutgoingKind;
 
@@ -342,6 +355,9 @@ typedef struct
   PerfmonHangReport     *report;
   GDBusMethodInvocation *invocation;
   guint32                max_reports;
+  PerfmonPublishRegion  *region;
+  guint32                interval_ms;
+  PerfmonSnapshot       *snapshot;
 } Outgoing;
 
 static void
@@ -349,6 +365,8 @@ outgoing_free (Outgoing *item)
 {
   g_clear_pointer (&item->parameters, g_variant_unref);
   g_clear_pointer (&item->report, perfmon_hang_report_unref);
+  g_clear_pointer (&item->region, perfmon_publish_region_free);
+  g_clear_object (&item->snapshot);
   g_clear_object (&item->invocation);
   g_free (item);
 }
@@ -424,18 +442,124 @@ send_hang_reports (Export                *self,
   g_dbus_method_invocation_return_value (invocation, g_variant_new ("(as)", &builder));
 }
 
+static void queue_outgoing (Export *self, Outgoing *item);
+
+/* The snapshot as GetSnapshotBytes() sends it and Publish() writes it: the
+ * bytes of a little-endian "v" holding the snapshot variant. */
+static GBytes *
+snapshot_bytes (PerfmonSnapshot *snapshot)
+{
+  g_autoptr(GVariant) variant = perfmon_snapshot_to_variant (snapshot);
+  g_autoptr(GVariant) wrapped = g_variant_ref_sink (g_variant_new_variant (variant));
+
+  if (G_BYTE_ORDER == G_BIG_ENDIAN)
+    {
+      GVariant *swapped = g_variant_byteswap (wrapped);
+
+      g_variant_unref (wrapped);
+      wrapped = swapped;
+    }
+  return g_variant_get_data_as_bytes (wrapped);
+}
+
+/* The watched thread, once per publishing interval: takes the snapshot
+ * (microseconds), nothing more; the sender thread serialises and writes
+ * it. */
+static gboolean
+publish_on_watched_thread (gpointer user_data)
+{
+  Export *self = user_data;
+  PerfmonSnapshot *snapshot = export_is_live (self) ? perfmon_monitor_snapshot (self->monitor) : NULL;
+  Outgoing *item;
+
+  if (snapshot == NULL)
+    {
+      g_atomic_int_set (&self->publish_pending, FALSE);
+      return G_SOURCE_REMOVE;
+    }
+  _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
+  item = g_new0 (Outgoing, 1);
+  item->kind = OUTGOING_PUBLISH;
+  item->snapshot = snapshot;
+  queue_outgoing (self, item);
+  return G_SOURCE_REMOVE;
+}
+
+/* Sender thread: asks the watched thread for a snapshot, unless the last
+ * one is not written yet (a busy or hung thread is asked once). */
+static void
+request_publish (Export *self)
+{
+  g_autoptr(GSource) source = NULL;
+
+  if (!g_atomic_int_compare_and_exchange (&self->publish_pending, FALSE, TRUE))
+    return;
+  source = g_idle_source_new ();
+  /* Named as each of perfmon's sources on a watched context, and charged
+   * to an automatic group of that name. */
+  g_source_set_name (source, "[perfmon] publish snapshot");
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (source, publish_on_watched_thread, export_ref (self), export_unref);
+  g_source_attach (source, self->context);
+}
+
 static gpointer
 sender_main (gpointer data)
 {
   Export *self = data;
+  g_autoptr(PerfmonPublishRegion) region = NULL;
+  gint64 interval_us = 0;
+  gint64 next_us = 0;
 
   for (;;)
     {
-      Outgoing *item = g_async_queue_pop (self->outgoing);
-      OutgoingKind kind = item->kind;
+      Outgoing *item;
+      OutgoingKind kind;
+
+      if (region != NULL)
+        {
+          gint64 now = g_get_monotonic_time ();
+
+          if (now >= next_us)
+            {
+              request_publish (self);
+              next_us += interval_us;
+              if (next_us <= now)
+                next_us = now + interval_us;
+            }
+          item = g_async_queue_timeout_pop (self->outgoing, (guint64) (next_us - now));
+          if (item == NULL)
+            continue;
+        }
+      else
+        item = g_async_queue_pop (self->outgoing);
+      kind = item->kind;
 
       switch (kind)
         {
+        case OUTGOING_PUBLISH_START:
+          g_clear_pointer (&region, perfmon_publish_region_free);
+          region = g_steal_pointer (&item->region);
+          interval_us = (gint64) item->interval_ms * 1000;
+          next_us = g_get_monotonic_time () + interval_us;
+          break;
+        case OUTGOING_PUBLISH_STOP:
+          g_clear_pointer (&region, perfmon_publish_region_free);
+          break;
+        case OUTGOING_PUBLISH:
+          if (region != NULL)
+            {
+              g_autoptr(GBytes) bytes = snapshot_bytes (item->snapshot);
+              gsize length;
+              const void *snapshot = g_bytes_get_data (bytes, &length);
+
+              if (!perfmon_publish_region_write (region, snapshot, length))
+                g_debug ("perfmon: a snapshot of %" G_GSIZE_FORMAT " bytes does not fit in the published "
+                         "region of %u: perfmond asks for it over D-Bus", length,
+                         perfmon_publish_region_get_capacity (region));
+            }
+          g_atomic_int_set (&self->publish_pending, FALSE);
+          break;
         case OUTGOING_SIGNAL:
           send_signal (self, item->name, item->parameters);
           break;
@@ -623,6 +747,64 @@ serve_subscribe (Export                *self,
   g_dbus_method_invocation_return_value (invocation, NULL);
 }
 
+/* Publish(h region, u interval_ms): from the daemon we registered with (or
+ * the peer), a region to write snapshots in; the sender thread takes it. */
+static void
+serve_publish (Export                *self,
+               GDBusMethodInvocation *invocation,
+               GVariant              *parameters)
+{
+  GDBusMessage *message = g_dbus_method_invocation_get_message (invocation);
+  GUnixFDList *fds = g_dbus_message_get_unix_fd_list (message);
+  const char *sender = g_dbus_method_invocation_get_sender (invocation);
+  g_autoptr(GError) error = NULL;
+  PerfmonPublishRegion *region;
+  Outgoing *item;
+  gint32 handle;
+  guint32 interval_ms;
+  int fd;
+
+  if (!self->peer_to_peer && g_strcmp0 (sender, self->registered_owner) != 0)
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_ACCESS_DENIED,
+                                                  "Publish: only the daemon this process registered with may call it");
+      return;
+    }
+  g_variant_get (parameters, "(hu)", &handle, &interval_ms);
+  if (interval_ms < MIN_PUBLISH_INTERVAL_MS || interval_ms > MAX_PUBLISH_INTERVAL_MS)
+    {
+      g_autofree char *text = g_strdup_printf ("Publish: interval_ms: expected %d to %d, got %u",
+                                               MIN_PUBLISH_INTERVAL_MS, MAX_PUBLISH_INTERVAL_MS, interval_ms);
+
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS, text);
+      return;
+    }
+  if (fds == NULL || handle < 0 || handle >= g_unix_fd_list_get_length (fds))
+    {
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS,
+                                                  "Publish: region: expected a file descriptor, got none");
+      return;
+    }
+  fd = g_unix_fd_list_get (fds, handle, &error);
+  region = fd < 0 ? NULL : perfmon_publish_region_map (fd, &error);
+  if (fd >= 0)
+    close (fd);
+  if (region == NULL)
+    {
+      g_autofree char *text = g_strdup_printf ("Publish: %s", error->message);
+
+      g_dbus_method_invocation_return_dbus_error (invocation, DBUS_ERROR_INVALID_ARGS, text);
+      return;
+    }
+
+  item = g_new0 (Outgoing, 1);
+  item->kind = OUTGOING_PUBLISH_START;
+  item->region = region;
+  item->interval_ms = interval_ms;
+  queue_outgoing (self, item);
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
 /* The monitor's snapshot for @method, with the modules its "module+0x…"
  * names refer to (so that the tool names them after the process has
  * exited); NULL, the call answered, if the monitor took none. */
@@ -676,8 +858,6 @@ serve (Export                *self,
   else if (g_str_equal (method, "GetSnapshotBytes"))
     {
       g_autoptr(PerfmonSnapshot) snapshot = snapshot_for_call (self, invocation, method);
-      g_autoptr(GVariant) variant = NULL;
-      g_autoptr(GVariant) wrapped = NULL;
       g_autoptr(GBytes) bytes = NULL;
 
       if (snapshot == NULL)
@@ -687,16 +867,7 @@ serve (Export                *self,
        * which the reader receives with one copy instead of parsing every
        * column and string of the snapshot. Inside a "v", so that the
        * bytes say their type. */
-      variant = perfmon_snapshot_to_variant (snapshot);
-      wrapped = g_variant_ref_sink (g_variant_new_variant (variant));
-      if (G_BYTE_ORDER == G_BIG_ENDIAN)
-        {
-          GVariant *swapped = g_variant_byteswap (wrapped);
-
-          g_variant_unref (wrapped);
-          wrapped = swapped;
-        }
-      bytes = g_variant_get_data_as_bytes (wrapped);
+      bytes = snapshot_bytes (snapshot);
       g_dbus_method_invocation_return_value (invocation,
                                              g_variant_new ("(@ay)",
                                                             g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
@@ -712,6 +883,8 @@ serve (Export                *self,
       json = perfmon_snapshot_to_json (snapshot);
       g_dbus_method_invocation_return_value (invocation, g_variant_new ("(s)", json));
     }
+  else if (g_str_equal (method, "Publish"))
+    serve_publish (self, invocation, parameters);
   else if (g_str_equal (method, "GetHangReports"))
     serve_get_hang_reports (self, invocation, parameters);
   else if (g_str_equal (method, "SetEventConfig"))
@@ -917,6 +1090,12 @@ on_daemon_vanished (GDBusConnection *connection,
   g_mutex_lock (&self->signal_lock);
   g_clear_pointer (&self->signal_daemon, g_free);
   g_mutex_unlock (&self->signal_lock);
+  {
+    Outgoing *item = g_new0 (Outgoing, 1);
+
+    item->kind = OUTGOING_PUBLISH_STOP;
+    queue_outgoing (self, item);
+  }
 
   /* Only when the name was unowned from the start (the watch's first
    * report): ask the bus to start the daemon by sending to its name.
