@@ -353,9 +353,9 @@ take_snapshot (PerfmondDaemon *self,
   return TRUE;
 }
 
-/* --- publishing ----------------------------------------------------------
- *
- * A call and a reply per process per poll cost perfmond's GDBus more than
+/* --- publishing -------------------------------------------------------- */
+
+/* A call and a reply per process per poll cost perfmond's GDBus more than
  * all else at 200 processes (2.3-3 % of a core for the messages alone).
  * So after a first GetSnapshotBytes, a process is handed a region of
  * shared memory (Monitor1.Publish, src/support/perfmon-publish.h) that it
@@ -511,8 +511,8 @@ poll_over_dbus (PerfmondDaemon *self,
                           PERFMON_MONITOR_INTERFACE, process->legacy_poll ? "GetSnapshot" : "GetSnapshotBytes",
                           NULL, G_VARIANT_TYPE (process->legacy_poll ? "(v)" : "(ay)"),
                           G_DBUS_CALL_FLAGS_NO_AUTO_START,
-                          G_MAXINT,
-                          NULL, poll_done, perfmond_process_ref (process));
+                          (int) self->config.call_timeout_ms,
+                          process->cancellable, poll_done, perfmond_process_ref (process));
 }
 
 /* Every POLL_SLOTS-th of the interval: the processes of this slot. Each
