@@ -279,8 +279,9 @@ poll_done (GObject      *source,
        * for the history. */
       variant = perfmond_snapshot_variant_from_bytes (bytes);
     }
-  if (take_snapshot (self, process, variant) && !process->legacy_poll && !process->publish_tried)
-    start_publishing (self, process);
+  /* Publish() is called at the process's next slot: see poll_process(). */
+  if (take_snapshot (self, process, variant) && !process->legacy_poll)
+    process->publish_wanted = TRUE;
 
 out:
   perfmond_process_unref (process);
@@ -487,6 +488,10 @@ read_region (PerfmondDaemon *self,
     }
 }
 
+/* At the process's slot. Publish() is called there too, after a first
+ * good snapshot: the process publishes half an interval after each slot,
+ * so that a read finds the snapshot written, far from the next write, and
+ * the processes' snapshots are spread over the interval as the reads are. */
 static void
 poll_process (PerfmondDaemon *self,
               Process        *process)
@@ -494,7 +499,11 @@ poll_process (PerfmondDaemon *self,
   if (process->region != NULL)
     read_region (self, process);
   else
-    poll_over_dbus (self, process);
+    {
+      if (process->publish_wanted && !process->publish_tried)
+        start_publishing (self, process);
+      poll_over_dbus (self, process);
+    }
 }
 
 static void

@@ -52,6 +52,7 @@ typedef struct
   /* Publish(): where the process writes its snapshots, read at its slot
    * instead of a call; NULL before, or if the process cannot publish. */
   PerfmonPublishRegion *region;
+  gboolean         publish_wanted;      /* a first snapshot came: call Publish() */
   gboolean         publish_tried;
   guint64          region_generation;
   gint64           last_published_at;   /* monotonic µs of the newest read */
