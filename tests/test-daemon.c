@@ -1896,6 +1896,64 @@ test_publish (Fixture       *fixture,
   g_dbus_connection_close_sync (monitor, NULL, NULL);
 }
 
+static gboolean
+publish_called_twice (Fixture  *fixture,
+                      gpointer  data)
+{
+  CallCounts *counts = data;
+
+  return g_atomic_int_get (&counts->publish) >= 2;
+}
+
+/* A process whose snapshot outgrows the region (1 MiB) is polled over
+ * D-Bus once, then handed a region that fits, and publishes there. */
+static void
+test_publish_grows (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const char * const options[] = { "--poll-interval=200", "--max-groups=100000", NULL };
+  const char * const child_options[] = { "--windows=8000", "--tick=1000", NULL };
+  g_autoptr(GDBusConnection) monitor = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GPtrArray) before = NULL;
+  g_autoptr(GPtrArray) after = NULL;
+  g_autoptr(GError) error = NULL;
+  CallCounts counts = { 0, 0 };
+  gint calls_before;
+  guint pid;
+
+  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                    NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+
+  start_daemon (fixture, options);
+  pid = start_child (fixture, child_options);
+  wait_until (fixture, publish_called_twice, &counts, "a second Publish, of a bigger region");
+  /* The process writes in the new region half an interval later. */
+  g_usleep (500 * 1000);
+  before = get_history (fixture, pid, 0);
+  calls_before = g_atomic_int_get (&counts.snapshot_bytes);
+  g_usleep (2000 * 1000);
+  after = get_history (fixture, pid, 0);
+  g_test_message ("a snapshot of %" G_GSIZE_FORMAT " bytes; %u snapshots in 2 s at 200 ms, "
+                  "%d GetSnapshotBytes calls in all, %d during",
+                  g_variant_get_size (perfmon_snapshot_to_variant (g_ptr_array_index (after, 0))),
+                  after->len - before->len, g_atomic_int_get (&counts.snapshot_bytes),
+                  g_atomic_int_get (&counts.snapshot_bytes) - calls_before);
+  g_assert_cmpint (g_atomic_int_get (&counts.publish), ==, 2);
+  g_assert_cmpint (g_atomic_int_get (&counts.snapshot_bytes), ==, calls_before);
+  g_assert_cmpuint (after->len, >, before->len);
+  g_dbus_connection_close_sync (monitor, NULL, NULL);
+}
+
 /* Processes that write what they like in the region perfmond hands them:
  * perfmond stays up and keeps the others' histories; a snapshot that is
  * not one is kept out; a length beyond the region sends the process back
@@ -2758,6 +2816,7 @@ main (int    argc,
   ADD ("/daemon/poll-spread", test_poll_spread);
   ADD ("/daemon/publish", test_publish);
   ADD ("/daemon/publish-hostile", test_publish_hostile);
+  ADD ("/daemon/publish-grows", test_publish_grows);
   ADD ("/daemon/other-uid", test_other_uid);
   ADD ("/daemon/upload", test_upload);
   ADD ("/daemon/no-upload-without-configuration", test_no_upload_without_configuration);

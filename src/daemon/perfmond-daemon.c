@@ -43,7 +43,9 @@
 /* How much of a bad argument an error message quotes. */
 #define QUOTED_PREFIX_BYTES 32
 /* The region a process publishes its snapshots in (mapped: its pages are
- * made as the process writes them); a bigger snapshot comes over D-Bus. */
+ * made as the process writes them). A snapshot that does not fit comes
+ * over D-Bus, and the process is handed a region half as big again as
+ * that snapshot, up to PERFMON_PUBLISH_MAX_CAPACITY. */
 #define PUBLISH_REGION_BYTES (1024 * 1024)
 /* The polls of one interval are spread over this many slots. */
 #define POLL_SLOTS 10
@@ -108,7 +110,7 @@ G_DEFINE_FINAL_TYPE (PerfmondDaemon, perfmond_daemon, G_TYPE_OBJECT)
 static void poll_process (PerfmondDaemon *self, Process *process);
 static void poll_over_dbus (PerfmondDaemon *self, Process *process);
 static gboolean take_snapshot (PerfmondDaemon *self, Process *process, GVariant *variant);
-static void start_publishing (PerfmondDaemon *self, Process *process);
+static void start_publishing (PerfmondDaemon *self, Process *process, guint32 capacity);
 static GPtrArray *processes_by_pid (PerfmondDaemon *self);
 
 static void
@@ -281,7 +283,16 @@ poll_done (GObject      *source,
     }
   /* Publish() is called at the process's next slot: see poll_process(). */
   if (take_snapshot (self, process, variant) && !process->legacy_poll)
-    process->publish_wanted = TRUE;
+    {
+      gsize size = g_variant_get_size (variant) + 256;   /* and the "v" around it */
+
+      process->publish_wanted = TRUE;
+      /* It did not fit in its region: a bigger one, if there is one. */
+      if (process->publish_outgrown && process->region != NULL && !process->publish_in_flight &&
+          size <= PERFMON_PUBLISH_MAX_CAPACITY)
+        start_publishing (self, process, (guint32) MIN ((gsize) PERFMON_PUBLISH_MAX_CAPACITY, size + size / 2));
+      process->publish_outgrown = FALSE;
+    }
 
 out:
   perfmond_process_unref (process);
@@ -384,6 +395,7 @@ publish_done (GObject      *source,
 
   g_free (call);
   reply = g_dbus_connection_call_with_unix_fd_list_finish (G_DBUS_CONNECTION (source), NULL, result, &error);
+  process->publish_in_flight = FALSE;
   if (process->removed)
     goto out;
   if (reply == NULL)
@@ -392,7 +404,10 @@ publish_done (GObject      *source,
                error->message);
       goto out;
     }
-  g_debug ("pid %u (%s): publishes its snapshots", process->pid, process->bus_name);
+  g_debug ("pid %u (%s): publishes its snapshots in %u bytes", process->pid, process->bus_name,
+           perfmon_publish_region_get_capacity (region));
+  /* The process writes in the new one from now on. */
+  g_clear_pointer (&process->region, perfmon_publish_region_free);
   process->region = g_steal_pointer (&region);
   process->region_generation = 0;
   process->last_published_at = g_get_monotonic_time ();
@@ -403,7 +418,8 @@ out:
 
 static void
 start_publishing (PerfmondDaemon *self,
-                  Process        *process)
+                  Process        *process,
+                  guint32         capacity)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GUnixFDList) fds = NULL;
@@ -414,13 +430,14 @@ start_publishing (PerfmondDaemon *self,
   process->publish_tried = TRUE;
   if (!(g_dbus_connection_get_capabilities (self->connection) & G_DBUS_CAPABILITY_FLAGS_UNIX_FD_PASSING))
     return;
-  region = perfmon_publish_region_create (PUBLISH_REGION_BYTES, &fd, &error);
+  region = perfmon_publish_region_create (capacity, &fd, &error);
   if (region == NULL)
     {
       g_debug ("pid %u (%s): polled over D-Bus: %s", process->pid, process->bus_name, error->message);
       return;
     }
   fds = g_unix_fd_list_new_from_array (&fd, 1);   /* takes fd */
+  process->publish_in_flight = TRUE;
   call = g_new0 (PublishCall, 1);
   call->process = perfmond_process_ref (process);
   call->region = region;
@@ -456,9 +473,11 @@ read_region (PerfmondDaemon *self,
         return;
       }
     case PERFMON_PUBLISH_OVERFLOW_SEEN:
-      /* Too big for the region: this one over D-Bus. */
+      /* Too big for the region: this one over D-Bus, and then a bigger
+       * region (poll_done()). */
       process->last_published_at = now;
       process->publish_stalled = FALSE;
+      process->publish_outgrown = TRUE;
       poll_over_dbus (self, process);
       return;
     case PERFMON_PUBLISH_BAD:
@@ -501,7 +520,7 @@ poll_process (PerfmondDaemon *self,
   else
     {
       if (process->publish_wanted && !process->publish_tried)
-        start_publishing (self, process);
+        start_publishing (self, process, PUBLISH_REGION_BYTES);
       poll_over_dbus (self, process);
     }
 }

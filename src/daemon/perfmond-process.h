@@ -54,6 +54,8 @@ typedef struct
   PerfmonPublishRegion *region;
   gboolean         publish_wanted;      /* a first snapshot came: call Publish() */
   gboolean         publish_tried;
+  gboolean         publish_in_flight;   /* a Publish() call waits for its reply */
+  gboolean         publish_outgrown;    /* a snapshot did not fit: polled over D-Bus */
   guint64          region_generation;
   gint64           last_published_at;   /* monotonic µs of the newest read */
   gboolean         publish_stalled;     /* counted as a poll failure once */
