@@ -462,9 +462,9 @@ snapshot_bytes (PerfmonSnapshot *snapshot)
   return g_variant_get_data_as_bytes (wrapped);
 }
 
-/* The watched thread, once per publishing interval: takes the snapshot
- * (microseconds), nothing more; the sender thread serialises and writes
- * it. */
+/* The watched thread, once per publishing interval: takes the snapshot,
+ * nothing more; the sender thread finds the modules its names refer to,
+ * serialises it and writes it. */
 static gboolean
 publish_on_watched_thread (gpointer user_data)
 {
@@ -477,7 +477,6 @@ publish_on_watched_thread (gpointer user_data)
       g_atomic_int_set (&self->publish_pending, FALSE);
       return G_SOURCE_REMOVE;
     }
-  _perfmon_snapshot_set_modules (snapshot, _perfmon_modules_for_snapshot (snapshot));
   item = g_new0 (Outgoing, 1);
   item->kind = OUTGOING_PUBLISH;
   item->snapshot = snapshot;
@@ -551,8 +550,12 @@ sender_main (gpointer data)
         case OUTGOING_PUBLISH:
           if (region != NULL)
             {
-              g_autoptr(GBytes) bytes = snapshot_bytes (item->snapshot);
+              g_autoptr(GBytes) bytes = NULL;
               gsize length;
+
+              /* The snapshot is this thread's alone now. */
+              _perfmon_snapshot_set_modules (item->snapshot, _perfmon_modules_for_snapshot (item->snapshot));
+              bytes = snapshot_bytes (item->snapshot);
               const void *snapshot = g_bytes_get_data (bytes, &length);
 
               if (!perfmon_publish_region_write (region, snapshot, length))

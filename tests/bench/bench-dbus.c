@@ -13,16 +13,27 @@
  * process (exporter, client and GDBus worker threads) and in the
  * dbus-daemon.
  *
+ * Then what one snapshot for perfmond costs the exporting thread (the
+ * watched thread of a real program), by that thread's CPU clock: answering
+ * GetSnapshotBytes (perfmond's poll before 0.3's Publish), and taking a
+ * snapshot for Publish, whose serialisation and write are the export's
+ * sender thread's.
+ *
  * Prints figures; asserts only that the answers are right.
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  */
 #include "config.h"
 
+#define _GNU_SOURCE 1
+#include <gio/gunixfdlist.h>
+#include <pthread.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "perfmon.h"
+#include "perfmon-publish.h"
 #include "tests/bench/bench-common.h"
 #include "tests/perfmon-test-utils.h"
 
@@ -45,6 +56,7 @@ typedef struct
   GMutex           lock;
   GCond            cond;
   char            *name;        /* set once exported */
+  clockid_t        cpu_clock;   /* the exporting thread's */
 } Exporter;
 
 static gboolean
@@ -88,6 +100,7 @@ exporter_main (gpointer data)
   guint n_compartments;
 
   g_main_context_push_thread_default (exporter->context);
+  pthread_getcpuclockid (pthread_self (), &exporter->cpu_clock);
   exporter->monitor = perfmon_monitor_new (exporter->context);
   exporter->groups = g_ptr_array_new_with_free_func (g_object_unref);
 
@@ -298,6 +311,69 @@ measure (const char      *what,
   g_print ("\n");
 }
 
+static double
+clock_ms (clockid_t clock)
+{
+  struct timespec ts;
+
+  clock_gettime (clock, &ts);
+  return (double) ts.tv_sec * 1000.0 + (double) ts.tv_nsec / 1e6;
+}
+
+/* The exporting thread's CPU per snapshot that perfmond gets: by
+ * GetSnapshotBytes, then by Publish at 10 ms for 2 s. */
+static void
+measure_exporter_thread (Exporter        *exporter,
+                         GDBusConnection *peer)
+{
+  g_autoptr(PerfmonPublishRegion) region = NULL;
+  g_autoptr(GUnixFDList) fds = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  guint64 generation = 0, first_generation = 0;
+  double start, polled, published, idle;
+  int fd = -1;
+
+  start = clock_ms (exporter->cpu_clock);
+  for (guint i = 0; i < N_CALLS; i++)
+    {
+      g_autoptr(GVariant) bytes = g_dbus_connection_call_sync (peer, NULL, PERFMON_MONITOR_OBJECT_PATH,
+                                                               PERFMON_MONITOR_INTERFACE, "GetSnapshotBytes",
+                                                               NULL, G_VARIANT_TYPE ("(ay)"),
+                                                               G_DBUS_CALL_FLAGS_NONE, 10000, NULL, &error);
+      g_assert_no_error (error);
+    }
+  polled = (clock_ms (exporter->cpu_clock) - start) / N_CALLS;
+
+  /* What the exporting thread uses with nothing asked of it, over 2 s. */
+  start = clock_ms (exporter->cpu_clock);
+  g_usleep (2 * G_USEC_PER_SEC);
+  idle = clock_ms (exporter->cpu_clock) - start;
+
+  region = perfmon_publish_region_create (8 * 1024 * 1024, &fd, &error);
+  g_assert_no_error (error);
+  fds = g_unix_fd_list_new_from_array (&fd, 1);
+  reply = g_dbus_connection_call_with_unix_fd_list_sync (peer, NULL, PERFMON_MONITOR_OBJECT_PATH,
+                                                         PERFMON_MONITOR_INTERFACE, "Publish",
+                                                         g_variant_new ("(hu)", 0, 10), NULL,
+                                                         G_DBUS_CALL_FLAGS_NONE, 10000, fds, NULL, NULL, &error);
+  g_assert_no_error (error);
+  while (perfmon_publish_region_read (region, &first_generation, NULL, &error) != PERFMON_PUBLISH_NEW)
+    g_usleep (1000);
+  start = clock_ms (exporter->cpu_clock);
+  g_usleep (2 * G_USEC_PER_SEC);
+  published = clock_ms (exporter->cpu_clock) - start;
+  generation = first_generation;
+  g_assert_cmpint (perfmon_publish_region_read (region, &generation, NULL, &error), ==, PERFMON_PUBLISH_NEW);
+
+  g_print ("the exporting (watched) thread's CPU per snapshot perfmond gets, %d groups:\n", N_GROUPS);
+  g_print ("  GetSnapshotBytes (peer to peer, %d calls): %.3f ms\n", N_CALLS, polled);
+  g_print ("  Publish at 10 ms for 2 s (%" G_GUINT64_FORMAT " snapshots written): %.3f ms "
+           "(%.3f ms with the thread's idle %.3f ms over 2 s)\n",
+           generation - first_generation, (published - idle) / (double) MAX (generation - first_generation, 1),
+           published / (double) MAX (generation - first_generation, 1), idle);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -341,6 +417,7 @@ main (int   argc,
 
   measure ("through a dbus-daemon", client, exporter.name, find_bus_daemon ());
   measure ("peer to peer", peer, NULL, -1);
+  measure_exporter_thread (&exporter, peer);
 
   g_main_context_invoke (exporter.context, quit_loop, exporter.loop);
   g_thread_join (thread);
