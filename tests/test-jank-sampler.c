@@ -260,6 +260,57 @@ test_failed_samples_spend_no_budget (Fixture       *fixture,
   g_assert_cmpuint (count_logs (fixture), ==, 1);
 }
 
+/* A busy tick in the start-up window (here 2.5 s into its 3 s) asks for
+ * the next one when the window ends, not a whole window later: the
+ * watchdog sleeps until then, and a jank that begins and ends within a
+ * window's length after the tick went unseen (under ASan on a loaded
+ * machine, a 2 s jank at 3.3 s gave no event in 30 s). In a subprocess:
+ * the start-up is the process's, taken from its first sampler. */
+static void
+test_startup_tick_wakes_at_its_end (void)
+{
+  PerfmonLoopActivity activity;
+  PerfmonJankConfig config;
+  PerfmonJankSetup setup = { 0, };
+  PerfmonJankSampler *sampler;
+  g_autoptr(GHashTable) params = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GError) error = NULL;
+  GVariant *event = NULL;
+  gint64 now, next;
+
+  if (!g_test_subprocess ())
+    {
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      return;
+    }
+
+  _perfmon_loop_activity_init (&activity);
+  _perfmon_jank_config_init (&config);
+  g_hash_table_insert (params, (char *) "log_type", (char *) "1");
+  g_hash_table_insert (params, (char *) "sample_interval", (char *) G_STRINGIFY (INTERVAL_MS));
+  g_hash_table_insert (params, (char *) "ignore_startup_time", (char *) "3");
+  g_hash_table_insert (params, (char *) "sample_count", (char *) "3");
+  g_hash_table_insert (params, (char *) "report_times_per_app", (char *) "1");
+  g_assert_true (_perfmon_jank_config_apply (&config, "MAIN_THREAD_JANK", params, &error));
+  g_assert_no_error (error);
+  sampler = _perfmon_jank_sampler_new (&activity, g_get_real_time () - 2500 * MS);
+
+  now = g_get_monotonic_time ();
+  next = _perfmon_jank_sampler_tick (sampler, &config, &setup, now - 10 * MS, now, &event);
+  g_assert_null (event);
+  g_test_message ("next tick %" G_GINT64_FORMAT " ms after a busy one 2.5 s into a 3 s start-up",
+                  (next - now) / MS);
+  g_assert_cmpint (next, >, now);
+  g_assert_cmpint (next, <=, now + 500 * MS);
+
+  /* Idle, it waits for the loop's next stretch. */
+  g_assert_cmpint (_perfmon_jank_sampler_tick (sampler, &config, &setup, 0, now, &event), ==, G_MAXINT64);
+
+  _perfmon_jank_sampler_free (sampler);
+  _perfmon_loop_activity_clear (&activity);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -272,5 +323,6 @@ main (int   argc,
               test_late_watchdog_still_sees_the_jank, fixture_tear_down);
   g_test_add ("/jank-sampler/failed-samples-spend-no-budget", Fixture, NULL, fixture_set_up,
               test_failed_samples_spend_no_budget, fixture_tear_down);
+  g_test_add_func ("/jank-sampler/startup-tick-wakes-at-its-end", test_startup_tick_wakes_at_its_end);
   return g_test_run ();
 }

@@ -424,11 +424,18 @@ _perfmon_jank_sampler_tick (PerfmonJankSampler      *sampler,
   guint64 stack_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_STACK_SAMPLING);
   guint64 trace_us = _perfmon_jank_threshold_us (config, PERFMON_JANK_ACTION_TRACE);
   PerfmonJankAction due;
+  gint64 real_us;
 
   *event_out = NULL;
 
-  if (_perfmon_jank_limiter_in_startup (&sampler->limiter, config, g_get_real_time ()))
-    return busy ? now_us + (gint64) config->ignore_startup_time_s * G_USEC_PER_SEC : G_MAXINT64;
+  real_us = g_get_real_time ();
+  /* In the start-up window, a busy loop is looked at again when the window
+   * ends (the watchdog sleeps until then), an idle one at its next
+   * stretch. */
+  if (_perfmon_jank_limiter_in_startup (&sampler->limiter, config, real_us))
+    return busy ? now_us + MAX (sampler->limiter.start_time_us +
+                                (gint64) config->ignore_startup_time_s * G_USEC_PER_SEC - real_us, 1)
+                : G_MAXINT64;
 
   /* A stretch past 450 ms starts a trace session, replacing a stack
    * session it started (log_type 0). */
