@@ -1842,6 +1842,30 @@ count_calls (GDBusConnection *connection,
   return message;
 }
 
+/* A connection that becomes the bus's monitor and counts, in @counts,
+ * every call of GetSnapshotBytes and Publish on the bus. */
+static GDBusConnection *
+count_calls_on_bus (Fixture    *fixture,
+                    CallCounts *counts)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  GDBusConnection *monitor;
+
+  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
+                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                    NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_dbus_connection_add_filter (monitor, count_calls, counts, NULL);
+  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
+                                       -1, NULL, &error);
+  g_assert_no_error (error);
+  return monitor;
+}
+
 /* A process of this libperfmon publishes its snapshots in the region
  * perfmond gives it (Monitor1.Publish): after the first poll, perfmond
  * keeps the process's history at its interval without a call. The bus's
@@ -1852,25 +1876,13 @@ test_publish (Fixture       *fixture,
 {
   const char * const options[] = { "--poll-interval=100", NULL };
   g_autoptr(GDBusConnection) monitor = NULL;
-  g_autoptr(GVariant) reply = NULL;
   g_autoptr(GPtrArray) before = NULL;
   g_autoptr(GPtrArray) after = NULL;
-  g_autoptr(GError) error = NULL;
   CallCounts counts = { 0, 0 };
   gint calls_before;
   guint pid;
 
-  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
-                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                    NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
-  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
-                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
-                                       -1, NULL, &error);
-  g_assert_no_error (error);
+  monitor = count_calls_on_bus (fixture, &counts);
 
   start_daemon (fixture, options);
   pid = start_child (fixture, NULL);
@@ -1917,26 +1929,14 @@ test_publish_grows (Fixture       *fixture,
   /* 8,001 groups: a snapshot of 1.2 MB. */
   const char * const child_options[] = { "--windows=4000", "--tick=1000", NULL };
   g_autoptr(GDBusConnection) monitor = NULL;
-  g_autoptr(GVariant) reply = NULL;
   g_autoptr(GPtrArray) recent = NULL;
-  g_autoptr(GError) error = NULL;
   g_autoptr(GVariant) size_probe = NULL;
   CallCounts counts = { 0, 0 };
   gint calls_before;
   gint64 since;
   guint pid;
 
-  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
-                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                    NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
-  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
-                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
-                                       -1, NULL, &error);
-  g_assert_no_error (error);
+  monitor = count_calls_on_bus (fixture, &counts);
 
   start_daemon (fixture, options);
   pid = start_child (fixture, child_options);
@@ -1973,25 +1973,13 @@ test_publish_hostile (Fixture       *fixture,
   const char * const overlength_options[] = { "--mode=publish-overlength", NULL };
   const char * const torn_options[] = { "--mode=publish-torn", NULL };
   g_autoptr(GDBusConnection) monitor = NULL;
-  g_autoptr(GVariant) reply = NULL;
-  g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) garbage_before = NULL;
   g_autoptr(GPtrArray) torn_before = NULL;
   CallCounts counts = { 0, 0 };
   guint garbage, overlength, torn, healthy;
   gint calls_before;
 
-  monitor = g_dbus_connection_new_for_address_sync (g_test_dbus_get_bus_address (fixture->bus),
-                                                    G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
-                                                    G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
-                                                    NULL, NULL, &error);
-  g_assert_no_error (error);
-  g_dbus_connection_add_filter (monitor, count_calls, &counts, NULL);
-  reply = g_dbus_connection_call_sync (monitor, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
-                                       g_variant_new ("(asu)", NULL, 0), NULL, G_DBUS_CALL_FLAGS_NONE,
-                                       -1, NULL, &error);
-  g_assert_no_error (error);
+  monitor = count_calls_on_bus (fixture, &counts);
 
   start_daemon (fixture, options);
   garbage = start_child (fixture, garbage_options);
