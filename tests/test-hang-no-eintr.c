@@ -254,7 +254,8 @@ run_case (gconstpointer data)
   g_free (fixture.dir);
 }
 
-static void
+/* Returns whether the stack was taken without a signal. */
+static gboolean
 run_spin_case (gboolean perf_allowed)
 {
   Fixture fixture = { 0, };
@@ -264,11 +265,12 @@ run_spin_case (gboolean perf_allowed)
   g_autofree char *pings_dir = NULL;
   const char *method;
   gboolean names_spinner = FALSE;
+  gboolean without_signal;
 
   /* Where perf is refused, the perf case is the signal case too. */
   if (test_skip_under_tsan ("ThreadSanitizer runs signal handlers at its own safe points, not "
                             "where the thread was"))
-    return;
+    return TRUE;
   _perfmon_perf_stack_set_allowed (perf_allowed);
 
   fixture.dir = test_make_tmp_dir ("perfmon-no-eintr-XXXXXX");
@@ -298,12 +300,13 @@ run_spin_case (gboolean perf_allowed)
   g_test_message ("stack method: %s; unavailable: %s", method,
                   perfmon_hang_report_get_stack_unavailable_reason (fixture.report));
   g_assert_null (perfmon_hang_report_get_stack_unavailable_reason (fixture.report));
-  /* Taken without a signal where perf allows it; by the signal where
-   * perf is refused: the report says which. */
-  if (perf_allowed && _perfmon_perf_stack_available ())
-    g_assert_true (g_strcmp0 (method, "perf-sample") == 0 || g_strcmp0 (method, "proc-syscall") == 0);
-  else
-    g_assert_true (g_strcmp0 (method, "signal") == 0 || g_strcmp0 (method, "proc-syscall") == 0);
+  /* Taken by one of the three methods, and the report says which: by the
+   * signal only where perf is refused, or where three perf samples of a
+   * few ms never found the thread in user space (the caller tries again). */
+  without_signal = g_strcmp0 (method, "perf-sample") == 0 || g_strcmp0 (method, "proc-syscall") == 0;
+  g_assert_true (without_signal || g_strcmp0 (method, "signal") == 0);
+  if (!perf_allowed || !_perfmon_perf_stack_available ())
+    g_assert_cmpstr (method, !=, "perf-sample");
   stack = perfmon_hang_report_dup_stack (fixture.report);
   for (guint i = 0; stack[i] != NULL; i++)
     {
@@ -322,12 +325,27 @@ run_spin_case (gboolean perf_allowed)
   test_remove_tree (fixture.dir);
   g_free (fixture.dir);
   _perfmon_perf_stack_set_allowed (TRUE);
+  return without_signal;
 }
 
+/* Where perf allows it, the stack is taken without a signal. perf may
+ * miss a thread that is in and out of short system calls, and then the
+ * capture signals it (it runs): on a loaded machine, once in the full
+ * suite. So one of three hangs must be taken without one; a perf path
+ * that no longer works fails all three. */
 static void
 test_spin_perf (void)
 {
-  run_spin_case (TRUE);
+  guint attempt;
+
+  for (attempt = 1; attempt <= 3; attempt++)
+    {
+      if (run_spin_case (TRUE) || !_perfmon_perf_stack_available ())
+        break;
+      g_test_message ("attempt %u: the stack was taken by the signal", attempt);
+    }
+  if (_perfmon_perf_stack_available ())
+    g_assert_cmpuint (attempt, <=, 3);
 }
 
 static void
