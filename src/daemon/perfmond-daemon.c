@@ -274,7 +274,8 @@ poll_done (GObject      *source,
     g_variant_get (reply, "(v)", &variant);
   else
     {
-      g_autoptr(GVariant) bytes = g_variant_get_child_value (reply, 0);
+      g_autoptr(GVariant) array = g_variant_get_child_value (reply, 0);
+      g_autoptr(GBytes) bytes = g_variant_get_data_as_bytes (array);
 
       /* One array as GDBus received it: no parsing of the snapshot's
        * columns and strings into a tree of values, and nothing to flatten
@@ -462,9 +463,7 @@ read_region (PerfmondDaemon *self,
     {
     case PERFMON_PUBLISH_NEW:
       {
-        g_autoptr(GVariant) array = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_BYTESTRING,
-                                                                                  bytes, TRUE));
-        g_autoptr(GVariant) variant = perfmond_snapshot_variant_from_bytes (array);
+        g_autoptr(GVariant) variant = perfmond_snapshot_variant_from_bytes (bytes);
 
         process->polls++;
         process->last_published_at = now;

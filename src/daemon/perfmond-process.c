@@ -59,16 +59,16 @@ perfmond_process_reject (Process    *process,
                         process->pid, process->bus_name, what, process->rejected, why);
 }
 
-/* The snapshot variant of a GetSnapshotBytes reply (@bytes, its "ay"):
- * the bytes of a little-endian "v". Nothing is copied or checked here: the
+/* The snapshot variant of @data, the bytes of a little-endian "v" as
+ * GetSnapshotBytes returns them (its "ay") and a process publishes them in
+ * its region. Nothing is copied or checked here: the
  * variant holds the bytes as they came, untrusted, which GVariant reads
  * safely (a part out of form reads as its default value), and
  * perfmond_snapshot_from_reply() checks it as it would GetSnapshot's.
  * Returns: (transfer full) */
 GVariant *
-perfmond_snapshot_variant_from_bytes (GVariant *bytes)
+perfmond_snapshot_variant_from_bytes (GBytes *data)
 {
-  g_autoptr(GBytes) data = g_variant_get_data_as_bytes (bytes);
   g_autoptr(GVariant) wrapped = g_variant_ref_sink (g_variant_new_from_bytes (G_VARIANT_TYPE_VARIANT,
                                                                               data, FALSE));
 

@@ -97,6 +97,6 @@ void      perfmond_history_add            (PerfmondHistory *history,
 GVariant *perfmond_history_latest_variant (Process         *process);
 PerfmonSnapshot *perfmond_process_get_latest (Process *process);
 
-GVariant *perfmond_snapshot_variant_from_bytes (GVariant *bytes);
+GVariant *perfmond_snapshot_variant_from_bytes (GBytes *data);
 
 G_END_DECLS
