@@ -13,10 +13,21 @@
  * dies with the run, and "perfmon run" reads it after the process is gone,
  * from the page cache.
  *
- * Once a second the writer thread looks whether the watched thread used
- * CPU since the last checkpoint (its CPU clock, read from this thread;
- * 50 µs or more: the rest of the checkpoint's own iteration is no news).
- * Only then does it attach a one-shot idle source, "[perfmon] run
+ * Once a second the writer thread looks how much CPU the watched thread
+ * used since the last checkpoint (its CPU clock, read from this thread),
+ * and asks for a new checkpoint only when that is worth it: when the
+ * thread used at least 100 times what the last checkpoint cost (the
+ * snapshot on the watched thread, the serialisation and the write here,
+ * each measured by its thread's CPU clock), so that checkpoints cost at
+ * most 1 % of the program's work; or, if it used anything at all (50 µs:
+ * the rest of the checkpoint's own iteration is no news), when the last
+ * one is 30 s old. A busy program so leaves figures at most a second
+ * old, an idle desktop shell (a few ms a second, a checkpoint of 1 ms)
+ * some 15 s old instead of paying 15 % more CPU for fresher ones. Hangs
+ * do not wait for any of this: each asks for a checkpoint at once (see
+ * perfmon-preload.c).
+ *
+ * To ask, the writer attaches a one-shot idle source, "[perfmon] run
  * checkpoint", to the default main context, whose dispatch takes the
  * snapshot and hands it back. So an idle loop is never woken, and the
  * watched context runs nothing per iteration for a once-a-second job.
@@ -42,8 +53,13 @@
 
 #define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
 /* CPU the watched thread must have used since the last checkpoint's
- * dispatch for a new one to be worth a wake-up. */
+ * dispatch for a new one to be worth a wake-up at all. */
 #define CHECKPOINT_MIN_CPU_NS 50000
+/* A periodic checkpoint costs at most 1/CHECKPOINT_COST_SHARE of the CPU
+ * the watched thread used since the last one... */
+#define CHECKPOINT_COST_SHARE 100
+/* ... unless the last one is this old. */
+#define CHECKPOINT_MAX_AGE_US (30 * G_USEC_PER_SEC)
 
 struct _PerfmonCheckpointWriter
 {
@@ -62,6 +78,9 @@ struct _PerfmonCheckpointWriter
   GSource  *poke;         /* under lock: the idle source attached, or NULL */
 
   gint64    mark_ns;      /* atomic: watched thread's CPU at the last dispatch */
+  gint64    take_cost_ns; /* atomic: the last dispatch's own CPU */
+  gint64    write_cost_ns;  /* writer thread: the last job's CPU */
+  gint64    poked_us;       /* writer thread: when it last asked for one */
 };
 
 static gint64
@@ -128,11 +147,13 @@ write_job (PerfmonCheckpointWriter *writer,
            gpointer                 job)
 {
   g_autoptr(GError) error = NULL;
+  gint64 start_ns = read_clock_ns (CLOCK_THREAD_CPUTIME_ID);
   g_autofree char *text = writer->serialize (job, &error);
 
   if (text == NULL || !write_file (writer, text, &error))
     g_printerr ("perfmon: cannot write the summary to %s: %s\n", writer->path, error->message);
   writer->job_free (job);
+  writer->write_cost_ns = read_clock_ns (CLOCK_THREAD_CPUTIME_ID) - start_ns;
 }
 
 /* Watched thread: the one-shot "[perfmon] run checkpoint". */
@@ -140,6 +161,8 @@ static gboolean
 poke_dispatch (gpointer data)
 {
   PerfmonCheckpointWriter *writer = data;
+  gint64 start_ns = read_clock_ns (CLOCK_THREAD_CPUTIME_ID);
+  gint64 end_ns;
   gpointer job;
 
   g_mutex_lock (&writer->lock);
@@ -149,19 +172,27 @@ poke_dispatch (gpointer data)
   job = writer->take ();
   if (job != NULL)
     _perfmon_checkpoint_writer_submit (writer, job);
-  __atomic_store_n (&writer->mark_ns, read_clock_ns (CLOCK_THREAD_CPUTIME_ID), __ATOMIC_RELAXED);
+  end_ns = read_clock_ns (CLOCK_THREAD_CPUTIME_ID);
+  __atomic_store_n (&writer->take_cost_ns, end_ns - start_ns, __ATOMIC_RELAXED);
+  __atomic_store_n (&writer->mark_ns, end_ns, __ATOMIC_RELAXED);
   return G_SOURCE_REMOVE;
 }
 
 /* Writer thread, under lock: once a second, a checkpoint if the watched
- * thread worked. */
+ * thread worked enough since the last for a new one to be worth its cost
+ * (see the top of the file). */
 static void
 poke_if_worked_locked (PerfmonCheckpointWriter *writer)
 {
   gint64 used = read_clock_ns (writer->watched_clock) - __atomic_load_n (&writer->mark_ns, __ATOMIC_RELAXED);
+  gint64 cost = writer->write_cost_ns + __atomic_load_n (&writer->take_cost_ns, __ATOMIC_RELAXED);
+  gint64 now_us = g_get_monotonic_time ();
 
   if (writer->poke != NULL || used < CHECKPOINT_MIN_CPU_NS)
     return;
+  if (used < cost * CHECKPOINT_COST_SHARE && now_us - writer->poked_us < CHECKPOINT_MAX_AGE_US)
+    return;
+  writer->poked_us = now_us;
   writer->poke = g_idle_source_new ();
   g_source_set_name (writer->poke, "[perfmon] run checkpoint");
   g_source_set_priority (writer->poke, G_PRIORITY_DEFAULT);

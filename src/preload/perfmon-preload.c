@@ -12,11 +12,13 @@
  * directory: "<pid>.json", replaced atomically (a whole file or the
  * previous one; never fsynced: the directory dies with the run) at exit,
  * after each hang, and, while the main loop works, at most once a second
- * (a checkpoint). The watched thread only takes a snapshot and references
- * to the hangs; the "perfmon-ckpt" thread serialises and writes them (see
+ * and at most as often as 1 % of the loop's CPU pays for (a checkpoint).
+ * The watched thread only takes a snapshot and references to the hangs;
+ * the "perfmon-ckpt" thread serialises and writes them (see
  * perfmon-preload-checkpoint.c). So a process that dies of a signal (Ctrl-C,
  * SIGTERM), that exits from another thread, or that closes its standard
- * error still leaves its figures, at worst a second old; "final" says
+ * error still leaves its hangs and its figures, a second old if it was
+ * busy and at worst 30 s old if it idled; "final" says
  * whether the file was written at exit. A process that runs no main loop
  * and is not the command itself (the children of a shell script) leaves a
  * file only if it exits normally having iterated, so that a script running
@@ -399,8 +401,8 @@ on_ongoing_hang (PerfmonHangReport *report,
 
 /* The watched thread (the monitor's): what the file will say, or NULL when
  * this process is not worth a file. A snapshot and references: no
- * serialisation, no I/O. With @fresh FALSE (a hang), the last snapshot
- * (at most a second old) is reused: the hang is the news, and a snapshot
+ * serialisation, no I/O. With @fresh FALSE (a hang), the last periodic
+ * checkpoint's snapshot is reused: the hang is the news, and a snapshot
  * of a program with many groups costs more than the rest. */
 static Checkpoint *
 take_checkpoint (gboolean final,

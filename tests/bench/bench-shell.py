@@ -29,17 +29,21 @@ def load():
 
 
 def thread_cpu(pid):
-    """CPU seconds of each thread of @pid, by name."""
+    """CPU seconds of each thread of @pid, by name, from schedstat (in
+    nanoseconds: the clock ticks of /proc/PID/stat are 10 ms, too coarse
+    for an idle shell's few ms per second)."""
     result = {}
     for tid in os.listdir('/proc/%d/task' % pid):
         try:
-            with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
-                stat = f.read()
-        except OSError:
+            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
+                name = f.read().strip()
+            with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
             continue
-        name = stat[stat.index('(') + 1:stat.rindex(')')]
-        fields = stat.rpartition(')')[2].split()
-        result[name] = result.get(name, 0) + (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+        if tid == str(pid):
+            name = 'main'
+        result[name] = result.get(name, 0) + ns / 1e9
     return result
 
 
@@ -49,17 +53,16 @@ def one(perfmon):
     args = ['--summary', summary] if perfmon else None
     with GnomeShellSession(perfmon_args=args) as shell:
         time.sleep(SETTLE)
-        before = shell.cpu_seconds()
         threads_before = thread_cpu(shell.shell_pid)
         start = time.monotonic()
         time.sleep(SECONDS)
-        used = shell.cpu_seconds() - before
-        elapsed = time.monotonic() - start
         threads = thread_cpu(shell.shell_pid)
-        if perfmon:
-            print('    perfmon threads (ms/s): %s' % ', '.join(
-                '%s %.2f' % (name, (threads[name] - threads_before.get(name, 0)) * 1000 / elapsed)
-                for name in sorted(threads) if name.startswith('perfmon')))
+        elapsed = time.monotonic() - start
+        spent = {name: (threads[name] - threads_before.get(name, 0)) / elapsed for name in threads}
+        used = sum(spent.values())
+        print('    %s threads (ms/s): %s' % ('perfmon run' if perfmon else 'plain', ', '.join(
+            '%s %.2f' % (name, spent[name] * 1000)
+            for name in sorted(spent, key=lambda n: -spent[n]) if spent[name] >= 0.00001)))
         pid = shell.shell_pid
         shell.stop()
     own = None
@@ -70,11 +73,11 @@ def one(perfmon):
         if not found:
             print('    the shell (pid %d) is not in the summary: %s'
                   % (pid, [(p['pid'], p['process_name']) for p in processes]))
-            return used / elapsed, float('nan')
+            return used, float('nan')
         process = found[0]
         groups = [g for g in process['snapshot']['groups'] if g.get('name', '').startswith('[perfmon]')]
         own = sum(g['cpu_time'] for g in groups) / 1000 / process['seconds']
-    return used / elapsed, own
+    return used, own
 
 
 if gnome_shell_path() is None:

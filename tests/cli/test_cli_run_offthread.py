@@ -109,6 +109,55 @@ class OffThreadTest(CliTestCase):
         self.assertLess(own_us / 1000 / process['seconds'], 0.5,
                         [(g['name'], g['cpu_time']) for g in groups])
 
+    def checkpoint_writes(self, *program):
+        """Runs @program under perfmon run, with strace counting the
+        renames of the process's file in the run's directory: (how many
+        while the loop ran, the process's summary)."""
+        name = '-'.join(program)
+        summary = self.path('summary-%s.json' % name)
+        trace = self.path('strace-%s.txt' % name)
+        env = self.foreign_env()
+        env['TMPDIR'] = self.path('tmp-' + name)
+        os.makedirs(env['TMPDIR'])
+        result = self.perfmon('run', '--threshold', '1000', '--summary', summary, '--', PERIODIC_HANG,
+                              *program,
+                              prefix=('strace', '-f', '-qq', '--seccomp-bpf', '-o', trace,
+                                      '-e', 'trace=access,rename'),
+                              env=env, timeout=110)
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            processes = json.load(f)['processes']
+        self.assertEqual(len(processes), 1, processes)
+        process = processes[0]
+        target = '/%d.json"' % process['pid']
+        writes = 0
+        in_loop = None
+        with open(trace) as f:
+            for line in f:
+                if 'periodic-hang: loop starts' in line:
+                    in_loop = True
+                elif 'periodic-hang: loop ends' in line:
+                    in_loop = False
+                elif in_loop and re.search(r'\brename\(', line) and target in line:
+                    writes += 1
+        self.assertEqual(in_loop, False, 'the loop marks are not in the trace')
+        return writes, process
+
+    @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
+    def test_checkpoints_cost_a_share_of_the_work(self):
+        """A periodic checkpoint costs at most 1 % of the CPU the watched
+        thread used since the last: a loop that barely works (a few µs
+        every 10 ms) is not serialised and written every second, while a
+        busy one still is, so that a killed process leaves fresh figures."""
+        calm, process = self.checkpoint_writes('100000', '0', '8')
+        # (The old rule, a checkpoint a second whenever the thread used
+        # 50 µs, wrote 7.)
+        self.assertLessEqual(calm, 2, 'a loop using %d µs of CPU in %.1f s got %d checkpoints'
+                             % (process['cpu_time'], process['seconds'], calm))
+        busy, process = self.checkpoint_writes('100', '30', '8')
+        self.assertGreaterEqual(busy, 5, 'a loop using %d µs of CPU in %.1f s got %d checkpoints'
+                                % (process['cpu_time'], process['seconds'], busy))
+
     def test_thread_names_fit(self):
         """perfmon's threads carry their own names (15 characters at most,
         or the kernel shows the program's)."""
