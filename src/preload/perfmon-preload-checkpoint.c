@@ -13,17 +13,20 @@
  * dies with the run, and "perfmon run" reads it after the process is gone,
  * from the page cache.
  *
- * Once a second the writer thread looks how much CPU the watched thread
- * used since the last checkpoint (its CPU clock, read from this thread),
- * and asks for a new checkpoint only when that is worth it: when the
+ * A second after a checkpoint the writer thread looks how much CPU the
+ * watched thread used since (its CPU clock, read from this thread), and
+ * asks for a new checkpoint only when that is worth it: when the
  * thread used at least 100 times what the last checkpoint cost (the
  * snapshot on the watched thread, the serialisation and the write here,
  * each measured by its thread's CPU clock), so that checkpoints cost at
  * most 1 % of the program's work; or, if it used anything at all (50 µs:
  * the rest of the checkpoint's own iteration is no news), when the last
- * one is 30 s old. A busy program so leaves figures at most a second
- * old, an idle desktop shell (a few ms a second, a checkpoint of 1 ms)
- * some 15 s old instead of paying 15 % more CPU for fresher ones. Hangs
+ * one is 30 s old. When it finds none worth it, it looks again twice as
+ * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
+ * idle desktop shell's). A busy program so leaves figures at most a
+ * second old (8 s at worst just after it idled), an idle desktop shell
+ * (a few ms a second, a checkpoint of 2 ms) 30 s old instead of paying
+ * 15 % more CPU for fresher ones. Hangs
  * do not wait for any of this: each asks for a checkpoint at once (see
  * perfmon-preload.c).
  *
@@ -51,7 +54,10 @@
 
 #include "perfmon-preload-checkpoint.h"
 
+/* How often the writer looks, after a checkpoint; each look that finds
+ * none worth it doubles the wait, up to CHECKPOINT_MAX_LOOK_US. */
 #define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
+#define CHECKPOINT_MAX_LOOK_US (8 * G_USEC_PER_SEC)
 /* CPU the watched thread must have used since the last checkpoint's
  * dispatch for a new one to be worth a wake-up at all. */
 #define CHECKPOINT_MIN_CPU_NS 50000
@@ -178,10 +184,10 @@ poke_dispatch (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Writer thread, under lock: once a second, a checkpoint if the watched
- * thread worked enough since the last for a new one to be worth its cost
- * (see the top of the file). */
-static void
+/* Writer thread, under lock: a checkpoint if the watched thread worked
+ * enough since the last for a new one to be worth its cost (see the top
+ * of the file). TRUE if it asked for one. */
+static gboolean
 poke_if_worked_locked (PerfmonCheckpointWriter *writer)
 {
   gint64 used = read_clock_ns (writer->watched_clock) - __atomic_load_n (&writer->mark_ns, __ATOMIC_RELAXED);
@@ -189,22 +195,24 @@ poke_if_worked_locked (PerfmonCheckpointWriter *writer)
   gint64 now_us = g_get_monotonic_time ();
 
   if (writer->poke != NULL || used < CHECKPOINT_MIN_CPU_NS)
-    return;
+    return FALSE;
   if (used < cost * CHECKPOINT_COST_SHARE && now_us - writer->poked_us < CHECKPOINT_MAX_AGE_US)
-    return;
+    return FALSE;
   writer->poked_us = now_us;
   writer->poke = g_idle_source_new ();
   g_source_set_name (writer->poke, "[perfmon] run checkpoint");
   g_source_set_priority (writer->poke, G_PRIORITY_DEFAULT);
   g_source_set_callback (writer->poke, poke_dispatch, writer, NULL);
   g_source_attach (writer->poke, NULL);
+  return TRUE;
 }
 
 static gpointer
 writer_main (gpointer data)
 {
   PerfmonCheckpointWriter *writer = data;
-  gint64 next = g_get_monotonic_time () + CHECKPOINT_INTERVAL_US;
+  gint64 wait = CHECKPOINT_INTERVAL_US;
+  gint64 next = g_get_monotonic_time () + wait;
 
   g_mutex_lock (&writer->lock);
   for (;;)
@@ -226,8 +234,13 @@ writer_main (gpointer data)
         break;
       if (g_get_monotonic_time () >= next)
         {
-          poke_if_worked_locked (writer);
-          next = g_get_monotonic_time () + CHECKPOINT_INTERVAL_US;
+          /* Each wake-up costs some 50 µs of CPU on a VM: an idle
+           * program is looked at less and less often. */
+          if (poke_if_worked_locked (writer))
+            wait = CHECKPOINT_INTERVAL_US;
+          else
+            wait = MIN (2 * wait, CHECKPOINT_MAX_LOOK_US);
+          next = g_get_monotonic_time () + wait;
         }
     }
   g_mutex_unlock (&writer->lock);
