@@ -21,11 +21,11 @@
  * each measured by its thread's CPU clock), so that checkpoints cost at
  * most 1 % of the program's work; or, if it used anything at all (50 µs:
  * the rest of the checkpoint's own iteration is no news), when the last
- * one is 30 s old. When it finds none worth it, it looks again twice as
+ * one is a minute old. When it finds none worth it, it looks again twice as
  * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
  * idle desktop shell's). A busy program so leaves figures at most a
  * second old (8 s at worst just after it idled), an idle desktop shell
- * (a few ms a second, a checkpoint of 2 ms) 30 s old instead of paying
+ * (a few ms a second, a checkpoint of 2 ms) a minute old instead of paying
  * 15 % more CPU for fresher ones. Hangs
  * do not wait for any of this: each asks for a checkpoint at once (see
  * perfmon-preload.c).
@@ -65,7 +65,7 @@
  * the watched thread used since the last one... */
 #define CHECKPOINT_COST_SHARE 100
 /* ... unless the last one is this old. */
-#define CHECKPOINT_MAX_AGE_US (30 * G_USEC_PER_SEC)
+#define CHECKPOINT_MAX_AGE_US (60 * G_USEC_PER_SEC)
 
 struct _PerfmonCheckpointWriter
 {

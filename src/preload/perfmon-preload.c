@@ -18,7 +18,7 @@
  * perfmon-preload-checkpoint.c). So a process that dies of a signal (Ctrl-C,
  * SIGTERM), that exits from another thread, or that closes its standard
  * error still leaves its hangs and its figures, a second old if it was
- * busy (8 s just after it idled) and at worst 30 s old if it idled;
+ * busy (8 s just after it idled) and at worst a minute old if it idled;
  * "final" says
  * whether the file was written at exit. A process that runs no main loop
  * and is not the command itself (the children of a shell script) leaves a

@@ -8,7 +8,8 @@
 #   of BENCH_CALLGRIND_REPEATS tries), of the main thread (the watched
 #   one) and of all threads;
 # - CPU ratios (perfmon run / plain) in interleaved rounds, with medians
-#   and the machine's load.
+#   and the machine's load: of the whole runs, and per dispatch (a run of
+#   N dispatches less one of 1, start-up and exit left out).
 # Prints figures, asserts nothing. By hand:
 #   meson compile -C _build && meson test -C _build --benchmark bench-run -v
 #
@@ -131,27 +132,39 @@ else:
 
 # CPU: C and PyGObject in the same rounds, each round running the four
 # (program, plain or perfmon run) in an order swapped every round, so that
-# both ratios see the same moments of the machine's load.
-CASES = (('C', [C_PROGRAM, str(CPU_DISPATCHES)], CPU_DISPATCHES),
-         ('PyGObject', PY_PROGRAM + [str(PY_CPU_DISPATCHES)], PY_CPU_DISPATCHES))
+# both ratios see the same moments of the machine's load. Each also runs
+# with one dispatch: the difference is the dispatches' own CPU, start-up
+# and exit left out (perfmon run's start-up, some tens of ms, is not what
+# a dispatch costs, and a short run makes it weigh).
+CASES = (('C', [C_PROGRAM], CPU_DISPATCHES),
+         ('PyGObject', PY_PROGRAM, PY_CPU_DISPATCHES))
 ratios = {name: [] for name, _, _ in CASES}
+per_dispatch_ratios = {name: [] for name, _, _ in CASES}
 plains = {name: [] for name, _, _ in CASES}
+per_dispatch_ns = {name: ([], []) for name, _, _ in CASES}
 for r in range(ROUNDS):
     for name, argv, n in (CASES if r % 2 == 0 else tuple(reversed(CASES))):
-        if r % 2 == 0:
-            plain, _ = run(argv, False)
-            under, _ = run(argv, True)
-        else:
-            under, _ = run(argv, True)
-            plain, _ = run(argv, False)
-        ratios[name].append(under / plain)
-        plains[name].append(plain)
-    print('  round %d: %s; %s' % (r + 1, ', '.join('%s %.3fx' % (name, ratios[name][-1]) for name, _, _ in CASES),
-                                  load()))
+        order = (False, True) if r % 2 == 0 else (True, False)
+        full = {p: run(argv + [str(n)], p)[0] for p in order}
+        base = {p: run(argv + ['1'], p)[0] for p in order}
+        ratios[name].append(full[True] / full[False])
+        plains[name].append(full[False])
+        each = {p: (full[p] - base[p]) / (n - 1) for p in order}
+        per_dispatch_ns[name][0].append(each[False] * 1e9)
+        per_dispatch_ns[name][1].append(each[True] * 1e9)
+        per_dispatch_ratios[name].append(each[True] / each[False] if each[False] > 0 else float('nan'))
+    print('  round %d: %s; %s' % (r + 1, ', '.join('%s %.3fx (per dispatch %.3fx)'
+                                                   % (name, ratios[name][-1], per_dispatch_ratios[name][-1])
+                                                   for name, _, _ in CASES), load()))
 for name, argv, n in CASES:
     print('CPU %-9s %d dispatches, %d interleaved rounds: median ratio perfmon run / plain %.3fx '
           '(min %.3f, max %.3f; plain median %.3f s)'
           % (name, n, ROUNDS, statistics.median(ratios[name]), min(ratios[name]), max(ratios[name]),
              statistics.median(plains[name])))
+    print('CPU %-9s per dispatch (a run of %d less one of 1): plain %.0f ns, perfmon run %.0f ns; '
+          'median ratio %.3fx (min %.3f, max %.3f)'
+          % (name, n, statistics.median(per_dispatch_ns[name][0]), statistics.median(per_dispatch_ns[name][1]),
+             statistics.median(per_dispatch_ratios[name]), min(per_dispatch_ratios[name]),
+             max(per_dispatch_ratios[name])))
 print('load after: %s' % load())
 shutil.rmtree(tmp, ignore_errors=True)

@@ -4,7 +4,10 @@
 # (medians, the load quoted), and perfmon's own groups in ms per second
 # of the shell's main thread, as perfmon measures them. Prints figures,
 # asserts nothing. BENCH_SHELL_ROUNDS (3) pairs of BENCH_SHELL_SECONDS (60)
-# each, after BENCH_SHELL_SETTLE (10) seconds of start-up.
+# each, after BENCH_SHELL_SETTLE (10) seconds of start-up. BENCH_SHELL_BUSY=1:
+# with a busy extension in both (the CPU burner of
+# tests/shell/test_shell_extensions.py, 20 ms every 200 ms). The CPU is
+# each thread's schedstat, printed per thread.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -17,10 +20,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'shell'))
 from gnome_shell_session import GnomeShellSession, gnome_shell_path  # noqa: E402
+from test_shell_extensions import BURNER  # noqa: E402
 
 ROUNDS = int(os.environ.get('BENCH_SHELL_ROUNDS', '3'))
 SECONDS = float(os.environ.get('BENCH_SHELL_SECONDS', '60'))
 SETTLE = float(os.environ.get('BENCH_SHELL_SETTLE', '10'))
+BUSY = os.environ.get('BENCH_SHELL_BUSY') == '1'
 
 
 def load():
@@ -51,7 +56,7 @@ def one(perfmon):
     tmp = tempfile.mkdtemp(prefix='bench-shell-')
     summary = os.path.join(tmp, 'summary.json')
     args = ['--summary', summary] if perfmon else None
-    with GnomeShellSession(perfmon_args=args) as shell:
+    with GnomeShellSession(perfmon_args=args, extensions=[BURNER] if BUSY else []) as shell:
         time.sleep(SETTLE)
         threads_before = thread_cpu(shell.shell_pid)
         start = time.monotonic()
@@ -83,7 +88,8 @@ def one(perfmon):
 if gnome_shell_path() is None:
     print('bench-shell: gnome-shell is not installed')
     sys.exit(0)
-print('bench-shell: %d interleaved rounds of %.0f s (after %.0f s of start-up)' % (ROUNDS, SECONDS, SETTLE))
+print('bench-shell: %d interleaved rounds of %.0f s (after %.0f s of start-up), %s'
+      % (ROUNDS, SECONDS, SETTLE, 'a busy extension (20 ms every 200 ms)' if BUSY else 'idle'))
 print('load before: %s' % load())
 ratios, plains, unders, owns = [], [], [], []
 for r in range(ROUNDS):
