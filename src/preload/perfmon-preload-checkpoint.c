@@ -16,19 +16,19 @@
  * A second after a checkpoint the writer thread looks how much CPU the
  * watched thread used since (its CPU clock, read from this thread), and
  * asks for a new checkpoint only when that is worth it: when the
- * thread used at least 100 times what the last checkpoint cost (the
+ * thread used at least 200 times what the last checkpoint cost (the
  * snapshot on the watched thread, the serialisation and the write here,
  * each measured by its thread's CPU clock), so that checkpoints cost at
- * most 1 % of the program's work; or, if it used anything at all (50 µs:
+ * most 0.5 % of the program's work; or, if it used anything at all (50 µs:
  * the rest of the checkpoint's own iteration is no news), when the last
  * one is a minute old. When it finds none worth it, it looks again twice as
  * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
- * idle desktop shell's). A busy program so leaves figures at most a
- * second old (8 s at worst just after it idled), an idle desktop shell
- * (a few ms a second, a checkpoint of 2 ms) a minute old instead of paying
- * 15 % more CPU for fresher ones. Hangs
- * do not wait for any of this: each asks for a checkpoint at once (see
- * perfmon-preload.c).
+ * idle desktop shell's). A program that keeps a CPU busy so leaves
+ * figures a second old (8 s at worst just after it idled); a desktop
+ * shell with a busy extension (120 ms a second, a checkpoint of 2 ms)
+ * some 3 s old; an idle one (4 ms a second) a minute old, instead of
+ * paying 15 % more CPU for fresher ones. Hangs do not wait for any of
+ * this: each asks for a checkpoint at once (see perfmon-preload.c).
  *
  * To ask, the writer attaches a one-shot idle source, "[perfmon] run
  * checkpoint", to the default main context, whose dispatch takes the
@@ -63,7 +63,7 @@
 #define CHECKPOINT_MIN_CPU_NS 50000
 /* A periodic checkpoint costs at most 1/CHECKPOINT_COST_SHARE of the CPU
  * the watched thread used since the last one... */
-#define CHECKPOINT_COST_SHARE 100
+#define CHECKPOINT_COST_SHARE 200
 /* ... unless the last one is this old. */
 #define CHECKPOINT_MAX_AGE_US (60 * G_USEC_PER_SEC)
 

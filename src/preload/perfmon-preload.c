@@ -12,13 +12,14 @@
  * directory: "<pid>.json", replaced atomically (a whole file or the
  * previous one; never fsynced: the directory dies with the run) at exit,
  * after each hang, and, while the main loop works, at most once a second
- * and at most as often as 1 % of the loop's CPU pays for (a checkpoint).
+ * and at most as often as 0.5 % of the loop's CPU pays for (a checkpoint).
  * The watched thread only takes a snapshot and references to the hangs;
  * the "perfmon-ckpt" thread serialises and writes them (see
  * perfmon-preload-checkpoint.c). So a process that dies of a signal (Ctrl-C,
  * SIGTERM), that exits from another thread, or that closes its standard
- * error still leaves its hangs and its figures, a second old if it was
- * busy (8 s just after it idled) and at worst a minute old if it idled;
+ * error still leaves its hangs and its figures, a second old if it kept
+ * a CPU busy (8 s just after it idled), a few seconds if it worked less,
+ * and at worst a minute old if it idled;
  * "final" says
  * whether the file was written at exit. A process that runs no main loop
  * and is not the command itself (the children of a shell script) leaves a

@@ -6,7 +6,7 @@
  * environment (see src/preload/perfmon-preload.c), runs the command as a
  * child and waits for it. Every preloaded process leaves its figures in a
  * private run directory ("<pid>.json", rewritten at exit, after each hang
- * and while its loop works, at most once a second, as often as 1 % of its
+ * and while its loop works, at most once a second, as often as 0.5 % of its
  * CPU pays for); when the command ends,
  * however it ends (its exit, a signal, a program that closed its standard
  * error, a shell that ran the real program as its child), this process

@@ -65,6 +65,7 @@ def one(perfmon):
         elapsed = time.monotonic() - start
         spent = {name: (threads[name] - threads_before.get(name, 0)) / elapsed for name in threads}
         used = sum(spent.values())
+        own_threads = sum(v for name, v in spent.items() if name.startswith('perfmon'))
         print('    %s threads (ms/s): %s' % ('perfmon run' if perfmon else 'plain', ', '.join(
             '%s %.2f' % (name, spent[name] * 1000)
             for name in sorted(spent, key=lambda n: -spent[n]) if spent[name] >= 0.00001)))
@@ -78,11 +79,11 @@ def one(perfmon):
         if not found:
             print('    the shell (pid %d) is not in the summary: %s'
                   % (pid, [(p['pid'], p['process_name']) for p in processes]))
-            return used, float('nan')
+            return used, float('nan'), own_threads
         process = found[0]
         groups = [g for g in process['snapshot']['groups'] if g.get('name', '').startswith('[perfmon]')]
         own = sum(g['cpu_time'] for g in groups) / 1000 / process['seconds']
-    return used, own
+    return used, own, own_threads
 
 
 if gnome_shell_path() is None:
@@ -91,7 +92,7 @@ if gnome_shell_path() is None:
 print('bench-shell: %d interleaved rounds of %.0f s (after %.0f s of start-up), %s'
       % (ROUNDS, SECONDS, SETTLE, 'a busy extension (20 ms every 200 ms)' if BUSY else 'idle'))
 print('load before: %s' % load())
-ratios, plains, unders, owns = [], [], [], []
+ratios, plains, unders, owns, own_threads = [], [], [], [], []
 for r in range(ROUNDS):
     order = (False, True) if r % 2 == 0 else (True, False)
     results = {p: one(p) for p in order}
@@ -99,10 +100,22 @@ for r in range(ROUNDS):
     plains.append(plain)
     unders.append(under)
     owns.append(results[True][1])
+    own_threads.append(results[True][2] * 1000)
     ratios.append(under / plain if plain > 0 else float('nan'))
-    print('  round %d: shell CPU plain %.2f %%, perfmon run %.2f %% (%.3fx); perfmon own %.3f ms/s; load %s'
-          % (r + 1, plain * 100, under * 100, ratios[-1], owns[-1], load()))
-print('median: shell CPU plain %.2f %%, perfmon run %.2f %%, ratio %.3fx; perfmon own %.3f ms/s'
+    print('  round %d: shell CPU plain %.2f %%, perfmon run %.2f %% (%.3fx); perfmon own groups %.3f ms/s, '
+          'threads %.3f ms/s; load %s'
+          % (r + 1, plain * 100, under * 100, ratios[-1], owns[-1], own_threads[-1], load()))
+print('median: shell CPU plain %.2f %%, perfmon run %.2f %%, ratio %.3fx; perfmon own groups %.3f ms/s, '
+      'threads %.3f ms/s'
       % (statistics.median(plains) * 100, statistics.median(unders) * 100,
-         statistics.median(ratios), statistics.median(owns)))
+         statistics.median(ratios), statistics.median(owns), statistics.median(own_threads)))
+# What perfmon itself runs, measured directly (its threads by schedstat,
+# its sources by its own groups), against the plain shell: a share that
+# the shell's own swings from run to run (10-30 % idle) do not blur. What
+# it adds to each of the shell's dispatches is not in it: an idle shell
+# iterates about once a second, so that is some ns per second there.
+print('perfmon\'s own work: %.3f ms/s, %.2f %% of the plain shell\'s CPU (median %.2f ms/s)'
+      % (statistics.median(owns) + statistics.median(own_threads),
+         (statistics.median(owns) + statistics.median(own_threads)) / statistics.median(plains) / 10,
+         statistics.median(plains) * 1000))
 print('load after: %s' % load())

@@ -145,7 +145,7 @@ class OffThreadTest(CliTestCase):
 
     @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
     def test_checkpoints_cost_a_share_of_the_work(self):
-        """A periodic checkpoint costs at most 1 % of the CPU the watched
+        """A periodic checkpoint costs at most 0.5 % of the CPU the watched
         thread used since the last: a loop that barely works (a few µs
         every 10 ms) is not serialised and written every second, while a
         busy one still is, so that a killed process leaves fresh figures."""
