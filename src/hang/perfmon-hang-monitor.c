@@ -419,33 +419,57 @@ app_name_locked (PerfmonHangMonitor *self)
   return g_strdup (_perfmon_process_name ());  /* the one derivation, never empty */
 }
 
+/* What a jank report needs of the monitor's properties, copied when a
+ * session reports: the main thread may set them while the watchdog runs. */
+typedef struct
+{
+  PerfmonHangMonitor *self;
+  char               *log_dir;
+  char               *bundle_name;
+  char               *bundle_version;
+} JankSetupCopy;
+
+static void
+fill_jank_setup (PerfmonJankSetup *setup,
+                 gpointer          data)
+{
+  JankSetupCopy *copy = data;
+  PerfmonHangMonitor *self = copy->self;
+
+  g_mutex_lock (&self->state_lock);
+  g_free (copy->log_dir);
+  copy->log_dir = g_strdup (self->log_dir);
+  setup->log_dir_limit = self->log_dir_limit;
+  setup->developer_mode = self->developer_mode;
+  g_free (copy->bundle_name);
+  copy->bundle_name = app_name_locked (self);
+  g_free (copy->bundle_version);
+  copy->bundle_version = g_strdup (self->app_version != NULL ? self->app_version : "");
+  g_mutex_unlock (&self->state_lock);
+  setup->log_dir = copy->log_dir;
+  setup->bundle_name = copy->bundle_name;
+  setup->bundle_version = copy->bundle_version;
+}
+
+/* At every wake-up of the watchdog: nothing copied, locked or allocated
+ * unless a session reports (the setup is filled then). */
 static gint64
 tick_jank (PerfmonHangMonitor *self,
            PerfmonJankSampler *sampler,
            gint64              stretch_start_us)
 {
   PerfmonJankConfig config;
-  PerfmonJankSetup setup = { 0, };
+  JankSetupCopy copy = { .self = self };
+  PerfmonJankSetup setup = { .fill = fill_jank_setup, .fill_data = &copy };
   g_autoptr(GVariant) event = NULL;
-  g_autofree char *log_dir = NULL;
-  g_autofree char *bundle_name = NULL;
-  g_autofree char *bundle_version = NULL;
   gint64 next;
 
   _perfmon_hang_monitor_get_jank_config (self, &config);
-  /* Properties the main thread may set while this watchdog runs. */
-  g_mutex_lock (&self->state_lock);
-  log_dir = g_strdup (self->log_dir);
-  setup.log_dir_limit = self->log_dir_limit;
-  setup.developer_mode = self->developer_mode;
-  bundle_name = app_name_locked (self);
-  bundle_version = g_strdup (self->app_version != NULL ? self->app_version : "");
-  g_mutex_unlock (&self->state_lock);
-  setup.log_dir = log_dir;
-  setup.bundle_name = bundle_name;
-  setup.bundle_version = bundle_version;
   next = _perfmon_jank_sampler_tick (sampler, &config, &setup, stretch_start_us,
                                      g_get_monotonic_time (), &event);
+  g_free (copy.log_dir);
+  g_free (copy.bundle_name);
+  g_free (copy.bundle_version);
   if (event != NULL)
     queue_emission_full (self, NULL, NULL, event);
   return next;

@@ -14,15 +14,22 @@ G_BEGIN_DECLS
 
 typedef struct _PerfmonJankSampler PerfmonJankSampler;
 
-/* Where the sampler writes and what it puts in the event. */
-typedef struct
+/* Where the sampler writes and what it puts in the event. Needed only
+ * when a session reports (a few times an hour at most), while the
+ * sampler ticks at every wake-up of the watchdog: with @fill set, the
+ * sampler calls it first, to fill in the rest from @fill_data. */
+typedef struct _PerfmonJankSetup PerfmonJankSetup;
+struct _PerfmonJankSetup
 {
   const char *log_dir;
   guint64     log_dir_limit;
   gboolean    developer_mode;
   const char *bundle_name;
   const char *bundle_version;
-} PerfmonJankSetup;
+  void      (*fill)      (PerfmonJankSetup *setup,
+                          gpointer          fill_data);
+  gpointer    fill_data;
+};
 
 /* The checker of the loop whose busy stretches @activity publishes, for a
  * process (the checks' start-up window) that started at @start_time_us

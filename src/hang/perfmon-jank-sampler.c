@@ -237,9 +237,11 @@ monotonic_to_real_ms (gint64 monotonic_us)
 static GVariant *
 report (PerfmonJankSampler     *sampler,
         const PerfmonJankConfig *config,
-        const PerfmonJankSetup  *setup,
+        const PerfmonJankSetup  *given,
         gint64                   now_us)
 {
+  PerfmonJankSetup filled = *given;
+  const PerfmonJankSetup *setup = &filled;
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) trace = NULL;
   g_autofree char *contents = NULL;
@@ -255,6 +257,9 @@ report (PerfmonJankSampler     *sampler,
   gboolean allowed;
   const char *data;
   gsize length;
+
+  if (given->fill != NULL)
+    given->fill (&filled, given->fill_data);
 
   /* A stack session began at the stack threshold, before the task's
    * length was known: the seed's ranges decide by that length, now that
