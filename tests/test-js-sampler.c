@@ -71,7 +71,7 @@ missed_share (const Program *program,
     {
       gboolean in_addon;
       gint64 done = answer (program, t, &in_addon) + work_us;
-      gint64 next = _perfmon_js_sampler_next_sample_us (&rng, t, done, FALSE);
+      gint64 next = _perfmon_js_sampler_next_sample_us (&rng, t, done);
 
       if (!in_addon)
         missed++;
@@ -115,7 +115,7 @@ test_intervals (void)
 
   for (guint i = 0; i < n; i++)
     {
-      gint64 next = _perfmon_js_sampler_next_sample_us (&rng, 0, 100 * US, FALSE);
+      gint64 next = _perfmon_js_sampler_next_sample_us (&rng, 0, 100 * US);
 
       sum += next;
       min = MIN (min, next);
@@ -131,35 +131,8 @@ test_intervals (void)
     {
       gint64 done = PERFMON_JS_SAMPLE_TIMEOUT_MS * MS;
 
-      g_assert_cmpint (_perfmon_js_sampler_next_sample_us (&rng, 0, done, FALSE), >, done);
+      g_assert_cmpint (_perfmon_js_sampler_next_sample_us (&rng, 0, done), >, done);
     }
-}
-
-/* After a sample that found a dispatch charged exactly (nothing to
- * sample, and the watchdog's wake-ups are most of what the sampling
- * costs), the next is PERFMON_JS_SAMPLE_EXACT_SLOWER times as far on
- * average, still at random. */
-static void
-test_intervals_after_exact (void)
-{
-  const gint64 every_us = PERFMON_JS_SAMPLE_EVERY_MS * MS * PERFMON_JS_SAMPLE_EXACT_SLOWER;
-  guint32 rng = 7;
-  gint64 sum = 0, min = G_MAXINT64, max = 0;
-  const guint n = 10000;
-
-  g_assert_cmpint (PERFMON_JS_SAMPLE_EXACT_SLOWER, >, 1);
-  for (guint i = 0; i < n; i++)
-    {
-      gint64 next = _perfmon_js_sampler_next_sample_us (&rng, 0, 100 * US, TRUE);
-
-      sum += next;
-      min = MIN (min, next);
-      max = MAX (max, next);
-    }
-  g_assert_cmpint (min, >=, every_us / 2);
-  g_assert_cmpint (max, <=, every_us * 3 / 2);
-  g_assert_cmpfloat (ABS ((double) sum / n - every_us), <, 100.0 * PERFMON_JS_SAMPLE_EXACT_SLOWER);
-  g_assert_cmpint (max - min, >, every_us / 2);
 }
 
 static guint64
@@ -246,7 +219,6 @@ main (int    argc,
 
   g_test_add_func ("/js-sampler/periodic-program", test_periodic_program);
   g_test_add_func ("/js-sampler/intervals", test_intervals);
-  g_test_add_func ("/js-sampler/intervals-after-exact", test_intervals_after_exact);
   g_test_add_func ("/js-sampler/unanswered-samples", test_unanswered_samples);
   g_test_add_func ("/js-sampler/split-and-exact", test_split_and_exact);
 

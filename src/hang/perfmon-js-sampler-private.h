@@ -25,11 +25,6 @@ typedef enum
  * PERFMON_JS_SAMPLE_EVERY_MS, as long as it runs. */
 #define PERFMON_JS_SAMPLE_AFTER_MS 10
 #define PERFMON_JS_SAMPLE_EVERY_MS 5
-/* ... and this many times as far apart after a sample that found a
- * dispatch charged exactly: it has nothing to sample, only where it ends
- * to find, and each sample is a wake-up of the watchdog (some 100 µs of
- * CPU on a VM, most of what sampling costs). */
-#define PERFMON_JS_SAMPLE_EXACT_SLOWER 4
 /* How long a sample waits for the engine to reach a safe point: a thread
  * in native code (paint, GC, a system call) has no JavaScript to sample. */
 #define PERFMON_JS_SAMPLE_TIMEOUT_MS 5
@@ -86,13 +81,11 @@ void              _perfmon_js_sampler_end      (PerfmonJsSampler      *self,
                                                 gint64                 cpu_ns);
 
 /* When the sample after one requested at @requested_us, and answered (or
- * given up) at @done_us, is due; @exact: that sample found a dispatch
- * charged exactly. @rng: the sampler's random state, never 0. Exposed for
- * tests/test-js-sampler.c. */
-gint64            _perfmon_js_sampler_next_sample_us (guint32  *rng,
-                                                      gint64    requested_us,
-                                                      gint64    done_us,
-                                                      gboolean  exact);
+ * given up) at @done_us, is due. @rng: the sampler's random state, never
+ * 0. Exposed for tests/test-js-sampler.c. */
+gint64            _perfmon_js_sampler_next_sample_us (guint32 *rng,
+                                                      gint64   requested_us,
+                                                      gint64   done_us);
 
 /* A hang report without an exact add-on (PERFMON_ANNOTATION_ADDON) whose
  * stack holds a JavaScript frame of an add-on: annotates the innermost's

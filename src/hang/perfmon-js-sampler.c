@@ -14,9 +14,8 @@
  * So the hang monitor's watchdog thread, which already follows each busy
  * stretch of the loop with a deadline, samples a stretch that runs
  * PERFMON_JS_SAMPLE_AFTER_MS or more, every PERFMON_JS_SAMPLE_EVERY_MS
- * on average (at random intervals: _perfmon_js_sampler_next_sample_us();
- * PERFMON_JS_SAMPLE_EXACT_SLOWER times as far in a dispatch charged
- * exactly) until it ends:
+ * on average (at random intervals: _perfmon_js_sampler_next_sample_us())
+ * until it ends:
  * - it reads the thread's CPU clock (from here: clock_gettime() on the
  *   thread's clock id);
  * - it asks the engine for its stack (_perfmon_js_stack_sample(): the
@@ -270,20 +269,13 @@ _perfmon_js_sampler_follow (PerfmonJsSampler *self,
  * So the next sample is due a random time after the previous one was
  * asked for, not answered: between half and one and a half
  * PERFMON_JS_SAMPLE_EVERY_MS (on average that), which no program's
- * period follows; and after an answer that came late, not at once.
- * After a dispatch charged exactly, PERFMON_JS_SAMPLE_EXACT_SLOWER times
- * as far, as randomly: a stretch that an exact dispatch fills (an
- * extension's own timeout that burns) costs the watchdog a wake-up or two
- * instead of one every 5 ms, and where foreign work follows it in the
- * stretch, the interval is split between the two samples as always
- * (charge_interval()), coarser but still centred. */
+ * period follows; and after an answer that came late, not at once. */
 gint64
-_perfmon_js_sampler_next_sample_us (guint32  *rng,
-                                    gint64    requested_us,
-                                    gint64    done_us,
-                                    gboolean  exact)
+_perfmon_js_sampler_next_sample_us (guint32 *rng,
+                                    gint64   requested_us,
+                                    gint64   done_us)
 {
-  const gint64 every_us = PERFMON_JS_SAMPLE_EVERY_MS * 1000 * (exact ? PERFMON_JS_SAMPLE_EXACT_SLOWER : 1);
+  const gint64 every_us = PERFMON_JS_SAMPLE_EVERY_MS * 1000;
   guint32 x = *rng != 0 ? *rng : 1;
   gint64 interval_us;
 
@@ -431,8 +423,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     }
 
   _perfmon_js_sampler_account (self, now_us, cpu_ns, outcome, addon);
-  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time (),
-                                                      outcome == PERFMON_JS_SAMPLE_EXACT);
+  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time ());
 }
 
 /* The file of @frame, "function (file:line)" as
