@@ -26,9 +26,10 @@
  * idle desktop shell's). A program that keeps a CPU busy so leaves
  * figures a second old (8 s at worst just after it idled); a desktop
  * shell with a busy extension (120 ms a second, a checkpoint of 2 ms)
- * some 3 s old; an idle one (4 ms a second) a minute old, instead of
- * paying 15 % more CPU for fresher ones. Hangs do not wait for any of
- * this: each asks for a checkpoint at once (see perfmon-preload.c).
+ * 3 to 7 s old (the looks back off there too); an idle one (4 ms a
+ * second) a minute old, instead of paying 15 % more CPU for fresher
+ * ones. Hangs do not wait for any of this: each asks for a checkpoint at
+ * once (see perfmon-preload.c).
  *
  * To ask, the writer attaches a one-shot idle source, "[perfmon] run
  * checkpoint", to the default main context, whose dispatch takes the
