@@ -30,31 +30,38 @@ def perfmon_groups(snapshot):
 
 
 class OffThreadTest(CliTestCase):
+    def run_traced(self, threshold, calls, *program):
+        """perfmon run --threshold @threshold of periodic-hang @program under
+        strace, tracing @calls of every thread: (the process's summary, the
+        trace's path, the environment it ran in)."""
+        name = '-'.join(program)
+        summary = self.path('summary-%s.json' % name)
+        trace = self.path('strace-%s.txt' % name)
+        env = self.foreign_env()
+        env['TMPDIR'] = self.path('tmp-' + name)
+        os.makedirs(env['TMPDIR'])
+        result = self.perfmon('run', '--threshold', threshold, '--summary', summary, '--',
+                              PERIODIC_HANG, *program,
+                              # --seccomp-bpf: only the calls traced stop the
+                              # program. Stopping at every call made perfmon's
+                              # dispatches 10 times as long (240 µs, not 25),
+                              # one of them over 1 ms.
+                              prefix=('strace', '-f', '-qq', '--seccomp-bpf', '-o', trace, '-e', 'trace=' + calls),
+                              env=env, timeout=110)
+        self.assertExit(result, 0)
+        with open(summary) as f:
+            processes = json.load(f)['processes']
+        self.assertEqual(len(processes), 1, processes)
+        return processes[0], trace, env
+
     @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
     def test_periodic_hangs_do_nothing_blocking_on_the_watched_thread(self):
         """A program that hangs every 500 ms for 12 s: its main thread makes
         no fsync and writes no file of perfmon's, no perfmon dispatch uses
         1 ms, no hang is perfmon's, perfmon's own time stays under
         0.5 ms per second."""
-        summary = self.path('summary.json')
-        trace = self.path('strace.txt')
-        env = self.foreign_env()
-        env['TMPDIR'] = self.path('tmp')
-        os.makedirs(env['TMPDIR'])
-        result = self.perfmon('run', '--threshold', '100', '--summary', summary, '--',
-                              PERIODIC_HANG, '500', '150', '12',
-                              # --seccomp-bpf: only the calls traced stop the
-                              # program. Stopping at every call made perfmon's
-                              # dispatches 10 times as long (240 µs, not 25),
-                              # one of them over 1 ms.
-                              prefix=('strace', '-f', '-qq', '--seccomp-bpf', '-o', trace,
-                                      '-e', 'trace=access,fsync,fdatasync,syncfs,openat,rename,renameat,renameat2'),
-                              env=env, timeout=110)
-        self.assertExit(result, 0)
-        with open(summary) as f:
-            processes = json.load(f)['processes']
-        self.assertEqual(len(processes), 1, processes)
-        process = processes[0]
+        process, trace, env = self.run_traced(
+            '100', 'access,fsync,fdatasync,syncfs,openat,rename,renameat,renameat2', '500', '150', '12')
         main_tid = process['pid']
 
         # The program's main thread while its loop runs (the program marks
@@ -110,25 +117,10 @@ class OffThreadTest(CliTestCase):
                         [(g['name'], g['cpu_time']) for g in groups])
 
     def checkpoint_writes(self, *program):
-        """Runs @program under perfmon run, with strace counting the
-        renames of the process's file in the run's directory: (how many
-        while the loop ran, the process's summary)."""
-        name = '-'.join(program)
-        summary = self.path('summary-%s.json' % name)
-        trace = self.path('strace-%s.txt' % name)
-        env = self.foreign_env()
-        env['TMPDIR'] = self.path('tmp-' + name)
-        os.makedirs(env['TMPDIR'])
-        result = self.perfmon('run', '--threshold', '1000', '--summary', summary, '--', PERIODIC_HANG,
-                              *program,
-                              prefix=('strace', '-f', '-qq', '--seccomp-bpf', '-o', trace,
-                                      '-e', 'trace=access,rename'),
-                              env=env, timeout=110)
-        self.assertExit(result, 0)
-        with open(summary) as f:
-            processes = json.load(f)['processes']
-        self.assertEqual(len(processes), 1, processes)
-        process = processes[0]
+        """Runs periodic-hang @program under perfmon run, with strace
+        counting the renames of the process's file in the run's directory:
+        (how many while the loop ran, the process's summary)."""
+        process, trace, _ = self.run_traced('1000', 'access,rename', *program)
         target = '/%d.json"' % process['pid']
         writes = 0
         in_loop = None
