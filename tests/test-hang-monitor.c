@@ -935,6 +935,7 @@ test_jank_stack_sampling (Fixture       *fixture,
   g_autofree char *tree = NULL;
   JankWait wait = { fixture->loop, NULL };
   const char *heaviest;
+  const char *bundle;
   guint32 sample_count;
   gboolean over_limit;
 
@@ -946,6 +947,9 @@ test_jank_stack_sampling (Fixture       *fixture,
   set_stack_sampling_config (fixture->hang_monitor, "50", "6");
   g_signal_connect (fixture->hang_monitor, "jank", G_CALLBACK (on_jank), &wait);
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  /* Set while the watchdog runs: the event carries them as they are when
+   * it reports. */
+  g_object_set (fixture->hang_monitor, "app-name", "jank-test-app", "app-version", "1.2.3", NULL);
 
   /* A jank inside the start-up window is not checked. */
   add_named_source (fixture->context, "early jank", hang_once, GUINT_TO_POINTER (300), 100);
@@ -973,6 +977,10 @@ test_jank_stack_sampling (Fixture       *fixture,
   g_assert_true (g_variant_lookup_value (wait.params, "end_time", G_VARIANT_TYPE_INT64) != NULL);
   g_assert_true (g_variant_lookup_value (wait.params, "pid", G_VARIANT_TYPE_INT32) != NULL);
   g_assert_true (g_variant_lookup_value (wait.params, "uid", G_VARIANT_TYPE_UINT32) != NULL);
+  g_assert_true (g_variant_lookup (wait.params, "bundle_name", "&s", &bundle));
+  g_assert_cmpstr (bundle, ==, "jank-test-app");
+  g_assert_true (g_variant_lookup (wait.params, "bundle_version", "&s", &bundle));
+  g_assert_cmpstr (bundle, ==, "1.2.3");
 
   tree = read_single_log (wait.params);
   assert_tree_well_formed (tree, sample_count);
