@@ -7,7 +7,8 @@
 # each, after BENCH_SHELL_SETTLE (10) seconds of start-up. BENCH_SHELL_BUSY=1:
 # with a busy extension in both (the CPU burner of
 # tests/shell/test_shell_extensions.py, 20 ms every 200 ms). The CPU is
-# each thread's schedstat, printed per thread.
+# each thread's schedstat (GnomeShellSession.thread_cpu_seconds()),
+# printed per thread.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -33,35 +34,16 @@ def load():
         return ' '.join(f.read().split()[:3])
 
 
-def thread_cpu(pid):
-    """CPU seconds of each thread of @pid, by name, from schedstat (in
-    nanoseconds: the clock ticks of /proc/PID/stat are 10 ms, too coarse
-    for an idle shell's few ms per second)."""
-    result = {}
-    for tid in os.listdir('/proc/%d/task' % pid):
-        try:
-            with open('/proc/%d/task/%s/comm' % (pid, tid)) as f:
-                name = f.read().strip()
-            with open('/proc/%d/task/%s/schedstat' % (pid, tid)) as f:
-                ns = int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-        if tid == str(pid):
-            name = 'main'
-        result[name] = result.get(name, 0) + ns / 1e9
-    return result
-
-
 def one(perfmon):
     tmp = tempfile.mkdtemp(prefix='bench-shell-')
     summary = os.path.join(tmp, 'summary.json')
     args = ['--summary', summary] if perfmon else None
     with GnomeShellSession(perfmon_args=args, extensions=[BURNER] if BUSY else []) as shell:
         time.sleep(SETTLE)
-        threads_before = thread_cpu(shell.shell_pid)
+        threads_before = shell.thread_cpu_seconds()
         start = time.monotonic()
         time.sleep(SECONDS)
-        threads = thread_cpu(shell.shell_pid)
+        threads = shell.thread_cpu_seconds()
         elapsed = time.monotonic() - start
         spent = {name: (threads[name] - threads_before.get(name, 0)) / elapsed for name in threads}
         used = sum(spent.values())
