@@ -19,9 +19,8 @@
  * SIGTERM), that exits from another thread, or that closes its standard
  * error still leaves its hangs and its figures, a second old if it kept
  * a CPU busy (8 s just after it idled), a few seconds if it worked less,
- * and at worst a minute old if it idled;
- * "final" says
- * whether the file was written at exit. A process that runs no main loop
+ * and at worst a minute old if it idled; "final" says whether the file
+ * was written at exit. A process that runs no main loop
  * and is not the command itself (the children of a shell script) leaves a
  * file only if it exits normally having iterated, so that a script running
  * thousands of commands does not leave thousands of files.
