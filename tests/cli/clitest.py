@@ -100,12 +100,21 @@ class BusTestCase(CliTestCase):
         super().setUp()
         if shutil.which('dbus-daemon') is None:
             self.skipTest('dbus-daemon missing')
-        bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
-                               stdout=subprocess.PIPE, universal_newlines=True)
+        # The services the bus starts (GTK's accessibility bus, dconf)
+        # inherit its stderr: a file of the test's, not the test runner's
+        # pipe, which one of them outliving the test would hold open and
+        # make the runner wait for until its timeout.
+        with open(self.path('bus.log'), 'w') as log:
+            bus = subprocess.Popen(['dbus-daemon', '--session', '--nofork', '--print-address=1'],
+                                   stdout=subprocess.PIPE, stderr=log, universal_newlines=True)
         self.addCleanup(self.stop, bus)
         address = bus.stdout.readline().strip()
         self.assertTrue(address, 'dbus-daemon gave no address')
         self.env['DBUS_SESSION_BUS_ADDRESS'] = address
+        # No accessibility bus (GTK 3 and 4 start one on the session bus):
+        # the tests do not need it, and its daemons may outlive the test.
+        self.env['NO_AT_BRIDGE'] = '1'
+        self.env['GTK_A11Y'] = 'none'
         # Nothing of the user's session leaks in: no runtime dir with a
         # bus socket or a perfmond lock file.
         self.env['XDG_RUNTIME_DIR'] = self.path('runtime')
