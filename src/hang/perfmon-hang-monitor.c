@@ -877,17 +877,28 @@ typedef struct
   gint64               resumed_us;
   /* /proc/thread-self/schedstat of the watchdog thread, or -1. */
   int                  schedstat_fd;
+  /* Its last reading (µs, -1 if unknown), and when it was taken. */
+  gint64               run_delay_us;
+  gint64               run_delay_read_us;
 } Watchdog;
 
+/* A reading of the watchdog's run delay this recent stands for one taken
+ * before a sleep: see watchdog_run_delay_before_us(). */
+#define RUN_DELAY_FRESH_US G_USEC_PER_SEC
+
 /* The time the watchdog thread has waited on a run queue, in µs (the
- * second field of its schedstat), or -1 if unknown. */
+ * second field of its schedstat), or -1 if unknown; kept as the last
+ * reading, taken at @now_us. */
 static gint64
-watchdog_run_delay_us (const Watchdog *watchdog)
+watchdog_run_delay_us (Watchdog *watchdog,
+                       gint64    now_us)
 {
   char buffer[96];
   guint64 run_ns, wait_ns;
   ssize_t n;
 
+  watchdog->run_delay_us = -1;
+  watchdog->run_delay_read_us = now_us;
   if (watchdog->schedstat_fd < 0)
     return -1;
   n = pread (watchdog->schedstat_fd, buffer, sizeof buffer - 1, 0);
@@ -896,7 +907,26 @@ watchdog_run_delay_us (const Watchdog *watchdog)
   buffer[n] = '\0';
   if (sscanf (buffer, "%" G_GUINT64_FORMAT " %" G_GUINT64_FORMAT, &run_ns, &wait_ns) != 2)
     return -1;
-  return (gint64) (wait_ns / 1000);
+  watchdog->run_delay_us = (gint64) (wait_ns / 1000);
+  return watchdog->run_delay_us;
+}
+
+/* The run delay before a sleep that begins at @now_us, against which the
+ * delay after it is measured if the watchdog wakes late. The last reading
+ * serves while it is under RUN_DELAY_FRESH_US old: a reading (a pread and
+ * a parse) at every sleep was a sixth of the watchdog's CPU in a busy
+ * GNOME Shell, which makes ~30 sleeps a second. An older reading can only
+ * add the run-queue waits of the watchdog's last second to the delay
+ * that explains a late wake-up, so a stop shorter than those waits is
+ * taken for load: on a machine busy enough for that, a late wake-up is
+ * load anyway. */
+static gint64
+watchdog_run_delay_before_us (Watchdog *watchdog,
+                              gint64    now_us)
+{
+  if (watchdog->run_delay_us >= 0 && now_us - watchdog->run_delay_read_us < RUN_DELAY_FRESH_US)
+    return watchdog->run_delay_us;
+  return watchdog_run_delay_us (watchdog, now_us);
 }
 
 /* Whether the watchdog, woken @late_us after its deadline, was kept
@@ -1088,7 +1118,7 @@ wait_for_deadline (Watchdog   *watchdog,
   if (*now_us >= deadline_us)
     return TRUE;
 
-  run_delay_before_us = watchdog_run_delay_us (watchdog);
+  run_delay_before_us = watchdog_run_delay_before_us (watchdog, *now_us);
   g_mutex_unlock (&watchdog->self->work_lock);
   _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
   g_mutex_lock (&watchdog->self->work_lock);
@@ -1106,7 +1136,7 @@ wait_for_deadline (Watchdog   *watchdog,
   if (*now_us - deadline_us > look->threshold_us / 2 &&
       _perfmon_hang_watchdog_was_stopped (*now_us - deadline_us,
                                           run_delay_before_us >= 0
-                                            ? watchdog_run_delay_us (watchdog) - run_delay_before_us
+                                            ? watchdog_run_delay_us (watchdog, *now_us) - run_delay_before_us
                                             : -1,
                                           look->threshold_us))
     {
@@ -1183,6 +1213,7 @@ watchdog_main (gpointer data)
     .grace_end_us = self->start_time_us + (gint64) self->startup_grace_ms * 1000,
     /* Of this thread: opened here. */
     .schedstat_fd = open ("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC),
+    .run_delay_us = -1,
   };
 
   /* A first tick, on an idle loop. (Jank traces start the flight
