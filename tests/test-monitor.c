@@ -846,6 +846,8 @@ test_refcount_lifetimes (void)
   PerfmonGroup *window;
   guint64 window_id, compartment_id, addon_id;
   guint records_before;
+  guint reaps_before;
+  PerfmonSnapshot *monitor_snapshot_unused = NULL;
 
   /* Held only by its compartment. */
   window = perfmon_monitor_get_window_group (monitor, 9, NULL);
@@ -868,6 +870,7 @@ test_refcount_lifetimes (void)
   window = perfmon_monitor_get_window_group (monitor, 9, NULL);
   g_assert_cmpuint (perfmon_group_get_id (window), ==, window_id);
   records_before = _perfmon_monitor_count_records (monitor);
+  reaps_before = _perfmon_monitor_get_reap_count (monitor);
 
   /* The caller still holds the window: only the compartment and the add-on
    * go. */
@@ -879,6 +882,14 @@ test_refcount_lifetimes (void)
     g_assert_false (snapshot_has (snapshot, addon_id));
   }
   g_assert_cmpuint (_perfmon_monitor_count_records (monitor), ==, records_before - 2);
+  /* Freeing records moves the count that tells a watchdog a name's
+   * address may now be another's; a snapshot with nothing to free does
+   * not. */
+  g_assert_cmpuint (_perfmon_monitor_get_reap_count (monitor), ==, reaps_before + 1);
+  g_clear_object (&monitor_snapshot_unused);
+  monitor_snapshot_unused = perfmon_monitor_snapshot (monitor);
+  g_assert_cmpuint (_perfmon_monitor_get_reap_count (monitor), ==, reaps_before + 1);
+  g_clear_object (&monitor_snapshot_unused);
 
   /* The last holder goes: so does the window, and a new one is new. */
   g_assert_finalize_object (window);

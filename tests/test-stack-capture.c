@@ -15,6 +15,7 @@
 
 #include "perfmon-test-tsan.h"
 #include "perfmon-error.h"
+#include "perfmon-loop-activity-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
@@ -830,6 +831,62 @@ test_not_initialized (void)
   g_test_trap_assert_passed ();
 }
 
+/* A watchdog that looks again and again at what a thread dispatches reads
+ * the name only when its address moved: the main thread's directly, any
+ * other's through the kernel. */
+static void
+test_runnable_name_if_moved (void)
+{
+  static const char name_a[] = "[test] first";
+  static const char name_b[] = "[test] second";
+  gint64 tid = (gint64) syscall (SYS_gettid);
+  PerfmonCapturedStack stack;
+  guint64 address = 0;
+  Worker *worker;
+
+  g_assert_cmpint (tid, ==, getpid ());
+  init_capture ();
+  _perfmon_stack_capture_register_thread ();
+
+  _perfmon_set_dispatch_name (name_a);
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (tid, &address, &stack));
+  g_assert_true (stack.has_runnable_name);
+  g_assert_cmpstr (stack.runnable_name, ==, name_a);
+  g_assert_cmpuint (address, ==, (guint64) (uintptr_t) name_a);
+
+  /* Unmoved: nothing read, nothing written. */
+  g_strlcpy (stack.runnable_name, "untouched", sizeof stack.runnable_name);
+  g_assert_false (_perfmon_stack_capture_runnable_name_if_moved (tid, &address, &stack));
+  g_assert_cmpstr (stack.runnable_name, ==, "untouched");
+
+  _perfmon_set_dispatch_name (name_b);
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (tid, &address, &stack));
+  g_assert_cmpstr (stack.runnable_name, ==, name_b);
+  g_assert_cmpuint (address, ==, (guint64) (uintptr_t) name_b);
+
+  /* No name of perfmon's: GLib's (none here), read every time. */
+  _perfmon_set_dispatch_name (NULL);
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (tid, &address, &stack));
+  g_assert_false (stack.has_runnable_name);
+  g_assert_cmpuint (address, ==, 0);
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (tid, &address, &stack));
+
+  /* Another thread: GLib's name of its dispatch, through the kernel. */
+  worker = worker_run (worker_start (WORKER_SPIN_IN_DISPATCH, TRUE));
+  address = 0;
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (g_atomic_int_get (&worker->tid), &address, &stack));
+  g_assert_true (stack.has_runnable_name);
+  g_assert_cmpstr (stack.runnable_name, ==, "known-source");
+  g_assert_cmpuint (address, ==, 0);
+  worker_stop (worker);
+
+  /* A thread that is not registered has no name. */
+  address = 1;
+  g_assert_true (_perfmon_stack_capture_runnable_name_if_moved (G_MAXINT32, &address, &stack));
+  g_assert_false (stack.has_runnable_name);
+  g_assert_cmpuint (address, ==, 0);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -849,6 +906,7 @@ main (int   argc,
   g_test_add_func ("/stack-capture/blocked-signal", test_blocked_signal);
   g_test_add_func ("/stack-capture/truncated", test_truncated);
   g_test_add_func ("/stack-capture/stuck-handler", test_stuck_handler);
+  g_test_add_func ("/stack-capture/runnable-name-if-moved", test_runnable_name_if_moved);
   g_test_add_func ("/stack-capture/many", test_many);
   g_test_add_func ("/stack-capture/concurrent-requesters", test_concurrent_requesters);
 

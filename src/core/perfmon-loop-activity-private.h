@@ -256,9 +256,22 @@ void _perfmon_loop_activity_idle_end   (void);
 /* The automatic group name of the dispatch the calling thread runs, or
  * NULL: set by the dispatch hook around each measured dispatch (nested
  * ones restore the outer name), read by a stack capture in a signal
- * handler on the same thread (initial-exec TLS: async-signal-safe). The
- * name lives as long as the monitor. */
+ * handler on the same thread (initial-exec TLS: async-signal-safe), and
+ * by the watchdog from another thread (the main thread's directly, so
+ * stored atomically: _perfmon_set_dispatch_name()). The name is a
+ * record's (freed by the monitor's reap, see
+ * _perfmon_monitor_get_reap_count()), a JavaScript handler site's (never
+ * freed) or static. */
 extern __thread const char *_perfmon_current_dispatch_name __attribute__ ((tls_model ("initial-exec")));
+
+/* The owning thread's store of its dispatch name: a plain move on x86-64
+ * and arm64, and no data race for ThreadSanitizer with the watchdog's
+ * load. */
+static inline void
+_perfmon_set_dispatch_name (const char *name)
+{
+  __atomic_store_n (&_perfmon_current_dispatch_name, name, __ATOMIC_RELAXED);
+}
 
 /* The thread's side: notes a dispatch of @cycles named @name (at most
  * PERFMON_LOOP_DISPATCH_NAME_WORDS * 8 - 1 bytes are kept) that ended in

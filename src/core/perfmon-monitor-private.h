@@ -14,6 +14,11 @@ G_BEGIN_DECLS
  * frees it on its own thread. */
 void    _perfmon_monitor_bury_record  (PerfmonMonitor     *self,
                                        PerfmonGroupRecord *record);
+/* Any thread: how many times the monitor freed dead records. A record (and
+ * its name) that another thread saw in use is the same record, not one
+ * made since at its address, while this count has not moved: read it
+ * after what it vouches for. */
+guint   _perfmon_monitor_get_reap_count (PerfmonMonitor *self);
 
 /* The busy stretches of the monitor's loop, published by its poll wrapper
  * while `watched` is set (see perfmon-loop-activity-private.h). Lives as
@@ -37,8 +42,6 @@ void                 _perfmon_monitor_begin_startup     (PerfmonMonitor *self);
  * trampolines of perfmon-monitor.c). */
 #define PERFMON_MONITOR_MAX_CONTEXTS 32
 
-/* For tests and benchmarks: the number of records not yet freed, dead or
- * alive, and the number of thread CPU clock reads so far. */
 /* Charges @addon (an add-on group of @self) @cpu_us of CPU time estimated
  * by sampling (perfmon_group_stats_get_sampled_cpu_time()), apart from its
  * exact CPU time. Any thread: takes the registry lock, never the hot
@@ -47,6 +50,8 @@ void    _perfmon_monitor_add_sampled_cpu_time (PerfmonMonitor *self,
                                                PerfmonGroup   *addon,
                                                guint64         cpu_us);
 
+/* For tests and benchmarks: the number of records not yet freed, dead or
+ * alive, and the number of thread CPU clock reads so far. */
 guint   _perfmon_monitor_count_records (PerfmonMonitor *self);
 guint64 _perfmon_monitor_count_cpu_clock_reads (PerfmonMonitor *self);
 /* A busy thread's CPU clock is read at the latest when the last reading

@@ -215,6 +215,9 @@ struct _PerfmonMonitor
   GPtrArray          *records;              /* every record not yet freed */
   GHashTable         *windows;              /* guint64 window id → record */
   GHashTable         *addons;               /* add-on id → record */
+  /* Bumped (release) by the owner thread before it frees dead records:
+   * see _perfmon_monitor_get_reap_count(). */
+  guint               n_reaps;
 };
 
 enum {
@@ -366,6 +369,7 @@ free_dead_records (PerfmonMonitor *self)
   PerfmonGroupRecord *record = g_atomic_pointer_exchange (&self->dead, NULL);
   PerfmonGroupRecord *next;
 
+  __atomic_fetch_add (&self->n_reaps, 1, __ATOMIC_RELEASE);
   g_mutex_lock (&self->registry_lock);
   for (PerfmonGroupRecord *r = record; r != NULL; r = r->next_dead)
     unregister_locked (self, r);
@@ -1141,7 +1145,7 @@ charge_outside_dispatches (PerfmonMonitor *self,
         }
       self->startup_iteration = 0;
       if (_perfmon_current_dispatch_name == startup_dispatch_name)
-        _perfmon_current_dispatch_name = NULL;
+        _perfmon_set_dispatch_name (NULL);
     }
   if (cycles == 0)
     return;
@@ -2807,6 +2811,12 @@ _perfmon_monitor_dilate_time (PerfmonMonitor *self,
 
 /* --- for the automatic groups (perfmon-automatic.c) -------------------- */
 
+guint
+_perfmon_monitor_get_reap_count (PerfmonMonitor *self)
+{
+  return __atomic_load_n (&self->n_reaps, __ATOMIC_ACQUIRE);
+}
+
 PerfmonAutomatic *
 _perfmon_monitor_get_automatic (PerfmonMonitor *self)
 {
@@ -2847,13 +2857,13 @@ dispatch_measured (PerfmonMonitor      *self,
   guint64 cycles;
 
   _perfmon_monitor_enter (self, record);
-  _perfmon_current_dispatch_name = record->name;
+  _perfmon_set_dispatch_name (record->name);
   if (observer != NULL)
     token = observer->dispatch_begin (source, record->name);
   again = dispatch (source, callback, user_data);
   if (observer != NULL)
     observer->dispatch_end (source, token);
-  _perfmon_current_dispatch_name = outer_name;
+  _perfmon_set_dispatch_name (outer_name);
   cycles = _perfmon_monitor_leave (self, record);
   if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
     note_long_dispatch (self, record, cycles);
@@ -2911,7 +2921,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
     push_measure (self, depth, record, start);
 
   outer_name = _perfmon_current_dispatch_name;
-  _perfmon_current_dispatch_name = record->name;
+  _perfmon_set_dispatch_name (record->name);
   observer = _perfmon_dispatch_peek_observer ();
   if (G_LIKELY (observer == NULL))
     again = dispatch (source, callback, user_data);
@@ -2922,7 +2932,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
       again = dispatch (source, callback, user_data);
       observer->dispatch_end (source, token);
     }
-  _perfmon_current_dispatch_name = outer_name;
+  _perfmon_set_dispatch_name (outer_name);
 
   /* Under READ_STRETCH_US, far under a long dispatch. */
   if (G_UNLIKELY (!leave_lean (self, record, self->depth, _perfmon_clock_cycles (), &cycles)))
@@ -2953,7 +2963,7 @@ _perfmon_monitor_begin_startup (PerfmonMonitor *self)
     begin_iteration (self, now, TRUE);
   self->startup_iteration = self->iteration;
   self->anchor_stale_cycles = now;
-  _perfmon_current_dispatch_name = startup_dispatch_name;
+  _perfmon_set_dispatch_name (startup_dispatch_name);
   if (g_atomic_int_get (&self->activity.watched) &&
       __atomic_load_n (&self->activity.phase, __ATOMIC_RELAXED) != PERFMON_LOOP_BUSY)
     {

@@ -71,6 +71,18 @@ struct _PerfmonJsSampler
 
   /* What the thread dispatches, read from its memory before a sample. */
   PerfmonCapturedStack *named;
+  /* Whether it is charged exactly, as found for the dispatch whose name
+   * (perfmon's, inside its group's record) was at @exact_name_address in
+   * stretch @exact_index, the monitor's reap count @exact_reaps: while
+   * all three stand, the address names the same record, and a sample
+   * finds out by reading the address alone. */
+  gboolean        exact;
+  guint64         exact_name_address;
+  guint64         exact_index;
+  guint           exact_reaps;
+  /* This process, where the engine runs: the main thread's id. The
+   * sampler lives on the watchdog thread, which a fork does not copy. */
+  gint64          pid;
 
   /* The followed stretch. */
   gboolean        following;
@@ -107,6 +119,7 @@ _perfmon_js_sampler_new (PerfmonMonitor *monitor)
   self->addon_groups = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
   self->named = g_new0 (PerfmonCapturedStack, 1);
   self->rng = g_random_int () | 1;
+  self->pid = getpid ();
   return self;
 }
 
@@ -227,7 +240,7 @@ _perfmon_js_sampler_deadline (PerfmonJsSampler *self,
    * No add-on known (PERFMON_RUN_NO_ADDONS=1, or no extension installed):
    * no sample could name one, and the thread would pay for its stack
    * dumps for nothing. */
-  if (tid != (gint64) getpid () || !_perfmon_js_site_attribution_running () ||
+  if (tid != self->pid || !_perfmon_js_site_attribution_running () ||
       !_perfmon_addon_rules_any_known () ||
       !_perfmon_js_stack_is_prepared () || !_perfmon_js_stack_thread_cpu_ns (&self->follow_cpu_ns))
     return G_MAXINT64;
@@ -387,6 +400,34 @@ _perfmon_js_sampler_account (PerfmonJsSampler      *self,
   self->last_addon = addon;
 }
 
+/* Whether what the followed thread dispatches now is charged exactly. The
+ * verdict stands while the thread's name of the dispatch stays at the same
+ * address in the same stretch: a sample of a long dispatch then reads
+ * that address alone, not the name, nor looks it up. */
+static gboolean
+dispatch_is_exact (PerfmonJsSampler *self)
+{
+  guint reaps = _perfmon_monitor_get_reap_count (self->monitor);
+  guint64 address = self->exact_index == self->index && self->exact_reaps == reaps
+    ? self->exact_name_address : 0;
+
+  /* The count read again after the address: a record freed, and another
+   * made at its address, since the verdict moved it. */
+  if (!_perfmon_stack_capture_runnable_name_if_moved (self->tid, &address, self->named))
+    {
+      if (_perfmon_monitor_get_reap_count (self->monitor) == reaps)
+        return self->exact;
+      address = 0;   /* never the address of a name: reads it afresh */
+      _perfmon_stack_capture_runnable_name_if_moved (self->tid, &address, self->named);
+    }
+  self->exact = self->named->has_runnable_name && _perfmon_js_site_is_exact (self->named->runnable_name);
+  self->exact_index = self->index;
+  self->exact_reaps = reaps;
+  /* Kept only if no record was freed while it was read. */
+  self->exact_name_address = _perfmon_monitor_get_reap_count (self->monitor) == reaps ? address : 0;
+  return self->exact;
+}
+
 void
 _perfmon_js_sampler_tick (PerfmonJsSampler *self,
                           guint64           index,
@@ -409,8 +450,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
   /* A dispatch charged exactly is not sampled at all: its name, read
    * from the thread's memory here, spares the thread the stack dump. */
-  if (_perfmon_stack_capture_runnable_name (self->tid, self->named) &&
-      _perfmon_js_site_is_exact (self->named->runnable_name))
+  if (dispatch_is_exact (self))
     outcome = PERFMON_JS_SAMPLE_EXACT;
   else if (!_perfmon_js_stack_sample (PERFMON_JS_SAMPLE_TIMEOUT_MS, _perfmon_js_site_is_addon_file, NULL, frames, dispatch_name))
     outcome = PERFMON_JS_SAMPLE_NO_ANSWER;

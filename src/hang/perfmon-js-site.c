@@ -379,7 +379,7 @@ guard_pre (gpointer  data,
   if (guard_depth < GUARD_NAME_DEPTH)
     {
       outer_names[guard_depth] = _perfmon_current_dispatch_name;
-      _perfmon_current_dispatch_name = site->name;
+      _perfmon_set_dispatch_name (site->name);
     }
   guard_depth++;
   /* The pseudo stack's frame "[add-on ID] SITE", from which a hang names
@@ -400,7 +400,7 @@ guard_post (gpointer  data,
   perfmon_label_pop ();
   guard_depth--;
   if (guard_depth < GUARD_NAME_DEPTH)
-    _perfmon_current_dispatch_name = outer_names[guard_depth];
+    _perfmon_set_dispatch_name (outer_names[guard_depth]);
 }
 
 gboolean

@@ -88,6 +88,17 @@ PerfmonProcStackResult _perfmon_perf_stack_capture (gint64                tid,
  * runnable_name (the rest of @out is untouched). */
 void _perfmon_proc_stack_read_runnable_name (const PerfmonThreadAddresses *thread,
                                              PerfmonCapturedStack         *out);
+/* getpid(), known once (it is a system call): any thread. */
+pid_t   _perfmon_proc_stack_own_pid (void);
+
+/* Its two steps, for a caller that looks again and again: the address of
+ * perfmon's name of what @thread dispatches now (0 if none, or
+ * unreadable), then the runnable name as above, perfmon's at
+ * @name_address unless that is 0. */
+guint64 _perfmon_proc_stack_read_dispatch_name_address (const PerfmonThreadAddresses *thread);
+void    _perfmon_proc_stack_read_runnable_name_at      (const PerfmonThreadAddresses *thread,
+                                                        guint64                       name_address,
+                                                        PerfmonCapturedStack         *out);
 
 /* Whether perf sampling was not refused yet in this process, and why it
  * was (NULL while it is available). */

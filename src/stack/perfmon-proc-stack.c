@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -129,6 +130,36 @@ static CachedPage *page_cache;   /* under the caller's mutex */
 static unw_addr_space_t address_space;
 static unw_accessors_t *local_accessors;
 
+/* This process's pid, 0 until known: getpid() is a system call (glibc
+ * caches it no more), and every read of the process's memory names it.
+ * A forked child forgets it. */
+static gint own_pid;   /* atomic */
+
+static void
+forget_own_pid (void)
+{
+  g_atomic_int_set (&own_pid, 0);
+}
+
+pid_t
+_perfmon_proc_stack_own_pid (void)
+{
+  static gsize registered;
+  pid_t pid = g_atomic_int_get (&own_pid);
+
+  if (G_UNLIKELY (pid == 0))
+    {
+      if (g_once_init_enter (&registered))
+        {
+          pthread_atfork (NULL, NULL, forget_own_pid);
+          g_once_init_leave (&registered, 1);
+        }
+      pid = getpid ();
+      g_atomic_int_set (&own_pid, pid);
+    }
+  return pid;
+}
+
 static gboolean
 read_memory (void   *destination,
              guint64 address,
@@ -137,7 +168,7 @@ read_memory (void   *destination,
   struct iovec local = { destination, length };
   struct iovec remote = { (void *) (uintptr_t) address, length };
 
-  return process_vm_readv (getpid (), &local, 1, &remote, 1, 0) == (ssize_t) length;
+  return process_vm_readv (_perfmon_proc_stack_own_pid (), &local, 1, &remote, 1, 0) == (ssize_t) length;
 }
 
 static gboolean
@@ -596,20 +627,33 @@ read_string (guint64  address,
   out[length] = '\0';
 }
 
-/* The runnable name, as the signal handler takes it: perfmon's name of the
- * dispatch (automatic groups), else the name of the GSource that GLib
- * dispatches. Read from the thread's memory, without stopping it. */
-static void
-read_runnable_name (const PerfmonThreadAddresses *thread,
-                    PerfmonCapturedStack         *out)
+/* The address of perfmon's name of what @thread dispatches now
+ * (_perfmon_current_dispatch_name), 0 if none or unreadable. */
+static guint64
+read_dispatch_name_address (const PerfmonThreadAddresses *thread)
 {
   guint64 name_address = 0;
+
+  if (thread->dispatch_name_address == 0 ||
+      !read_memory (&name_address, thread->dispatch_name_address, 8))
+    return 0;
+  return name_address;
+}
+
+/* The runnable name, as the signal handler takes it: perfmon's name of the
+ * dispatch (automatic groups) at @name_address if not 0, else the name of
+ * the GSource that GLib dispatches. Read from the thread's memory, without
+ * stopping it. */
+static void
+read_runnable_name_from (const PerfmonThreadAddresses *thread,
+                         guint64                       name_address,
+                         PerfmonCapturedStack         *out)
+{
   guint64 source_address = 0;
 
   out->has_runnable_name = FALSE;
   out->runnable_name[0] = '\0';
-  if (thread->dispatch_name_address != 0 &&
-      read_memory (&name_address, thread->dispatch_name_address, 8) && name_address != 0)
+  if (name_address != 0)
     {
       out->has_runnable_name = TRUE;
       read_string (name_address, out->runnable_name);
@@ -623,6 +667,13 @@ read_runnable_name (const PerfmonThreadAddresses *thread,
   if (read_memory (&name_address, source_address + G_STRUCT_OFFSET (GSource, name), 8) &&
       name_address != 0)
     read_string (name_address, out->runnable_name);
+}
+
+static void
+read_runnable_name (const PerfmonThreadAddresses *thread,
+                    PerfmonCapturedStack         *out)
+{
+  read_runnable_name_from (thread, read_dispatch_name_address (thread), out);
 }
 
 PerfmonProcStackResult
@@ -976,4 +1027,18 @@ _perfmon_proc_stack_read_runnable_name (const PerfmonThreadAddresses *thread,
                                         PerfmonCapturedStack         *out)
 {
   read_runnable_name (thread, out);
+}
+
+guint64
+_perfmon_proc_stack_read_dispatch_name_address (const PerfmonThreadAddresses *thread)
+{
+  return read_dispatch_name_address (thread);
+}
+
+void
+_perfmon_proc_stack_read_runnable_name_at (const PerfmonThreadAddresses *thread,
+                                           guint64                       name_address,
+                                           PerfmonCapturedStack         *out)
+{
+  read_runnable_name_from (thread, name_address, out);
 }

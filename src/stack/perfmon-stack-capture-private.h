@@ -129,5 +129,17 @@ gboolean _perfmon_stack_capture (gint64                tid,
  * not registered or dispatches nothing perfmon can name. */
 gboolean _perfmon_stack_capture_runnable_name (gint64                tid,
                                                PerfmonCapturedStack *out);
+/* The same for a caller that looks again and again: while perfmon's name
+ * of the dispatch is still the one at *@name_address, reads only its
+ * address (the main thread's without a system call), leaves @out
+ * untouched and returns FALSE. Otherwise fills @out as above
+ * (has_runnable_name FALSE if the thread is not registered or dispatches
+ * nothing perfmon can name), sets *@name_address to the address of
+ * perfmon's name (0 where the name is GLib's, or none) and returns TRUE.
+ * The same address is the same name only while nothing freed it: see
+ * _perfmon_monitor_get_reap_count(). */
+gboolean _perfmon_stack_capture_runnable_name_if_moved (gint64                tid,
+                                                        guint64              *name_address,
+                                                        PerfmonCapturedStack *out);
 
 G_END_DECLS

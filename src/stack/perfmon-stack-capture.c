@@ -1020,3 +1020,38 @@ _perfmon_stack_capture_runnable_name (gint64                tid,
   _perfmon_proc_stack_read_runnable_name (&registered.addresses, out);
   return out->has_runnable_name;
 }
+
+gboolean
+_perfmon_stack_capture_runnable_name_if_moved (gint64                tid,
+                                               guint64              *name_address,
+                                               PerfmonCapturedStack *out)
+{
+  RegisteredThread registered;
+  guint64 address;
+
+  g_return_val_if_fail (name_address != NULL && out != NULL, FALSE);
+
+  registered = find_registered (tid);
+  if (registered.tid == 0)
+    {
+      *name_address = 0;
+      out->has_runnable_name = FALSE;
+      out->runnable_name[0] = '\0';
+      return TRUE;
+    }
+  /* The main thread's thread-local variables live as long as the process:
+   * its name pointer is loaded directly (the thread stores it
+   * atomically, see _perfmon_set_dispatch_name()). Another thread's go
+   * with it when it exits: read through the kernel, which fails cleanly. */
+  if (registered.tid == _perfmon_proc_stack_own_pid ())
+    address = (guint64) (uintptr_t) __atomic_load_n ((const char *const *) (uintptr_t)
+                                                     registered.addresses.dispatch_name_address,
+                                                     __ATOMIC_RELAXED);
+  else
+    address = _perfmon_proc_stack_read_dispatch_name_address (&registered.addresses);
+  if (address != 0 && address == *name_address)
+    return FALSE;
+  *name_address = address;
+  _perfmon_proc_stack_read_runnable_name_at (&registered.addresses, address, out);
+  return TRUE;
+}
