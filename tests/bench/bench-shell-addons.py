@@ -3,10 +3,12 @@
 # GNOME Shell 43 (headless) under "perfmon run" with attribution on and off
 # (PERFMON_RUN_NO_ADDONS=1), idle and with a busy extension (the CPU burner
 # of tests/shell/test_shell_extensions.py, 20 ms every 200 ms), in
-# interleaved rounds: the shell's CPU over a window once it is up, medians,
-# the load quoted. Prints figures, asserts nothing. BENCH_SHELL_ROUNDS (3)
-# rounds of BENCH_SHELL_SECONDS (30) per case, after BENCH_SHELL_SETTLE (10)
-# seconds of start-up.
+# interleaved rounds: the shell's CPU over a window once it is up (each
+# thread's schedstat), and that of perfmon's own threads, whose difference
+# on and off is what attribution costs them; medians, the load quoted.
+# Prints figures, asserts nothing. BENCH_SHELL_ROUNDS (3) rounds of
+# BENCH_SHELL_SECONDS (30) per case, after BENCH_SHELL_SETTLE (10) seconds
+# of start-up. BENCH_SHELL_CASES (idle,busy,count) picks the parts.
 #
 # Then, counting (the 2 % the issue allows is below what CPU ratios on a
 # shared machine resolve): what attribution costs per source made and per
@@ -21,7 +23,6 @@
 # and per handler connected from JavaScript with an add-on known
 # (valgrind's callgrind, collecting in perfmon's two creation hooks only),
 # BENCH_SHELL_CG_OPS (200) of each, 5 and 30 frames deep.
-# BENCH_SHELL_COUNT_ONLY=1 runs the counting alone.
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -63,13 +64,18 @@ def one(attribution, busy):
     with GnomeShellSession(perfmon_args=['--summary', os.path.join(tmp, 'summary.json')],
                            extensions=[BURNER] if busy else [], extra_env=env) as shell:
         time.sleep(SETTLE)
-        before = shell.cpu_seconds()
+        before = shell.thread_cpu_seconds()
         start = time.monotonic()
         time.sleep(SECONDS)
-        used = shell.cpu_seconds() - before
+        after = shell.thread_cpu_seconds()
         elapsed = time.monotonic() - start
         shell.stop()
-    return used / elapsed
+    spent = {name: after[name] - before.get(name, 0) for name in after}
+    # The shell's CPU, and perfmon's threads' (the watchdog, whose JS
+    # samples are what attribution adds to a busy shell; the checkpoint
+    # writer), each thread by its schedstat.
+    return (sum(spent.values()) / elapsed,
+            sum(v for name, v in spent.items() if name.startswith('perfmon')) / elapsed)
 
 
 if gnome_shell_path() is None:
@@ -78,20 +84,27 @@ if gnome_shell_path() is None:
 print('bench-shell-addons: %d interleaved rounds of %.0f s per case (after %.0f s of start-up)'
       % (ROUNDS, SECONDS, SETTLE))
 print('load before: %s' % load())
-# BENCH_SHELL_COUNT_ONLY=1: the counting alone.
-for busy in () if os.environ.get('BENCH_SHELL_COUNT_ONLY') == '1' else (False, True):
-    ons, offs, ratios = [], [], []
+CASES = os.environ.get('BENCH_SHELL_CASES', 'idle,busy,count').split(',')
+for busy in [b for b, name in ((False, 'idle'), (True, 'busy')) if name in CASES]:
+    ons, offs, ratios, own_ons, own_offs = [], [], [], [], []
     for r in range(ROUNDS):
         order = (False, True) if r % 2 == 0 else (True, False)
         results = {a: one(a, busy) for a in order}
-        offs.append(results[False])
-        ons.append(results[True])
-        ratios.append(results[True] / results[False] if results[False] > 0 else float('nan'))
-        print('  %s round %d: shell CPU attribution off %.2f %%, on %.2f %% (%.3fx); load %s'
-              % ('busy' if busy else 'idle', r + 1, offs[-1] * 100, ons[-1] * 100, ratios[-1], load()))
-    print('%s median: off %.2f %%, on %.2f %%, ratio %.3fx'
+        offs.append(results[False][0])
+        ons.append(results[True][0])
+        own_offs.append(results[False][1])
+        own_ons.append(results[True][1])
+        ratios.append(ons[-1] / offs[-1] if offs[-1] > 0 else float('nan'))
+        print('  %s round %d: shell CPU attribution off %.2f %%, on %.2f %% (%.3fx); perfmon threads off '
+              '%.2f ms/s, on %.2f ms/s; load %s'
+              % ('busy' if busy else 'idle', r + 1, offs[-1] * 100, ons[-1] * 100, ratios[-1],
+                 own_offs[-1] * 1000, own_ons[-1] * 1000, load()))
+    own_extra = statistics.median(own_ons) - statistics.median(own_offs)
+    print('%s median: off %.2f %%, on %.2f %%, ratio %.3fx; perfmon threads off %.2f ms/s, on %.2f ms/s: '
+          'attribution adds %.2f ms/s there, %.2f %% of the shell\'s CPU (off)'
           % ('busy' if busy else 'idle', statistics.median(offs) * 100, statistics.median(ons) * 100,
-             statistics.median(ratios)))
+             statistics.median(ratios), statistics.median(own_offs) * 1000, statistics.median(own_ons) * 1000,
+             own_extra * 1000, own_extra / statistics.median(offs) * 100))
 
 
 def per_operation(attribution, addon_known):
@@ -153,7 +166,7 @@ def stack_walks_per_second(extensions):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-if shutil.which('gjs') is not None:
+if 'count' in CASES and shutil.which('gjs') is not None:
     print('per operation from JavaScript, %d of each from 30 frames deep (CPU µs; interleaved rounds):' % OPS)
     extra = {}
     for addon_known in (False, True):
@@ -208,7 +221,7 @@ def instructions_per_operation(depth):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-if shutil.which('gjs') is not None and shutil.which('valgrind') is not None:
+if 'count' in CASES and shutil.which('gjs') is not None and shutil.which('valgrind') is not None:
     print('instructions per source made or handler connected, an add-on known (callgrind):')
     for depth in (5, 30):
         print('  %d frames deep: %.0f' % (depth, instructions_per_operation(depth)))
