@@ -84,7 +84,12 @@ class AddonsTest(CliTestCase):
         self.assertLess(addons[uuid]['cpu_time'], 0.15 * burnt[uuid])
         for other in BURNERS:
             self.assertLess(sampled[other], 0.15 * burnt[other], sampled)
-        self.assertLess(sampled['calm@perfmon.test'], 5000, sampled)
+        # The calm one's code runs for moments only (its module's
+        # evaluation and its enable(), in the loader's promise job), which
+        # a sample still lands in now and then on a slow build (ASan: one
+        # sample's interval, 10 ms, once in four runs): a few samples'
+        # worth at most, next to nothing beside the promise burner's.
+        self.assertLess(sampled['calm@perfmon.test'], max(5000, 0.03 * sampled[uuid]), sampled)
         # Exact groups carry no sampled member.
         for group in groups:
             if group['kind'] != 'addon':
