@@ -216,6 +216,58 @@ test_sleep_while_idle_deadline (Fixture      *fixture,
   g_assert_true (g_thread_join (watchdog));
 }
 
+static gpointer
+sleep_until_end_thread (gpointer data)
+{
+  PerfmonLoopActivity *activity = data;
+
+  /* An hour: what ends this sleep in the test is the stretch's end. */
+  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST),
+                                          g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
+  return GINT_TO_POINTER (TRUE);
+}
+
+/* A watchdog asleep until a deadline of a stretch of a loop that wakes
+ * rarely asks to be woken at the stretch's end, while the process runs,
+ * not at the deadline, after the loop slept (a wake-up then costs a large
+ * process several times more on a VM that shadows page tables:
+ * tests/bench/bench-wakeup). busy_end wakes it, once; busy_next, which
+ * ends a stretch without sleeping, does not; without the wish, busy_end
+ * makes no system call. */
+static void
+test_wake_at_end (Fixture      *fixture,
+                  gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  GThread *watchdog;
+
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
+  watchdog = g_thread_new ("watchdog", sleep_until_end_thread, activity);
+  while (!__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST))
+    g_usleep (1000);
+  /* It set the wish under the mutex, and releases it only to wait. */
+  g_mutex_lock (&activity->mutex);
+  g_mutex_unlock (&activity->mutex);
+  /* It sleeps: busy_next leaves it be. */
+  _perfmon_loop_activity_busy_next (activity, _perfmon_clock_cycles ());
+  g_assert_cmpuint (n_wakes (activity), ==, 0);
+  g_assert_true (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
+  g_assert_true (g_thread_join (watchdog));
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
+  g_assert_false (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
+
+  /* No wish: no wake-up. */
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
+  g_assert_cmpuint (n_wakes (activity), ==, 1);
+
+  /* A stretch that is over already: no sleep at all, and no wish left. */
+  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST),
+                                          g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
+  g_assert_false (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
+}
+
 /* A poll that cannot sleep: busy_next closes the stretch and opens the
  * next at the same time, with the phase left BUSY; before the first
  * stretch, or with a watchdog asleep, it is busy_end + busy_begin and
@@ -316,6 +368,8 @@ main (int   argc,
   g_test_add ("/loop-activity/sleep-while-idle-deadline", Fixture, NULL, fixture_set_up,
               test_sleep_while_idle_deadline, fixture_tear_down);
   g_test_add ("/loop-activity/busy-next", Fixture, NULL, fixture_set_up, test_busy_next,
+              fixture_tear_down);
+  g_test_add ("/loop-activity/wake-at-end", Fixture, NULL, fixture_set_up, test_wake_at_end,
               fixture_tear_down);
 
   return g_test_run ();

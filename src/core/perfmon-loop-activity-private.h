@@ -21,14 +21,16 @@ G_BEGIN_DECLS
  * The watched thread pays a few plain stores and one atomic exchange per
  * stretch, and makes a system call only at a busy_begin after an idle time
  * the watchdog slept through (until the thread wakes it, or until a
- * deadline that has not passed yet). That is what lets the watchdog sleep
- * without any deadline while the loop waits, yet never miss a busy
- * stretch:
+ * deadline that has not passed yet), and at a busy_end the watchdog asked
+ * to be woken at (watcher_wants_end, for stretches that begin seldom). That
+ * is what lets the watchdog sleep without any deadline while the loop
+ * waits, yet never miss a busy stretch:
  *
  *   thread, busy_begin:   stretches[n+1].begin = now; n_stretches = n + 1;
  *                         old = exchange (phase, BUSY);
  *                         if old == IDLE_WATCHER_ASLEEP: wake the watchdog
- *   thread, busy_end:     stretches[n].end = now; if phase == BUSY: phase = IDLE
+ *   thread, busy_end:     stretches[n].end = now; if phase == BUSY: phase = IDLE;
+ *                         if exchange (watcher_wants_end, 0): wake the watchdog
  *   watchdog, to sleep:   under the mutex, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
  *                         and wait on the cond while it stays so; at a
  *                         deadline, CAS it back to IDLE
@@ -139,6 +141,10 @@ typedef struct
   GCond              cond;
   guint64            n_wakes;        /* under mutex: wake-ups the thread sent */
   gboolean           stopping;       /* written under mutex, read atomically */
+  /* Atomic: the watchdog, asleep until a deadline of a stretch of a loop
+   * that wakes rarely, would rather be woken when the stretch ends. Read
+   * by busy_end only, so only where the loop goes to sleep. */
+  gint               watcher_wants_end;
 } PerfmonLoopActivity;
 
 /* Allocates the rings; an activity lives as long as its monitor. */
@@ -199,6 +205,12 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
    * stretch) would lose the watchdog's wish to be woken. */
   if (__atomic_load_n (&activity->phase, __ATOMIC_RELAXED) == PERFMON_LOOP_BUSY)
     __atomic_store_n (&activity->phase, PERFMON_LOOP_IDLE, __ATOMIC_RELEASE);
+  /* The watchdog would rather wake now, while the process runs, than at
+   * its deadline, after the loop has slept: see watcher_wants_end. If it
+   * asks just after this load, it wakes at the deadline, as without. */
+  if (G_UNLIKELY (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_RELAXED)) &&
+      __atomic_exchange_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED))
+    _perfmon_loop_activity_wake_watcher (activity);
 }
 
 /* _perfmon_loop_activity_busy_next() when the caller knows the phase is
@@ -291,6 +303,13 @@ gboolean _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                                   gint64               until_us);
 /* Sleeps until @until_us or a stop, whatever the loop does. */
 void     _perfmon_loop_activity_sleep_until      (PerfmonLoopActivity *activity,
+                                                  gint64               until_us);
+/* The same, but asks to be woken at the end of the current stretch, which
+ * must be @index, too (watcher_wants_end); returns at once if the loop
+ * has left it already. busy_end then makes one system call, so ask only
+ * for stretches that begin seldom. */
+void     _perfmon_loop_activity_sleep_until_end  (PerfmonLoopActivity *activity,
+                                                  guint64              index,
                                                   gint64               until_us);
 /* A watchdog starts watching: FALSE if another one watches already. What
  * the thread published before is stale: the watching begins at its next

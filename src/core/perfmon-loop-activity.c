@@ -133,6 +133,26 @@ _perfmon_loop_activity_sleep_until (PerfmonLoopActivity *activity,
   g_mutex_unlock (&activity->mutex);
 }
 
+void
+_perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
+                                        guint64              index,
+                                        gint64               until_us)
+{
+  g_mutex_lock (&activity->mutex);
+  /* Under the mutex, which busy_end takes to wake us: its wake-up cannot
+   * come between this check and the wait. The wish first, then the
+   * check: if busy_end missed the wish, this sees the stretch over (or,
+   * the thread's store not seen yet, sleeps to the deadline, as
+   * without). */
+  __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
+  if (!activity->stopping &&
+      g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
+      __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
+    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+  __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
+  g_mutex_unlock (&activity->mutex);
+}
+
 gboolean
 _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                          gint64               until_us)

@@ -494,6 +494,10 @@ typedef struct
   PerfmonHangReport *report; /* from WATCH_HUNG on */
   PerfmonStackSample *sample; /* its stack, for the jank sampler */
   char    *record_id;        /* of the saved permahang */
+  /* It began a threshold or more after the one before: the loop wakes
+   * rarely, and the watchdog, asleep until one of its deadlines, asks to
+   * be woken at its end (see wait_for_deadline()). */
+  gboolean sparse;
 } Stretch;
 
 static void
@@ -1034,8 +1038,17 @@ follow_stretch (Watchdog *watchdog,
   stretch->begin_cycles = __atomic_load_n (&_perfmon_loop_activity_stretch (watchdog->activity, index)->begin,
                                            __ATOMIC_RELAXED);
   stretch->start_us = MAX (_perfmon_clock_cycles_to_monotonic_us (stretch->begin_cycles), watchdog->resumed_us);
+  if (index > 1)
+    {
+      guint64 previous = __atomic_load_n (&_perfmon_loop_activity_stretch (watchdog->activity, index - 1)->begin,
+                                          __ATOMIC_RELAXED);
+      guint64 threshold = _perfmon_clock_us_to_cycles ((gint64) g_atomic_int_get (&watchdog->self->threshold_ms) * 1000);
+
+      stretch->sparse = previous != 0 && stretch->begin_cycles > previous &&
+                        stretch->begin_cycles - previous >= threshold;
+    }
   /* Read back: if the thread moved on meanwhile, begin belongs to a later
-   * stretch. */
+   * stretch (and the one before it may be a later one's too). */
   if (__atomic_load_n (&watchdog->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
     {
       stretch_clear (stretch);
@@ -1120,7 +1133,16 @@ wait_for_deadline (Watchdog   *watchdog,
 
   run_delay_before_us = watchdog_run_delay_before_us (watchdog, *now_us);
   g_mutex_unlock (&watchdog->self->work_lock);
-  _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
+  /* A stretch of a loop that wakes seldom: woken at its end, while the
+   * process still runs, rather than at the deadline, after the loop went
+   * to sleep. In a large process (GNOME Shell) a wake-up then cost this
+   * thread several times as much on the project's VMs
+   * (tests/bench/bench-wakeup); the thread's price is one system call at
+   * the end of such a stretch, at most 1000 / threshold_ms a second. */
+  if (watchdog->stretch.sparse)
+    _perfmon_loop_activity_sleep_until_end (watchdog->activity, watchdog->stretch.index, deadline_us);
+  else
+    _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
   g_mutex_lock (&watchdog->self->work_lock);
   __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
   *now_us = g_get_monotonic_time ();
