@@ -20,6 +20,8 @@
 #include "perfmon-test-utils.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-hang-monitor-private.h"
+#include "perfmon-loop-activity-private.h"
+#include "perfmon-monitor-private.h"
 #include "perfmon-proc-stack-private.h"
 #include "perfmon-task-file-test.h"
 #include "perfmon-test-tsan.h"
@@ -409,6 +411,80 @@ test_idle_wakeups (Fixture       *fixture,
   /* The loop slept in one poll: the watchdog woke when it returned, and
    * at most once more for the short stretch that followed. */
   g_assert_cmpuint (_perfmon_hang_monitor_count_wakeups (fixture->hang_monitor) - before, <=, 2);
+}
+
+static gboolean
+spin_2_ms (gpointer data)
+{
+  spin_ms (2);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The wake-ups the watched thread sent the watchdog so far, and its
+ * stretches. */
+static void
+count_thread_wakes (PerfmonMonitor *monitor,
+                    guint64        *wakes,
+                    guint64        *stretches)
+{
+  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (monitor);
+
+  g_mutex_lock (&activity->mutex);
+  *wakes = activity->n_wakes;
+  g_mutex_unlock (&activity->mutex);
+  *stretches = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+}
+
+/* In a loop that wakes seldom (a stretch a threshold or more after the one
+ * before), the thread wakes the watchdog at each stretch's end as well as
+ * at its start, so that the watchdog does not wake at the stretch's
+ * deadline after the loop went to sleep, a dear wake-up in a large
+ * process on some hypervisors (tests/bench/bench-wakeup). In a loop that
+ * wakes often, stretch ends wake no one: the thread's system calls for the
+ * watchdog stay under 1000 / threshold_ms a second. */
+static void
+test_sparse_stretch_end_wakeups (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSource) sparse = g_timeout_source_new (250);
+  g_autoptr(GSource) dense = g_timeout_source_new (5);
+  guint64 wakes_before, stretches_before, wakes, stretches;
+
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  add_named_source (fixture->context, "settle", quit_loop, fixture->loop, 300);
+  g_main_loop_run (fixture->loop);
+
+  /* Every 250 ms: sparse. */
+  count_thread_wakes (fixture->monitor, &wakes_before, &stretches_before);
+  g_source_set_callback (sparse, spin_2_ms, NULL, NULL);
+  g_source_attach (sparse, fixture->context);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 1400);
+  g_main_loop_run (fixture->loop);
+  g_source_destroy (sparse);
+  count_thread_wakes (fixture->monitor, &wakes, &stretches);
+  g_test_message ("sparse: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
+                  wakes - wakes_before, stretches - stretches_before);
+  /* At most one at the start and one at the end of each; more than one
+   * per stretch: some came at ends. */
+  g_assert_cmpuint (wakes - wakes_before, >, stretches - stretches_before);
+  g_assert_cmpuint (wakes - wakes_before, <=, 2 * (stretches - stretches_before));
+
+  /* Every 5 ms: no stretch is sparse, and the watchdog, asleep until a
+   * deadline, is seldom woken at all. */
+  count_thread_wakes (fixture->monitor, &wakes_before, &stretches_before);
+  g_source_set_callback (dense, spin_2_ms, NULL, NULL);
+  g_source_attach (dense, fixture->context);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 600);
+  g_main_loop_run (fixture->loop);
+  g_source_destroy (dense);
+  count_thread_wakes (fixture->monitor, &wakes, &stretches);
+  g_test_message ("dense: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
+                  wakes - wakes_before, stretches - stretches_before);
+  g_assert_cmpuint (stretches - stretches_before, >=, 20);
+  g_assert_cmpuint (wakes - wakes_before, <, (stretches - stretches_before) / 2);
+  g_assert_cmpuint (fixture->reports->len, ==, 0);
 }
 
 static void
@@ -1818,6 +1894,8 @@ main (int    argc,
               fixture_set_up, test_jank_short_task, fixture_tear_down);
   g_test_add ("/hang-monitor/jank-short-task/own-stack", Fixture, GUINT_TO_POINTER (5000),
               fixture_set_up, test_jank_short_task, fixture_tear_down);
+  g_test_add ("/hang-monitor/sparse-stretch-end-wakeups", Fixture, NULL, fixture_set_up,
+              test_sparse_stretch_end_wakeups, fixture_tear_down);
   g_test_add_func ("/hang-monitor/start-errors", test_start_errors);
   g_test_add_func ("/hang-monitor/step-aside", test_step_aside);
   g_test_add_func ("/hang-monitor/start-unwatched-context", test_start_unwatched_context);
