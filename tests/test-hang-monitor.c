@@ -420,19 +420,37 @@ spin_2_ms (gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The wake-ups the watched thread sent the watchdog so far, and its
- * stretches. */
+/* Runs the loop for @run_ms with a timeout every @period_ms that works
+ * 2 ms: the wake-ups the watched thread sent the watchdog meanwhile, and
+ * the stretches. */
 static void
-count_thread_wakes (PerfmonMonitor *monitor,
-                    guint64        *wakes,
-                    guint64        *stretches)
+run_periodic (Fixture *fixture,
+              guint    period_ms,
+              guint    run_ms,
+              guint64 *wakes,
+              guint64 *stretches)
 {
-  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (monitor);
+  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (fixture->monitor);
+  g_autoptr(GSource) periodic = g_timeout_source_new (period_ms);
+  guint64 wakes_before, stretches_before;
 
   g_mutex_lock (&activity->mutex);
-  *wakes = activity->n_wakes;
+  wakes_before = activity->n_wakes;
   g_mutex_unlock (&activity->mutex);
-  *stretches = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+  stretches_before = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
+
+  g_source_set_callback (periodic, spin_2_ms, NULL, NULL);
+  g_source_attach (periodic, fixture->context);
+  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, run_ms);
+  g_main_loop_run (fixture->loop);
+  g_source_destroy (periodic);
+
+  g_mutex_lock (&activity->mutex);
+  *wakes = activity->n_wakes - wakes_before;
+  g_mutex_unlock (&activity->mutex);
+  *stretches = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - stretches_before;
+  g_test_message ("every %u ms: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
+                  period_ms, *wakes, *stretches);
 }
 
 /* In a loop that wakes seldom (a stretch a threshold or more after the one
@@ -447,43 +465,25 @@ test_sparse_stretch_end_wakeups (Fixture       *fixture,
                                  gconstpointer  data)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GSource) sparse = g_timeout_source_new (250);
-  g_autoptr(GSource) dense = g_timeout_source_new (5);
-  guint64 wakes_before, stretches_before, wakes, stretches;
+  guint64 wakes, stretches;
 
   g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
   g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
   add_named_source (fixture->context, "settle", quit_loop, fixture->loop, 300);
   g_main_loop_run (fixture->loop);
 
-  /* Every 250 ms: sparse. */
-  count_thread_wakes (fixture->monitor, &wakes_before, &stretches_before);
-  g_source_set_callback (sparse, spin_2_ms, NULL, NULL);
-  g_source_attach (sparse, fixture->context);
-  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 1400);
-  g_main_loop_run (fixture->loop);
-  g_source_destroy (sparse);
-  count_thread_wakes (fixture->monitor, &wakes, &stretches);
-  g_test_message ("sparse: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
-                  wakes - wakes_before, stretches - stretches_before);
-  /* At most one at the start and one at the end of each; more than one
-   * per stretch: some came at ends. */
-  g_assert_cmpuint (wakes - wakes_before, >, stretches - stretches_before);
-  g_assert_cmpuint (wakes - wakes_before, <=, 2 * (stretches - stretches_before));
+  /* Every 250 ms: sparse. At most one wake-up at the start and one at
+   * the end of each stretch; more than one per stretch: some came at
+   * ends. */
+  run_periodic (fixture, 250, 1400, &wakes, &stretches);
+  g_assert_cmpuint (wakes, >, stretches);
+  g_assert_cmpuint (wakes, <=, 2 * stretches);
 
   /* Every 5 ms: no stretch is sparse, and the watchdog, asleep until a
    * deadline, is seldom woken at all. */
-  count_thread_wakes (fixture->monitor, &wakes_before, &stretches_before);
-  g_source_set_callback (dense, spin_2_ms, NULL, NULL);
-  g_source_attach (dense, fixture->context);
-  add_named_source (fixture->context, "quit", quit_loop, fixture->loop, 600);
-  g_main_loop_run (fixture->loop);
-  g_source_destroy (dense);
-  count_thread_wakes (fixture->monitor, &wakes, &stretches);
-  g_test_message ("dense: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
-                  wakes - wakes_before, stretches - stretches_before);
-  g_assert_cmpuint (stretches - stretches_before, >=, 20);
-  g_assert_cmpuint (wakes - wakes_before, <, (stretches - stretches_before) / 2);
+  run_periodic (fixture, 5, 600, &wakes, &stretches);
+  g_assert_cmpuint (stretches, >=, 20);
+  g_assert_cmpuint (wakes, <, stretches / 2);
   g_assert_cmpuint (fixture->reports->len, ==, 0);
 }
 
