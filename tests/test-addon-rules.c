@@ -4,6 +4,8 @@
  */
 #include "config.h"
 
+#include <unistd.h>
+
 #include <glib/gstdio.h>
 
 #include "perfmon.h"
@@ -159,6 +161,12 @@ test_builtin_peas (void)
                                                     : test_make_tmp_dir ("perfmon-addon-peas-XXXXXX");
   g_autofree char *plugins = g_build_filename (data_home, "app", "plugins", NULL);
   g_autofree char *system_plugins = g_build_filename (data_home, "system", "share", "app", "plugins", NULL);
+  g_autofree char *linked_app = g_build_filename (data_home, "elsewhere", "linked-app", NULL);
+  g_autofree char *linked_plugins = g_build_filename (linked_app, "plugins", NULL);
+  g_autofree char *linked = g_build_filename (data_home, "linked-app", NULL);
+  g_autofree char *library_app = g_build_filename (data_home, "elsewhere", "library-app", NULL);
+  g_autofree char *library_plugins = g_build_filename (library_app, "plugins", NULL);
+  g_autofree char *library_link = g_build_filename (data_home, "libapp.so.1", NULL);
 
   if (!g_test_subprocess ())
     {
@@ -176,6 +184,15 @@ test_builtin_peas (void)
       write_file (plugins, ".", "junk.plugin", "\xff\xfe not a key file");
       write_file (system_plugins, ".", "sys.plugin", "[Plugin]\nModule=sys\nName=System one\n");
       write_file (system_plugins, ".", "libsys.so", "");
+      /* An application directory that is a symbolic link is looked into;
+       * a link named like a shared library (a library directory has
+       * hundreds, to files) is not. */
+      write_file (linked_plugins, ".", "linked.plugin", "[Plugin]\nModule=linked\nName=Linked one\n");
+      write_file (linked_plugins, ".", "liblinked.so", "");
+      g_assert_no_errno (symlink (linked_app, linked));
+      write_file (library_plugins, ".", "libname.plugin", "[Plugin]\nModule=libname\n");
+      write_file (library_plugins, ".", "liblibname.so", "");
+      g_assert_no_errno (symlink (library_app, library_link));
     }
 
   if (g_test_subprocess ())
@@ -226,6 +243,17 @@ test_builtin_peas (void)
       g_assert_cmpstr (name, ==, "System one");
       g_clear_pointer (&id, g_free);
       g_clear_pointer (&name, g_free);
+      g_clear_pointer (&file, g_free);
+
+      file = g_build_filename (linked, "plugins", "liblinked.so", NULL);
+      g_assert_true (perfmon_addon_rule_match (file, &id, &name, NULL));
+      g_assert_cmpstr (id, ==, "linked");
+      g_assert_cmpstr (name, ==, "Linked one");
+      g_clear_pointer (&id, g_free);
+      g_clear_pointer (&name, g_free);
+      g_clear_pointer (&file, g_free);
+      file = g_build_filename (library_link, "plugins", "liblibname.so", NULL);
+      g_assert_false (perfmon_addon_rule_match (file, NULL, NULL, NULL));
       g_clear_pointer (&file, g_free);
 
       /* Other files of the plugin directory belong to no plugin. */

@@ -390,9 +390,23 @@ scan_peas_plugins (GHashTable *table,
     }
 }
 
+/* Whether @name is a shared library's ("libfoo.so", "libfoo.so.1.2"):
+ * in a library directory most entries are symbolic links named so, to
+ * the library's file, never an application's directory. */
+static gboolean
+is_library_name (const char *name)
+{
+  const char *so = strstr (name, ".so");
+
+  return g_str_has_prefix (name, "lib") && so != NULL && (so[3] == '\0' || so[3] == '.');
+}
+
 /* Every BASE/APP/plugins. A library directory holds thousands of files
  * and a few dozen directories: only directories (by the entry's type,
- * when the file system gives it) are looked into. */
+ * when the file system gives it) and symbolic links that are not a
+ * library's are looked into. Debian's multiarch directory has some 800
+ * such links, each a failed stat() of a start-up that every process of
+ * perfmon run pays (tests/bench/bench-run.py, "start-up"). */
 static void
 scan_peas_applications (GHashTable *table,
                         const char *base)
@@ -412,6 +426,7 @@ scan_peas_applications (GHashTable *table,
 
       if (entry->d_name[0] == '.' ||
           (entry->d_type != DT_DIR && entry->d_type != DT_LNK && entry->d_type != DT_UNKNOWN) ||
+          (entry->d_type == DT_LNK && is_library_name (entry->d_name)) ||
           !g_utf8_validate (entry->d_name, -1, NULL))
         continue;
       plugins = g_build_filename (base, entry->d_name, "plugins", NULL);

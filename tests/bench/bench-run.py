@@ -9,7 +9,9 @@
 #   one) and of all threads;
 # - CPU ratios (perfmon run / plain) in interleaved rounds, with medians
 #   and the machine's load: of the whole runs, and per dispatch (a run of
-#   N dispatches less one of 1, start-up and exit left out).
+#   N dispatches less one of 1, start-up and exit left out);
+# - the CPU of start-up and exit (a run of one dispatch), and what the
+#   built-in add-on rules add to it.
 # Prints figures, asserts nothing. By hand:
 #   meson compile -C _build && meson test -C _build --benchmark bench-run -v
 #
@@ -142,11 +144,14 @@ ratios = {name: [] for name, _, _ in CASES}
 per_dispatch_ratios = {name: [] for name, _, _ in CASES}
 plains = {name: [] for name, _, _ in CASES}
 per_dispatch_ns = {name: ([], []) for name, _, _ in CASES}
+startup_s = {name: ([], []) for name, _, _ in CASES}
 for r in range(ROUNDS):
     for name, argv, n in (CASES if r % 2 == 0 else tuple(reversed(CASES))):
         order = (False, True) if r % 2 == 0 else (True, False)
         full = {p: run(argv + [str(n)], p)[0] for p in order}
         base = {p: run(argv + ['1'], p)[0] for p in order}
+        startup_s[name][0].append(base[False])
+        startup_s[name][1].append(base[True])
         ratios[name].append(full[True] / full[False])
         plains[name].append(full[False])
         each = {p: (full[p] - base[p]) / (n - 1) for p in order}
@@ -166,5 +171,25 @@ for name, argv, n in CASES:
           % (name, n, statistics.median(per_dispatch_ns[name][0]), statistics.median(per_dispatch_ns[name][1]),
              statistics.median(per_dispatch_ratios[name]), min(per_dispatch_ratios[name]),
              max(per_dispatch_ratios[name])))
+    print('CPU %-9s start-up and exit (a run of 1 dispatch, all processes): plain %.1f ms, perfmon run %.1f ms '
+          '(+%.1f ms, medians)'
+          % (name, statistics.median(startup_s[name][0]) * 1e3, statistics.median(startup_s[name][1]) * 1e3,
+             (statistics.median(startup_s[name][1]) - statistics.median(startup_s[name][0])) * 1e3))
+
+# What reading the add-on rules' directories (perfmon_addon_rule_add_builtin(),
+# in every process perfmon run starts) adds to its start-up: runs of one
+# dispatch with and without them (PERFMON_RUN_NO_ADDONS=1), interleaved.
+STARTUP_ROUNDS = int(os.environ.get('BENCH_STARTUP_ROUNDS', '21'))
+with_rules, without_rules = [], []
+for r in range(STARTUP_ROUNDS):
+    for rules in ((True, False) if r % 2 == 0 else (False, True)):
+        if not rules:
+            env['PERFMON_RUN_NO_ADDONS'] = '1'
+        (with_rules if rules else without_rules).append(run([C_PROGRAM, '1'], True)[0])
+        env.pop('PERFMON_RUN_NO_ADDONS', None)
+print('CPU start-up of perfmon run (C, %d interleaved rounds, medians): %.1f ms with the built-in add-on rules, '
+      '%.1f ms without (PERFMON_RUN_NO_ADDONS=1): the rules cost %.1f ms'
+      % (STARTUP_ROUNDS, statistics.median(with_rules) * 1e3, statistics.median(without_rules) * 1e3,
+         (statistics.median(with_rules) - statistics.median(without_rules)) * 1e3))
 print('load after: %s' % load())
 shutil.rmtree(tmp, ignore_errors=True)
