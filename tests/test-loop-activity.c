@@ -268,6 +268,85 @@ test_wake_at_end (Fixture      *fixture,
   g_assert_false (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
 }
 
+typedef struct
+{
+  PerfmonLoopActivity *activity;
+  guint64              n_exact_ends;
+} ExactEndWait;
+
+static gpointer
+sleep_until_exact_end_thread (gpointer data)
+{
+  ExactEndWait *wait = data;
+
+  /* An hour: what ends this sleep in the test is the thread's word. */
+  _perfmon_loop_activity_sleep_until_exact_end (wait->activity,
+                                                __atomic_load_n (&wait->activity->n_stretches, __ATOMIC_SEQ_CST),
+                                                wait->n_exact_ends,
+                                                g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
+  return GINT_TO_POINTER (TRUE);
+}
+
+/* A watchdog that found the thread in something charged exactly (the JS
+ * sampler's ticks would find the same) sleeps until the thread says it
+ * ended: exact_end wakes it, once; without the wish it makes no system
+ * call; an end that came after the watchdog looked, before
+ * it slept, keeps it awake; so does the stretch's end. */
+static void
+test_wake_at_exact_end (Fixture      *fixture,
+                        gconstpointer data)
+{
+  PerfmonLoopActivity *activity = &fixture->activity;
+  ExactEndWait wait = { activity, 0 };
+  GThread *watchdog;
+
+  _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
+  for (guint i = 0; i < 2; i++)
+    {
+      guint64 wakes = n_wakes (activity);
+
+      wait.n_exact_ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
+      watchdog = g_thread_new ("watchdog", sleep_until_exact_end_thread, &wait);
+      while (!__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST))
+        g_usleep (1000);
+      g_mutex_lock (&activity->mutex);
+      g_mutex_unlock (&activity->mutex);
+      /* Asleep: a poll that cannot sleep leaves it be. */
+      _perfmon_loop_activity_busy_next (activity, _perfmon_clock_cycles ());
+      g_assert_cmpuint (n_wakes (activity), ==, wakes);
+      _perfmon_loop_activity_exact_end (activity);
+      g_assert_true (g_thread_join (watchdog));
+      g_assert_cmpuint (n_wakes (activity), ==, wakes + 1);
+      g_assert_false (__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST));
+      g_assert_false (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
+    }
+
+  /* No wish: counted, no wake-up. */
+  wait.n_exact_ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
+  _perfmon_loop_activity_exact_end (activity);
+  _perfmon_loop_activity_exact_end (activity);
+  g_assert_cmpuint (n_wakes (activity), ==, 2);
+  g_assert_cmpuint (__atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST), ==, wait.n_exact_ends + 2);
+
+  /* Ends since the watchdog looked: it does not sleep (an hour, else). */
+  sleep_until_exact_end_thread (&wait);
+  g_assert_false (__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST));
+
+  /* The stretch's end wakes it too. */
+  wait.n_exact_ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
+  watchdog = g_thread_new ("watchdog", sleep_until_exact_end_thread, &wait);
+  while (!__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST))
+    g_usleep (1000);
+  g_mutex_lock (&activity->mutex);
+  g_mutex_unlock (&activity->mutex);
+  _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
+  g_assert_true (g_thread_join (watchdog));
+  g_assert_cmpuint (n_wakes (activity), ==, 3);
+
+  /* A stretch that is over already: no sleep at all. */
+  sleep_until_exact_end_thread (&wait);
+}
+
 /* A poll that cannot sleep: busy_next closes the stretch and opens the
  * next at the same time, with the phase left BUSY; before the first
  * stretch, or with a watchdog asleep, it is busy_end + busy_begin and
@@ -368,6 +447,8 @@ main (int   argc,
   g_test_add ("/loop-activity/sleep-while-idle-deadline", Fixture, NULL, fixture_set_up,
               test_sleep_while_idle_deadline, fixture_tear_down);
   g_test_add ("/loop-activity/busy-next", Fixture, NULL, fixture_set_up, test_busy_next,
+              fixture_tear_down);
+  g_test_add ("/loop-activity/wake-at-exact-end", Fixture, NULL, fixture_set_up, test_wake_at_exact_end,
               fixture_tear_down);
   g_test_add ("/loop-activity/wake-at-end", Fixture, NULL, fixture_set_up, test_wake_at_end,
               fixture_tear_down);

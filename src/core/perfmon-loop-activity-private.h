@@ -21,8 +21,10 @@ G_BEGIN_DECLS
  * The watched thread pays a few plain stores and one atomic exchange per
  * stretch, and makes a system call only at a busy_begin after an idle time
  * the watchdog slept through (until the thread wakes it, or until a
- * deadline that has not passed yet), and at a busy_end the watchdog asked
- * to be woken at (watcher_wants_end, for stretches that begin seldom). That
+ * deadline that has not passed yet), at a busy_end the watchdog asked
+ * to be woken at (watcher_wants_end, for stretches that begin seldom), and
+ * at the end of a dispatch or handler charged exactly that the watchdog
+ * waits for (watcher_wants_exact_end: see _perfmon_loop_activity_exact_end()). That
  * is what lets the watchdog sleep without any deadline while the loop
  * waits, yet never miss a busy stretch:
  *
@@ -31,6 +33,8 @@ G_BEGIN_DECLS
  *                         if old == IDLE_WATCHER_ASLEEP: wake the watchdog
  *   thread, busy_end:     stretches[n].end = now; if phase == BUSY: phase = IDLE;
  *                         if exchange (watcher_wants_end, 0): wake the watchdog
+ *   thread, exact_end:    n_exact_ends++;
+ *                         if exchange (watcher_wants_exact_end, 0): wake the watchdog
  *   watchdog, to sleep:   under the mutex, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
  *                         and wait on the cond while it stays so; at a
  *                         deadline, CAS it back to IDLE
@@ -145,6 +149,14 @@ typedef struct
    * that wakes rarely, would rather be woken when the stretch ends. Read
    * by busy_end only, so only where the loop goes to sleep. */
   gint               watcher_wants_end;
+  /* Atomic: the watchdog, asleep while the thread runs something it need
+   * not sample (a dispatch or handler charged exactly: see the JS
+   * sampler), would rather be woken when that ends. Exchanged by
+   * _perfmon_loop_activity_exact_end(), which counts the ends in
+   * n_exact_ends (written by the thread only) for the watchdog's check
+   * before it sleeps. */
+  gint               watcher_wants_exact_end;
+  guint64            n_exact_ends;
 } PerfmonLoopActivity;
 
 /* Allocates the rings; an activity lives as long as its monitor. */
@@ -210,6 +222,24 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
    * asks just after this load, it wakes at the deadline, as without. */
   if (G_UNLIKELY (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_RELAXED)) &&
       __atomic_exchange_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED))
+    _perfmon_loop_activity_wake_watcher (activity);
+}
+
+/* Something that may have been charged exactly ended on the watched
+ * thread: a dispatch that the monitor left the slow way (25 µs or more:
+ * never its lean leave) or a JavaScript handler of an add-on's site.
+ * Wakes the watchdog if it sleeps until then
+ * (_perfmon_loop_activity_sleep_until_exact_end()). Two locked
+ * instructions: the count's store and the wish's exchange are ordered
+ * with the watchdog's store of the wish and load of the count, so that
+ * either this sees the wish or the watchdog sees the count moved. */
+static inline void
+_perfmon_loop_activity_exact_end (PerfmonLoopActivity *activity)
+{
+  guint64 n = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_RELAXED);
+
+  __atomic_store_n (&activity->n_exact_ends, n + 1, __ATOMIC_SEQ_CST);
+  if (__atomic_exchange_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_SEQ_CST))
     _perfmon_loop_activity_wake_watcher (activity);
 }
 
@@ -311,6 +341,15 @@ void     _perfmon_loop_activity_sleep_until      (PerfmonLoopActivity *activity,
 void     _perfmon_loop_activity_sleep_until_end  (PerfmonLoopActivity *activity,
                                                   guint64              index,
                                                   gint64               until_us);
+/* The same, but asks to be woken at the end of stretch @index and at the
+ * next _perfmon_loop_activity_exact_end(); returns at once if either came
+ * already: the stretch is over, or n_exact_ends is no longer @n_exact_ends
+ * (read before the watchdog found the thread in something charged
+ * exactly). */
+void     _perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
+                                                       guint64              index,
+                                                       guint64              n_exact_ends,
+                                                       gint64               until_us);
 /* A watchdog starts watching: FALSE if another one watches already. What
  * the thread published before is stale: the watching begins at its next
  * busy_begin. @prepare_thread: see the field. */

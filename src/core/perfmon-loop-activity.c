@@ -153,6 +153,27 @@ _perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
   g_mutex_unlock (&activity->mutex);
 }
 
+void
+_perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
+                                              guint64              index,
+                                              guint64              n_exact_ends,
+                                              gint64               until_us)
+{
+  g_mutex_lock (&activity->mutex);
+  /* The wishes first, then the checks, as in _sleep_until_end(): the
+   * thread's end either sees the wish or is seen here. */
+  __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n (&activity->watcher_wants_exact_end, 1, __ATOMIC_SEQ_CST);
+  if (!activity->stopping &&
+      __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST) == n_exact_ends &&
+      g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
+      __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
+    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+  __atomic_store_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
+  g_mutex_unlock (&activity->mutex);
+}
+
 gboolean
 _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                          gint64               until_us)

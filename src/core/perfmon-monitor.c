@@ -2840,6 +2840,18 @@ note_long_dispatch (PerfmonMonitor     *self,
     _perfmon_loop_activity_note_dispatch (&self->activity, record->name, cycles);
 }
 
+/* A dispatch left the slow way ended, its name gone (the caller restored
+ * the outer one): a watchdog that waits for the end of a dispatch charged
+ * exactly is woken. Two locked instructions, for dispatches of
+ * READ_STRETCH_US or more (and the rare others off the lean path): a
+ * dispatch the watchdog finds running is one of those but by chance. */
+static inline void
+note_dispatch_end (PerfmonMonitor *self)
+{
+  if (g_atomic_int_get (&self->activity.watched))
+    _perfmon_loop_activity_exact_end (&self->activity);
+}
+
 /* Any dispatch of the hook: enter and leave inline into it (flatten), with
  * the observer, if any, around the dispatch. */
 static G_GNUC_NO_INLINE __attribute__ ((flatten)) gboolean
@@ -2867,6 +2879,7 @@ dispatch_measured (PerfmonMonitor      *self,
   cycles = _perfmon_monitor_leave (self, record);
   if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
     note_long_dispatch (self, record, cycles);
+  note_dispatch_end (self);
   return again;
 }
 
@@ -2883,6 +2896,7 @@ leave_dispatch_slowly (PerfmonMonitor     *self,
 
   if (G_UNLIKELY (cycles >= self->long_dispatch_cycles))
     note_long_dispatch (self, record, cycles);
+  note_dispatch_end (self);
   return again;
 }
 

@@ -1126,6 +1126,7 @@ wait_for_deadline (Watchdog   *watchdog,
                    gint64     *now_us)
 {
   gint64 run_delay_before_us;
+  guint64 n_exact_ends;
 
   *now_us = g_get_monotonic_time ();
   if (*now_us >= deadline_us)
@@ -1138,14 +1139,21 @@ wait_for_deadline (Watchdog   *watchdog,
    * to sleep. In a large process (GNOME Shell) a wake-up then cost this
    * thread several times as much on the project's VMs
    * (tests/bench/bench-wakeup); the thread's price is one system call at
-   * the end of such a stretch, at most 1000 / threshold_ms a second. */
-  if (watchdog->stretch.sparse)
+   * the end of such a stretch, at most 1000 / threshold_ms a second.
+   * Likewise, in a dispatch or handler charged exactly the JS sampler
+   * has nothing to take: woken at its end (the thread's word), or at the
+   * stretch's. */
+  if (_perfmon_js_sampler_waits_for_exact_end (watchdog->js_sampler, watchdog->stretch.index, &n_exact_ends))
+    _perfmon_loop_activity_sleep_until_exact_end (watchdog->activity, watchdog->stretch.index, n_exact_ends,
+                                                  deadline_us);
+  else if (watchdog->stretch.sparse)
     _perfmon_loop_activity_sleep_until_end (watchdog->activity, watchdog->stretch.index, deadline_us);
   else
     _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
   g_mutex_lock (&watchdog->self->work_lock);
   __atomic_fetch_add (&watchdog->self->n_wakeups, 1, __ATOMIC_RELAXED);
   *now_us = g_get_monotonic_time ();
+  _perfmon_js_sampler_check_exact_end (watchdog->js_sampler, watchdog->stretch.index, *now_us);
   if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
     return FALSE;
   /* Woken more than half a threshold late, beyond the time this thread

@@ -30,6 +30,10 @@ typedef enum
 #define PERFMON_JS_SAMPLE_TIMEOUT_MS 5
 /* Add-on groups the sampler charges, at most. */
 #define PERFMON_JS_SAMPLE_MAX_ADDONS 256
+/* In something charged exactly, the sampler looks again this often at
+ * most: the thread says when it ends, but not the end of a dispatch it
+ * left the lean way (found running, yet under 25 µs). */
+#define PERFMON_JS_SAMPLE_EXACT_RECHECK_MS 100
 
 typedef struct _PerfmonJsSampler PerfmonJsSampler;
 
@@ -56,6 +60,16 @@ gint64            _perfmon_js_sampler_deadline (PerfmonJsSampler    *self,
 void              _perfmon_js_sampler_tick     (PerfmonJsSampler    *self,
                                                 guint64              index,
                                                 gint64               now_us);
+/* TRUE if the last tick of stretch @index found the thread in something
+ * charged exactly: the watchdog then sleeps until it ends
+ * (_perfmon_loop_activity_sleep_until_exact_end(), with @n_exact_ends),
+ * and calls _perfmon_js_sampler_check_exact_end() when it wakes. */
+gboolean          _perfmon_js_sampler_waits_for_exact_end (PerfmonJsSampler *self,
+                                                           guint64           index,
+                                                           guint64          *n_exact_ends);
+void              _perfmon_js_sampler_check_exact_end     (PerfmonJsSampler *self,
+                                                           guint64           index,
+                                                           gint64            now_us);
 
 /* The bookkeeping behind _perfmon_js_sampler_deadline(),
  * _perfmon_js_sampler_tick() and _perfmon_js_sampler_look(), apart from

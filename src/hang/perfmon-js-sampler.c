@@ -97,6 +97,12 @@ struct _PerfmonJsSampler
   gint64          last_cpu_ns;
   PerfmonGroup   *last_addon;    /* where the last answer went, or NULL */
   gint64          next_us;
+  /* The last tick found the thread in something charged exactly: the
+   * next sample waits until that ends (the thread says so: see
+   * _perfmon_js_sampler_waits_for_exact_end()), @exact_ends being the
+   * activity's count of ends read before that tick looked. */
+  gboolean        in_exact;
+  guint64         exact_ends;
   /* The part of the stretch before the sampler saw it, when it saw it
    * only at the first sample: charged to @unseen_addon at the rate of the
    * next interval. */
@@ -268,6 +274,7 @@ _perfmon_js_sampler_follow (PerfmonJsSampler *self,
   self->unseen_us = 0;
   self->unseen_addon = NULL;
   self->carried_ns = 0;
+  self->in_exact = FALSE;
   self->next_us = start_us + PERFMON_JS_SAMPLE_AFTER_MS * 1000;
 }
 
@@ -438,6 +445,7 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
   PerfmonGroup *addon = NULL;
   PerfmonJsSampleOutcome outcome;
   gint64 cpu_ns;
+  guint64 ends;
 
   if (!self->following || self->index != index || now_us < self->next_us)
     return;
@@ -448,6 +456,9 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     }
 
   frames = g_ptr_array_new_with_free_func (_perfmon_js_frame_free);
+  /* Before the thread is looked at: an end after this is one of what the
+   * look finds (see _perfmon_js_sampler_waits_for_exact_end()). */
+  ends = __atomic_load_n (&_perfmon_monitor_get_loop_activity (self->monitor)->n_exact_ends, __ATOMIC_SEQ_CST);
   /* A dispatch charged exactly is not sampled at all: its name, read
    * from the thread's memory here, spares the thread the stack dump. */
   if (dispatch_is_exact (self))
@@ -463,7 +474,63 @@ _perfmon_js_sampler_tick (PerfmonJsSampler *self,
     }
 
   _perfmon_js_sampler_account (self, now_us, cpu_ns, outcome, addon);
-  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time ());
+  /* In something charged exactly, a sample every 5 ms would find the
+   * same, each a wake-up of the watchdog (tens of µs in a large process:
+   * tests/bench/bench-wakeup): the thread wakes it at the end instead,
+   * and a look every PERFMON_JS_SAMPLE_EXACT_RECHECK_MS covers an end it
+   * does not tell. */
+  self->in_exact = outcome == PERFMON_JS_SAMPLE_EXACT;
+  self->exact_ends = ends;
+  if (self->in_exact)
+    self->next_us = now_us + PERFMON_JS_SAMPLE_EXACT_RECHECK_MS * 1000;
+  else
+    self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, g_get_monotonic_time ());
+}
+
+gboolean
+_perfmon_js_sampler_waits_for_exact_end (PerfmonJsSampler *self,
+                                         guint64           index,
+                                         guint64          *n_exact_ends)
+{
+  if (!self->following || self->index != index || !self->in_exact)
+    return FALSE;
+  *n_exact_ends = self->exact_ends;
+  return TRUE;
+}
+
+void
+_perfmon_js_sampler_check_exact_end (PerfmonJsSampler *self,
+                                     guint64           index,
+                                     gint64            now_us)
+{
+  guint64 ends;
+  gint64 cpu_ns;
+
+  if (!self->following || self->index != index || !self->in_exact)
+    return;
+  ends = __atomic_load_n (&_perfmon_monitor_get_loop_activity (self->monitor)->n_exact_ends, __ATOMIC_SEQ_CST);
+  if (ends == self->exact_ends)
+    return;   /* a deadline, or the stretch's end: the tick or the look */
+  self->exact_ends = ends;
+  /* A nested dispatch ended, or another exact one began. */
+  if (dispatch_is_exact (self))
+    return;
+  if (!_perfmon_js_stack_thread_cpu_ns (&cpu_ns))
+    {
+      self->following = FALSE;
+      return;
+    }
+  /* Up to now the thread ran what was charged exactly: as a tick that
+   * found it so (nothing charged but what a previous answer's add-on may
+   * have run before). The next sample comes a random interval later, as
+   * after any tick: a sample right at the end would always land between
+   * two dispatches. Where the thread went is known to have changed at
+   * the interval's start, not somewhere in it: the next answer takes it
+   * all, as a stretch's first answer does, not half. */
+  _perfmon_js_sampler_account (self, now_us, cpu_ns, PERFMON_JS_SAMPLE_EXACT, NULL);
+  self->n_answered = 0;
+  self->in_exact = FALSE;
+  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, now_us);
 }
 
 /* The file of @frame, "function (file:line)" as

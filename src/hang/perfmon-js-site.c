@@ -65,6 +65,7 @@ typedef struct
   char         *name;          /* the compartment's */
   const char   *label;         /* interned "[add-on ID]": see the hang monitor */
   GThread      *thread;        /* GJS's: the only one measured */
+  PerfmonLoopActivity *activity;  /* the monitor's, which outlives the site */
 } HandlerSite;
 
 static GHashTable *addon_groups;    /* id → PerfmonGroup, held */
@@ -401,6 +402,10 @@ guard_post (gpointer  data,
   guard_depth--;
   if (guard_depth < GUARD_NAME_DEPTH)
     _perfmon_set_dispatch_name (outer_names[guard_depth]);
+  /* A watchdog that skips the JS samples of the handler, charged
+   * exactly, would rather know it ended (two locked instructions). */
+  if (g_atomic_int_get (&site->activity->watched))
+    _perfmon_loop_activity_exact_end (site->activity);
 }
 
 gboolean
@@ -438,6 +443,7 @@ _perfmon_js_site_handler_connected (PerfmonMonitor *monitor,
       perfmon_group_set_active (site->compartment, TRUE);
       site->name = g_strdup (perfmon_group_get_name (site->compartment));
       site->thread = g_thread_self ();
+      site->activity = _perfmon_monitor_get_loop_activity (monitor);
       {
         g_autofree char *label = g_strdup_printf (PERFMON_ADDON_LABEL_PREFIX "%s]", addon_id);
 

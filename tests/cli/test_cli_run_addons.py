@@ -18,6 +18,10 @@ MAIN = os.path.join(HERE, 'gjs_addons_main.js')
 EXTENSIONS = os.path.join(HERE, 'gjs-extensions')
 # One copy of the extensions' burn.js, put next to each at install.
 BURN_JS = os.path.join(HERE, 'gjs_extension_burn.js')
+# One extension whose exactly charged timeout runs long (40 ms), and the
+# program that counts the watchdog's sleeps over its dispatches.
+EXACT_EXTENSION = os.path.join(HERE, 'gjs-exact-extension')
+EXACT_MAIN = os.path.join(HERE, 'gjs_exact_wakeups.js')
 GJS = shutil.which('gjs')
 
 BURNERS = ('burner@perfmon.test', 'helper-burner@perfmon.test', 'slow-handler@perfmon.test')
@@ -157,6 +161,33 @@ class AddonsTest(CliTestCase):
                                             indent=1)[:3000])
         for hang in sampled:
             self.assertNotIn('Addon', [key for key, _ in hang['annotations']])
+
+    def test_exact_dispatch_spares_watchdog_wakeups(self):
+        # A dispatch charged exactly (an extension's own timeout) is not
+        # sampled: the watchdog looks once, 10 ms into it, then sleeps
+        # until the thread says it ended (or 20 ms more), rather than
+        # waking every 5 ms to find the same. A 40 ms dispatch every 200
+        # ms costs the watchdog: its wake-up as the loop leaves its poll,
+        # the look, one look more at 30 ms, the end's: about 4 sleeps. A
+        # wake-up costs tens of µs in a large process (bench-wakeup): it
+        # was 8-11, a look every 2.5-7.5 ms, and a second sleep after each
+        # wake-up by the thread, for the mutex it signalled under.
+        data_home = self.path('data')
+        installed = os.path.join(data_home, 'gnome-shell', 'extensions')
+        shutil.copytree(EXACT_EXTENSION, installed)
+        shutil.copy(BURN_JS, os.path.join(installed, 'long-burner@perfmon.test', 'burn.js'))
+        env = self.foreign_env()
+        env['PERFMON_RUN_NO_EXPORT'] = '1'
+        env['XDG_DATA_HOME'] = data_home
+        result = self.perfmon('run', '--summary', self.path('summary.json'), '--', GJS, '-m', EXACT_MAIN,
+                              env=env, timeout=120)
+        self.assertExit(result, 0)
+        counts = json.loads(result.stdout.strip().splitlines()[-1])
+        print('watchdog sleeps over long exact dispatches:', counts)
+        # A loaded machine runs fewer of them, never none.
+        self.assertGreaterEqual(counts['dispatches'], 5, counts)
+        self.assertGreater(counts['sleeps'], 0, counts)
+        self.assertLessEqual(counts['sleeps'] / counts['dispatches'], 6, counts)
 
     def test_addon_path_option(self):
         # --addon-path PREFIX=NAME: a fixed add-on, more specific than the

@@ -1,0 +1,26 @@
+// A test extension whose timeout, made directly (so charged exactly, by
+// its creation site), burns 40 ms of CPU every 200 ms: long enough for the
+// JavaScript sampler's schedule, never a hang.
+//
+// SPDX-License-Identifier: LGPL-2.1-or-later
+import GLib from 'gi://GLib';
+import {burn} from './burn.js';
+
+let id = 0;
+let dispatches = 0;
+
+export function enable() {
+    id = GLib.timeout_add(GLib.PRIORITY_DEFAULT, 200, () => {
+        burn(40);
+        dispatches++;
+        return GLib.SOURCE_CONTINUE;
+    });
+}
+
+export function disable() {
+    GLib.source_remove(id);
+}
+
+export function dispatchesSoFar() {
+    return dispatches;
+}
