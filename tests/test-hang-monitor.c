@@ -434,9 +434,7 @@ run_periodic (Fixture *fixture,
   g_autoptr(GSource) periodic = g_timeout_source_new (period_ms);
   guint64 wakes_before, stretches_before;
 
-  g_mutex_lock (&activity->mutex);
-  wakes_before = activity->n_wakes;
-  g_mutex_unlock (&activity->mutex);
+  wakes_before = __atomic_load_n (&activity->n_wakes, __ATOMIC_SEQ_CST);
   stretches_before = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE);
 
   g_source_set_callback (periodic, spin_2_ms, NULL, NULL);
@@ -445,9 +443,7 @@ run_periodic (Fixture *fixture,
   g_main_loop_run (fixture->loop);
   g_source_destroy (periodic);
 
-  g_mutex_lock (&activity->mutex);
-  *wakes = activity->n_wakes - wakes_before;
-  g_mutex_unlock (&activity->mutex);
+  *wakes = __atomic_load_n (&activity->n_wakes, __ATOMIC_SEQ_CST) - wakes_before;
   *stretches = __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) - stretches_before;
   g_test_message ("every %u ms: %" G_GUINT64_FORMAT " wake-ups for %" G_GUINT64_FORMAT " stretches",
                   period_ms, *wakes, *stretches);

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <glib.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 G_BEGIN_DECLS
 
@@ -35,9 +38,11 @@ G_BEGIN_DECLS
  *                         if exchange (watcher_wants_end, 0): wake the watchdog
  *   thread, exact_end:    n_exact_ends++;
  *                         if exchange (watcher_wants_exact_end, 0): wake the watchdog
- *   watchdog, to sleep:   under the mutex, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
- *                         and wait on the cond while it stays so; at a
- *                         deadline, CAS it back to IDLE
+ *   watchdog, to sleep:   read wake_seq, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
+ *                         and wait on the futex while it stays so (reading
+ *                         wake_seq again before each look); at a deadline,
+ *                         CAS it back to IDLE
+ *   wake the watchdog:    wake_seq++, then FUTEX_WAKE
  *
  * The exchange and the compare-and-swap order the two sides: either the
  * watchdog sees BUSY and does not sleep, or the thread sees ASLEEP and
@@ -140,11 +145,17 @@ typedef struct
   guint64            n_marks;          /* atomic: written so far */
   PerfmonLoopMark   *marks;
 
-  /* The watchdog's sleep. */
-  GMutex             mutex;
-  GCond              cond;
-  guint64            n_wakes;        /* under mutex: wake-ups the thread sent */
-  gboolean           stopping;       /* written under mutex, read atomically */
+  /* The watchdog's sleep: an event count, a futex word. The watchdog
+   * reads it, then checks what it waits for, then sleeps while it still
+   * holds what it read; a wake-up bumps it, then wakes the sleeper. No
+   * lock on either side: with a mutex and a GCond, the woken watchdog
+   * went back to sleep for the mutex the thread signalled under, and the
+   * thread's unlock woke it again, two sleeps and two system calls per
+   * wake-up (and GLib 2.74's GCond, signalled after the unlock, lost one
+   * under ThreadSanitizer: test-hang-monitor, /hang-monitor/report). */
+  guint              wake_seq;       /* atomic; the futex word */
+  guint64            n_wakes;        /* atomic: wake-ups the thread sent */
+  gint               stopping;       /* atomic gboolean */
   /* Atomic: the watchdog, asleep until a deadline of a stretch of a loop
    * that wakes rarely, would rather be woken when the stretch ends. Read
    * by busy_end only, so only where the loop goes to sleep. */
@@ -174,14 +185,15 @@ _perfmon_loop_activity_stretch (PerfmonLoopActivity *activity,
 
 /* At a busy_begin after an idle time the watchdog slept through: a system
  * call more does not show then. Inline: out of line,
- * GCC computes its argument on the poll wrapper's hot path. */
+ * GCC computes its argument on the poll wrapper's hot path. The count is
+ * bumped before the futex is woken, so that a watchdog about to sleep
+ * with the old count does not (see wake_seq). */
 static inline void
 _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
 {
-  g_mutex_lock (&activity->mutex);
-  activity->n_wakes++;
-  g_cond_signal (&activity->cond);
-  g_mutex_unlock (&activity->mutex);
+  __atomic_fetch_add (&activity->n_wakes, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&activity->wake_seq, 1, __ATOMIC_SEQ_CST);
+  syscall (SYS_futex, &activity->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* A busy stretch begins at @now_cycles (a poll returned, a unit of work

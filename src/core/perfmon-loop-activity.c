@@ -10,6 +10,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -22,8 +23,6 @@ void
 _perfmon_loop_activity_init (PerfmonLoopActivity *activity)
 {
   memset (activity, 0, sizeof *activity);
-  g_mutex_init (&activity->mutex);
-  g_cond_init (&activity->cond);
   activity->stretches = g_new0 (PerfmonLoopStretch, PERFMON_LOOP_RECENT_STRETCHES);
   activity->dispatch_lists = g_new0 (PerfmonLoopDispatchList, PERFMON_LOOP_RECENT_DISPATCH_LISTS);
 }
@@ -39,8 +38,6 @@ _perfmon_loop_activity_clear (PerfmonLoopActivity *activity)
 {
   if (current_activity == activity)
     current_activity = NULL;
-  g_mutex_clear (&activity->mutex);
-  g_cond_clear (&activity->cond);
   g_clear_pointer (&activity->stretches, g_free);
   g_clear_pointer (&activity->dispatch_lists, g_free);
   g_clear_pointer (&activity->marks, g_free);
@@ -88,9 +85,7 @@ _perfmon_loop_activity_watch (PerfmonLoopActivity *activity,
   if (!g_atomic_int_compare_and_exchange (&activity->watched, FALSE, TRUE))
     return FALSE;
   g_atomic_int_set (&activity->phase, PERFMON_LOOP_IDLE);
-  g_mutex_lock (&activity->mutex);
   g_atomic_int_set (&activity->stopping, FALSE);
-  g_mutex_unlock (&activity->mutex);
   return TRUE;
 }
 
@@ -111,10 +106,9 @@ _perfmon_loop_activity_unwatch (PerfmonLoopActivity *activity)
 void
 _perfmon_loop_activity_stop_watcher (PerfmonLoopActivity *activity)
 {
-  g_mutex_lock (&activity->mutex);
   g_atomic_int_set (&activity->stopping, TRUE);
-  g_cond_broadcast (&activity->cond);
-  g_mutex_unlock (&activity->mutex);
+  __atomic_fetch_add (&activity->wake_seq, 1, __ATOMIC_SEQ_CST);
+  syscall (SYS_futex, &activity->wake_seq, FUTEX_WAKE_PRIVATE, G_MAXINT, NULL, NULL, 0);
 }
 
 gboolean
@@ -123,14 +117,49 @@ _perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity)
   return g_atomic_int_get (&activity->stopping);
 }
 
+/* The event count, read before the watchdog looks at what it waits for. */
+static guint
+read_wake_seq (PerfmonLoopActivity *activity)
+{
+  return __atomic_load_n (&activity->wake_seq, __ATOMIC_SEQ_CST);
+}
+
+/* Sleeps while the event count is still @seq, until @until_us (monotonic;
+ * G_MAXINT64: no deadline). FALSE if the deadline passed; TRUE if woken,
+ * if the count had moved already, or on a signal. */
+static gboolean
+wait_for_wake (PerfmonLoopActivity *activity,
+               guint                seq,
+               gint64               until_us)
+{
+  struct timespec deadline;
+  int saved_errno = errno;
+  gboolean timed_out;
+
+  if (until_us != G_MAXINT64)
+    {
+      if (until_us <= g_get_monotonic_time ())
+        return FALSE;
+      deadline.tv_sec = until_us / G_USEC_PER_SEC;
+      deadline.tv_nsec = (until_us % G_USEC_PER_SEC) * 1000;
+    }
+  /* FUTEX_WAIT_BITSET: an absolute deadline on CLOCK_MONOTONIC, the clock
+   * of g_get_monotonic_time(). */
+  timed_out = syscall (SYS_futex, &activity->wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq,
+                       until_us != G_MAXINT64 ? &deadline : NULL, NULL, FUTEX_BITSET_MATCH_ANY) < 0 &&
+              errno == ETIMEDOUT;
+  errno = saved_errno;
+  return !timed_out;
+}
+
 void
 _perfmon_loop_activity_sleep_until (PerfmonLoopActivity *activity,
                                     gint64               until_us)
 {
-  g_mutex_lock (&activity->mutex);
-  if (!activity->stopping)
-    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
-  g_mutex_unlock (&activity->mutex);
+  guint seq = read_wake_seq (activity);
+
+  if (!g_atomic_int_get (&activity->stopping))
+    wait_for_wake (activity, seq, until_us);
 }
 
 void
@@ -138,19 +167,18 @@ _perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
                                         guint64              index,
                                         gint64               until_us)
 {
-  g_mutex_lock (&activity->mutex);
-  /* Under the mutex, which busy_end takes to wake us: its wake-up cannot
-   * come between this check and the wait. The wish first, then the
-   * check: if busy_end missed the wish, this sees the stretch over (or,
-   * the thread's store not seen yet, sleeps to the deadline, as
-   * without). */
+  guint seq = read_wake_seq (activity);
+
+  /* The count first, then the wish, then the check: a wake-up by
+   * busy_end after the count was read cannot be slept through. If
+   * busy_end missed the wish, this sees the stretch over (or, the
+   * thread's store not seen yet, sleeps to the deadline, as without). */
   __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
-  if (!activity->stopping &&
+  if (!g_atomic_int_get (&activity->stopping) &&
       g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
       __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
-    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+    wait_for_wake (activity, seq, until_us);
   __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
-  g_mutex_unlock (&activity->mutex);
 }
 
 void
@@ -159,28 +187,27 @@ _perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
                                               guint64              n_exact_ends,
                                               gint64               until_us)
 {
-  g_mutex_lock (&activity->mutex);
-  /* The wishes first, then the checks, as in _sleep_until_end(): the
-   * thread's end either sees the wish or is seen here. */
+  guint seq = read_wake_seq (activity);
+
+  /* The count, the wishes, then the checks, as in _sleep_until_end():
+   * the thread's end either sees the wish or is seen here. */
   __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n (&activity->watcher_wants_exact_end, 1, __ATOMIC_SEQ_CST);
-  if (!activity->stopping &&
+  if (!g_atomic_int_get (&activity->stopping) &&
       __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST) == n_exact_ends &&
       g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
       __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
-    g_cond_wait_until (&activity->cond, &activity->mutex, until_us);
+    wait_for_wake (activity, seq, until_us);
   __atomic_store_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
-  g_mutex_unlock (&activity->mutex);
 }
 
 gboolean
 _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                          gint64               until_us)
 {
-  gboolean slept = TRUE;
+  guint seq = read_wake_seq (activity);
 
-  g_mutex_lock (&activity->mutex);
   if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_IDLE ||
       g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE,
                                          PERFMON_LOOP_IDLE_WATCHER_ASLEEP))
@@ -189,14 +216,15 @@ _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
        * a deadline (a jank session's next sample) as without: a stretch
        * that began and ended before the deadline would go unseen. Wait
        * while the wish to be woken stands: once the thread took it (and
-       * maybe is idle again), look afresh. */
-      while (!activity->stopping &&
+       * maybe is idle again), look afresh. The count is read before each
+       * look: the thread's exchange, and so its wake-up, came after the
+       * compare-and-swap above. */
+      while (!g_atomic_int_get (&activity->stopping) &&
              g_atomic_int_get (&activity->phase) == PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
         {
-          if (until_us == G_MAXINT64)
-            g_cond_wait (&activity->cond, &activity->mutex);
-          else if (!g_cond_wait_until (&activity->cond, &activity->mutex, until_us))
+          if (!wait_for_wake (activity, seq, until_us))
             break;
+          seq = read_wake_seq (activity);
         }
       /* The deadline passed: take the wish back, so that the next
        * busy_begin makes no system call for a watchdog already awake.
@@ -204,11 +232,9 @@ _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
       if (until_us != G_MAXINT64)
         g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE_WATCHER_ASLEEP,
                                            PERFMON_LOOP_IDLE);
+      return TRUE;
     }
-  else
-    slept = FALSE;   /* the thread began a stretch: the CAS failed */
-  g_mutex_unlock (&activity->mutex);
-  return slept;
+  return FALSE;   /* the thread began a stretch: the CAS failed */
 }
 
 /* --- the longest dispatches of a busy stretch --------------------------- */

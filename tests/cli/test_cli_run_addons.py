@@ -165,10 +165,10 @@ class AddonsTest(CliTestCase):
     def test_exact_dispatch_spares_watchdog_wakeups(self):
         # A dispatch charged exactly (an extension's own timeout) is not
         # sampled: the watchdog looks once, 10 ms into it, then sleeps
-        # until the thread says it ended (or 20 ms more), rather than
+        # until the thread says it ended (or 100 ms more), rather than
         # waking every 5 ms to find the same. A 40 ms dispatch every 200
         # ms costs the watchdog: its wake-up as the loop leaves its poll,
-        # the look, one look more at 30 ms, the end's: about 4 sleeps. A
+        # the look, the end's, the stretch's: about 4 sleeps. A
         # wake-up costs tens of µs in a large process (bench-wakeup): it
         # was 8-11, a look every 2.5-7.5 ms, and a second sleep after each
         # wake-up by the thread, for the mutex it signalled under.
