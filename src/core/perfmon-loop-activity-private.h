@@ -5,9 +5,8 @@
 #pragma once
 
 #include <glib.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "perfmon-futex-private.h"
 
 G_BEGIN_DECLS
 
@@ -145,7 +144,8 @@ typedef struct
   guint64            n_marks;          /* atomic: written so far */
   PerfmonLoopMark   *marks;
 
-  /* The watchdog's sleep: an event count, a futex word. The watchdog
+  /* The watchdog's sleep: an event count, a futex word
+   * (perfmon-futex-private.h). The watchdog
    * reads it, then checks what it waits for, then sleeps while it still
    * holds what it read; a wake-up bumps it, then wakes the sleeper. No
    * lock on either side: with a mutex and a GCond, the woken watchdog
@@ -192,8 +192,7 @@ static inline void
 _perfmon_loop_activity_wake_watcher (PerfmonLoopActivity *activity)
 {
   __atomic_fetch_add (&activity->n_wakes, 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add (&activity->wake_seq, 1, __ATOMIC_SEQ_CST);
-  syscall (SYS_futex, &activity->wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  _perfmon_futex_bump_and_wake (&activity->wake_seq, 1);
 }
 
 /* A busy stretch begins at @now_cycles (a poll returned, a unit of work

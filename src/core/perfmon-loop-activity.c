@@ -10,7 +10,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -107,8 +106,7 @@ void
 _perfmon_loop_activity_stop_watcher (PerfmonLoopActivity *activity)
 {
   g_atomic_int_set (&activity->stopping, TRUE);
-  __atomic_fetch_add (&activity->wake_seq, 1, __ATOMIC_SEQ_CST);
-  syscall (SYS_futex, &activity->wake_seq, FUTEX_WAKE_PRIVATE, G_MAXINT, NULL, NULL, 0);
+  _perfmon_futex_bump_and_wake (&activity->wake_seq, G_MAXINT);
 }
 
 gboolean
@@ -117,49 +115,14 @@ _perfmon_loop_activity_watcher_stopping (PerfmonLoopActivity *activity)
   return g_atomic_int_get (&activity->stopping);
 }
 
-/* The event count, read before the watchdog looks at what it waits for. */
-static guint
-read_wake_seq (PerfmonLoopActivity *activity)
-{
-  return __atomic_load_n (&activity->wake_seq, __ATOMIC_SEQ_CST);
-}
-
-/* Sleeps while the event count is still @seq, until @until_us (monotonic;
- * G_MAXINT64: no deadline). FALSE if the deadline passed; TRUE if woken,
- * if the count had moved already, or on a signal. */
-static gboolean
-wait_for_wake (PerfmonLoopActivity *activity,
-               guint                seq,
-               gint64               until_us)
-{
-  struct timespec deadline;
-  int saved_errno = errno;
-  gboolean timed_out;
-
-  if (until_us != G_MAXINT64)
-    {
-      if (until_us <= g_get_monotonic_time ())
-        return FALSE;
-      deadline.tv_sec = until_us / G_USEC_PER_SEC;
-      deadline.tv_nsec = (until_us % G_USEC_PER_SEC) * 1000;
-    }
-  /* FUTEX_WAIT_BITSET: an absolute deadline on CLOCK_MONOTONIC, the clock
-   * of g_get_monotonic_time(). */
-  timed_out = syscall (SYS_futex, &activity->wake_seq, FUTEX_WAIT_BITSET_PRIVATE, seq,
-                       until_us != G_MAXINT64 ? &deadline : NULL, NULL, FUTEX_BITSET_MATCH_ANY) < 0 &&
-              errno == ETIMEDOUT;
-  errno = saved_errno;
-  return !timed_out;
-}
-
 void
 _perfmon_loop_activity_sleep_until (PerfmonLoopActivity *activity,
                                     gint64               until_us)
 {
-  guint seq = read_wake_seq (activity);
+  guint seq = _perfmon_futex_read (&activity->wake_seq);
 
   if (!g_atomic_int_get (&activity->stopping))
-    wait_for_wake (activity, seq, until_us);
+    _perfmon_futex_wait_until (&activity->wake_seq, seq, until_us);
 }
 
 void
@@ -167,7 +130,7 @@ _perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
                                         guint64              index,
                                         gint64               until_us)
 {
-  guint seq = read_wake_seq (activity);
+  guint seq = _perfmon_futex_read (&activity->wake_seq);
 
   /* The count first, then the wish, then the check: a wake-up by
    * busy_end after the count was read cannot be slept through. If
@@ -177,7 +140,7 @@ _perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
   if (!g_atomic_int_get (&activity->stopping) &&
       g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
       __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
-    wait_for_wake (activity, seq, until_us);
+    _perfmon_futex_wait_until (&activity->wake_seq, seq, until_us);
   __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
 }
 
@@ -187,7 +150,7 @@ _perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
                                               guint64              n_exact_ends,
                                               gint64               until_us)
 {
-  guint seq = read_wake_seq (activity);
+  guint seq = _perfmon_futex_read (&activity->wake_seq);
 
   /* The count, the wishes, then the checks, as in _sleep_until_end():
    * the thread's end either sees the wish or is seen here. */
@@ -197,7 +160,7 @@ _perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
       __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST) == n_exact_ends &&
       g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
       __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
-    wait_for_wake (activity, seq, until_us);
+    _perfmon_futex_wait_until (&activity->wake_seq, seq, until_us);
   __atomic_store_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
 }
@@ -206,7 +169,7 @@ gboolean
 _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
                                          gint64               until_us)
 {
-  guint seq = read_wake_seq (activity);
+  guint seq = _perfmon_futex_read (&activity->wake_seq);
 
   if (g_atomic_int_get (&activity->phase) != PERFMON_LOOP_IDLE ||
       g_atomic_int_compare_and_exchange (&activity->phase, PERFMON_LOOP_IDLE,
@@ -222,9 +185,9 @@ _perfmon_loop_activity_sleep_while_idle (PerfmonLoopActivity *activity,
       while (!g_atomic_int_get (&activity->stopping) &&
              g_atomic_int_get (&activity->phase) == PERFMON_LOOP_IDLE_WATCHER_ASLEEP)
         {
-          if (!wait_for_wake (activity, seq, until_us))
+          if (!_perfmon_futex_wait_until (&activity->wake_seq, seq, until_us))
             break;
-          seq = read_wake_seq (activity);
+          seq = _perfmon_futex_read (&activity->wake_seq);
         }
       /* The deadline passed: take the wish back, so that the next
        * busy_begin makes no system call for a watchdog already awake.

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -24,6 +23,7 @@
 #include <libunwind.h>
 
 #include "perfmon-error.h"
+#include "perfmon-futex-private.h"
 #include "perfmon-loop-activity-private.h"
 #include "perfmon-proc-stack-private.h"
 #include "perfmon-stack-capture-private.h"
@@ -240,7 +240,7 @@ G_STATIC_ASSERT (sizeof (unw_context_t) == sizeof (ucontext_t));
 static struct
 {
   guint64              word;          /* atomic: SLOT_WORD (tid, state) */
-  guint32              completions;   /* atomic futex word, bumped by each handler */
+  guint                completions;   /* atomic futex word, bumped by each handler */
   PerfmonCapturedStack stack;         /* written by the handler that claimed the slot */
   int                  unwind_error;  /* libunwind's code when no frame was read */
 } slot;
@@ -526,8 +526,7 @@ _perfmon_stack_capture_handler (int        signo,
           __atomic_store_n (&slot.word, SLOT_WORD (0, SLOT_IDLE), __ATOMIC_RELEASE);
         }
 
-      __atomic_add_fetch (&slot.completions, 1, __ATOMIC_RELEASE);
-      syscall (SYS_futex, &slot.completions, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+      _perfmon_futex_bump_and_wake (&slot.completions, G_MAXINT);
     }
 
   errno = saved_errno;
@@ -683,20 +682,17 @@ _perfmon_stack_capture_wait (SlotState state,
 {
   for (;;)
     {
-      guint32 seen = __atomic_load_n (&slot.completions, __ATOMIC_ACQUIRE);
+      guint seen = _perfmon_futex_read (&slot.completions);
       guint64 word = __atomic_load_n (&slot.word, __ATOMIC_ACQUIRE);
-      gint64 left = deadline - g_get_monotonic_time ();
-      struct timespec timeout;
 
-      if ((SLOT_WORD_STATE (word) != state && SLOT_WORD_STATE (word) != other_state) || left <= 0)
+      if ((SLOT_WORD_STATE (word) != state && SLOT_WORD_STATE (word) != other_state) ||
+          deadline <= g_get_monotonic_time ())
         return word;
 
-      timeout.tv_sec = left / G_USEC_PER_SEC;
-      timeout.tv_nsec = (left % G_USEC_PER_SEC) * 1000;
-      /* Returns on a wake, a timeout, a signal (EINTR), spuriously, or at
-       * once (EAGAIN) if a handler finished after `seen` was read: in every
-       * case the loop looks again. */
-      syscall (SYS_futex, &slot.completions, FUTEX_WAIT_PRIVATE, seen, &timeout, NULL, 0);
+      /* Returns on a wake, at the deadline, on a signal (EINTR),
+       * spuriously, or at once if a handler finished after `seen` was
+       * read: in every case the loop looks again. */
+      _perfmon_futex_wait_until (&slot.completions, seen, deadline);
     }
 }
 
