@@ -225,6 +225,23 @@ sleep_until_end_thread (gpointer data)
   return GINT_TO_POINTER (TRUE);
 }
 
+/* Starts a watchdog thread running @func (@data) and returns once it set
+ * the wish at @wish: asleep then, most likely (it set the wish after it
+ * read the count; if it is not asleep yet, its wait returns at once for a
+ * wake-up, as it would). */
+static GThread *
+start_wishing_watchdog (GThreadFunc func,
+                        gpointer    data,
+                        gint       *wish)
+{
+  GThread *watchdog = g_thread_new ("watchdog", func, data);
+
+  while (!__atomic_load_n (wish, __ATOMIC_SEQ_CST))
+    g_usleep (1000);
+  g_usleep (10000);
+  return watchdog;
+}
+
 /* A watchdog asleep until a deadline of a stretch of a loop that wakes
  * rarely asks to be woken at the stretch's end, while the process runs,
  * not at the deadline, after the loop slept (a wake-up then costs a large
@@ -240,12 +257,7 @@ test_wake_at_end (Fixture      *fixture,
   GThread *watchdog;
 
   _perfmon_loop_activity_busy_begin (activity, _perfmon_clock_cycles ());
-  watchdog = g_thread_new ("watchdog", sleep_until_end_thread, activity);
-  while (!__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST))
-    g_usleep (1000);
-  /* It set the wish after it read the count: asleep now, most likely;
-   * if not, its wait returns at once for a wake-up, as it would. */
-  g_usleep (10000);
+  watchdog = start_wishing_watchdog (sleep_until_end_thread, activity, &activity->watcher_wants_end);
   /* It sleeps: busy_next leaves it be. */
   _perfmon_loop_activity_busy_next (activity, _perfmon_clock_cycles ());
   g_assert_cmpuint (n_wakes (activity), ==, 0);
@@ -304,10 +316,7 @@ test_wake_at_exact_end (Fixture      *fixture,
       guint64 wakes = n_wakes (activity);
 
       wait.n_exact_ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
-      watchdog = g_thread_new ("watchdog", sleep_until_exact_end_thread, &wait);
-      while (!__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST))
-        g_usleep (1000);
-      g_usleep (10000);
+      watchdog = start_wishing_watchdog (sleep_until_exact_end_thread, &wait, &activity->watcher_wants_exact_end);
       /* Asleep: a poll that cannot sleep leaves it be. */
       _perfmon_loop_activity_busy_next (activity, _perfmon_clock_cycles ());
       g_assert_cmpuint (n_wakes (activity), ==, wakes);
@@ -331,10 +340,7 @@ test_wake_at_exact_end (Fixture      *fixture,
 
   /* The stretch's end wakes it too. */
   wait.n_exact_ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
-  watchdog = g_thread_new ("watchdog", sleep_until_exact_end_thread, &wait);
-  while (!__atomic_load_n (&activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST))
-    g_usleep (1000);
-  g_usleep (10000);
+  watchdog = start_wishing_watchdog (sleep_until_exact_end_thread, &wait, &activity->watcher_wants_exact_end);
   _perfmon_loop_activity_busy_end (activity, _perfmon_clock_cycles ());
   g_assert_true (g_thread_join (watchdog));
   g_assert_cmpuint (n_wakes (activity), ==, 3);
