@@ -1,7 +1,8 @@
 // gjs_exact_wakeups.js: a GJS program that runs one "extension"
 // (long-burner@perfmon.test, from $XDG_DATA_HOME/gnome-shell/extensions),
 // whose timeout burns 40 ms every 200 ms, and prints on its last line, as
-// JSON, how many of those dispatches ran in the measured time and how
+// JSON, how many of those dispatches ran in the measured time, how long
+// they took (wall-clock ms), and how
 // often the thread named "perfmon-hang" (perfmon run's watchdog) went to
 // sleep meanwhile, as the kernel counts it (voluntary context switches).
 //
@@ -11,7 +12,7 @@ import GLib from 'gi://GLib';
 
 const UUID = 'long-burner@perfmon.test';
 const SETTLE_MS = 1000;
-const RUN_MS = 3000;
+const RUN_MS = 4000;
 const decoder = new TextDecoder();
 
 function read(path) {
@@ -58,9 +59,11 @@ import(`file://${dirPath}/${UUID}/extension.js`).then(module => {
     GLib.timeout_add(GLib.PRIORITY_DEFAULT, SETTLE_MS, orQuit(() => {
         result.sleeps = watchdogSleeps();
         result.dispatches = extension.dispatchesSoFar();
+        result.wall_ms = extension.wallUsSoFar();
         GLib.timeout_add(GLib.PRIORITY_DEFAULT, RUN_MS, orQuit(() => {
             result.sleeps = watchdogSleeps() - result.sleeps;
             result.dispatches = extension.dispatchesSoFar() - result.dispatches;
+            result.wall_ms = Math.round((extension.wallUsSoFar() - result.wall_ms) / 1000);
             loop.quit();
             return GLib.SOURCE_REMOVE;
         }));
