@@ -65,7 +65,7 @@ typedef struct
   char         *name;          /* the compartment's */
   const char   *label;         /* interned "[add-on ID]": see the hang monitor */
   GThread      *thread;        /* GJS's: the only one measured */
-  PerfmonLoopActivity *activity;  /* the monitor's, which outlives the site */
+  PerfmonLoopActivity *activity;  /* perfmon run's default monitor's: it lives as long as the process */
 } HandlerSite;
 
 static GHashTable *addon_groups;    /* id → PerfmonGroup, held */
