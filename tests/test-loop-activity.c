@@ -220,7 +220,7 @@ sleep_until_end_thread (gpointer data)
   PerfmonLoopActivity *activity = data;
 
   /* An hour: what ends this sleep in the test is the stretch's end. */
-  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST),
+  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST), NULL,
                                           g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
   return GINT_TO_POINTER (TRUE);
 }
@@ -273,7 +273,7 @@ test_wake_at_end (Fixture      *fixture,
   g_assert_cmpuint (n_wakes (activity), ==, 1);
 
   /* A stretch that is over already: no sleep at all, and no wish left. */
-  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST),
+  _perfmon_loop_activity_sleep_until_end (activity, __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST), NULL,
                                           g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
   g_assert_false (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_SEQ_CST));
 }
@@ -290,10 +290,10 @@ sleep_until_exact_end_thread (gpointer data)
   ExactEndWait *wait = data;
 
   /* An hour: what ends this sleep in the test is the thread's word. */
-  _perfmon_loop_activity_sleep_until_exact_end (wait->activity,
-                                                __atomic_load_n (&wait->activity->n_stretches, __ATOMIC_SEQ_CST),
-                                                wait->n_exact_ends,
-                                                g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
+  _perfmon_loop_activity_sleep_until_end (wait->activity,
+                                          __atomic_load_n (&wait->activity->n_stretches, __ATOMIC_SEQ_CST),
+                                          &wait->n_exact_ends,
+                                          g_get_monotonic_time () + G_GINT64_CONSTANT (3600) * G_USEC_PER_SEC);
   return GINT_TO_POINTER (TRUE);
 }
 

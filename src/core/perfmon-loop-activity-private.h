@@ -240,7 +240,7 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
  * thread: a dispatch that the monitor left the slow way (25 µs or more:
  * never its lean leave) or a JavaScript handler of an add-on's site.
  * Wakes the watchdog if it sleeps until then
- * (_perfmon_loop_activity_sleep_until_exact_end()). Two locked
+ * (_perfmon_loop_activity_sleep_until_end() with a count). Two locked
  * instructions: the count's store and the wish's exchange are ordered
  * with the watchdog's store of the wish and load of the count, so that
  * either this sees the wish or the watchdog sees the count moved. */
@@ -348,19 +348,14 @@ void     _perfmon_loop_activity_sleep_until      (PerfmonLoopActivity *activity,
 /* The same, but asks to be woken at the end of the current stretch, which
  * must be @index, too (watcher_wants_end); returns at once if the loop
  * has left it already. busy_end then makes one system call, so ask only
- * for stretches that begin seldom. */
+ * for stretches that begin seldom. With @n_exact_ends (the activity's
+ * count read before the watchdog found the thread in something charged
+ * exactly), also at the next _perfmon_loop_activity_exact_end(), and at
+ * once if the count moved already. */
 void     _perfmon_loop_activity_sleep_until_end  (PerfmonLoopActivity *activity,
                                                   guint64              index,
+                                                  const guint64       *n_exact_ends,
                                                   gint64               until_us);
-/* The same, but asks to be woken at the end of stretch @index and at the
- * next _perfmon_loop_activity_exact_end(); returns at once if either came
- * already: the stretch is over, or n_exact_ends is no longer @n_exact_ends
- * (read before the watchdog found the thread in something charged
- * exactly). */
-void     _perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
-                                                       guint64              index,
-                                                       guint64              n_exact_ends,
-                                                       gint64               until_us);
 /* A watchdog starts watching: FALSE if another one watches already. What
  * the thread published before is stale: the watching begins at its next
  * busy_begin. @prepare_thread: see the field. */

@@ -128,40 +128,26 @@ _perfmon_loop_activity_sleep_until (PerfmonLoopActivity *activity,
 void
 _perfmon_loop_activity_sleep_until_end (PerfmonLoopActivity *activity,
                                         guint64              index,
+                                        const guint64       *n_exact_ends,
                                         gint64               until_us)
 {
   guint seq = _perfmon_futex_read (&activity->wake_seq);
 
-  /* The count first, then the wish, then the check: a wake-up by
-   * busy_end after the count was read cannot be slept through. If
-   * busy_end missed the wish, this sees the stretch over (or, the
-   * thread's store not seen yet, sleeps to the deadline, as without). */
+  /* The count first, then the wishes, then the checks: a wake-up by the
+   * thread after the count was read cannot be slept through. If busy_end
+   * missed the wish, this sees the stretch over (or, the thread's store
+   * not seen yet, sleeps to the deadline, as without); exact_end, fenced,
+   * either sees its wish or is seen here. */
   __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
+  if (n_exact_ends != NULL)
+    __atomic_store_n (&activity->watcher_wants_exact_end, 1, __ATOMIC_SEQ_CST);
   if (!g_atomic_int_get (&activity->stopping) &&
+      (n_exact_ends == NULL || __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST) == *n_exact_ends) &&
       g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
       __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
     _perfmon_futex_wait_until (&activity->wake_seq, seq, until_us);
-  __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
-}
-
-void
-_perfmon_loop_activity_sleep_until_exact_end (PerfmonLoopActivity *activity,
-                                              guint64              index,
-                                              guint64              n_exact_ends,
-                                              gint64               until_us)
-{
-  guint seq = _perfmon_futex_read (&activity->wake_seq);
-
-  /* The count, the wishes, then the checks, as in _sleep_until_end():
-   * the thread's end either sees the wish or is seen here. */
-  __atomic_store_n (&activity->watcher_wants_end, 1, __ATOMIC_SEQ_CST);
-  __atomic_store_n (&activity->watcher_wants_exact_end, 1, __ATOMIC_SEQ_CST);
-  if (!g_atomic_int_get (&activity->stopping) &&
-      __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST) == n_exact_ends &&
-      g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
-      __atomic_load_n (&activity->n_stretches, __ATOMIC_SEQ_CST) == index)
-    _perfmon_futex_wait_until (&activity->wake_seq, seq, until_us);
-  __atomic_store_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_RELAXED);
+  if (n_exact_ends != NULL)
+    __atomic_store_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_RELAXED);
   __atomic_store_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED);
 }
 

@@ -1144,10 +1144,10 @@ wait_for_deadline (Watchdog   *watchdog,
    * has nothing to take: woken at its end (the thread's word), or at the
    * stretch's. */
   if (_perfmon_js_sampler_waits_for_exact_end (watchdog->js_sampler, watchdog->stretch.index, &n_exact_ends))
-    _perfmon_loop_activity_sleep_until_exact_end (watchdog->activity, watchdog->stretch.index, n_exact_ends,
-                                                  deadline_us);
+    _perfmon_loop_activity_sleep_until_end (watchdog->activity, watchdog->stretch.index, &n_exact_ends,
+                                            deadline_us);
   else if (watchdog->stretch.sparse)
-    _perfmon_loop_activity_sleep_until_end (watchdog->activity, watchdog->stretch.index, deadline_us);
+    _perfmon_loop_activity_sleep_until_end (watchdog->activity, watchdog->stretch.index, NULL, deadline_us);
   else
     _perfmon_loop_activity_sleep_until (watchdog->activity, deadline_us);
   g_mutex_lock (&watchdog->self->work_lock);

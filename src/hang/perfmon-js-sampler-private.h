@@ -62,7 +62,7 @@ void              _perfmon_js_sampler_tick     (PerfmonJsSampler    *self,
                                                 gint64               now_us);
 /* TRUE if the last tick of stretch @index found the thread in something
  * charged exactly: the watchdog then sleeps until it ends
- * (_perfmon_loop_activity_sleep_until_exact_end(), with @n_exact_ends),
+ * (_perfmon_loop_activity_sleep_until_end() with @n_exact_ends),
  * and calls _perfmon_js_sampler_check_exact_end() when it wakes. */
 gboolean          _perfmon_js_sampler_waits_for_exact_end (PerfmonJsSampler *self,
                                                            guint64           index,
