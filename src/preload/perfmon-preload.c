@@ -12,7 +12,7 @@
  * directory: "<pid>.json", replaced atomically (a whole file or the
  * previous one; never fsynced: the directory dies with the run) at exit,
  * after each hang, and, while the main loop works, at most once a second
- * and at most as often as 0.5 % of the loop's CPU pays for (a checkpoint).
+ * and at most as often as 0.25 % of the loop's CPU pays for (a checkpoint).
  * The watched thread only takes a snapshot and references to the hangs;
  * the "perfmon-ckpt" thread serialises and writes them (see
  * perfmon-preload-checkpoint.c). So a process that dies of a signal (Ctrl-C,
@@ -127,7 +127,29 @@ static struct
   PerfmonCheckpointWriter *writer;   /* NULL without a summary path */
   PerfmonSnapshot    *last_snapshot;  /* the last checkpoint's */
   double              last_snapshot_seconds;
+  /* The writer thread's (the main thread's once it is joined): the text
+   * of each kept hang, written once. */
+  GArray             *hang_texts;     /* of HangText */
 } preload;
+
+/* A finished report never changes: its text, written for one checkpoint,
+ * serves every later one. In a program that hung at start-up (GNOME
+ * Shell: two hangs, their stacks in 270 KB of summary) the reports were a
+ * third of each checkpoint's serialisation. */
+typedef struct
+{
+  PerfmonHangReport *report;   /* held */
+  char              *text;
+} HangText;
+
+static void
+hang_text_clear (gpointer data)
+{
+  HangText *entry = data;
+
+  g_clear_pointer (&entry->report, perfmon_hang_report_unref);
+  g_clear_pointer (&entry->text, g_free);
+}
 
 static void
 preload_message (const char *format,
@@ -278,6 +300,36 @@ checkpoint_free (gpointer data)
   g_free (checkpoint);
 }
 
+/* The writer thread: @report's text, written at its first checkpoint. */
+static const char *
+hang_text (PerfmonHangReport *report)
+{
+  HangText entry;
+
+  if (preload.hang_texts == NULL)
+    {
+      preload.hang_texts = g_array_new (FALSE, FALSE, sizeof (HangText));
+      g_array_set_clear_func (preload.hang_texts, hang_text_clear);
+    }
+  for (guint i = 0; i < preload.hang_texts->len; i++)
+    if (g_array_index (preload.hang_texts, HangText, i).report == report)
+      return g_array_index (preload.hang_texts, HangText, i).text;
+  entry.report = perfmon_hang_report_ref (report);
+  entry.text = perfmon_hang_report_to_json (report);
+  g_array_append_val (preload.hang_texts, entry);
+  return entry.text;
+}
+
+/* The writer thread: the texts of reports that @hangs no longer keeps
+ * go, so that the texts stay as few as the reports kept. */
+static void
+forget_hang_texts (GPtrArray *hangs)
+{
+  for (guint i = preload.hang_texts != NULL ? preload.hang_texts->len : 0; i-- > 0;)
+    if (!g_ptr_array_find (hangs, g_array_index (preload.hang_texts, HangText, i).report, NULL))
+      g_array_remove_index (preload.hang_texts, i);
+}
+
 /* The checkpoint writer's thread: the summary's text. The snapshot and
  * the hang reports are JSON already (their own writers): they are put in
  * as they are, not parsed and written again; json-glib writes the rest. */
@@ -350,12 +402,11 @@ serialize_checkpoint (gpointer  data,
   g_string_append (text, ",\"hangs\":[");
   for (guint i = 0; i < checkpoint->hangs->len; i++)
     {
-      g_autofree char *report_text = perfmon_hang_report_to_json (g_ptr_array_index (checkpoint->hangs, i));
-
       if (i > 0)
         g_string_append_c (text, ',');
-      g_string_append (text, report_text);
+      g_string_append (text, hang_text (g_ptr_array_index (checkpoint->hangs, i)));
     }
+  forget_hang_texts (checkpoint->hangs);
   g_string_append (text, "],\"snapshot\":");
   g_string_append (text, snapshot_text);
   g_string_append (text, "}\n");
@@ -505,6 +556,8 @@ perfmon_preload_at_exit (void)
    * thread is joined. */
   if (preload.writer != NULL)
     _perfmon_checkpoint_writer_finish (g_steal_pointer (&preload.writer), take_checkpoint (TRUE, TRUE));
+  /* The writer thread is joined: its texts are ours to free. */
+  g_clear_pointer (&preload.hang_texts, g_array_unref);
   g_clear_object (&preload.last_snapshot);
   /* A process worth a summary is worth its task log (--trace). */
   _perfmon_preload_trace_stop (preload.is_command ||
