@@ -16,19 +16,21 @@
  * A second after a checkpoint the writer thread looks how much CPU the
  * watched thread used since (its CPU clock, read from this thread), and
  * asks for a new checkpoint only when that is worth it: when the
- * thread used at least 200 times what the last checkpoint cost (the
+ * thread used at least 400 times what the last checkpoint cost (the
  * snapshot on the watched thread, the serialisation and the write here,
  * each measured by its thread's CPU clock), so that checkpoints cost at
- * most 0.5 % of the program's work; or, if it used anything at all (50 µs:
+ * most 0.25 % of the program's work; or, if it used anything at all (50 µs:
  * the rest of the checkpoint's own iteration is no news), when the last
  * one is a minute old. When it finds none worth it, it looks again twice as
  * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
  * idle desktop shell's). A program that keeps a CPU busy so leaves
  * figures a second old (8 s at worst just after it idled); a desktop
- * shell with a busy extension (120 ms a second, a checkpoint of 2 ms)
- * 3 to 7 s old (the looks back off there too); an idle one (4 ms a
- * second) a minute old, instead of paying 15 % more CPU for fresher
- * ones. Hangs do not wait for any of this: each asks for a checkpoint at
+ * shell with a busy extension (120 ms a second, a checkpoint of 1.5 ms)
+ * about 7 s old (the looks back off there too: 1, 2, 4 s); an idle one
+ * (4 ms a second) a minute old, instead of paying 15 % more CPU for
+ * fresher ones. (At 0.5 %, the busy shell's checkpoints cost 0.3-0.5 ms
+ * a second, a third of what perfmon's threads cost it: tests/bench/
+ * bench-shell.) Hangs do not wait for any of this: each asks for a checkpoint at
  * once (see perfmon-preload.c).
  *
  * To ask, the writer attaches a one-shot idle source, "[perfmon] run
@@ -64,7 +66,7 @@
 #define CHECKPOINT_MIN_CPU_NS 50000
 /* A periodic checkpoint costs at most 1/CHECKPOINT_COST_SHARE of the CPU
  * the watched thread used since the last one... */
-#define CHECKPOINT_COST_SHARE 200
+#define CHECKPOINT_COST_SHARE 400
 /* ... unless the last one is this old. */
 #define CHECKPOINT_MAX_AGE_US (60 * G_USEC_PER_SEC)
 
