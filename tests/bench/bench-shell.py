@@ -41,9 +41,11 @@ def one(perfmon):
     with GnomeShellSession(perfmon_args=args, extensions=[BURNER] if BUSY else []) as shell:
         time.sleep(SETTLE)
         threads_before = shell.thread_cpu_seconds()
+        sleeps_before = shell.thread_sleeps('perfmon-hang')
         start = time.monotonic()
         time.sleep(SECONDS)
         threads = shell.thread_cpu_seconds()
+        sleeps = shell.thread_sleeps('perfmon-hang') - sleeps_before
         elapsed = time.monotonic() - start
         spent = {name: (threads[name] - threads_before.get(name, 0)) / elapsed for name in threads}
         used = sum(spent.values())
@@ -51,6 +53,8 @@ def one(perfmon):
         print('    %s threads (ms/s): %s' % ('perfmon run' if perfmon else 'plain', ', '.join(
             '%s %.2f' % (name, spent[name] * 1000)
             for name in sorted(spent, key=lambda n: -spent[n]) if spent[name] >= 0.00001)))
+        if perfmon:
+            print('    perfmon run: the watchdog (perfmon-hang) slept %.1f times a second' % (sleeps / elapsed))
         pid = shell.shell_pid
         shell.stop()
     own = None

@@ -299,3 +299,19 @@ class GnomeShellSession:
                 name = 'main'
             result[name] = result.get(name, 0) + ns / 1e9
         return result
+
+    def thread_sleeps(self, name):
+        """How often the shell's threads named @name went to sleep so far
+        (voluntary context switches: each wake-up follows one), summed;
+        0 if none is live."""
+        total = 0
+        for tid in os.listdir('/proc/%d/task' % self.shell_pid):
+            try:
+                with open('/proc/%d/task/%s/comm' % (self.shell_pid, tid)) as f:
+                    if f.read().strip() != name:
+                        continue
+                with open('/proc/%d/task/%s/status' % (self.shell_pid, tid)) as f:
+                    total += int(f.read().split('voluntary_ctxt_switches:')[1].split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+        return total
