@@ -300,18 +300,22 @@ class GnomeShellSession:
             result[name] = result.get(name, 0) + ns / 1e9
         return result
 
-    def thread_sleeps(self, name):
-        """How often the shell's threads named @name went to sleep so far
-        (voluntary context switches: each wake-up follows one), summed;
-        0 if none is live."""
-        total = 0
+    def thread_switches(self, name):
+        """The context switches so far of the shell's threads named @name
+        ("main": the main thread), summed: (voluntary, involuntary). Each
+        wake-up follows a voluntary one; an involuntary one is a
+        preemption. (0, 0) if none is live."""
+        voluntary = involuntary = 0
         for tid in os.listdir('/proc/%d/task' % self.shell_pid):
             try:
                 with open('/proc/%d/task/%s/comm' % (self.shell_pid, tid)) as f:
-                    if f.read().strip() != name:
-                        continue
+                    comm = 'main' if tid == str(self.shell_pid) else f.read().strip()
+                if comm != name:
+                    continue
                 with open('/proc/%d/task/%s/status' % (self.shell_pid, tid)) as f:
-                    total += int(f.read().split('voluntary_ctxt_switches:')[1].split()[0])
+                    status = f.read()
+                voluntary += int(status.split('\nvoluntary_ctxt_switches:')[1].split()[0])
+                involuntary += int(status.split('nonvoluntary_ctxt_switches:')[1].split()[0])
             except (OSError, ValueError, IndexError):
                 continue
-        return total
+        return voluntary, involuntary
