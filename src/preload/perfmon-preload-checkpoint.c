@@ -25,13 +25,13 @@
  * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
  * idle desktop shell's). A program that keeps a CPU busy so leaves
  * figures a second old (8 s at worst just after it idled); a desktop
- * shell with a busy extension (120 ms a second, a checkpoint of 1.5 ms)
- * about 7 s old (the looks back off there too: 1, 2, 4 s); an idle one
- * (4 ms a second) a minute old, instead of paying 15 % more CPU for
- * fresher ones. (At 0.5 %, the busy shell's checkpoints cost 0.3-0.5 ms
- * a second, a third of what perfmon's threads cost it: tests/bench/
- * bench-shell.) Hangs do not wait for any of this: each asks for a checkpoint at
- * once (see perfmon-preload.c).
+ * shell with a busy extension (120 ms a second, a checkpoint of about
+ * 2 ms) 7 to 15 s old (the looks back off there too: 1, 2, 4, 8 s); an
+ * idle one (4 ms a second) a minute old, instead of paying 15 % more CPU
+ * for fresher ones. (At 0.5 %, the busy shell's checkpoints cost 0.3-0.5
+ * ms a second, a third of what perfmon's threads cost it:
+ * tests/bench/bench-shell.) Hangs do not wait for any of this: each asks
+ * for a checkpoint at once (see perfmon-preload.c).
  *
  * To ask, the writer attaches a one-shot idle source, "[perfmon] run
  * checkpoint", to the default main context, whose dispatch takes the
