@@ -281,41 +281,36 @@ class GnomeShellSession:
             fields = f.read().rpartition(')')[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
+    def _read_threads(self, filename, parse):
+        """{name: [parse(text of /proc/PID/task/TID/filename), ...]} over
+        the shell's live threads, by name ("main" for the main thread); a
+        thread that exits meanwhile is left out."""
+        result = {}
+        for tid in os.listdir('/proc/%d/task' % self.shell_pid):
+            try:
+                with open('/proc/%d/task/%s/comm' % (self.shell_pid, tid)) as f:
+                    name = 'main' if tid == str(self.shell_pid) else f.read().strip()
+                with open('/proc/%d/task/%s/%s' % (self.shell_pid, tid, filename)) as f:
+                    value = parse(f.read())
+            except (OSError, ValueError, IndexError):
+                continue
+            result.setdefault(name, []).append(value)
+        return result
+
     def thread_cpu_seconds(self):
         """CPU seconds so far of each live thread of the shell, by name
         ("main" for the main thread), from schedstat: nanoseconds, where
         cpu_seconds() counts 10 ms clock ticks, too coarse for an idle
         shell's few ms a second. Threads that exited are not in it."""
-        result = {}
-        for tid in os.listdir('/proc/%d/task' % self.shell_pid):
-            try:
-                with open('/proc/%d/task/%s/comm' % (self.shell_pid, tid)) as f:
-                    name = f.read().strip()
-                with open('/proc/%d/task/%s/schedstat' % (self.shell_pid, tid)) as f:
-                    ns = int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-            if tid == str(self.shell_pid):
-                name = 'main'
-            result[name] = result.get(name, 0) + ns / 1e9
-        return result
+        return {name: sum(values) for name, values in
+                self._read_threads('schedstat', lambda text: int(text.split()[0]) / 1e9).items()}
 
     def thread_switches(self, name):
         """The context switches so far of the shell's threads named @name
         ("main": the main thread), summed: (voluntary, involuntary). Each
         wake-up follows a voluntary one; an involuntary one is a
         preemption. (0, 0) if none is live."""
-        voluntary = involuntary = 0
-        for tid in os.listdir('/proc/%d/task' % self.shell_pid):
-            try:
-                with open('/proc/%d/task/%s/comm' % (self.shell_pid, tid)) as f:
-                    comm = 'main' if tid == str(self.shell_pid) else f.read().strip()
-                if comm != name:
-                    continue
-                with open('/proc/%d/task/%s/status' % (self.shell_pid, tid)) as f:
-                    status = f.read()
-                voluntary += int(status.split('\nvoluntary_ctxt_switches:')[1].split()[0])
-                involuntary += int(status.split('nonvoluntary_ctxt_switches:')[1].split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-        return voluntary, involuntary
+        counts = self._read_threads('status', lambda text: (
+            int(text.split('\nvoluntary_ctxt_switches:')[1].split()[0]),
+            int(text.split('nonvoluntary_ctxt_switches:')[1].split()[0]))).get(name, [])
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
