@@ -1504,6 +1504,73 @@ test_runnable_without_stack (Fixture       *fixture,
   g_assert_cmpstr (perfmon_hang_report_get_runnable_name (report), ==, "blocks signals");
 }
 
+/* The hang of test_hang_ends_while_report_is_built(): blocks the capture
+ * signal until the watchdog has caught it and begun its report (whose
+ * stack then waits for the signal until its timeout), a little longer,
+ * then quits the loop. */
+typedef struct
+{
+  Fixture *fixture;
+  gint64   end_us;   /* when it returned */
+} EndsEarly;
+
+static gboolean
+hang_until_caught (gpointer data)
+{
+  EndsEarly *ends_early = data;
+  PerfmonHangMonitor *hang_monitor = ends_early->fixture->hang_monitor;
+  sigset_t all, saved;
+
+  sigfillset (&all);
+  pthread_sigmask (SIG_BLOCK, &all, &saved);
+  while (_perfmon_hang_monitor_get_last_detection_latency_us (hang_monitor) == 0)
+    ;
+  spin_ms (5);
+  g_main_loop_quit (ends_early->fixture->loop);
+  ends_early->end_us = g_get_monotonic_time ();
+  pthread_sigmask (SIG_SETMASK, &saved, NULL);
+  return G_SOURCE_REMOVE;
+}
+
+/* A hang that ends while its report is still being built, just before the
+ * program stops the monitor (its loop quits at the end of the hang, and it
+ * exits), was a hang all the same: reported, with its own length. It was
+ * dropped as if the thread were in perfmon's own stop(), and a loaded
+ * machine lost a Python program's only hang under perfmon run. */
+static void
+test_hang_ends_while_report_is_built (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  EndsEarly ends_early = { fixture, 0 };
+  PerfmonHangReport *report;
+  gint64 run_us;
+
+  if (test_run_in_own_process ())
+    return;
+
+  /* Perf sampling would read the stack without the signal. */
+  _perfmon_perf_stack_set_allowed (FALSE);
+  g_object_set (fixture->hang_monitor, "threshold", 100, NULL);
+  g_assert_true (perfmon_hang_monitor_start (fixture->hang_monitor, &error));
+  g_assert_no_error (error);
+
+  add_named_source (fixture->context, "ends early", hang_until_caught, &ends_early, 10);
+  add_watchdog_timeout (fixture->context, 10, "no hang caught");
+  run_us = g_get_monotonic_time ();
+  g_main_loop_run (fixture->loop);
+  /* At once: the report's stack is still waiting for the signal. */
+  perfmon_hang_monitor_stop (fixture->hang_monitor);
+
+  g_assert_cmpuint (fixture->reports->len, ==, 1);
+  report = g_ptr_array_index (fixture->reports, 0);
+  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), >=, 100.0);
+  /* The stretch as the thread measured it, not until stop() (the
+   * signal's timeout, 100 ms after the hang was caught, came first). */
+  g_assert_cmpfloat (perfmon_hang_report_get_duration (report), <=,
+                     (double) (ends_early.end_us - run_us) / 1000.0 + 1.0);
+}
+
 /* The child of the permahang test: hangs for ever in its main loop, and
  * is killed by a thread of its own once the permahang was saved. */
 static gboolean
@@ -1879,6 +1946,7 @@ main (int    argc,
   ADD ("/hang-monitor/event-config", test_event_config);
   ADD ("/hang-monitor/ping-batching", test_ping_batching);
   ADD ("/hang-monitor/runnable-without-stack", test_runnable_without_stack);
+  ADD ("/hang-monitor/hang-ends-while-report-is-built", test_hang_ends_while_report_is_built);
   ADD ("/hang-monitor/flush-ping", test_flush_ping);
   ADD ("/hang-monitor/ping-identity", test_ping_identity);
   ADD ("/hang-monitor/jank-stack-sampling", test_jank_stack_sampling);

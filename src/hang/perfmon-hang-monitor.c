@@ -228,6 +228,7 @@ static GPtrArray *running_monitors;   /* of PerfmonHangMonitor *, not referenced
 static gboolean exit_handler_installed;
 
 static char *write_ping_locked (PerfmonHangMonitor *self, GError **error);
+static void stop_watchdog (PerfmonHangMonitor *self);
 
 /* Whether the monitor was started in a parent of this process, which was
  * forked without exec: its watchdog thread did not come along, and its
@@ -596,13 +597,26 @@ typedef struct
   guint64              index;
 } StretchRef;
 
+/* Whether the thread is still in stretch @index: a deadline passed, look
+ * again before acting on it; a stack was taken, it is the stretch's only
+ * if this holds after. A stretch ends in two ways: the thread goes idle
+ * (the phase; the index stays until the next stretch), or the next one
+ * begins (the index). */
+static gboolean
+still_in_stretch (PerfmonLoopActivity *activity,
+                  guint64              index)
+{
+  return g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
+         __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) == index;
+}
+
 /* Whether the stretch @data (a StretchRef) still goes on. */
 static gboolean
 stretch_goes_on (gpointer data)
 {
   StretchRef *ref = data;
 
-  return __atomic_load_n (&ref->activity->n_stretches, __ATOMIC_ACQUIRE) == ref->index;
+  return still_in_stretch (ref->activity, ref->index);
 }
 
 /* The innermost add-on label of @label_texts (outermost first), "[add-on
@@ -659,10 +673,9 @@ build_report (PerfmonHangMonitor  *self,
    * thread that TSan or a loaded machine keeps from answering the signal):
    * it is the hang's if the stretch is still the same one after the read. */
   have_name = _perfmon_stack_capture_runnable_name (tid, &named) &&
-              __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) == index;
+              still_in_stretch (self->activity, index);
   have_stack = _perfmon_stack_capture (tid, PERFMON_STACK_CAPTURE_TIMEOUT_MS, captured, &error);
-  if (have_stack &&
-      __atomic_load_n (&self->activity->n_stretches, __ATOMIC_ACQUIRE) != index)
+  if (have_stack && !still_in_stretch (self->activity, index))
     {
       have_stack = FALSE;
       g_clear_error (&error);
@@ -971,16 +984,6 @@ look_at_loop (Watchdog *watchdog,
   look->permahang_us = (gint64) g_atomic_int_get (&watchdog->self->permahang_threshold_ms) * 1000;
 }
 
-/* Whether the thread is still in stretch @index: a deadline passed, look
- * again before acting on it. */
-static gboolean
-still_in_stretch (PerfmonLoopActivity *activity,
-                  guint64              index)
-{
-  return g_atomic_int_get (&activity->phase) == PERFMON_LOOP_BUSY &&
-         __atomic_load_n (&activity->n_stretches, __ATOMIC_ACQUIRE) == index;
-}
-
 static gboolean
 is_hang (const Stretch *stretch)
 {
@@ -1203,15 +1206,14 @@ on_deadline (Watchdog   *watchdog,
         }
       __atomic_store_n (&self->last_detection_latency_us, busy_us, __ATOMIC_RELAXED);
       stretch->report = build_report (self, look->tid, stretch->index, &stretch->sample);
-      if (_perfmon_loop_activity_watcher_stopping (watchdog->activity))
-        {
-          /* stop() came while the stack was being taken: the thread has
-           * left its stretch for perfmon's own stop(), which joins this
-           * thread, and its stack says so. Not a hang of the program:
-           * dropped, as is the stretch. */
-          stretch_clear (stretch);
-          return;
-        }
+      /* If stop() came meanwhile, the report stands: stop() ends the
+       * stretch of the thread it is called on before anything else, so
+       * a stack taken in it was dropped above, and a stretch that goes
+       * on is the program's (stop() called on another thread). (The
+       * report was dropped whenever stop() came while it was built: a
+       * loaded machine lost a Python program's only hang under perfmon
+       * run, when naming its stack under AddressSanitizer took 250 ms,
+       * longer than the rest of its 400-ms hang.) */
       stretch->state = WATCH_HUNG;
       if (self->ongoing_func != NULL)
         self->ongoing_func (stretch->report, g_get_real_time () - (g_get_monotonic_time () - stretch->start_us),
@@ -1269,8 +1271,11 @@ watchdog_main (gpointer data)
         on_deadline (&watchdog, &look, now_us);
     }
 
-  /* Stopped during a hang: report it as far as it went. */
-  if (is_hang (&watchdog.stretch))
+  /* Stopped during a hang: report it as far as it went; or stopped after
+   * it ended, before this thread saw the end: with its own length. */
+  if (is_hang (&watchdog.stretch) && !still_in_stretch (watchdog.activity, watchdog.stretch.index))
+    end_hang (&watchdog);
+  else if (is_hang (&watchdog.stretch))
     finish_hang (self, &watchdog.stretch,
                  (double) (g_get_monotonic_time () - watchdog.stretch.start_us) / 1000.0);
   stretch_clear (&watchdog.stretch);
@@ -1536,13 +1541,26 @@ perfmon_hang_monitor_start (PerfmonHangMonitor *self,
 void
 perfmon_hang_monitor_stop (PerfmonHangMonitor *self)
 {
-  g_autofree char *path = NULL;
-  g_autoptr(GError) error = NULL;
-
   g_return_if_fail (PERFMON_IS_HANG_MONITOR (self));
 
   if (self->watchdog == NULL)
     return;
+
+  /* On the watched thread, perfmon's own stop() is no work of the
+   * program: its busy stretch ends here, before the watchdog is told to
+   * stop, so that a stack the watchdog takes from now on is not the
+   * hang's (see build_report()). Balanced after the join, by which time
+   * the thread is no longer watched: it begins no stretch. */
+  _perfmon_loop_activity_idle_begin ();
+  stop_watchdog (self);
+  _perfmon_loop_activity_idle_end ();
+}
+
+static void
+stop_watchdog (PerfmonHangMonitor *self)
+{
+  g_autofree char *path = NULL;
+  g_autoptr(GError) error = NULL;
 
   g_mutex_lock (&running_lock);
   g_ptr_array_remove_fast (running_monitors, self);
