@@ -9,9 +9,9 @@
  * monitor and references to the hangs, taken in microseconds (the "take"
  * function). Serialising them and writing the file is the writer thread's
  * work ("perfmon-ckpt"); the file is replaced atomically (a temporary file
- * renamed over it) but never fsynced: it lives in a private directory that
- * dies with the run, and "perfmon run" reads it after the process is gone,
- * from the page cache.
+ * exchanged with it, see replace_file()) but never fsynced: it lives in a
+ * private directory that dies with the run, and "perfmon run" reads it
+ * after the process is gone, from the page cache.
  *
  * A second after a checkpoint the writer thread looks how much CPU the
  * watched thread used since (its CPU clock, read from this thread), and
@@ -23,10 +23,15 @@
  * the rest of the checkpoint's own iteration is no news), when the last
  * one is a minute old. When it finds none worth it, it looks again twice as
  * late, up to 8 s (a wake-up costs some 50 µs of CPU on a VM, 1 % of an
- * idle desktop shell's). A program that keeps a CPU busy so leaves
- * figures a second old (8 s at worst just after it idled); a desktop
+ * idle desktop shell's), or sooner, when the thread's rate of work since
+ * the last look says a checkpoint is due (at least 125 ms on). A program
+ * that keeps a CPU busy so leaves figures a second old (8 s at worst just
+ * after it idled), and one busy 30 % of the time too, as long as a
+ * checkpoint costs under 0.75 ms (0.6-0.7 ms for a small program on the
+ * project's VMs: tests/bench/bench-checkpoint); a desktop
  * shell with a busy extension (120 ms a second, a checkpoint of about
- * 2 ms) 7 to 15 s old (the looks back off there too: 1, 2, 4, 8 s); an
+ * 2 ms) some 7 s old (7 to 15 s while the looks only backed off: 1, 2,
+ * 4, 8 s); an
  * idle one (4 ms a second) a minute old, instead of paying 15 % more CPU
  * for fresher ones. (At 0.5 %, the busy shell's checkpoints cost 0.3-0.5
  * ms a second, a third of what perfmon's threads cost it:
@@ -48,6 +53,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +67,9 @@
  * none worth it doubles the wait, up to CHECKPOINT_MAX_LOOK_US. */
 #define CHECKPOINT_INTERVAL_US G_USEC_PER_SEC
 #define CHECKPOINT_MAX_LOOK_US (8 * G_USEC_PER_SEC)
+/* ... or sooner, when the watched thread's rate of work says that a
+ * checkpoint will be worth it sooner, but not this soon. */
+#define CHECKPOINT_MIN_LOOK_US (G_USEC_PER_SEC / 8)
 /* CPU the watched thread must have used since the last checkpoint's
  * dispatch for a new one to be worth a wake-up at all. */
 #define CHECKPOINT_MIN_CPU_NS 50000
@@ -90,6 +99,8 @@ struct _PerfmonCheckpointWriter
   gint64    take_cost_ns; /* atomic: the last dispatch's own CPU */
   gint64    write_cost_ns;  /* writer thread: the last job's CPU */
   gint64    poked_us;       /* writer thread: when it last asked for one */
+  gint64    looked_us;      /* writer thread: when it last looked ... */
+  gint64    looked_used_ns; /* ... and what the watched thread had used since the mark */
 };
 
 static gint64
@@ -100,6 +111,34 @@ read_clock_ns (clockid_t clock)
   if (clock_gettime (clock, &ts) != 0)
     return 0;
   return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+/* Writer thread: the temporary file in place of the file, atomically.
+ * Exchanged with it, then the old one unlinked, rather than renamed over
+ * it: ext4 (auto_da_alloc, its default) writes a file renamed over
+ * another to the disk at once, in the renaming thread, to spare editors
+ * that do not fsync an empty file after a crash. That made every
+ * checkpoint a disk write and cost the writer 150 µs more of CPU a time
+ * on the project's VMs (tests/bench/bench-checkpoint-write); an exchanged
+ * file is written back by the kernel when it sees fit, and one replaced
+ * within half a minute never. The first file, and on file systems
+ * without exchange, a rename (ext4 writes nothing then: no file is
+ * replaced). FALSE with errno set on failure. */
+static gboolean
+replace_file (PerfmonCheckpointWriter *writer)
+{
+  if (renameat2 (AT_FDCWD, writer->temp_path, AT_FDCWD, writer->path, RENAME_EXCHANGE) == 0)
+    {
+      /* The temporary name now holds the previous file: a reader that
+       * opened it before reads it whole, as after a rename. (Were it
+       * left, the next write would truncate it, and the run's directory
+       * goes with the run.) */
+      g_unlink (writer->temp_path);
+      return TRUE;
+    }
+  if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+    return FALSE;
+  return g_rename (writer->temp_path, writer->path) == 0;
 }
 
 /* Writer thread: the whole file or the previous one, without fsync. */
@@ -139,7 +178,7 @@ write_file (PerfmonCheckpointWriter *writer,
         }
       done += (gsize) n;
     }
-  if (close (fd) != 0 || g_rename (writer->temp_path, writer->path) != 0)
+  if (close (fd) != 0 || !replace_file (writer))
     {
       int saved = errno;
 
@@ -189,19 +228,36 @@ poke_dispatch (gpointer data)
 
 /* Writer thread, under lock: a checkpoint if the watched thread worked
  * enough since the last for a new one to be worth its cost (see the top
- * of the file). TRUE if it asked for one. */
+ * of the file). TRUE if it asked for one; else, in @eta_us, when it will
+ * be worth one at the rate the thread worked since the last look (-1 if
+ * it did not work). */
 static gboolean
-poke_if_worked_locked (PerfmonCheckpointWriter *writer)
+poke_if_worked_locked (PerfmonCheckpointWriter *writer,
+                       gint64                  *eta_us)
 {
   gint64 used = read_clock_ns (writer->watched_clock) - __atomic_load_n (&writer->mark_ns, __ATOMIC_RELAXED);
   gint64 cost = writer->write_cost_ns + __atomic_load_n (&writer->take_cost_ns, __ATOMIC_RELAXED);
   gint64 now_us = g_get_monotonic_time ();
+  gint64 needed = MAX (cost * CHECKPOINT_COST_SHARE, CHECKPOINT_MIN_CPU_NS);
+  gint64 rate_used = used - writer->looked_used_ns;
+  gint64 rate_us = now_us - writer->looked_us;
 
-  if (writer->poke != NULL || used < CHECKPOINT_MIN_CPU_NS)
+  *eta_us = -1;
+  writer->looked_used_ns = used;
+  writer->looked_us = now_us;
+  if (writer->poke != NULL)
     return FALSE;
-  if (used < cost * CHECKPOINT_COST_SHARE && now_us - writer->poked_us < CHECKPOINT_MAX_AGE_US)
-    return FALSE;
+  if (used < needed && (used < CHECKPOINT_MIN_CPU_NS || now_us - writer->poked_us < CHECKPOINT_MAX_AGE_US))
+    {
+      /* ns of the thread's CPU per µs: the time it takes to use the rest. */
+      if (rate_used > 0 && rate_us > 0)
+        *eta_us = (gint64) ((double) (needed - used) * (double) rate_us / (double) rate_used);
+      return FALSE;
+    }
   writer->poked_us = now_us;
+  /* The mark moves when the checkpoint is taken: what the thread uses
+   * from there counts. */
+  writer->looked_used_ns = 0;
   writer->poke = g_idle_source_new ();
   g_source_set_name (writer->poke, "[perfmon] run checkpoint");
   g_source_set_priority (writer->poke, G_PRIORITY_DEFAULT);
@@ -237,13 +293,24 @@ writer_main (gpointer data)
         break;
       if (g_get_monotonic_time () >= next)
         {
+          gint64 eta_us;
+
           /* Each wake-up costs some 50 µs of CPU on a VM: an idle
-           * program is looked at less and less often. */
-          if (poke_if_worked_locked (writer))
-            wait = CHECKPOINT_INTERVAL_US;
+           * program is looked at less and less often. One that works
+           * is looked at when, at its rate, a checkpoint is due: a loop
+           * just short of it at a look, with the wait doubled, left
+           * figures 3 s old instead of 1.2 s. */
+          if (poke_if_worked_locked (writer, &eta_us))
+            {
+              wait = CHECKPOINT_INTERVAL_US;
+              next = g_get_monotonic_time () + wait;
+            }
           else
-            wait = MIN (2 * wait, CHECKPOINT_MAX_LOOK_US);
-          next = g_get_monotonic_time () + wait;
+            {
+              wait = MIN (2 * wait, CHECKPOINT_MAX_LOOK_US);
+              next = g_get_monotonic_time () +
+                     (eta_us >= 0 ? CLAMP (eta_us, CHECKPOINT_MIN_LOOK_US, wait) : wait);
+            }
         }
     }
   g_mutex_unlock (&writer->lock);
