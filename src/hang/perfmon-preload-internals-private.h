@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 
 /* The module takes a table of this version only (module and library are
  * built and installed together; a mismatch is a broken installation). */
-#define PERFMON_PRELOAD_INTERNALS_VERSION 4
+#define PERFMON_PRELOAD_INTERNALS_VERSION 5
 #define PERFMON_PRELOAD_RECEIVE_SYMBOL "perfmon_preload_receive_internals"
 
 typedef struct
@@ -76,6 +76,10 @@ typedef struct
    * (stack/'s _perfmon_modules_for_snapshot()): for the summary's
    * checkpoints, on their writer's thread. */
   char    *(*snapshot_to_json_with_modules) (PerfmonSnapshot        *snapshot);
+
+  /* core/perfmon-clock-private.h: the cycle counter's rate, calibrated
+   * (or checked) once per process, which the module hands down. */
+  double   (*clock_cycles_per_us)           (void);
 } PerfmonPreloadInternals;
 
 /* What the module exports as PERFMON_PRELOAD_RECEIVE_SYMBOL: called once,

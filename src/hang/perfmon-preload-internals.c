@@ -13,6 +13,7 @@
 #include "perfmon-js-site-private.h"
 #include "perfmon-modules-private.h"
 #include "perfmon-monitor-private.h"
+#include "perfmon-clock-private.h"
 #include "perfmon-preload-internals-private.h"
 #include "perfmon-snapshot-private.h"
 
@@ -44,6 +45,7 @@ static const PerfmonPreloadInternals internals = {
   .hang_monitor_set_step_aside = _perfmon_hang_monitor_set_step_aside,
   .hang_monitor_set_ongoing_func = _perfmon_hang_monitor_set_ongoing_func,
   .snapshot_to_json_with_modules = snapshot_to_json_with_modules,
+  .clock_cycles_per_us = _perfmon_clock_cycles_per_us,
 };
 
 /* At load, once: one symbol lookup, in every process that loads the

@@ -99,6 +99,7 @@
 
 #include "perfmon.h"
 #include "perfmon-preload-private.h"
+#include "perfmon-clock-private.h"
 #include "perfmon-hang-monitor-private.h"
 #include "perfmon-js-site-private.h"
 #include "perfmon-preload-checkpoint.h"
@@ -784,6 +785,21 @@ start_addon_attribution (void)
     preload_message ("JavaScript add-on attribution %s", status);
 }
 
+/* The cycle counter's rate, calibrated by the first process of the run
+ * (2 ms of spinning) and checked by each of its descendants in 0.1 ms
+ * (core/perfmon-clock.c): a shell script's commands each paid the 2 ms.
+ * Set whatever the process found, so that a wrong value stops here. */
+static void
+hand_down_clock_rate (void)
+{
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (_perfmon_preload_internals == NULL)
+    return;
+  g_setenv (PERFMON_CLOCK_HINT_ENV,
+            g_ascii_dtostr (text, sizeof text, _perfmon_preload_internals->clock_cycles_per_us ()), TRUE);
+}
+
 /* Puts python/ next to this module first on PYTHONPATH; see the top. */
 static void
 add_python_hook (void)
@@ -847,6 +863,7 @@ perfmon_preload_init (void)
   /* First: no other thread exists yet to read the environment. */
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_AUTOMATIC"), "1") != 0)
     add_python_hook ();
+  hand_down_clock_rate ();
 
   preload.start_us = g_get_monotonic_time ();
   preload.pid = getpid ();

@@ -95,6 +95,26 @@ class RunTest(CliTestCase):
         self.assertExit(result, 0)
         self.assertEqual(result.stdout.strip(), first + ':' + module)
 
+    def test_clock_rate_is_handed_down(self):
+        # The command calibrates the cycle counter (2 ms of spinning) and
+        # hands its rate down: the processes it starts check it in 0.1 ms
+        # instead of spinning 2 ms each (tests/test-clock checks that they
+        # take it). A rate set before the run is replaced by the one found.
+        summary = self.path('summary.json')
+        env = self.foreign_env()
+        env['PERFMON_RUN_CYCLES_PER_US'] = '1e400'
+        result = self.perfmon('run', '--summary', summary, '--', '/bin/sh', '-c',
+                              'echo "$PERFMON_RUN_CYCLES_PER_US"; '
+                              '/bin/sh -c \'echo "$PERFMON_RUN_CYCLES_PER_US"\'', env=env)
+        self.assertExit(result, 0)
+        rates = result.stdout.split()
+        self.assertEqual(len(rates), 2, result.stdout)
+        self.assertGreater(float(rates[0]), 1.0)
+        self.assertLess(float(rates[0]), 1e6)
+        # The child's: the command's, or, where its check was split by a
+        # preemption, its own calibration of the same rate.
+        self.assertLess(abs(float(rates[1]) / float(rates[0]) - 1), 0.01, rates)
+
     def run_dir_files(self, tmpdir):
         return glob.glob(os.path.join(tmpdir, 'perfmon-run-*', '*.json'))
 
