@@ -493,7 +493,8 @@ find_peas_plugins (void)
  * its callbacks lie in, a Python plugin's by its callables' files.
  *
  * Reads those directories now. `perfmon run` adds them in every process
- * it runs.
+ * it runs that has GJS or libpeas (in one that loads libpeas later, as it
+ * makes its first engine).
  *
  * Since: 0.3
  */

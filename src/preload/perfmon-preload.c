@@ -749,6 +749,88 @@ g_signal_connect_closure_by_id (gpointer  instance,
   return found (instance, signal_id, detail, closure, after);
 }
 
+/* The built-in add-on rules are those of GNOME Shell extensions (run by
+ * GJS) and of libpeas plugins: of use only in a process with GJS or
+ * libpeas. Reading them scans the data and library directories (some 300
+ * system calls, 2.3 ms on the project's VMs: tests/bench/bench-startup),
+ * which every process of a shell script paid at start-up. Set (atomic)
+ * while a process that may load libpeas later has not yet made an
+ * engine. */
+static gint builtin_rules_pending;
+
+static gboolean
+addon_system_loaded (void)
+{
+  static const char * const libraries[] = { "libgjs.so.0", "libpeas-1.0.so.0", "libpeas-2.so.0" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (libraries); i++)
+    {
+      void *handle = dlopen (libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+
+      if (handle != NULL)
+        {
+          dlclose (handle);
+          return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* A program that loaded libpeas after the constructor (Python:
+ * gi.require_version ('Peas', …)) gets the built-in rules as it makes its
+ * engine, before any plugin is found, loaded or makes a source (Python
+ * callables are matched as their sources are made: perfmon_pygobject.py). */
+typedef gpointer (*PeasEngineFunc) (void);
+
+static gpointer
+make_peas_engine (const char *name)
+{
+  static const char * const libraries[] = { "libpeas-1.0.so.0", "libpeas-2.so.0" };
+  PeasEngineFunc real = (PeasEngineFunc) dlsym (RTLD_NEXT, name);
+
+  /* Loaded RTLD_LOCAL, where RTLD_NEXT does not look: in the library. */
+  for (guint i = 0; real == NULL && i < G_N_ELEMENTS (libraries); i++)
+    {
+      void *handle = dlopen (libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+
+      if (handle != NULL)
+        {
+          real = (PeasEngineFunc) dlsym (handle, name);
+          dlclose (handle);
+        }
+    }
+  if (g_atomic_int_compare_and_exchange (&builtin_rules_pending, TRUE, FALSE))
+    perfmon_addon_rule_add_builtin ();
+  if (real == NULL)
+    {
+      g_printerr ("perfmon: cannot find libpeas's %s(): %s\n", name, dlerror ());
+      abort ();
+    }
+  return real ();
+}
+
+gpointer peas_engine_get_default (void);
+gpointer peas_engine_new (void);
+gpointer peas_engine_new_with_nonglobal_loaders (void);
+
+gpointer
+peas_engine_get_default (void)
+{
+  return make_peas_engine ("peas_engine_get_default");
+}
+
+gpointer
+peas_engine_new (void)
+{
+  return make_peas_engine ("peas_engine_new");
+}
+
+gpointer
+peas_engine_new_with_nonglobal_loaders (void)
+{
+  return make_peas_engine ("peas_engine_new_with_nonglobal_loaders");
+}
+
 /* The add-on rules of the run: built-in ones and --addon-path's. Before
  * main(): the metadata files are read here, not on the watched loop. */
 static void
@@ -762,7 +844,10 @@ start_addon_attribution (void)
    * (perfmon_pygobject.py). */
   if (g_strcmp0 (g_getenv ("PERFMON_RUN_NO_ADDONS"), "1") == 0)
     return;
-  perfmon_addon_rule_add_builtin ();
+  if (addon_system_loaded ())
+    perfmon_addon_rule_add_builtin ();
+  else
+    g_atomic_int_set (&builtin_rules_pending, TRUE);
   if (paths != NULL && *paths != '\0')
     {
       g_auto(GStrv) specs = g_strsplit (paths, "\n", -1);

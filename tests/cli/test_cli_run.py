@@ -115,6 +115,25 @@ class RunTest(CliTestCase):
         # preemption, its own calibration of the same rate.
         self.assertLess(abs(float(rates[1]) / float(rates[0]) - 1), 0.01, rates)
 
+    @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
+    def test_no_addon_scan_without_an_addon_system(self):
+        # The built-in add-on rules are GNOME Shell extensions' (GJS) and
+        # libpeas plugins'. A process with neither (/bin/true here) reads
+        # none of their directories: the scan (some 300 system calls) was
+        # most of what perfmon run added to each command of a shell script.
+        # (A Python program that loads libpeas later gets them as it makes
+        # its engine: test_cli_run_peas.)
+        trace = self.path('trace.txt')
+        result = self.perfmon('run', '--', 'strace', '-f', '-qq', '-o', trace,
+                              '-e', 'trace=%file,getdents64', '/bin/true', env=self.foreign_env())
+        self.assertExit(result, 0)
+        with open(trace) as f:
+            calls = f.read()
+        self.assertIn('execve(', calls)
+        scans = [line for line in calls.splitlines()
+                 if '/plugins"' in line or 'gnome-shell/extensions' in line]
+        self.assertEqual(scans, [])
+
     def run_dir_files(self, tmpdir):
         return glob.glob(os.path.join(tmpdir, 'perfmon-run-*', '*.json'))
 
