@@ -118,8 +118,8 @@ read_clock_ns (clockid_t clock)
  * it: ext4 (auto_da_alloc, its default) writes a file renamed over
  * another to the disk at once, in the renaming thread, to spare editors
  * that do not fsync an empty file after a crash. That made every
- * checkpoint a disk write and cost the writer 150 µs more of CPU a time
- * on the project's VMs (tests/bench/bench-checkpoint-write); an exchanged
+ * checkpoint a disk write and cost the writer some 200 µs more of CPU a
+ * time on the project's VMs (tests/bench/bench-checkpoint); an exchanged
  * file is written back by the kernel when it sees fit, and one replaced
  * within half a minute never. The first file, and on file systems
  * without exchange, a rename (ext4 writes nothing then: no file is
