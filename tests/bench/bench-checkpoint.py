@@ -21,12 +21,15 @@
 import glob
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'cli'))
+import run_checkpoints  # noqa: E402
 
 TOOL = os.environ['PERFMON_TOOL']
 PROGRAM = os.environ['PERIODIC_HANG']
@@ -61,20 +64,6 @@ def disk_writes(device):
     return 0
 
 
-def writer_cpu_ns(pid):
-    """The CPU of @pid's perfmon-ckpt thread so far, or None."""
-    for comm in glob.glob('/proc/%d/task/*/comm' % pid):
-        try:
-            with open(comm) as f:
-                if f.read().strip() != 'perfmon-ckpt':
-                    continue
-            with open(os.path.join(os.path.dirname(comm), 'schedstat')) as f:
-                return int(f.read().split()[0])
-        except OSError:
-            pass
-    return None
-
-
 def one_run(busy, index):
     summary = os.path.join(tmp, 'summary-%d-%d.json' % (busy, index))
     trace = os.path.join(tmp, 'strace-%d-%d.txt' % (busy, index))
@@ -97,8 +86,8 @@ def one_run(busy, index):
                 except (OSError, ValueError):
                     pass
         else:
-            cpu = writer_cpu_ns(child)
-            if cpu is not None:
+            cpu = run_checkpoints.writer_cpu_us('periodic-hang') * 1000
+            if cpu:
                 writer_ns = cpu
         time.sleep(0.05)
     written = disk_writes(device) - before
@@ -106,17 +95,7 @@ def one_run(busy, index):
     with open(summary) as f:
         figures = json.load(f)['processes'][0]
     take = [g for g in figures['snapshot']['groups'] if g.get('name') == '[perfmon] run checkpoint']
-    target = '/%d.json"' % figures['pid']
-    n = 0
-    in_loop = None
-    with open(trace) as f:
-        for line in f:
-            if 'periodic-hang: loop starts' in line:
-                in_loop = True
-            elif 'periodic-hang: loop ends' in line:
-                in_loop = False
-            elif in_loop and re.search(r'\brename\w*\(', line) and target in line:
-                n += 1
+    n = len([w for w in run_checkpoints.replacements(trace, figures['pid'])[0] if w[0]])
     # The loop's length over the checkpoints written in it.
     interval = SECONDS / n if n else float('inf')
     return {

@@ -6,7 +6,6 @@
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
-import glob
 import json
 import os
 import re
@@ -16,6 +15,7 @@ import subprocess
 import time
 import unittest
 
+import run_checkpoints
 from clitest import CliTestCase, TOOL
 
 PERIODIC_HANG = os.environ['PERFMON_PERIODIC_HANG']
@@ -54,7 +54,7 @@ class OffThreadTest(CliTestCase):
         last_cpu = 0
         deadline = time.monotonic() + 110
         while process.poll() is None and writer_cpu is not None and time.monotonic() < deadline:
-            last_cpu = max(last_cpu, self.writer_cpu_us(os.path.basename(PERIODIC_HANG)))
+            last_cpu = max(last_cpu, run_checkpoints.writer_cpu_us(os.path.basename(PERIODIC_HANG)))
             time.sleep(0.05)
         stdout, stderr = process.communicate(timeout=max(1, deadline - time.monotonic()))
         self.assertEqual(process.returncode, 0, stderr[-2000:])
@@ -64,24 +64,6 @@ class OffThreadTest(CliTestCase):
             processes = json.load(f)['processes']
         self.assertEqual(len(processes), 1, processes)
         return processes[0], trace, env
-
-    @staticmethod
-    def writer_cpu_us(program):
-        """The CPU, µs, of the perfmon-ckpt thread of a process named
-        @program (of this user's), 0 if there is none."""
-        for comm in glob.glob('/proc/[0-9]*/task/[0-9]*/comm'):
-            try:
-                with open(comm) as f:
-                    if f.read().strip() != 'perfmon-ckpt':
-                        continue
-                with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(comm))), 'comm')) as f:
-                    if f.read().strip() != program[:15]:
-                        continue
-                with open(os.path.join(os.path.dirname(comm), 'schedstat')) as f:
-                    return int(f.read().split()[0]) // 1000
-            except (OSError, ValueError, IndexError):
-                pass
-        return 0
 
     @unittest.skipIf(shutil.which('strace') is None, 'strace is not installed')
     def test_periodic_hangs_do_nothing_blocking_on_the_watched_thread(self):
@@ -157,18 +139,8 @@ class OffThreadTest(CliTestCase):
         writer_cpu = []
         process, trace, _ = self.run_traced('1000', 'access,rename,renameat,renameat2', *program,
                                             writer_cpu=writer_cpu)
-        target = '/%d.json"' % process['pid']
-        writes = []
-        in_loop = None
-        with open(trace) as f:
-            for line in f:
-                if 'periodic-hang: loop starts' in line:
-                    in_loop = True
-                elif 'periodic-hang: loop ends' in line:
-                    in_loop = False
-                elif re.search(r'\brename\w*\(', line) and target in line and line.rstrip().endswith('= 0'):
-                    writes.append((in_loop, line.split(None, 1)[1].strip()))
-        self.assertEqual(in_loop, False, 'the loop marks are not in the trace')
+        writes, loop_ended = run_checkpoints.replacements(trace, process['pid'])
+        self.assertTrue(loop_ended, 'the loop marks are not in the trace')
         self.assertTrue(writes, 'no summary was written')
         for _, call in writes[1:]:
             self.assertIn('RENAME_EXCHANGE', call)
