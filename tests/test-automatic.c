@@ -20,7 +20,10 @@
 #include <time.h>
 
 #include "perfmon.h"
+#include "perfmon-clock-private.h"
 #include "perfmon-dispatch-observer-private.h"
+#include "perfmon-loop-activity-private.h"
+#include "perfmon-monitor-private.h"
 #include "perfmon-test-dirs.h"
 #include "perfmon-test-utils.h"
 
@@ -971,6 +974,126 @@ test_outside_dispatches (Fixture       *fixture,
   g_assert_cmpuint (in_groups, >=, perfmon_group_stats_get_cpu_time (thread) * 9 / 10);
 }
 
+/* A watchdog asleep until the end of what the thread runs charged
+ * exactly (the JavaScript sampler's wait in an add-on's dispatch), or
+ * until the stretch's end. */
+typedef struct
+{
+  PerfmonLoopActivity *activity;
+  guint64              index;
+  guint64              n_exact_ends;
+  GThread             *thread;
+} ExactWait;
+
+static gpointer
+sleep_until_exact_end_thread (gpointer data)
+{
+  ExactWait *wait = data;
+
+  _perfmon_loop_activity_sleep_until_end (wait->activity, wait->index, &wait->n_exact_ends,
+                                          g_get_monotonic_time () + 30 * G_USEC_PER_SEC);
+  return NULL;
+}
+
+static guint64
+count_wakes (PerfmonLoopActivity *activity)
+{
+  return __atomic_load_n (&activity->n_wakes, __ATOMIC_SEQ_CST);
+}
+
+/* The dispatch the watchdog waits through: it starts the watchdog on the
+ * stretch under way, waits until it sleeps, then works 2 ms (a dispatch
+ * left the slow way, whose end is told). */
+static gboolean
+exact_dispatch (gpointer data)
+{
+  ExactWait *wait = data;
+
+  wait->index = __atomic_load_n (&wait->activity->n_stretches, __ATOMIC_SEQ_CST);
+  wait->n_exact_ends = __atomic_load_n (&wait->activity->n_exact_ends, __ATOMIC_SEQ_CST);
+  wait->thread = g_thread_new ("watchdog", sleep_until_exact_end_thread, wait);
+  while (!__atomic_load_n (&wait->activity->watcher_wants_exact_end, __ATOMIC_SEQ_CST))
+    g_usleep (1000);
+  g_usleep (10000);
+  spin_ms (2);
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+short_dispatch (gpointer data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+static void
+add_idle (GMainContext *context,
+          const char   *name,
+          GSourceFunc   func,
+          gpointer      data)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_name (source, name);
+  g_source_set_callback (source, func, data, NULL);
+  g_source_attach (source, context);
+  g_source_unref (source);
+}
+
+/* An outermost dispatch's end does not wake the watchdog that waits for
+ * it at once, only when the thread goes on to another dispatch, or at the
+ * stretch's end, which wakes it anyway microseconds later: one wake-up
+ * (each tens of µs of the watched thread on some hypervisors), not two in
+ * a row. The end is counted at once, and stamped. */
+static void
+test_exact_end_wakes_once (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (fixture->monitor);
+  ExactWait wait = { .activity = activity };
+  g_autoptr(GSource) timeout = g_timeout_source_new (20);
+  guint64 wakes, before_cycles;
+
+  g_assert_true (_perfmon_loop_activity_watch (activity, NULL));
+  /* The groups are made at their first dispatches. */
+  add_idle (fixture->context, "[test] exact", short_dispatch, NULL);
+  add_idle (fixture->context, "[test] next", short_dispatch, NULL);
+  while (g_main_context_iteration (fixture->context, FALSE))
+    ;
+
+  /* The exact dispatch, then another in the same stretch. */
+  add_idle (fixture->context, "[test] exact", exact_dispatch, &wait);
+  before_cycles = _perfmon_clock_cycles ();
+  wakes = count_wakes (activity);
+  g_main_context_iteration (fixture->context, FALSE);
+  g_assert_cmpuint (__atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST), >, wait.n_exact_ends);
+  g_assert_cmpuint (__atomic_load_n (&activity->last_exact_end, __ATOMIC_SEQ_CST), >, before_cycles);
+  g_usleep (20000);
+  /* Still asleep: nothing woke it. */
+  g_assert_cmpuint (count_wakes (activity), ==, wakes);
+  add_idle (fixture->context, "[test] next", short_dispatch, NULL);
+  g_main_context_iteration (fixture->context, FALSE);
+  g_thread_join (wait.thread);
+  g_assert_cmpuint (count_wakes (activity), ==, wakes + 1);
+
+  /* The exact dispatch, then the loop sleeps: the stretch's end wakes it,
+   * once, and the dispatch after the sleep does not again. */
+  add_idle (fixture->context, "[test] exact", exact_dispatch, &wait);
+  g_main_context_iteration (fixture->context, FALSE);
+  g_usleep (20000);
+  g_assert_cmpuint (count_wakes (activity), ==, wakes + 1);
+  g_source_set_callback (timeout, short_dispatch, NULL, NULL);
+  g_source_attach (timeout, fixture->context);
+  g_main_context_iteration (fixture->context, TRUE);
+  g_thread_join (wait.thread);
+  g_assert_cmpuint (count_wakes (activity), ==, wakes + 2);
+  add_idle (fixture->context, "[test] next", short_dispatch, NULL);
+  g_main_context_iteration (fixture->context, FALSE);
+  g_assert_cmpuint (count_wakes (activity), ==, wakes + 2);
+  g_source_destroy (timeout);
+
+  _perfmon_loop_activity_unwatch (activity);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -990,6 +1113,7 @@ main (int   argc,
   ADD ("/automatic/hang-dispatches", test_hang_dispatches);
   ADD ("/automatic/alert-names-group", test_alert_names_group);
   ADD ("/automatic/outside-dispatches", test_outside_dispatches);
+  ADD ("/automatic/exact-end-wakes-once", test_exact_end_wakes_once);
 #undef ADD
   g_test_add_func ("/automatic/permahang-runnable", test_permahang_runnable);
 

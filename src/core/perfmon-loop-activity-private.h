@@ -37,6 +37,8 @@ G_BEGIN_DECLS
  *                         if exchange (watcher_wants_end, 0): wake the watchdog
  *   thread, exact_end:    n_exact_ends++;
  *                         if exchange (watcher_wants_exact_end, 0): wake the watchdog
+ *                         (at an outermost dispatch's end: at the next dispatch's
+ *                         beginning, or busy_end's wake-up stands for it)
  *   watchdog, to sleep:   read wake_seq, CAS phase IDLE → IDLE_WATCHER_ASLEEP,
  *                         and wait on the futex while it stays so (reading
  *                         wake_seq again before each look); at a deadline,
@@ -168,6 +170,14 @@ typedef struct
    * before it sleeps. */
   gint               watcher_wants_exact_end;
   guint64            n_exact_ends;
+  /* When the last outermost dispatch counted in n_exact_ends ended
+   * (cycles; atomic, stored before the count): a watchdog that learns of
+   * the end late knows when the exactly charged part stopped. */
+  guint64            last_exact_end;
+  /* The thread's own: an outermost dispatch's end took the watchdog's
+   * wish, and the wake-up waits for what the thread does next (see
+   * _perfmon_loop_activity_dispatch_exact_end()). */
+  gboolean           exact_wake_pending;
 } PerfmonLoopActivity;
 
 /* Allocates the rings; an activity lives as long as its monitor. */
@@ -234,6 +244,10 @@ _perfmon_loop_activity_busy_end (PerfmonLoopActivity *activity,
   if (G_UNLIKELY (__atomic_load_n (&activity->watcher_wants_end, __ATOMIC_RELAXED)) &&
       __atomic_exchange_n (&activity->watcher_wants_end, 0, __ATOMIC_RELAXED))
     _perfmon_loop_activity_wake_watcher (activity);
+  /* A wake-up left pending by a dispatch's end: the watchdog asked for the
+   * stretch's end too (and was woken just now), or it woke by itself
+   * since, and sees the stretch over when it looks. */
+  activity->exact_wake_pending = FALSE;
 }
 
 /* Something that may have been charged exactly ended on the watched
@@ -252,6 +266,43 @@ _perfmon_loop_activity_exact_end (PerfmonLoopActivity *activity)
   __atomic_store_n (&activity->n_exact_ends, n + 1, __ATOMIC_SEQ_CST);
   if (__atomic_exchange_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_SEQ_CST))
     _perfmon_loop_activity_wake_watcher (activity);
+}
+
+/* An outermost dispatch that may have been charged exactly ended at
+ * @now_cycles (nothing of the loop's encloses it). A watchdog that sleeps
+ * until the end is not woken at once: what follows is either another
+ * dispatch, whose beginning wakes it
+ * (_perfmon_loop_activity_dispatch_begin()), or the stretch's end, which
+ * wakes it anyway (the watchdog asked for both), usually microseconds
+ * later. So an add-on's dispatch followed by the loop's sleep costs one
+ * wake-up of the watchdog, not two in a row (each of them tens of µs of
+ * the watched thread on some hypervisors: tests/bench/bench-shell). Work
+ * of the loop that is neither (a GSource's check, a non-blocking
+ * iteration's caller) is looked at within
+ * PERFMON_JS_SAMPLE_EXACT_RECHECK_MS, and from the stamp on, not as
+ * exact. Same ordering as _perfmon_loop_activity_exact_end(). */
+static inline void
+_perfmon_loop_activity_dispatch_exact_end (PerfmonLoopActivity *activity,
+                                           guint64              now_cycles)
+{
+  guint64 n = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_RELAXED);
+
+  __atomic_store_n (&activity->last_exact_end, now_cycles, __ATOMIC_RELAXED);
+  __atomic_store_n (&activity->n_exact_ends, n + 1, __ATOMIC_SEQ_CST);
+  if (__atomic_exchange_n (&activity->watcher_wants_exact_end, 0, __ATOMIC_SEQ_CST))
+    activity->exact_wake_pending = TRUE;
+}
+
+/* A dispatch begins: delivers the wake-up an outermost dispatch's end
+ * left pending. The dispatch hook's hot path pays a load and a branch. */
+static inline void
+_perfmon_loop_activity_dispatch_begin (PerfmonLoopActivity *activity)
+{
+  if (G_UNLIKELY (activity->exact_wake_pending))
+    {
+      activity->exact_wake_pending = FALSE;
+      _perfmon_loop_activity_wake_watcher (activity);
+    }
 }
 
 /* _perfmon_loop_activity_busy_next() when the caller knows the phase is

@@ -2842,14 +2842,29 @@ note_long_dispatch (PerfmonMonitor     *self,
 
 /* A dispatch left the slow way ended, its name gone (the caller restored
  * the outer one): a watchdog that waits for the end of a dispatch charged
- * exactly is woken. Two locked instructions, for dispatches of
- * READ_STRETCH_US or more (and the rare others off the lean path): a
- * dispatch the watchdog finds running is one of those but by chance. */
+ * exactly is woken, at once if the dispatch was inside another measure
+ * (what encloses it goes on), else when the thread next dispatches or
+ * ends the stretch (_perfmon_loop_activity_dispatch_exact_end()). Two
+ * locked instructions, for dispatches of READ_STRETCH_US or more (and the
+ * rare others off the lean path): a dispatch the watchdog finds running
+ * is one of those but by chance. */
 static inline void
 note_dispatch_end (PerfmonMonitor *self)
 {
-  if (g_atomic_int_get (&self->activity.watched))
+  if (!g_atomic_int_get (&self->activity.watched))
+    return;
+  if (self->depth == 0)
+    _perfmon_loop_activity_dispatch_exact_end (&self->activity, _perfmon_clock_cycles ());
+  else
     _perfmon_loop_activity_exact_end (&self->activity);
+}
+
+/* A dispatch begins, on the monitor's thread: a wake-up of the watchdog
+ * that the end of the one before left pending goes out now. */
+static inline void
+note_dispatch_begin (PerfmonMonitor *self)
+{
+  _perfmon_loop_activity_dispatch_begin (&self->activity);
 }
 
 /* Any dispatch of the hook: enter and leave inline into it (flatten), with
@@ -2868,6 +2883,7 @@ dispatch_measured (PerfmonMonitor      *self,
   gboolean again;
   guint64 cycles;
 
+  note_dispatch_begin (self);
   _perfmon_monitor_enter (self, record);
   _perfmon_set_dispatch_name (record->name);
   if (observer != NULL)
@@ -2928,6 +2944,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   if (G_UNLIKELY (depth >= self->enter_limit))
     return dispatch_measured (self, record, dispatch, source, callback, user_data);
 
+  note_dispatch_begin (self);
   start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
     push_measure_with_new_anchor (self, depth, record, start);

@@ -503,14 +503,17 @@ _perfmon_js_sampler_check_exact_end (PerfmonJsSampler *self,
                                      guint64           index,
                                      gint64            now_us)
 {
+  PerfmonLoopActivity *activity = _perfmon_monitor_get_loop_activity (self->monitor);
   guint64 ends;
-  gint64 cpu_ns;
+  gint64 cpu_ns, end_us, since_us, since_cpu_ns, woke_us = now_us;
 
   if (!self->following || self->index != index || !self->in_exact)
     return;
-  ends = __atomic_load_n (&_perfmon_monitor_get_loop_activity (self->monitor)->n_exact_ends, __ATOMIC_SEQ_CST);
+  ends = __atomic_load_n (&activity->n_exact_ends, __ATOMIC_SEQ_CST);
   if (ends == self->exact_ends)
     return;   /* a deadline, or the stretch's end: the tick or the look */
+  /* Stored before the count: this end's, or a later one's. */
+  end_us = _perfmon_clock_cycles_to_monotonic_us (__atomic_load_n (&activity->last_exact_end, __ATOMIC_RELAXED));
   self->exact_ends = ends;
   /* A nested dispatch ended, or another exact one began. */
   if (dispatch_is_exact (self))
@@ -526,11 +529,27 @@ _perfmon_js_sampler_check_exact_end (PerfmonJsSampler *self,
    * after any tick: a sample right at the end would always land between
    * two dispatches. Where the thread went is known to have changed at
    * the interval's start, not somewhere in it: the next answer takes it
-   * all, as a stretch's first answer does, not half. */
+   * all, as a stretch's first answer does, not half.
+   * An outermost dispatch's end wakes this thread only when the thread
+   * goes on to another dispatch or ends its stretch (or not at all, and
+   * the recheck finds it), and a loaded machine wakes it late: the exact
+   * part ended at the thread's stamp, and what ran since is the next
+   * answer's. The thread's CPU time at the stamp is taken at the
+   * interval's rate (it ran all along, in its stretch). A stamp outside
+   * the interval is an inner dispatch's or handler's end, told at once:
+   * none is stamped. */
+  since_us = self->n_ticks == 0 ? self->follow_us : self->last_us;
+  since_cpu_ns = self->n_ticks == 0 ? self->follow_cpu_ns : self->last_cpu_ns;
+  if (end_us > since_us && end_us < now_us && cpu_ns > since_cpu_ns)
+    {
+      cpu_ns = since_cpu_ns + (gint64) ((double) (cpu_ns - since_cpu_ns) *
+                                        (double) (end_us - since_us) / (double) (now_us - since_us));
+      now_us = end_us;
+    }
   _perfmon_js_sampler_account (self, now_us, cpu_ns, PERFMON_JS_SAMPLE_EXACT, NULL);
   self->n_answered = 0;
   self->in_exact = FALSE;
-  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, now_us, now_us);
+  self->next_us = _perfmon_js_sampler_next_sample_us (&self->rng, woke_us, woke_us);
 }
 
 /* The file of @frame, "function (file:line)" as
