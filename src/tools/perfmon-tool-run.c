@@ -512,14 +512,29 @@ print_process (JsonObject *process,
               : seconds != NULL && JSON_NODE_HOLDS_VALUE (seconds) ? json_node_get_double (seconds) : 0.0);
   if (!member_bool (process, "final"))
     {
+      g_autofree char *when = NULL;
+
+      /* Checkpoints back off when a process does little (up to a minute
+       * apart: perfmon-preload-checkpoint.c), so say how old the figures
+       * are where the run's end is known: the command's. Its figures
+       * cover `seconds` from its start, a few ms after perfmon's. */
+      if (run_seconds != NULL && JSON_NODE_HOLDS_VALUE (run_seconds) &&
+          seconds != NULL && JSON_NODE_HOLDS_VALUE (seconds))
+        {
+          double covered = json_node_get_double (seconds);
+          double age = json_node_get_double (run_seconds) - covered;
+
+          when = age >= 0.05 ? g_strdup_printf (", %.1f s before its end (its first %.1f s)", age, covered)
+                             : g_strdup (", just before its end");
+        }
       if (!json_object_has_member (process, "seconds"))
         g_printerr ("  %s before its first checkpoint: no figures of its loop\n",
                     member_bool (process, "command") && WIFSIGNALED (wait_status) ? "killed" : "ended");
       else if (member_bool (process, "command") && WIFSIGNALED (wait_status))
-        g_printerr ("  killed by %s: the figures of its last checkpoint (at most 1 s before)\n",
-                    signal_name (WTERMSIG (wait_status)));
+        g_printerr ("  killed by %s: the figures of its last checkpoint%s\n",
+                    signal_name (WTERMSIG (wait_status)), when != NULL ? when : "");
       else
-        g_printerr ("  ended without exit(): the figures of its last checkpoint (at most 1 s before)\n");
+        g_printerr ("  ended without exit(): the figures of its last checkpoint%s\n", when != NULL ? when : "");
     }
   g_printerr ("  main loop: %" G_GINT64_FORMAT " iterations, %.1f ms of CPU in them, %.1f ms blocked\n",
               member_int (process, "iterations"), member_int (process, "cpu_time") / 1000.0,

@@ -75,6 +75,11 @@ def one(perfmon):
         process = found[0]
         groups = [g for g in process['snapshot']['groups'] if g.get('name', '').startswith('[perfmon]')]
         own = sum(g['cpu_time'] for g in groups) / 1000 / process['seconds']
+        if not process.get('final', True):
+            # SIGINT kills the shell: no exit handler writes its figures,
+            # and those of its last checkpoint may be its start-up's only
+            # (an idle one's come a minute apart).
+            print('    perfmon own groups over the first %.1f s only (its last checkpoint)' % process['seconds'])
     return used, own, own_threads
 
 

@@ -13,6 +13,7 @@
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -124,6 +125,16 @@ class FrozenTest(CliTestCase):
         # after the block, is about 1 s in.)
         self.assertGreaterEqual(seconds, 3.0, err)
         self.assertLessEqual(seconds, elapsed, err)
+        # The figures are that checkpoint's, and the summary says how old
+        # they are: an idle program's checkpoints back off (up to a
+        # minute apart), so "at most 1 s before" was not true.
+        killed = [l for l in err.splitlines() if l.startswith('  killed by SIGTERM: the figures of its last checkpoint')]
+        self.assertEqual(len(killed), 1, err)
+        found = re.search(r', ([0-9.]+) s before its end \(its first ([0-9.]+) s\)$', killed[0])
+        self.assertIsNotNone(found, killed[0])
+        age, covered = float(found.group(1)), float(found.group(2))
+        self.assertGreaterEqual(age, 1.0, err)
+        self.assertAlmostEqual(age + covered, seconds, delta=0.11)
 
 
 if __name__ == '__main__':
