@@ -305,6 +305,26 @@ class GnomeShellSession:
         return {name: sum(values) for name, values in
                 self._read_threads('schedstat', lambda text: int(text.split()[0]) / 1e9).items()}
 
+    def perfmon_snapshot(self):
+        """The shell's perfmon figures now, as perfmon serves them on the
+        session bus (org.perfmon.Monitor1.GetSnapshotJson on the shell's
+        own connection, the owner of org.gnome.Shell): parsed JSON. Those
+        of the summary are its last checkpoint's when SIGINT kills the
+        shell (no exit handler runs), which for an idle shell come a
+        minute apart."""
+        from gi.repository import Gio, GLib
+        bus = Gio.DBusConnection.new_for_address_sync(
+            self.session_bus_address,
+            Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
+            None, None)
+        try:
+            reply = bus.call_sync('org.gnome.Shell', '/org/perfmon/Monitor1', 'org.perfmon.Monitor1',
+                                  'GetSnapshotJson', None, GLib.VariantType('(s)'),
+                                  Gio.DBusCallFlags.NONE, 30000, None)
+        finally:
+            bus.close_sync(None)
+        return json.loads(reply.unpack()[0])
+
     def thread_switches(self, name):
         """The context switches so far of the shell's threads named @name
         ("main": the main thread), summed: (voluntary, involuntary). Each
