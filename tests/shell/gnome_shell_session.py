@@ -307,23 +307,40 @@ class GnomeShellSession:
 
     def perfmon_snapshot(self):
         """The shell's perfmon figures now, as perfmon serves them on the
-        session bus (org.perfmon.Monitor1.GetSnapshotJson on the shell's
-        own connection, the owner of org.gnome.Shell): parsed JSON. Those
-        of the summary are its last checkpoint's when SIGINT kills the
-        shell (no exit handler runs), which for an idle shell come a
-        minute apart."""
+        session bus (org.perfmon.Monitor1.GetSnapshotJson, on whichever of
+        the shell's connections carries it): parsed JSON. Those of the
+        summary are its last checkpoint's when SIGINT kills the shell (no
+        exit handler runs), which for an idle shell come a minute apart."""
         from gi.repository import Gio, GLib
         bus = Gio.DBusConnection.new_for_address_sync(
             self.session_bus_address,
             Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION,
             None, None)
+
+        def call(name, path, interface, method, args, reply):
+            return bus.call_sync(name, path, interface, method, args, GLib.VariantType(reply),
+                                 Gio.DBusCallFlags.NONE, 30000, None).unpack()
+
         try:
-            reply = bus.call_sync('org.gnome.Shell', '/org/perfmon/Monitor1', 'org.perfmon.Monitor1',
-                                  'GetSnapshotJson', None, GLib.VariantType('(s)'),
-                                  Gio.DBusCallFlags.NONE, 30000, None)
+            errors = []
+            names = call('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                         'ListNames', None, '(as)')[0]
+            for name in names:
+                if not name.startswith(':'):
+                    continue
+                try:
+                    pid = call('org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                               'GetConnectionUnixProcessID', GLib.Variant('(s)', (name,)), '(u)')[0]
+                    if pid != self.shell_pid:
+                        continue
+                    return json.loads(call(name, '/org/perfmon/Monitor1', 'org.perfmon.Monitor1',
+                                           'GetSnapshotJson', None, '(s)')[0])
+                except GLib.Error as error:
+                    errors.append('%s: %s' % (name, error.message))
+            raise SessionError('no connection of the shell (pid %d) serves perfmon: %s'
+                               % (self.shell_pid, errors))
         finally:
             bus.close_sync(None)
-        return json.loads(reply.unpack()[0])
 
     def thread_switches(self, name):
         """The context switches so far of the shell's threads named @name
