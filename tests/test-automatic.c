@@ -523,6 +523,21 @@ enter_explicit_briefly (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Adds an idle source named @name that calls @func(@data) to @context. */
+static void
+add_idle (GMainContext *context,
+          const char   *name,
+          GSourceFunc   func,
+          gpointer      data)
+{
+  GSource *source = g_idle_source_new ();
+
+  g_source_set_name (source, name);
+  g_source_set_callback (source, func, data, NULL);
+  g_source_attach (source, context);
+  g_source_unref (source);
+}
+
 /* Dispatches @func(@data) once, in a source named @name, in an iteration
  * of its own. */
 static void
@@ -531,12 +546,7 @@ dispatch_once (Fixture     *fixture,
                GSourceFunc  func,
                gpointer     data)
 {
-  GSource *source = g_idle_source_new ();
-
-  g_source_set_name (source, name);
-  g_source_set_callback (source, func, data, NULL);
-  g_source_attach (source, fixture->context);
-  g_source_unref (source);
+  add_idle (fixture->context, name, func, data);
   g_main_context_iteration (fixture->context, TRUE);
   g_main_context_iteration (fixture->context, FALSE);
 }
@@ -1023,20 +1033,6 @@ static gboolean
 short_dispatch (gpointer data)
 {
   return G_SOURCE_REMOVE;
-}
-
-static void
-add_idle (GMainContext *context,
-          const char   *name,
-          GSourceFunc   func,
-          gpointer      data)
-{
-  GSource *source = g_idle_source_new ();
-
-  g_source_set_name (source, name);
-  g_source_set_callback (source, func, data, NULL);
-  g_source_attach (source, context);
-  g_source_unref (source);
 }
 
 /* An outermost dispatch's end does not wake the watchdog that waits for
