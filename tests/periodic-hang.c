@@ -3,10 +3,12 @@
  *
  * SPDX-License-Identifier: LGPL-2.1-or-later
  *
- * Usage: periodic-hang PERIOD_MS BUSY_MS SECONDS
+ * Usage: periodic-hang PERIOD_MS BUSY_MS SECONDS [GROUPS]
  * Every PERIOD_MS a timeout keeps the loop busy (spinning, on the CPU) for
  * BUSY_MS; between them a timeout does a little work now and then, so that
- * the loop iterates as a busy program's does. Quits after SECONDS.
+ * the loop iterates as a busy program's does. Quits after SECONDS. With
+ * GROUPS, first dispatches that many idle sources of distinct names once
+ * (under "perfmon run", as many automatic groups: a large program's).
  *
  * The loop's start and end are marked with access() calls on the paths
  * "periodic-hang: loop starts" and "periodic-hang: loop ends", which
@@ -39,6 +41,12 @@ chatter (gpointer data)
 }
 
 static gboolean
+quit_idle (gpointer data)
+{
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
 quit (gpointer data)
 {
   g_main_loop_quit (data);
@@ -51,12 +59,21 @@ main (int   argc,
 {
   g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
 
-  if (argc != 4)
+  if (argc != 4 && argc != 5)
     {
-      g_printerr ("usage: %s PERIOD_MS BUSY_MS SECONDS\n", argv[0]);
+      g_printerr ("usage: %s PERIOD_MS BUSY_MS SECONDS [GROUPS]\n", argv[0]);
       return 2;
     }
   busy_ms = (guint) atoi (argv[2]);
+  for (int i = 0; argc == 5 && i < atoi (argv[4]); i++)
+    {
+      g_autoptr(GSource) source = g_idle_source_new ();
+      g_autofree char *name = g_strdup_printf ("periodic-hang group %d", i);
+
+      g_source_set_name (source, name);
+      g_source_set_callback (source, quit_idle, NULL, NULL);
+      g_source_attach (source, NULL);
+    }
   g_timeout_add ((guint) atoi (argv[1]), hang, NULL);
   g_timeout_add (10, chatter, NULL);
   g_timeout_add_seconds ((guint) atoi (argv[3]), quit, loop);

@@ -13,8 +13,10 @@
 #   the idle figure printed first).
 # Prints figures, asserts nothing. By hand:
 #   meson compile -C _build && meson test -C _build --benchmark bench-checkpoint -v
-# BENCH_CHECKPOINT_BUSY (ms in 100, default "90 30"), _SECONDS (8),
-# _ROUNDS (3), TMPDIR (where the run's directory goes).
+# BENCH_CHECKPOINT_BUSY (ms in 100, default "90 30"), _GROUPS (automatic
+# groups the program makes first, default "0 200": a large program's
+# snapshot), _SECONDS (8), _ROUNDS (3), TMPDIR (where the run's directory
+# goes).
 #
 # SPDX-License-Identifier: LGPL-2.1-or-later
 
@@ -34,6 +36,7 @@ import run_checkpoints  # noqa: E402
 TOOL = os.environ['PERFMON_TOOL']
 PROGRAM = os.environ['PERIODIC_HANG']
 BUSY = [int(b) for b in os.environ.get('BENCH_CHECKPOINT_BUSY', '90 30').split()]
+GROUPS = [int(g) for g in os.environ.get('BENCH_CHECKPOINT_GROUPS', '0 200').split()]
 SECONDS = int(os.environ.get('BENCH_CHECKPOINT_SECONDS', '8'))
 ROUNDS = int(os.environ.get('BENCH_CHECKPOINT_ROUNDS', '3'))
 
@@ -64,15 +67,15 @@ def disk_writes(device):
     return 0
 
 
-def one_run(busy, index):
-    summary = os.path.join(tmp, 'summary-%d-%d.json' % (busy, index))
-    trace = os.path.join(tmp, 'strace-%d-%d.txt' % (busy, index))
+def one_run(busy, groups, index):
+    summary = os.path.join(tmp, 'summary-%d-%d-%d.json' % (busy, groups, index))
+    trace = os.path.join(tmp, 'strace-%d-%d-%d.txt' % (busy, groups, index))
     device = device_of(env.get('TMPDIR', tempfile.gettempdir()))
     before = disk_writes(device)
     process = subprocess.Popen(['strace', '-f', '-qq', '--seccomp-bpf', '-o', trace,
                                 '-e', 'trace=access,rename,renameat,renameat2',
                                 TOOL, 'run', '--threshold', '1000', '--summary', summary, '--',
-                                PROGRAM, '100', str(busy), str(SECONDS)],
+                                PROGRAM, '100', str(busy), str(SECONDS), str(groups)],
                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     writer_ns = None
     child = None
@@ -119,11 +122,12 @@ def main():
     before = disk_writes(device)
     time.sleep(SECONDS)
     print('the disk, idle for %d s: %d write requests' % (SECONDS, disk_writes(device) - before))
-    for busy in BUSY:
-        results = [one_run(busy, i) for i in range(ROUNDS)]
+    for busy, groups in [(b, g) for b in BUSY for g in GROUPS]:
+        results = [one_run(busy, groups, i) for i in range(ROUNDS)]
         def median(key):
             return statistics.median(r[key] for r in results)
-        print('busy %d ms in 100, %d s, %d rounds (medians):' % (busy, SECONDS, ROUNDS))
+        print('busy %d ms in 100, %d groups made first, %d s, %d rounds (medians):'
+              % (busy, groups, SECONDS, ROUNDS))
         print('  checkpoints while the loop ran: %s (one every %.2f s)'
               % (' '.join(str(r['checkpoints']) for r in results), median('interval')))
         print('  writer thread CPU per checkpoint: %.0f µs; watched thread: %.0f µs'
