@@ -284,6 +284,11 @@ thread_stats (PerfmonSnapshot *snapshot)
 typedef struct
 {
   PerfmonSnapshot *snapshot;
+  /* The snapshot this one replaced, whose last reference may be this:
+   * released with the job, on the writer's thread, not by the watched
+   * one (a snapshot of a program with many groups takes as long to free
+   * as to take). */
+  PerfmonSnapshot *retired;
   GPtrArray       *hangs;         /* of PerfmonHangReport */
   guint            n_hangs;
   guint            hang_threshold;
@@ -297,6 +302,7 @@ checkpoint_free (gpointer data)
   Checkpoint *checkpoint = data;
 
   g_clear_object (&checkpoint->snapshot);
+  g_clear_object (&checkpoint->retired);
   g_clear_pointer (&checkpoint->hangs, g_ptr_array_unref);
   g_free (checkpoint);
 }
@@ -462,6 +468,7 @@ take_checkpoint (gboolean final,
                  gboolean fresh)
 {
   g_autoptr(PerfmonSnapshot) snapshot = NULL;
+  g_autoptr(PerfmonSnapshot) retired = NULL;
   PerfmonGroupStats *thread;
   Checkpoint *checkpoint;
 
@@ -476,7 +483,8 @@ take_checkpoint (gboolean final,
       if (snapshot == NULL)
         return NULL;
       /* Shared with the writer thread: a snapshot is immutable. */
-      g_set_object (&preload.last_snapshot, snapshot);
+      retired = g_steal_pointer (&preload.last_snapshot);
+      preload.last_snapshot = g_object_ref (snapshot);
       preload.last_snapshot_seconds = (double) (g_get_monotonic_time () - preload.start_us) / G_USEC_PER_SEC;
     }
   else
@@ -490,6 +498,7 @@ take_checkpoint (gboolean final,
 
   checkpoint = g_new0 (Checkpoint, 1);
   checkpoint->snapshot = g_steal_pointer (&snapshot);
+  checkpoint->retired = g_steal_pointer (&retired);
   checkpoint->hangs = g_ptr_array_new_full (preload.hangs->len, (GDestroyNotify) perfmon_hang_report_unref);
   for (guint i = 0; i < preload.hangs->len; i++)
     g_ptr_array_add (checkpoint->hangs, perfmon_hang_report_ref (g_ptr_array_index (preload.hangs, i)));
