@@ -41,7 +41,7 @@ chatter (gpointer data)
 }
 
 static gboolean
-quit_idle (gpointer data)
+run_once (gpointer data)
 {
   return G_SOURCE_REMOVE;
 }
@@ -71,7 +71,7 @@ main (int   argc,
       g_autofree char *name = g_strdup_printf ("periodic-hang group %d", i);
 
       g_source_set_name (source, name);
-      g_source_set_callback (source, quit_idle, NULL, NULL);
+      g_source_set_callback (source, run_once, NULL, NULL);
       g_source_attach (source, NULL);
     }
   g_timeout_add ((guint) atoi (argv[1]), hang, NULL);

@@ -2859,14 +2859,6 @@ note_dispatch_end (PerfmonMonitor *self)
     _perfmon_loop_activity_exact_end (&self->activity);
 }
 
-/* A dispatch begins, on the monitor's thread: a wake-up of the watchdog
- * that the end of the one before left pending goes out now. */
-static inline void
-note_dispatch_begin (PerfmonMonitor *self)
-{
-  _perfmon_loop_activity_dispatch_begin (&self->activity);
-}
-
 /* Any dispatch of the hook: enter and leave inline into it (flatten), with
  * the observer, if any, around the dispatch. */
 static G_GNUC_NO_INLINE __attribute__ ((flatten)) gboolean
@@ -2883,7 +2875,7 @@ dispatch_measured (PerfmonMonitor      *self,
   gboolean again;
   guint64 cycles;
 
-  note_dispatch_begin (self);
+  _perfmon_loop_activity_dispatch_begin (&self->activity);
   _perfmon_monitor_enter (self, record);
   _perfmon_set_dispatch_name (record->name);
   if (observer != NULL)
@@ -2944,7 +2936,7 @@ _perfmon_monitor_dispatch_in_group (PerfmonMonitor      *self,
   if (G_UNLIKELY (depth >= self->enter_limit))
     return dispatch_measured (self, record, dispatch, source, callback, user_data);
 
-  note_dispatch_begin (self);
+  _perfmon_loop_activity_dispatch_begin (&self->activity);
   start = _perfmon_clock_cycles ();
   if (G_UNLIKELY (start >= self->anchor_stale_cycles))
     push_measure_with_new_anchor (self, depth, record, start);
